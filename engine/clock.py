@@ -1,0 +1,171 @@
+"""Time for the engine: a virtual clock, a deterministic scheduler on it, and a pacer
+that maps wall time onto virtual time for free play.
+
+Nothing in the engine reads the wall clock except :class:`RealTimePacer`; everything
+else asks a :class:`VirtualClock`, which only moves when the scheduler (driven by a
+test, a lesson step or the pacer) moves it. Ties between tasks due at the same
+millisecond are broken by (priority, insertion counter), so a run replays exactly.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["VirtualClock", "Scheduler", "ScheduledTask", "RealTimePacer"]
+
+
+class VirtualClock:
+    """Milliseconds since the start of a run. It never goes backwards."""
+
+    def __init__(self, start_ms: int = 0) -> None:
+        if start_ms < 0:
+            raise ValueError(f"clock start must be >= 0, got {start_ms}")
+        self._now_ms = int(start_ms)
+
+    def now_ms(self) -> int:
+        return self._now_ms
+
+    def advance_to(self, time_ms: int) -> None:
+        if time_ms < self._now_ms:
+            raise ValueError(f"clock cannot go backwards: now {self._now_ms} ms, asked {time_ms} ms")
+        self._now_ms = int(time_ms)
+
+    def advance(self, delta_ms: int) -> None:
+        if delta_ms < 0:
+            raise ValueError(f"clock cannot go backwards: delta {delta_ms} ms")
+        self._now_ms += int(delta_ms)
+
+
+@dataclass
+class ScheduledTask:
+    """One entry of the scheduler's heap. ``fn`` must be picklable (a module-level
+    function or a bound method), so a snapshot of the engine can hold pending tasks."""
+
+    due_ms: int
+    priority: int
+    seq: int
+    fn: Callable[..., Any]
+    args: tuple
+    name: str
+    period_ms: int | None = None
+    cancelled: bool = False
+
+    def sort_key(self) -> tuple[int, int, int]:
+        return (self.due_ms, self.priority, self.seq)
+
+
+@dataclass
+class Scheduler:
+    """A heap of ``(due time, priority, counter)`` tasks on a :class:`VirtualClock`.
+
+    ``step()`` runs the next due task (moving the clock to its due time);
+    ``advance(ms)`` runs everything due within the next ``ms`` and leaves the clock
+    exactly ``ms`` later. Periodic tasks re-arm themselves before they run, so a task
+    that raises does not stop its own schedule.
+    """
+
+    clock: VirtualClock = field(default_factory=VirtualClock)
+    _heap: list = field(default_factory=list)
+    _seq: int = 0
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def schedule(self, delay_ms: int, fn: Callable[..., Any], *args: Any,
+                 priority: int = 0, name: str = "") -> ScheduledTask:
+        if delay_ms < 0:
+            raise ValueError(f"delay must be >= 0, got {delay_ms}")
+        return self._push(self.now_ms() + int(delay_ms), priority, fn, args, name, None)
+
+    def schedule_at(self, due_ms: int, fn: Callable[..., Any], *args: Any,
+                    priority: int = 0, name: str = "") -> ScheduledTask:
+        return self._push(max(int(due_ms), self.now_ms()), priority, fn, args, name, None)
+
+    def schedule_periodic(self, period_ms: int, fn: Callable[..., Any], *args: Any,
+                          initial_delay_ms: int | None = None, priority: int = 0,
+                          name: str = "") -> ScheduledTask:
+        if period_ms <= 0:
+            raise ValueError(f"period must be > 0, got {period_ms}")
+        delay = period_ms if initial_delay_ms is None else initial_delay_ms
+        return self._push(self.now_ms() + int(delay), priority, fn, args, name, int(period_ms))
+
+    def cancel(self, task: ScheduledTask | None) -> None:
+        if task is not None:
+            task.cancelled = True
+
+    def _push(self, due_ms, priority, fn, args, name, period_ms) -> ScheduledTask:
+        self._seq += 1
+        task = ScheduledTask(due_ms, priority, self._seq, fn, tuple(args), name or getattr(fn, "__name__", "task"), period_ms)
+        heapq.heappush(self._heap, (task.sort_key(), task))
+        return task
+
+    def next_due_ms(self) -> int | None:
+        self._drop_cancelled()
+        return self._heap[0][1].due_ms if self._heap else None
+
+    def pending(self) -> list[ScheduledTask]:
+        return sorted((t for _, t in self._heap if not t.cancelled), key=ScheduledTask.sort_key)
+
+    def _drop_cancelled(self) -> None:
+        while self._heap and self._heap[0][1].cancelled:
+            heapq.heappop(self._heap)
+
+    def step(self) -> ScheduledTask | None:
+        """Run the next task, moving the clock to its due time. None when idle."""
+        self._drop_cancelled()
+        if not self._heap:
+            return None
+        _, task = heapq.heappop(self._heap)
+        self.clock.advance_to(task.due_ms)
+        if task.period_ms is not None:
+            # Re-arm the same object before running it: cancel() keeps working and a
+            # task that raises keeps its schedule.
+            self._seq += 1
+            task.due_ms += task.period_ms
+            task.seq = self._seq
+            heapq.heappush(self._heap, (task.sort_key(), task))
+        task.fn(*task.args)
+        return task
+
+    def run_until(self, time_ms: int) -> int:
+        """Run every task due at or before ``time_ms``; leave the clock there. Returns tasks run."""
+        ran = 0
+        while True:
+            due = self.next_due_ms()
+            if due is None or due > time_ms:
+                break
+            self.step()
+            ran += 1
+        self.clock.advance_to(max(time_ms, self.now_ms()))
+        return ran
+
+
+    def advance(self, delta_ms: int) -> int:
+        if delta_ms < 0:
+            raise ValueError(f"cannot advance by a negative amount: {delta_ms} ms")
+        return self.run_until(self.now_ms() + int(delta_ms))
+
+
+class RealTimePacer:
+    """Free play: moves a scheduler's virtual time along with the wall clock, times a
+    speed factor. The only place in the engine that reads the wall clock."""
+
+    def __init__(self, scheduler: Scheduler, speed: float = 1.0) -> None:
+        self.scheduler = scheduler
+        self.speed = speed
+        self._wall_start = time.monotonic()
+        self._virtual_start = scheduler.now_ms()
+
+    def tick(self) -> int:
+        elapsed_ms = (time.monotonic() - self._wall_start) * 1000.0 * self.speed
+        target = self._virtual_start + int(elapsed_ms)
+        return self.scheduler.run_until(max(target, self.scheduler.now_ms()))
+
+    def set_speed(self, speed: float) -> None:
+        if not 0 < speed <= 1000:
+            raise ValueError(f"speed must be in (0, 1000], got {speed}")
+        self._virtual_start = self.scheduler.now_ms()
+        self._wall_start = time.monotonic()
+        self.speed = speed

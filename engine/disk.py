@@ -1,0 +1,257 @@
+"""The data directory and the page cache in front of it.
+
+Every byte the engine stores goes through a :class:`Disk`. It does two jobs:
+
+* **Confinement.** Callers name files by paths relative to the data directory; a
+  path that is absolute, has ``..``, an empty part, or characters outside
+  ``[A-Za-z0-9._-]`` is refused with :class:`PathEscapeError`, so no user input can
+  reach a file outside the directory.
+* **A page-cache model.** Writes reach the real file at once (as they reach the OS
+  page cache), but a file is only *durable* up to the size it had at its last
+  :meth:`fsync`. :meth:`crash` (a power loss of one broker) truncates every file
+  written since its last fsync back to its durable size: exactly what a hard crash
+  loses when nothing forced a flush. Renames and deletes are durable at once, as on
+  a journaling file system.
+
+File handles are cached and reopened lazily, so a ``Disk`` pickles (the engine's
+snapshots are pickles plus :meth:`capture` of the files).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import PathEscapeError
+
+__all__ = ["Disk", "FileImage"]
+
+_PART_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
+_MAX_OPEN = 256
+
+
+@dataclass(frozen=True)
+class FileImage:
+    """A file's content in a snapshot: its length and its bytes without trailing
+    zeros (preallocated index files are mostly zeros)."""
+
+    size: int
+    data: bytes
+
+
+class Disk:
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._durable: dict[str, int] = {}   # dirty files -> durable size
+        self._handles: dict[str, int] = {}   # rel -> os-level fd
+
+    # ---- paths -------------------------------------------------------------
+    def check(self, rel: str) -> str:
+        """Validate a relative path and return it normalised (``a/b``)."""
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
+            raise PathEscapeError(f"not a relative path inside the data directory: {rel!r}")
+        parts = rel.split("/")
+        for part in parts:
+            if part in ("", ".", "..") or not _PART_RE.match(part):
+                raise PathEscapeError(f"path {rel!r} has a part {part!r} that is not allowed")
+        return "/".join(parts)
+
+    def path(self, rel: str) -> Path:
+        p = self.root / self.check(rel)
+        # Belt and braces: symlinks inside the directory must not lead out of it either.
+        if self.root not in p.resolve().parents and p.resolve() != self.root:
+            raise PathEscapeError(f"path {rel!r} resolves outside the data directory")
+        return p
+
+    # ---- directories -------------------------------------------------------
+    def mkdir(self, rel: str) -> None:
+        self.path(rel).mkdir(parents=True, exist_ok=True)
+
+    def exists(self, rel: str) -> bool:
+        return self.path(rel).exists()
+
+    def listdir(self, rel: str) -> list[str]:
+        p = self.path(rel)
+        return sorted(os.listdir(p)) if p.is_dir() else []
+
+    def rmtree(self, rel: str) -> None:
+        rel = self.check(rel)
+        for key in [k for k in self._handles if k == rel or k.startswith(rel + "/")]:
+            self._close(key)
+        for key in [k for k in self._durable if k == rel or k.startswith(rel + "/")]:
+            del self._durable[key]
+        shutil.rmtree(self.path(rel), ignore_errors=True)
+
+    # ---- files -------------------------------------------------------------
+    def _fd(self, rel: str) -> int:
+        fd = self._handles.get(rel)
+        if fd is None:
+            if len(self._handles) >= _MAX_OPEN:
+                self._close(next(iter(self._handles)))
+            fd = os.open(self.path(rel), os.O_RDWR | os.O_CREAT, 0o644)
+            self._handles[rel] = fd
+        return fd
+
+    def _close(self, rel: str) -> None:
+        fd = self._handles.pop(rel, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close_all(self) -> None:
+        for rel in list(self._handles):
+            self._close(rel)
+
+    def touch(self, rel: str) -> None:
+        rel = self.check(rel)
+        existed = self.path(rel).exists()
+        self._fd(rel)
+        if not existed:
+            self._durable.setdefault(rel, 0)
+
+    def size(self, rel: str) -> int:
+        rel = self.check(rel)
+        if rel in self._handles:
+            return os.fstat(self._handles[rel]).st_size
+        p = self.path(rel)
+        return p.stat().st_size if p.exists() else 0
+
+    def _dirty(self, rel: str) -> None:
+        if rel not in self._durable:
+            p = self.path(rel)
+            self._durable[rel] = p.stat().st_size if p.exists() else 0
+
+    def append(self, rel: str, data: bytes) -> int:
+        """Write ``data`` at the end of the file; return the position it starts at."""
+        rel = self.check(rel)
+        self._dirty(rel)
+        fd = self._fd(rel)
+        pos = os.lseek(fd, 0, os.SEEK_END)
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        return pos
+
+    def write_at(self, rel: str, pos: int, data: bytes) -> None:
+        rel = self.check(rel)
+        self._dirty(rel)
+        os.pwrite(self._fd(rel), data, pos)
+
+    def read(self, rel: str, pos: int, length: int) -> bytes:
+        rel = self.check(rel)
+        if length <= 0:
+            return b""
+        return os.pread(self._fd(rel), length, pos)
+
+    def read_all(self, rel: str) -> bytes:
+        return self.read(rel, 0, self.size(rel))
+
+    def truncate(self, rel: str, size: int) -> None:
+        """Shrink or extend (with zeros, as a sparse file) to ``size`` bytes."""
+        rel = self.check(rel)
+        self._dirty(rel)
+        os.ftruncate(self._fd(rel), size)
+
+    def fsync(self, rel: str) -> None:
+        rel = self.check(rel)
+        if rel in self._handles:
+            os.fsync(self._handles[rel])
+        self._durable.pop(rel, None)
+
+    def is_dirty(self, rel: str) -> bool:
+        return self.check(rel) in self._durable
+
+    def durable_size(self, rel: str) -> int:
+        rel = self.check(rel)
+        return self._durable.get(rel, self.size(rel))
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Kafka's checkpoint write: ``rel.tmp``, fsync, rename over ``rel``."""
+        rel = self.check(rel)
+        tmp = rel + ".tmp"
+        self.delete(tmp)
+        self.append(tmp, data)
+        self.fsync(tmp)
+        self.rename(tmp, rel)
+
+    def rename(self, src: str, dst: str) -> None:
+        src, dst = self.check(src), self.check(dst)
+        self._close(src)
+        self._close(dst)
+        os.replace(self.path(src), self.path(dst))
+        self._durable.pop(dst, None)
+        if src in self._durable:
+            self._durable[dst] = self._durable.pop(src)
+
+    def delete(self, rel: str) -> bool:
+        rel = self.check(rel)
+        self._close(rel)
+        self._durable.pop(rel, None)
+        p = self.path(rel)
+        if p.exists():
+            p.unlink()
+            return True
+        return False
+
+    # ---- faults and snapshots ---------------------------------------------
+    def crash(self, prefix: str = "") -> list[tuple[str, int, int]]:
+        """Power loss under ``prefix``: every file written since its last fsync falls
+        back to its durable size. Returns ``(path, size before, size after)``."""
+        prefix = self.check(prefix) + "/" if prefix else ""
+        lost = []
+        for rel in sorted(k for k in self._durable if k.startswith(prefix)):
+            durable = self._durable.pop(rel)
+            self._close(rel)
+            p = self.path(rel)
+            if p.exists():
+                before = p.stat().st_size
+                if before > durable:
+                    os.truncate(p, durable)
+                    lost.append((rel, before, durable))
+        for rel in [k for k in self._handles if k.startswith(prefix)]:
+            self._close(rel)
+        return lost
+
+    def walk(self, rel: str = "") -> Iterator[str]:
+        base = self.path(rel) if rel else self.root
+        for dirpath, _, files in os.walk(base):
+            for name in sorted(files):
+                yield os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
+
+    def usage_bytes(self, rel: str = "") -> int:
+        return sum(self.size(r) for r in self.walk(rel))
+
+    def capture(self) -> dict[str, FileImage]:
+        """Every file's content, for a snapshot."""
+        return {rel: FileImage(self.size(rel), self.read_all(rel).rstrip(b"\0")) for rel in self.walk()}
+
+    def restore(self, images: dict[str, FileImage], durable: dict[str, int] | None = None) -> None:
+        """Make the directory hold exactly ``images`` (used by rewind and fork)."""
+        self.close_all()
+        for child in list(self.root.iterdir()):
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        for rel, image in sorted(images.items()):
+            p = self.path(rel)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            with open(p, "wb") as fh:
+                fh.write(image.data)
+                fh.truncate(image.size)
+        self._durable = dict(durable or {})
+
+    def __getstate__(self) -> dict:
+        return {"root": str(self.root), "_durable": dict(self._durable)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.root = Path(state["root"])
+        self._durable = state["_durable"]
+        self._handles = {}
+
+    def __del__(self) -> None:  # pragma: no cover - best effort
+        try:
+            self.close_all()
+        except Exception:
+            pass

@@ -1,0 +1,146 @@
+"""Typed engine events and the log they are emitted into.
+
+Every step the engine takes is an :class:`Event`: a frozen dataclass with a ``kind``
+string and plain JSON-able fields (ints, strings, bools, None, lists and dicts of
+those). Modules declare their own events with :func:`event` (storage events live in
+``engine/log/events.py``, cluster events in ``engine/cluster/events.py``); this
+module holds the base class, the registry used to turn dicts back into events, and
+:class:`EventLog`, which stamps each event with a sequence number and the virtual
+time and keeps a running SHA-256 over the canonical JSON of the stream, so that two
+runs can be compared by one hash.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Iterable
+
+__all__ = ["Event", "Envelope", "EventLog", "event", "event_from_dict", "canonical_json", "stream_digest", "EVENT_TYPES"]
+
+EVENT_TYPES: dict[str, type["Event"]] = {}
+
+
+@dataclass(frozen=True)
+class Event:
+    """Base of all engine events. Subclasses are declared with :func:`event`."""
+
+    kind: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for f in dataclasses.fields(self):
+            out[f.name] = _plain(getattr(self, f.name))
+        return out
+
+
+def event(kind: str) -> Callable[[type], type]:
+    """Class decorator: make ``cls`` a frozen dataclass event registered under ``kind``."""
+
+    def wrap(cls: type) -> type:
+        if kind in EVENT_TYPES:
+            raise TypeError(f"event kind {kind!r} declared twice")
+        cls = dataclass(frozen=True)(cls)
+        cls.kind = kind
+        EVENT_TYPES[kind] = cls
+        return cls
+
+    return wrap
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    data = dict(data)
+    cls = EVENT_TYPES[data.pop("kind")]
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """An event as it happened: its place in the stream and the virtual time."""
+
+    seq: int
+    time_ms: int
+    event: Event
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "time_ms": self.time_ms, **self.event.to_dict()}
+
+
+class EventLog:
+    """The sink every engine component emits into.
+
+    ``keep`` bounds memory for long free play: only the last ``keep`` envelopes are
+    retained (None keeps all), while the running digest always covers the whole
+    stream. Listeners are called synchronously with each envelope; they are not part
+    of a snapshot (see ``__getstate__``).
+    """
+
+    def __init__(self, clock: Any, keep: int | None = None) -> None:
+        self.clock = clock
+        self.keep = keep
+        self.seq = 0
+        self.envelopes: list[Envelope] = []
+        self._digest = ""  # chained: sha256(previous digest + line); plain data, so it pickles
+        self._listeners: list[Callable[[Envelope], None]] = []
+
+    def emit(self, ev: Event) -> Envelope:
+        self.seq += 1
+        env = Envelope(self.seq, self.clock.now_ms(), ev)
+        self._digest = _chain(self._digest, env)
+        self.envelopes.append(env)
+        if self.keep is not None and len(self.envelopes) > self.keep:
+            del self.envelopes[: len(self.envelopes) - self.keep]
+        for listener in list(self._listeners):
+            listener(env)
+        return env
+
+    def subscribe(self, listener: Callable[[Envelope], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def digest(self) -> str:
+        return self._digest
+
+    def since(self, seq: int) -> list[Envelope]:
+        return [e for e in self.envelopes if e.seq > seq]
+
+    def of_kind(self, *kinds: str) -> list[Event]:
+        return [e.event for e in self.envelopes if e.event.kind in kinds]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_listeners"] = []
+        return state
+
+
+def _chain(previous: str, env: Envelope) -> str:
+    return hashlib.sha256((previous + canonical_json(env.to_dict())).encode()).hexdigest()
+
+
+def stream_digest(envelopes: Iterable[Envelope]) -> str:
+    """The digest :class:`EventLog` would hold after emitting ``envelopes``."""
+    digest = ""
+    for env in envelopes:
+        digest = _chain(digest, env)
+    return digest

@@ -1,0 +1,59 @@
+import pickle
+
+from engine.clock import VirtualClock
+from engine.events import Event, EventLog, event, event_from_dict, stream_digest
+
+
+@event("test_thing_happened")
+class ThingHappened(Event):
+    where: str
+    offsets: tuple = ()
+
+
+def _log_with(*things):
+    clock = VirtualClock()
+    log = EventLog(clock)
+    for i, t in enumerate(things):
+        clock.advance(i)
+        log.emit(t)
+    return log
+
+
+def test_envelope_carries_seq_time_and_kind():
+    log = _log_with(ThingHappened("a"), ThingHappened("b", (1, 2)))
+    d = log.envelopes[1].to_dict()
+    assert d == {"seq": 2, "time_ms": 1, "kind": "test_thing_happened", "where": "b", "offsets": [1, 2]}
+
+
+def test_event_round_trips_through_its_dict():
+    ev = ThingHappened("x", (3, 4))
+    assert event_from_dict(ev.to_dict()) == ev
+
+
+def test_same_stream_same_digest_and_any_change_changes_it():
+    a = _log_with(ThingHappened("a"), ThingHappened("b"))
+    b = _log_with(ThingHappened("a"), ThingHappened("b"))
+    c = _log_with(ThingHappened("a"), ThingHappened("c"))
+    assert a.digest() == b.digest() != c.digest()
+    assert stream_digest(a.envelopes) == a.digest()
+
+
+def test_keep_bounds_memory_but_digest_covers_everything():
+    clock = VirtualClock()
+    full, bounded = EventLog(clock), EventLog(clock, keep=2)
+    for i in range(5):
+        full.emit(ThingHappened(str(i)))
+        bounded.emit(ThingHappened(str(i)))
+    assert [e.seq for e in bounded.envelopes] == [4, 5]
+    assert bounded.digest() == full.digest()
+
+
+def test_listeners_see_each_event_and_are_not_pickled():
+    log = _log_with()
+    seen = []
+    log.subscribe(seen.append)
+    log.emit(ThingHappened("z"))
+    assert [e.event.where for e in seen] == ["z"]
+    clone = pickle.loads(pickle.dumps(log))
+    clone.emit(ThingHappened("only-clone"))
+    assert len(seen) == 1 and clone.digest() != log.digest()
