@@ -1,0 +1,664 @@
+"""One partition's log on disk: a list of segments, the offsets that bound it, and the
+operations the broker performs on it (append, read, lookup by time, roll, truncate, flush).
+
+Directory (``dir_rel`` on the :class:`Disk`, named ``<topic>-<partition>``)::
+
+    00000000000000000000.log / .index / .timeindex     segment with base offset 0
+    00000000000000001234.log / .index / .timeindex     next segment, base offset 1234
+    leader-epoch-checkpoint                            (epoch, start offset) pairs, text format
+
+Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset`` (LEO, the next offset
+to be written); ``recovery_point`` is the offset below which everything has been fsync'd.
+Retention lives in :mod:`engine.log.retention`, opening/recovery in :mod:`engine.log.recovery`.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..clock import Scheduler
+from ..config import LONG_MAX, LogConfig
+from ..disk import Disk
+from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestError, OffsetOutOfRangeError,
+                      RecordTooLargeError)
+from ..events import EventLog
+from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, TimestampType, build_batch,
+                       decode_batch, read_header, scan_valid, verify_crc, with_log_append_time,
+                       with_offset_and_epoch)
+from .events import (BatchAppended, IndexEntryWritten, IndexProbe, IndexTrimmed, LogClosed, LogFlushed,
+                     LogStartOffsetChanged, LogTruncated, LookupFinished, LookupScan, LookupSegment,
+                     LookupStarted, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from .leader_epoch import LeaderEpochFileCache
+from .log_segment import INT32_MAX, LogSegment, segment_file_name
+from .recovery import LogRecovery
+from .retention import LogRetention
+from .time_index import TimestampOffset
+
+__all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "FileInfo", "LEADER_EPOCH_CHECKPOINT",
+           "LATEST_TIMESTAMP", "EARLIEST_TIMESTAMP", "MAX_TIMESTAMP"]
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
+
+
+@dataclass(frozen=True)
+class LogAppendInfo:
+    """Result of an append. ``position``/``segment`` are where the first batch went;
+    ``log_append_time`` is -1 unless the topic uses LogAppendTime."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    position: int
+    size_bytes: int
+    segment: int
+    records_count: int
+    leader_epoch: int
+    log_append_time: int
+
+
+@dataclass(frozen=True)
+class FetchDataInfo:
+    """Result of :meth:`Log.read`: whole batches starting at ``position`` in ``segment``."""
+
+    fetch_offset: int
+    records: bytes
+    batches: tuple
+    segment: int | None
+    position: int | None
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One file of the partition directory, for the directory diagram."""
+
+    name: str
+    size: int
+    kind: str
+    segment: int | None
+    deleted: bool
+
+
+class Log(LogRecovery, LogRetention):
+    """A partition's log (see module docstring). Opening it runs recovery."""
+
+    def __init__(self, disk: Disk, dir_rel: str, topic: str, partition: int, config: LogConfig,
+                 scheduler: Scheduler, events: EventLog, *, broker: int | None = None, recovery_point: int = 0,
+                 hw_follows_leo: bool = False, schedule_tasks: bool = True, log_start_offset: int | None = None,
+                 high_watermark: int | None = None, rng: Any = None) -> None:
+        self.disk = disk
+        self.dir = disk.check(dir_rel)
+        self.topic = topic
+        self.partition = partition
+        self.broker = broker
+        self.config = config
+        self.scheduler = scheduler
+        self.events = events
+        self.rng = rng
+        self.hw_follows_leo = hw_follows_leo
+        self._ident = (broker, topic, partition)
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._log_end_offset = 0
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.recovery_point = recovery_point
+        self._last_flush_ms = scheduler.now_ms()
+        self._tasks: list = []
+        self._closed = False
+        self.leader_epoch_cache = LeaderEpochFileCache(disk, f"{self.dir}/{LEADER_EPOCH_CHECKPOINT}",
+                                                       events=events, ident=self._ident)
+        self._load(recovery_point, log_start_offset, high_watermark)
+        if schedule_tasks:
+            self._schedule_tasks()
+
+    # ---- properties ----------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def _now(self) -> int:
+        return self.scheduler.now_ms()
+
+    def _emit(self, ev: Any) -> None:
+        self.events.emit(ev)
+
+    # ---- tasks ---------------------------------------------------------------
+    def _schedule_tasks(self) -> None:
+        self.cancel_tasks()
+        cfg = self.config
+        self._tasks.append(self.scheduler.schedule_periodic(
+            cfg.log_retention_check_interval_ms, self.delete_old_segments, name=f"retention {self.name}"))
+        if cfg.flush_interval_ms < LONG_MAX:
+            self._tasks.append(self.scheduler.schedule_periodic(
+                max(cfg.flush_interval_ms, 1), self._flush_if_due, name=f"flush {self.name}"))
+
+    def cancel_tasks(self) -> None:
+        """Stop this log's periodic tasks (close, or a crash that abandons this object)."""
+        for task in self._tasks:
+            self.scheduler.cancel(task)
+        self._tasks = []
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply a config change; periodic tasks are re-armed with the new intervals."""
+        self.config = config
+        for seg in self._segments:
+            seg.index_interval_bytes = config.index_interval_bytes
+        if self._tasks:
+            self._schedule_tasks()
+
+    # ---- appending -----------------------------------------------------------
+    def append_as_leader(self, records: Sequence | bytes, leader_epoch: int, *,
+                         compression: CompressionType | int = CompressionType.NONE) -> LogAppendInfo:
+        """Append producer records (encoded here as one batch) or client batches (bytes): offsets
+        are assigned from LEO, the leader epoch is stamped, LogAppendTime applied per config."""
+        now = self._now()
+        append_time = self.config.message_timestamp_type == "LogAppendTime"
+        offset = self._log_end_offset
+        if isinstance(records, (bytes, bytearray, memoryview)):
+            parsed = self._parse(bytes(records))
+            out = []
+            for pos, h in parsed:
+                if h.records_count != h.last_offset_delta + 1 or h.records_count < 1:
+                    raise InvalidRecordError(
+                        f"batch at position {pos} declares {h.records_count} records but lastOffsetDelta "
+                        f"{h.last_offset_delta}")
+                b = with_offset_and_epoch(bytes(records[pos:pos + h.size_in_bytes]), offset, leader_epoch)
+                if append_time:
+                    b = with_log_append_time(b, now)
+                out.append(b)
+                offset += h.last_offset_delta + 1
+            data = b"".join(out)
+        else:
+            data = build_batch(records, base_offset=offset, compression=compression,
+                               timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
+                               now_ms=now, partition_leader_epoch=leader_epoch)
+        info = self._append(data, self._parse(data), now, now if append_time else -1)
+        if leader_epoch >= 0 and (self.leader_epoch_cache.latest_epoch is None
+                                  or leader_epoch > self.leader_epoch_cache.latest_epoch):
+            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        return info
+
+    def append_as_follower(self, batches: bytes) -> LogAppendInfo:
+        """Append batches fetched from the leader: offsets already assigned (the first must be
+        >= LEO, normally == LEO); the epoch cache follows the batches' leader epochs."""
+        parsed = self._parse(batches)
+        first = parsed[0][1].base_offset
+        if first < self._log_end_offset:
+            raise InvalidRequestError(
+                f"{self.name}: follower append starts at offset {first}, below the log end offset {self._log_end_offset}")
+        prev = first - 1
+        for pos, h in parsed:
+            if h.base_offset <= prev and pos:
+                raise InvalidRecordError(f"{self.name}: batch at position {pos} starts at {h.base_offset}, not after {prev}")
+            prev = h.base_offset + h.last_offset_delta
+        return self._append(batches, parsed, self._now(), -1)
+
+    def _parse(self, data: bytes) -> list[tuple[int, BatchHeader]]:
+        """Validate whole batches (lengths, magic, CRC) and sizes before anything is written."""
+        if not data:
+            raise InvalidRecordError(f"{self.name}: empty append")
+        headers = None
+        if len(data) >= BATCH_OVERHEAD:
+            # Fast path for the common one-batch append; anything else takes the full scan,
+            # which also words the error.
+            try:
+                h = read_header(data, 0)
+            except CorruptRecordError:
+                h = None
+            if h is not None and h.batch_length + 12 == len(data) and verify_crc(data, 0, h):
+                headers = [(0, h)]
+        if headers is None:
+            scan = scan_valid(data)
+            if scan.error is not None or scan.valid_bytes != len(data):
+                raise CorruptRecordError(f"{self.name}: {scan.error or 'trailing bytes'} (append of {len(data)} bytes)")
+            headers = scan.headers
+        cfg = self.config
+        for pos, h in headers:
+            size = h.batch_length + 12
+            if size > cfg.max_message_bytes:
+                raise RecordTooLargeError(f"{self.name}: batch at position {pos} is {size} bytes, more than "
+                                          f"max.message.bytes={cfg.max_message_bytes}")
+            if size > cfg.segment_bytes:
+                raise RecordTooLargeError(f"{self.name}: batch at position {pos} is {size} bytes, more than "
+                                          f"segment.bytes={cfg.segment_bytes}")
+        return headers
+
+    def _append(self, data: bytes, parsed: list, now: int, log_append_time: int) -> LogAppendInfo:
+        """Append validated batches. Each batch is its own segment append for roll checks and the
+        index rule (so a rebuilt index equals the original), but consecutive batches that land in
+        the same segment are written with one write, as Kafka writes one append."""
+        first_pos = first_seg = None
+        max_ts, count = -1, 0
+        ident = self._ident
+        view = memoryview(data) if len(parsed) > 1 else None
+        group: list = []          # events of batches reserved but not written yet
+        group_seg = None
+        group_start = group_end = 0
+        for rel, h in parsed:
+            size = h.batch_length + 12
+            seg = self._segments[-1]
+            roll = self._roll_reason(seg, size, h, now)
+            if roll is not None:
+                if group_seg is not None:
+                    self._write_group(group_seg, data, view, group_start, group_end, group)
+                    group_seg, group = None, []
+                seg = self._roll(roll[0], roll[1], h.base_offset)
+            if group_seg is None:
+                group_seg, group_start = seg, rel
+            group_end = rel + size
+            pos, wrote_o, wrote_t = seg.reserve(h, size, now)
+            last = h.base_offset + h.last_offset_delta
+            self._log_end_offset = last + 1
+            group.append(BatchAppended(*ident, seg.base_offset, h.base_offset, last, pos, size, h.records_count,
+                                       h.max_timestamp, h.partition_leader_epoch))
+            if wrote_o:
+                oi = seg.offset_index
+                group.append(IndexEntryWritten(*ident, "offset", seg.base_offset, oi.keys[-1], oi.values[-1], None,
+                                               oi.entries))
+            if wrote_t:
+                ti = seg.time_index
+                group.append(IndexEntryWritten(*ident, "time", seg.base_offset, ti.values[-1], None, ti.keys[-1],
+                                               ti.entries))
+            if h.partition_leader_epoch >= 0:
+                group.append((h.partition_leader_epoch, h.base_offset))
+            if first_pos is None:
+                first_pos, first_seg = pos, seg.base_offset
+            if h.max_timestamp > max_ts:
+                max_ts = h.max_timestamp
+            count += h.records_count
+        self._write_group(group_seg, data, view, group_start, group_end, group)
+        if self.hw_follows_leo:
+            self.high_watermark = self._log_end_offset
+        if self._log_end_offset - self.recovery_point >= self.config.flush_interval_messages:
+            self.flush()
+        h0 = parsed[0][1]
+        return LogAppendInfo(h0.base_offset, self._log_end_offset - 1, max_ts, first_pos, len(data), first_seg,
+                             count, h0.partition_leader_epoch, log_append_time)
+
+    def _write_group(self, seg: LogSegment, data: bytes, view, start: int, end: int, group: list) -> None:
+        """Write the reserved bytes, then emit their events and move the epoch cache."""
+        seg.write(data if view is None else view[start:end])
+        emit = self.events.emit
+        cache = self.leader_epoch_cache
+        for item in group:
+            if type(item) is tuple:
+                latest = cache.latest_epoch
+                if latest is None or item[0] > latest:
+                    cache.assign(*item)
+            else:
+                emit(item)
+
+    def assign_epoch_start_offset(self, epoch: int, start_offset: int | None = None) -> bool:
+        """A new leader records ``(epoch, LEO)`` before writing anything (KIP-279)."""
+        return self.leader_epoch_cache.assign(epoch, self._log_end_offset if start_offset is None else start_offset)
+
+    # ---- rolling -------------------------------------------------------------
+    def _roll_reason(self, seg: LogSegment, size: int, h: BatchHeader, now: int) -> tuple[str, str] | None:
+        """Kafka's shouldRoll (reference §4.1) for one incoming batch: (reason, detail) or None."""
+        cfg = self.config
+        reason = detail = None
+        if seg.size > cfg.segment_bytes - size:
+            reason, detail = "size", f"segment is {seg.size} bytes; {size} more would pass segment.bytes={cfg.segment_bytes}"
+        elif seg.size > 0:
+            if seg.rolling_based_timestamp is not None and seg.rolling_based_timestamp >= 0:
+                elapsed, what = h.max_timestamp - seg.rolling_based_timestamp, "batch timestamp - first batch timestamp"
+            else:
+                elapsed, what = now - seg.created_ms, "now - segment creation"
+            if elapsed > cfg.segment_ms - seg.rolling_jitter_ms:
+                reason = "time"
+                detail = f"{what} = {elapsed} ms > segment.ms={cfg.segment_ms}" + (
+                    f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
+        if reason is None and (seg.offset_index.is_full or seg.time_index.is_full):
+            reason = "index_full"
+            detail = (f"offset index {seg.offset_index.entries}/{seg.offset_index.max_entries} entries, time index "
+                      f"{seg.time_index.entries}/{seg.time_index.max_entries} entries")
+        if reason is None and h.base_offset + h.last_offset_delta - seg.base_offset > INT32_MAX:
+            reason = "offset_overflow"
+            detail = f"offset {h.base_offset + h.last_offset_delta} - base {seg.base_offset} does not fit in int32"
+        return None if reason is None else (reason, detail)
+
+    def roll(self, reason: str = "manual") -> LogSegment:
+        """Start a new active segment at LEO (no-op if the active segment is empty)."""
+        return self._roll(reason, "", None)
+
+    def _roll(self, reason: str, detail: str, expected_next: int | None) -> LogSegment:
+        new_base = max(expected_next if expected_next is not None else 0, self._log_end_offset)
+        old = self._segments[-1]
+        if old.size == 0:
+            if old.base_offset == new_base:
+                return old
+            self._segments.pop()
+            self._bases.pop()
+            for rel in (old.log_rel, old.offset_index.rel, old.time_index.rel):
+                self.disk.delete(rel)
+        else:
+            for kind, entries, before, after in old.on_become_inactive():
+                self._emit(IndexTrimmed(*self._ident, old.base_offset, kind, entries, before, after))
+        seg = self._new_segment(new_base)
+        self._emit(SegmentRolled(*self._ident, old.base_offset, new_base, reason, detail))
+        if old.size:
+            self.flush(new_base)
+        return seg
+
+    def _new_segment(self, base: int) -> LogSegment:
+        jitter = 0
+        cfg = self.config
+        if cfg.segment_jitter_ms > 0 and self.rng is not None:
+            jitter = abs(self.rng.randint(-2**31, 2**31 - 1)) % min(cfg.segment_jitter_ms, cfg.segment_ms)
+        seg = LogSegment.create(self.disk, self.dir, base, cfg, created_ms=self._now(), rolling_jitter_ms=jitter)
+        self._segments.append(seg)
+        self._bases.append(base)
+        self._emit(SegmentCreated(*self._ident, base, seg.file_names(), seg.offset_index.max_size_bytes))
+        return seg
+
+    # ---- flushing ------------------------------------------------------------
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync the segments holding offsets in [recovery_point, up_to) and move the recovery point."""
+        up_to = self._log_end_offset if up_to is None else min(up_to, self._log_end_offset)
+        self._last_flush_ms = self._now()
+        if up_to <= self.recovery_point:
+            return
+        flushed = []
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            upper = segs[i + 1].base_offset if i + 1 < len(segs) else self._log_end_offset
+            if seg.base_offset < up_to and upper > self.recovery_point:
+                seg.flush()
+                flushed.append(seg.base_offset)
+        self.recovery_point = up_to
+        self._emit(LogFlushed(*self._ident, up_to, flushed))
+
+    def _flush_if_due(self) -> None:
+        if self._now() - self._last_flush_ms >= self.config.flush_interval_ms and self._log_end_offset > self.recovery_point:
+            self.flush()
+
+    # ---- reading -------------------------------------------------------------
+    def _check_range(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self._log_end_offset, self.name)
+
+    def _probe(self, seg: LogSegment, index: str):
+        ident, emit, base = self._ident, self.events.emit, seg.base_offset
+
+        def probe(lo: int, hi: int, mid: int, entry_offset: int, entry_value: int, went: str) -> None:
+            emit(IndexProbe(*ident, index, base, lo, hi, mid, entry_offset, entry_value, went))
+        return probe
+
+    def _scan(self, seg: LogSegment):
+        ident, emit, base = self._ident, self.events.emit, seg.base_offset
+
+        def scan(pos: int, h: BatchHeader, matched: bool) -> None:
+            emit(LookupScan(*ident, base, pos, h.base_offset, h.base_offset + h.last_offset_delta, h.max_timestamp, matched))
+        return scan
+
+    def read(self, offset: int, max_bytes: int = 1048576, *, max_offset: int | None = None,
+             trace: bool = True) -> FetchDataInfo:
+        """Whole batches from the one holding ``offset``: pick the segment (floor by base offset),
+        find the floor entry in its offset index, scan batches to the first whose last offset is
+        >= ``offset``. The first batch is always whole; the rest fit ``max_bytes`` and end below
+        ``max_offset`` (exclusive, e.g. the HW). ``trace=False`` emits no lookup events."""
+        self._check_range(offset)
+        ident, emit = self._ident, self.events.emit
+        if trace:
+            emit(LookupStarted(*ident, "offset", offset))
+        found = None
+        if offset < self._log_end_offset and (max_offset is None or offset < max_offset):
+            i = bisect.bisect_right(self._bases, offset) - 1
+            seg = self._segments[i]
+            if trace:
+                emit(LookupSegment(*ident, seg.base_offset, list(self._bases), "largest base offset <= target"))
+            start = seg.offset_index.lookup(offset, self._probe(seg, "offset") if trace else None).position
+            while True:
+                found = seg.translate_offset(offset, start, self._scan(seg) if trace else None)
+                if found is not None or i + 1 >= len(self._segments):
+                    break
+                i, start = i + 1, 0
+                seg = self._segments[i]
+                if trace:
+                    emit(LookupSegment(*ident, seg.base_offset, list(self._bases), "next segment"))
+        if found is None:
+            if trace:
+                emit(LookupFinished(*ident, "offset", offset, offset, None, None, None))
+            return FetchDataInfo(offset, b"", (), None, None, self.log_start_offset, self._log_end_offset, self.high_watermark)
+        pos, _ = found
+        headers, total = [], 0
+        for p, h in seg.iter_headers(pos):
+            size = h.batch_length + 12
+            if (max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset) or \
+                    (headers and total + size > max_bytes):
+                break
+            headers.append(h)
+            total += size
+        data = seg.read_bytes(pos, total) if total else b""
+        if trace:
+            emit(LookupFinished(*ident, "offset", offset, headers[0].base_offset if headers else offset, pos,
+                                seg.base_offset, None))
+        return FetchDataInfo(offset, data, tuple(headers), seg.base_offset, pos, self.log_start_offset,
+                             self._log_end_offset, self.high_watermark)
+
+    def records(self, start: int | None = None, end: int | None = None) -> list[Record]:
+        """Decoded records with ``start <= offset < end`` (default: the whole visible log)."""
+        start = self.log_start_offset if start is None else start
+        end = self._log_end_offset if end is None else end
+        out: list[Record] = []
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            upper = segs[i + 1].base_offset if i + 1 < len(segs) else self._log_end_offset
+            if upper <= start or seg.base_offset >= end or not seg.size:
+                continue
+            for batch in seg.batches():
+                out.extend(r for r in batch.records if start <= r.offset < end)
+        return out
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """ListOffsets: -1 latest (LEO), -2 earliest (log start), -3 max timestamp, or the first
+        record with timestamp >= ``timestamp`` found by the four steps (reference §3.5)."""
+        cache = self.leader_epoch_cache
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampOffset(-1, self._log_end_offset, cache.latest_epoch)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampOffset(-1, self.log_start_offset, cache.epoch_for_offset(self.log_start_offset))
+        if timestamp == MAX_TIMESTAMP:
+            best = max(self._segments, key=lambda s: s.max_timestamp_so_far)
+            if best.max_timestamp_so_far < 0:
+                return None
+            return TimestampOffset(best.max_timestamp_so_far, best.offset_of_max_timestamp,
+                                   cache.epoch_for_offset(best.offset_of_max_timestamp))
+        if timestamp < 0:
+            raise InvalidRequestError(f"{self.name}: unknown special timestamp {timestamp}")
+        ident, emit = self._ident, self.events.emit
+        emit(LookupStarted(*ident, "timestamp", timestamp))
+        # 1. the first segment whose largest timestamp is >= the target. Segments wholly below the
+        # log start offset are skipped, and if the log start offset cut the chosen segment so
+        # that nothing in it qualifies, the search goes on in the next one (Kafka stops there
+        # and answers "not found"; the documented answer is the first record with a timestamp
+        # >= target at or after the log start offset, which this gives).
+        segs, start = self._segments, self.log_start_offset
+        result, found_at, seg = None, None, None
+        rule = "first segment with largest timestamp >= target"
+        for i, candidate in enumerate(segs):
+            upper = segs[i + 1].base_offset if i + 1 < len(segs) else self._log_end_offset
+            if candidate.largest_timestamp < timestamp or upper <= start or not candidate.size:
+                continue
+            seg = candidate
+            emit(LookupSegment(*ident, seg.base_offset, list(self._bases), rule))
+            rule = "next segment (nothing at or after the log start offset in the previous one)"
+            found_at, result = self._find_in_segment(seg, timestamp)
+            if result is not None:
+                break
+        if seg is None:
+            emit(LookupSegment(*ident, None, list(self._bases), rule))
+        emit(LookupFinished(*ident, "timestamp", timestamp, result.offset if result else -1, found_at,
+                            seg.base_offset if result else None, result.timestamp if result else None))
+        return result
+
+    def _find_in_segment(self, seg: LogSegment, timestamp: int) -> tuple[int | None, TimestampOffset | None]:
+        """Steps 2-4 of the time lookup inside one segment."""
+        # 2. time index: largest entry with timestamp <= target
+        to = seg.time_index.lookup(timestamp, self._probe(seg, "time"))
+        # 3. offset index: floor entry of that offset (not below the log start offset)
+        start_offset = max(to.offset, self.log_start_offset)
+        position = seg.offset_index.lookup(start_offset, self._probe(seg, "offset")).position
+        # 4. scan batches for the first whose max timestamp is >= target, then its records
+        scan = self._scan(seg)
+        for pos, h in seg.iter_headers(position):
+            matched = h.max_timestamp >= timestamp
+            scan(pos, h, matched)
+            if not matched:
+                continue
+            batch = decode_batch(seg.read_bytes(pos, h.batch_length + 12), verify_crc=False)
+            rec = next((r for r in batch.records if r.timestamp >= timestamp and r.offset >= self.log_start_offset),
+                       None)
+            if rec is not None:
+                epoch = h.partition_leader_epoch
+                return pos, TimestampOffset(rec.timestamp, rec.offset, epoch if epoch >= 0 else None)
+        return None, None
+
+    # ---- offsets moved by the replica manager --------------------------------
+    def update_high_watermark(self, offset: int) -> int:
+        self.high_watermark = min(max(offset, self.log_start_offset), self._log_end_offset)
+        return self.high_watermark
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (-1 = HW); whole segments
+        below it go at the next retention pass."""
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self._log_end_offset,
+                                        f"{self.name} (delete_records is bounded by the high watermark {self.high_watermark})")
+        self._set_log_start_offset(offset, "delete_records")
+        return self.log_start_offset
+
+    def _set_log_start_offset(self, offset: int, reason: str) -> None:
+        if offset <= self.log_start_offset:
+            return
+        old = self.log_start_offset
+        self.log_start_offset = offset
+        if self.high_watermark < offset:
+            self.high_watermark = offset
+        if self.recovery_point < offset:
+            self.recovery_point = offset
+        self._emit(LogStartOffsetChanged(*self._ident, old, offset, reason))
+        self.leader_epoch_cache.truncate_from_start(offset)
+
+    # ---- truncation ----------------------------------------------------------
+    def truncate_to(self, offset: int, reason: str = "") -> bool:
+        """Remove every batch holding an offset >= ``offset`` (a follower cutting a diverged tail)."""
+        if offset < 0:
+            raise InvalidRequestError(f"{self.name}: cannot truncate to a negative offset {offset}")
+        if offset >= self._log_end_offset:
+            return False
+        if self._segments[0].base_offset > offset:
+            self.truncate_fully_and_start_at(offset, reason)
+            return True
+        old_leo = self._log_end_offset
+        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+            self._remove_segment(self._segments[-1], "truncation")
+        seg = self._segments[-1]
+        seg.truncate_to(offset)
+        seg.on_become_active()
+        seg.flush()
+        self._log_end_offset = max(seg.next_offset, seg.base_offset)
+        # The cut .log was just fsync'd and older segments were flushed when they rolled, so
+        # everything below the new LEO is durable (the page-cache model only tracks sizes:
+        # an unflushed truncation followed by an append of the same length would look durable).
+        self.recovery_point = self._log_end_offset
+        self._after_truncation(old_leo, reason or "truncate_to", offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int, reason: str = "") -> None:
+        """Drop every segment and start empty at ``offset`` (follower far behind / out of range)."""
+        old_leo = self._log_end_offset
+        for seg in list(self._segments):
+            self._remove_segment(seg, "truncation")
+        self._new_segment(offset)
+        self._log_end_offset = offset
+        old_start = self.log_start_offset
+        self.log_start_offset = offset
+        if old_start != offset:
+            self._emit(LogStartOffsetChanged(*self._ident, old_start, offset, "truncate_fully"))
+        self.high_watermark = offset
+        self.recovery_point = offset
+        self.leader_epoch_cache.clear()
+        self._emit(LogTruncated(*self._ident, old_leo, offset, reason or "truncate_fully_and_start_at"))
+
+    def _after_truncation(self, old_leo: int, reason: str, target: int) -> None:
+        leo = self._log_end_offset
+        self.leader_epoch_cache.truncate_from_end(min(target, leo))
+        if self.log_start_offset > leo:
+            self.log_start_offset = leo
+        self.recovery_point = min(self.recovery_point, leo)
+        self.high_watermark = min(self.high_watermark, leo)
+        self._emit(LogTruncated(*self._ident, old_leo, leo, reason))
+
+    def _remove_segment(self, seg: LogSegment, reason: str) -> None:
+        """Take ``seg`` out of the log, rename its files to ``.deleted`` and schedule their removal."""
+        i = self._segments.index(seg)
+        del self._segments[i]
+        del self._bases[i]
+        names = seg.rename_to_deleted()
+        delay = self.config.file_delete_delay_ms
+        self._emit(SegmentDeleted(*self._ident, seg.base_offset, names, reason, delay))
+        self.scheduler.schedule(delay, self._delete_files, tuple(f"{self.dir}/{n}" for n in names),
+                                name=f"delete-file {self.name}")
+
+    def _delete_files(self, rels: tuple) -> None:
+        for rel in rels:
+            if self.disk.delete(rel):
+                self._emit(FileDeleted(*self._ident, rel.rsplit("/", 1)[-1]))
+
+    # ---- closing and listing -------------------------------------------------
+    def close(self) -> None:
+        """Clean shutdown: flush, write the active segment's final time-index entry, trim its indexes."""
+        if self._closed:
+            return
+        self.flush()
+        seg = self._segments[-1]
+        for kind, entries, before, after in seg.on_become_inactive():
+            self._emit(IndexTrimmed(*self._ident, seg.base_offset, kind, entries, before, after))
+        seg.flush()
+        self.cancel_tasks()
+        self._closed = True
+        self._emit(LogClosed(*self._ident, self._log_end_offset))
+
+    def files(self) -> list[FileInfo]:
+        out = []
+        for name in self.disk.listdir(self.dir):
+            deleted = name.endswith(".deleted")
+            core = name[:-len(".deleted")] if deleted else name
+            stem, _, suffix = core.partition(".")
+            kind = {"log": "log", "index": "index", "timeindex": "timeindex"}.get(suffix, "other")
+            if core == LEADER_EPOCH_CHECKPOINT:
+                kind = "leader-epoch-checkpoint"
+            segment = int(stem) if len(stem) == 20 and stem.isdigit() else None
+            out.append(FileInfo(name, self.disk.size(f"{self.dir}/{name}"), kind, segment, deleted))
+        return out
+
+    def __repr__(self) -> str:
+        return (f"Log({self.name}, start={self.log_start_offset}, hw={self.high_watermark}, "
+                f"leo={self._log_end_offset}, segments={self._bases})")
+
+
+__all__ += ["segment_file_name"]

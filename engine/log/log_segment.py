@@ -1,0 +1,301 @@
+"""One segment of a partition's log: the ``.log`` file of record batches and its two indexes.
+
+Files, in the partition directory, named by the base offset as 20 zero-padded digits::
+
+    00000000000000001234.log         record batches (v2), appended back to back
+    00000000000000001234.index       offset index  (see OffsetIndex: int32 relOffset, int32 position)
+    00000000000000001234.timeindex   time index    (see TimeIndex: int64 timestamp, int32 relOffset)
+
+The base offset is <= every offset in the segment and > every offset of the previous segment.
+Every append to a segment is one batch; an index entry is added when more than
+``index_interval_bytes`` were appended since the last one (reference §3.3), and recovery rebuilds
+the indexes with the same rule so that a rebuilt index equals the original byte for byte.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ..config import LogConfig
+from ..disk import Disk
+from ..errors import CorruptIndexError, CorruptRecordError
+from ..records import BATCH_OVERHEAD, BatchHeader, iter_batches, read_header, scan_valid
+from .offset_index import OffsetIndex
+from .time_index import NO_TIMESTAMP, TimeIndex
+
+__all__ = ["LogSegment", "segment_file_name", "RecoveryResult", "INT32_MAX"]
+
+INT32_MAX = 2**31 - 1
+_CHUNK = 65536
+
+ScanFn = Callable[[int, BatchHeader, bool], None]
+
+
+def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True)
+class RecoveryResult:
+    """What :meth:`LogSegment.recover` found: the valid batches, and the bytes cut after them."""
+
+    headers: list
+    valid_bytes: int
+    truncated_bytes: int
+    error: str | None
+
+
+class LogSegment:
+    """A segment: a ``.log`` file with its ``.index`` and ``.timeindex`` (layout in the module
+    docstring). Sizes and offsets are cached in memory, so appends never re-read files."""
+
+    def __init__(self, disk: Disk, dir_rel: str, base_offset: int, config: LogConfig, *,
+                 created_ms: int = 0, rolling_jitter_ms: int = 0) -> None:
+        self.disk = disk
+        self.dir = dir_rel
+        self.base_offset = base_offset
+        self.index_interval_bytes = config.index_interval_bytes
+        self.log_rel = f"{dir_rel}/{segment_file_name(base_offset)}"
+        self.offset_index = OffsetIndex(disk, f"{dir_rel}/{segment_file_name(base_offset, '.index')}",
+                                        base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(disk, f"{dir_rel}/{segment_file_name(base_offset, '.timeindex')}",
+                                    base_offset, config.segment_index_bytes)
+        self.created_ms = created_ms
+        self.last_modified_ms = created_ms
+        self.rolling_jitter_ms = rolling_jitter_ms
+        self.size = 0
+        self.next_offset = base_offset
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self.rolling_based_timestamp: int | None = None
+        self.bytes_since_last_index_entry = 0
+
+    # ---- creation / opening --------------------------------------------------
+    @classmethod
+    def create(cls, disk: Disk, dir_rel: str, base_offset: int, config: LogConfig, *,
+               created_ms: int = 0, rolling_jitter_ms: int = 0) -> "LogSegment":
+        seg = cls(disk, dir_rel, base_offset, config, created_ms=created_ms, rolling_jitter_ms=rolling_jitter_ms)
+        for rel in (seg.log_rel, seg.offset_index.rel, seg.time_index.rel):
+            disk.delete(rel)
+            disk.touch(rel)
+        seg.offset_index.preallocate()
+        seg.time_index.preallocate()
+        return seg
+
+    @classmethod
+    def open(cls, disk: Disk, dir_rel: str, base_offset: int, config: LogConfig, *,
+             created_ms: int = 0, rolling_jitter_ms: int = 0) -> "LogSegment":
+        """An existing segment; indexes are not loaded yet (see :meth:`load_indexes`)."""
+        seg = cls(disk, dir_rel, base_offset, config, created_ms=created_ms, rolling_jitter_ms=rolling_jitter_ms)
+        seg.size = disk.size(seg.log_rel)
+        return seg
+
+    @property
+    def name(self) -> str:
+        return segment_file_name(self.base_offset)
+
+    def file_names(self) -> list[str]:
+        return [segment_file_name(self.base_offset, s) for s in (".log", ".index", ".timeindex")]
+
+    def load_indexes(self, next_offset: int | None) -> None:
+        """Read both index files and check them. :class:`CorruptIndexError` if missing or insane."""
+        self.offset_index.load()
+        self.offset_index.sanity_check(self.size)
+        self.time_index.load()
+        self.time_index.sanity_check(next_offset)
+        last = self.time_index.last_entry
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = last.timestamp, last.offset
+
+    # ---- appending -----------------------------------------------------------
+    def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
+        """Write one batch at the end; returns (position, offset entry written, time entry written)."""
+        pos = self.disk.append(self.log_rel, data)
+        out = (pos,) + self._account(pos, header, len(data), now_ms, True)
+        self.offset_index.sync()
+        self.time_index.sync()
+        return out
+
+    def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
+        """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
+        current end; lets the log write the batches of one append with a single write."""
+        pos = self.size
+        return (pos,) + self._account(pos, header, size, now_ms, True)
+
+    def write(self, data) -> None:
+        """Append bytes previously accounted for with :meth:`reserve`."""
+        pos = self.disk.append(self.log_rel, data)
+        assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
+        self.offset_index.sync()
+        self.time_index.sync()
+
+    def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
+        """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
+        ts = header.max_timestamp
+        if self.rolling_based_timestamp is None:
+            self.rolling_based_timestamp = ts
+        if ts > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = ts
+            self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
+        wrote_o = wrote_t = False
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            if write:
+                self.offset_index.append(header.base_offset + header.last_offset_delta, pos, defer=True)
+                wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
+                                                       defer=True)
+                wrote_o = True
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += size
+        self.size = pos + size
+        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        self.last_modified_ms = now_ms
+        return wrote_o, wrote_t
+
+    def _reset_stats(self) -> None:
+        self.size = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self.rolling_based_timestamp = None
+        self.bytes_since_last_index_entry = 0
+
+    # ---- roll / close --------------------------------------------------------
+    def on_become_inactive(self) -> list[tuple[str, int, int, int]]:
+        """The segment stops being active (roll, clean close): write the final time-index entry
+        (its max timestamp, bypassing the full check) and trim both index files.
+        Returns ``(index kind, entries, size before, size after)`` per index."""
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
+        out = []
+        for idx in (self.offset_index, self.time_index):
+            before, after = idx.trim()
+            out.append((idx.KIND, idx.entries, before, after))
+        return out
+
+    def on_become_active(self) -> None:
+        self.offset_index.preallocate()
+        self.time_index.preallocate()
+
+    def flush(self) -> None:
+        self.disk.fsync(self.log_rel)
+        self.offset_index.fsync()
+        self.time_index.fsync()
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Max record timestamp in the segment; the last-modified time if there is none (Kafka
+        falls back to the file's mtime)."""
+        return self.max_timestamp_so_far if self.max_timestamp_so_far >= 0 else self.last_modified_ms
+
+    # ---- reading -------------------------------------------------------------
+    def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+        """``(position, header)`` of each batch from ``start``, reading the file in chunks and
+        only decoding the 61-byte headers."""
+        end = self.size if end is None else min(end, self.size)
+        pos = start
+        buf, buf_pos = b"", start
+        while pos < end:
+            rel = pos - buf_pos
+            if rel + BATCH_OVERHEAD > len(buf):
+                buf, buf_pos, rel = self.disk.read(self.log_rel, pos, min(_CHUNK, end - pos)), pos, 0
+            try:
+                header = read_header(buf, rel)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}: "
+                                         f"{getattr(exc, 'reason', exc)}") from exc
+            yield pos, header
+            pos += header.batch_length + 12
+
+    def translate_offset(self, target: int, start: int = 0, scan: ScanFn | None = None) -> tuple[int, BatchHeader] | None:
+        """First batch at or after ``start`` whose last offset is >= ``target``."""
+        for pos, h in self.iter_headers(start):
+            hit = h.base_offset + h.last_offset_delta >= target
+            if scan is not None:
+                scan(pos, h, hit)
+            if hit:
+                return pos, h
+        return None
+
+    def read_bytes(self, pos: int, n: int) -> bytes:
+        return self.disk.read(self.log_rel, pos, n)
+
+    def read_all(self) -> bytes:
+        return self.disk.read(self.log_rel, 0, self.size)
+
+    def batches(self) -> list:
+        """Every batch of the segment, decoded (CorruptRecordError names the file and position)."""
+        try:
+            return [b for _, b in iter_batches(self.read_all(), verify_crc=False)]
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self.name}: {exc}") from exc
+
+    # ---- truncation and recovery --------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose last offset is >= ``offset``; returns bytes removed."""
+        found = self.translate_offset(offset, self.offset_index.lookup(offset).position)
+        if found is None:
+            return 0
+        pos, header = found
+        cut = header.base_offset
+        removed = self.size - pos
+        self.disk.truncate(self.log_rel, pos)
+        # A truncation is made durable at once (like a rename): otherwise a later append of the
+        # same length could look durable to the page-cache model after a crash.
+        self.disk.fsync(self.log_rel)
+        self.offset_index.truncate_to(cut)
+        self.time_index.truncate_to(cut)
+        self.reload_stats()
+        return removed
+
+    def reload_stats(self) -> None:
+        """Recompute size, next offset, max timestamp and the index counter by walking the
+        batch headers (no index writes), e.g. when an old segment becomes active again."""
+        self.size = size = self.disk.size(self.log_rel)
+        headers = list(self.iter_headers(0, size))
+        self._reset_stats()
+        last_modified = self.last_modified_ms
+        for pos, h in headers:
+            self._account(pos, h, h.batch_length + 12, last_modified, False)
+        self.size = size
+        last = self.time_index.last_entry
+        if last.timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far, self.offset_of_max_timestamp = last.timestamp, last.offset
+
+    def recover(self, now_ms: int, max_offset: int | None = None) -> RecoveryResult:
+        """Re-read every batch (CRC checked), cut the log after the last valid one and rebuild
+        both indexes from scratch with the §3.3 rule, then add the final time-index entry."""
+        data = self.disk.read(self.log_rel, 0, self.disk.size(self.log_rel))
+        scan = scan_valid(data)
+        headers, valid, error = scan.headers, scan.valid_bytes, scan.error
+        # Offsets must stay inside the segment: increasing, >= base, relative offset in int32.
+        prev_next = self.base_offset
+        for i, (pos, h) in enumerate(headers):
+            last = h.base_offset + h.last_offset_delta
+            if (h.base_offset < prev_next or h.last_offset_delta < 0 or last - self.base_offset > INT32_MAX
+                    or (max_offset is not None and last >= max_offset)):
+                error = (f"batch at position {pos} has offsets [{h.base_offset}, {last}] that do not follow "
+                         f"{prev_next - 1} in segment {self.base_offset}")
+                headers, valid = headers[:i], pos
+                break
+            prev_next = last + 1
+        truncated = len(data) - valid
+        if truncated:
+            self.disk.truncate(self.log_rel, valid)
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._reset_stats()
+        for pos, h in headers:
+            self._account(pos, h, h.batch_length + 12, now_ms, True)
+        self.size = valid
+        self.last_modified_ms = now_ms
+        self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
+        self.offset_index.sync()
+        self.time_index.sync()
+        return RecoveryResult(headers, valid, truncated, error)
+
+    def rename_to_deleted(self) -> list[str]:
+        """Rename every file of the segment to ``<name>.deleted`` at once; returns the new names."""
+        out = []
+        for rel in (self.log_rel, self.offset_index.rel, self.time_index.rel):
+            if self.disk.exists(rel):
+                self.disk.rename(rel, rel + ".deleted")
+                out.append(rel.rsplit("/", 1)[-1] + ".deleted")
+        return out

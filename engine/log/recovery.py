@@ -1,0 +1,111 @@
+"""Opening a log: what Kafka's ``LogLoader`` does at startup, as a mixin of :class:`Log`.
+
+1. Remove leftovers: ``*.deleted`` (deletion was scheduled), ``*.cleaned`` / ``*.swap`` (an
+   abandoned clean), ``*.tmp`` (a half-written checkpoint), and index files without a ``.log``.
+2. Load segments from the ``.log`` file names (20-digit base offsets).
+3. Every segment holding offsets at or after the recovery point is re-read batch by batch (CRC
+   checked); a torn or corrupt tail is cut and every later segment deleted; its indexes are
+   rebuilt with the append rule. Segments below the recovery point keep their indexes unless
+   an index is missing, has a length that is not a multiple of its entry size, is not strictly
+   increasing, or points past the log — then it is rebuilt too.
+4. The leader-epoch cache is reloaded from its checkpoint (and from the recovered batches) and
+   truncated to the log end offset; the active segment's indexes are preallocated again.
+"""
+from __future__ import annotations
+
+from ..errors import CorruptIndexError
+from .events import IndexRebuilt, LeftoverRemoved, RecoveryFinished, RecoveryStarted, RecoveryTruncated
+from .log_segment import LogSegment
+
+__all__ = ["LogRecovery", "LEFTOVER_SUFFIXES"]
+
+LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
+
+
+def _base_of(name: str) -> int | None:
+    stem = name.split(".", 1)[0]
+    return int(stem) if len(stem) == 20 and stem.isdigit() else None
+
+
+class LogRecovery:
+    """Mixin of :class:`engine.log.log.Log`: ``_load`` runs at construction."""
+
+    def _load(self, recovery_point: int, log_start_offset: int | None, high_watermark: int | None) -> None:
+        disk, d, ident, now = self.disk, self.dir, self._ident, self._now()
+        disk.mkdir(d)
+        names = disk.listdir(d)
+        bases = sorted(b for n in names if n.endswith(".log") and (b := _base_of(n)) is not None)
+        self._emit(RecoveryStarted(*ident, recovery_point, bases))
+        for name in names:
+            orphan = (name.endswith((".index", ".timeindex")) and _base_of(name) is not None
+                      and _base_of(name) not in bases)
+            if name.endswith(LEFTOVER_SUFFIXES) or orphan:
+                disk.delete(f"{d}/{name}")
+                self._emit(LeftoverRemoved(*ident, name))
+        cache = self.leader_epoch_cache
+        segments: list[LogSegment] = []
+        for i, base in enumerate(bases):
+            seg = LogSegment.open(disk, d, base, self.config, created_ms=now)
+            segments.append(seg)
+            nxt = bases[i + 1] if i + 1 < len(bases) else None
+            truncated = False
+            if nxt is None or nxt > recovery_point:
+                truncated = self._recover_segment(seg, nxt, "unflushed: at or after the recovery point")
+            else:
+                try:
+                    seg.load_indexes(nxt)
+                    seg.next_offset = nxt
+                    seg.last_modified_ms = now
+                except CorruptIndexError as exc:
+                    truncated = self._recover_segment(seg, nxt, str(exc))
+            if truncated:
+                for later in bases[i + 1:]:
+                    for suffix in (".log", ".index", ".timeindex"):
+                        name = f"{later:020d}{suffix}"
+                        if disk.delete(f"{d}/{name}"):
+                            self._emit(LeftoverRemoved(*ident, name))
+                break
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        if segments and log_start_offset is not None and log_start_offset > max(segments[-1].next_offset,
+                                                                                 segments[-1].base_offset):
+            # The log start offset was checkpointed beyond what survived: start empty there.
+            for seg in list(segments):
+                self._remove_segment(seg, "recovery: log start offset beyond the log end")
+        if not self._segments:
+            self._new_segment(log_start_offset or 0)
+        else:
+            self._segments[-1].on_become_active()
+        active = self._segments[-1]
+        self._log_end_offset = max(active.next_offset, active.base_offset)
+        leo = self._log_end_offset
+        start = max(self._segments[0].base_offset, log_start_offset or 0)
+        self.log_start_offset = min(start, leo)
+        if self.hw_follows_leo:
+            self.high_watermark = leo
+        else:
+            hw = self.log_start_offset if high_watermark is None else high_watermark
+            self.high_watermark = min(max(hw, self.log_start_offset), leo)
+        cache.truncate_from_end(leo)
+        cache.truncate_from_start(self.log_start_offset)
+        self.recovery_point = min(max(recovery_point, self._segments[0].base_offset), leo)
+        self.flush()
+        self._emit(RecoveryFinished(*ident, self.log_start_offset, leo, list(self._bases)))
+
+    def _recover_segment(self, seg: LogSegment, next_base: int | None, reason: str) -> bool:
+        """Re-read ``seg``, cut an invalid tail, rebuild its indexes. True if bytes were cut."""
+        before = self.disk.size(seg.log_rel)
+        result = seg.recover(self._now(), next_base)
+        ident = self._ident
+        if result.truncated_bytes:
+            self._emit(RecoveryTruncated(*ident, seg.base_offset, before, result.valid_bytes,
+                                         result.error or "invalid bytes"))
+        for idx in (seg.offset_index, seg.time_index):
+            self._emit(IndexRebuilt(*ident, seg.base_offset, idx.KIND, idx.entries, reason))
+        cache = self.leader_epoch_cache
+        for _, h in result.headers:
+            epoch = h.partition_leader_epoch
+            if epoch >= 0 and (cache.latest_epoch is None or epoch > cache.latest_epoch):
+                cache.assign(epoch, h.base_offset)
+        seg.flush()  # what was re-read and rebuilt is now the durable state
+        return result.truncated_bytes > 0
