@@ -1,0 +1,296 @@
+"""The engine's command line: ``python -m engine <command> …``.
+
+    produce             write real partition directories (DIR/T-0 … T-(N-1)) through the engine's Log
+    dump                print .log / .index / .timeindex files the way kafka-dump-log.sh does
+    storage-experiment  replay the segment/retention experiment of seed 000 §1.4
+    run, scenario       cluster runs (registered by ``engine.cluster.cli.add_subcommands``)
+
+Each subcommand is a handler ``handler(args) -> int`` set with ``set_defaults(func=…)``.
+Bad arguments are argparse usage errors (exit 2); engine errors (``KafkaError``: bad topic
+name, config out of range, corrupt file) and missing files print ``error: <message>`` on
+stderr and exit 1. Nothing is written outside ``--dir``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+from .config import LogConfig, validate_topic_name
+from .errors import InvalidRequestError, KafkaError
+
+__all__ = ["main", "build_parser", "murmur2", "partition_for_key", "produce", "ProduceSummary",
+           "PartitionSummary", "DEFAULT_START_MS"]
+
+# Virtual time of the first record: 2023-11-14 22:13:20 UTC, so timestamps in dumps look
+# like real epoch milliseconds rather than small numbers.
+DEFAULT_START_MS = 1_700_000_000_000
+_VALUE_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+# ---- the default partitioner's hash ----------------------------------------------
+
+def murmur2(data: bytes) -> int:
+    """MurmurHash2 (32-bit, seed 0x9747b28c) as Kafka's ``Utils.murmur2`` computes it:
+    little-endian 4-byte blocks, the tail folded in, then the final avalanche. Returns
+    the signed 32-bit result like Java's ``int``."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    tail = length % 4
+    if tail == 3:
+        h ^= data[whole + 2] << 16
+    if tail >= 2:
+        h ^= data[whole + 1] << 8
+    if tail >= 1:
+        h ^= data[whole]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % partitions``."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+# ---- produce ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """One partition after a produce run."""
+
+    partition: int
+    dir: str
+    records: int
+    log_start_offset: int
+    log_end_offset: int
+    segments: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class ProduceSummary:
+    """What ``produce`` wrote: per partition, and the virtual time it ended at."""
+
+    topic: str
+    partitions: tuple[PartitionSummary, ...]
+    end_ms: int
+
+
+def log_config_from_args(args: argparse.Namespace) -> LogConfig:
+    """The LogConfig the flags ask for; ``LogConfig.replace`` range-checks every value,
+    so ``--segment-bytes 5`` fails with the config's own message."""
+    changes = {name: getattr(args, name) for name in
+               ("segment_bytes", "index_interval_bytes", "retention_bytes", "retention_ms")
+               if getattr(args, name, None) is not None}
+    return LogConfig().replace(**changes)
+
+
+def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int, *,
+            key_cardinality: int | None = None, config: LogConfig | None = None, seed: int = 0,
+            batch_size: int = 1, start_ms: int = DEFAULT_START_MS, ms_per_record: int = 1) -> ProduceSummary:
+    """Append ``count`` records to ``topic``'s partitions under ``root`` through real Logs.
+
+    Record ``i`` has key ``key-{i % key_cardinality}`` (or no key when no cardinality is
+    given), a value of ``value_bytes`` letters and digits drawn from ``random.Random(seed)``,
+    and the virtual time as its CreateTime; the clock moves ``ms_per_record`` after each
+    record (through the scheduler, so retention passes fall due as they would). Keyed
+    records go to ``murmur2(key) % partitions`` (Kafka's default partitioner); keyless
+    ones round-robin by record number. Each partition collects records until it has
+    ``batch_size`` of them and appends them as one batch; leftovers are appended at the end.
+    The logs are closed cleanly, so index files are trimmed.
+    """
+    from .clock import Scheduler, VirtualClock
+    from .disk import Disk
+    from .events import EventLog
+    from .log import Log
+    from .records import SimpleRecord
+
+    validate_topic_name(topic)
+    config = config or LogConfig()
+    rng = random.Random(seed)
+    clock = VirtualClock(start_ms)
+    scheduler = Scheduler(clock)
+    events = EventLog(clock, keep=0)  # a long run would otherwise hold every event in memory
+    disk = Disk(root)
+    logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True)
+            for p in range(partitions)]
+    pending: list[list] = [[] for _ in range(partitions)]
+    try:
+        for i in range(count):
+            key = f"key-{i % key_cardinality}".encode() if key_cardinality else None
+            p = partition_for_key(key, partitions) if key is not None else i % partitions
+            value = "".join(rng.choices(_VALUE_ALPHABET, k=value_bytes)).encode()
+            pending[p].append(SimpleRecord(value=value, key=key, timestamp=scheduler.now_ms()))
+            if len(pending[p]) >= batch_size:
+                logs[p].append_as_leader(pending[p], leader_epoch=0)
+                pending[p] = []
+            scheduler.advance(ms_per_record)
+        for p, records in enumerate(pending):
+            if records:
+                logs[p].append_as_leader(records, leader_epoch=0)
+    finally:
+        for log in logs:
+            log.close()
+    summaries = tuple(
+        PartitionSummary(p, log.name, log.log_end_offset - log.log_start_offset, log.log_start_offset,
+                         log.log_end_offset, len(log.segments), log.size_bytes)
+        for p, log in enumerate(logs))
+    return ProduceSummary(topic, summaries, scheduler.now_ms())
+
+
+def _require_directory(path: str) -> None:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InvalidRequestError(f"--dir {path} exists and is not a directory")
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    validate_topic_name(args.topic)
+    _require_directory(args.dir)
+    config = log_config_from_args(args)
+    summary = produce(args.dir, args.topic, args.partitions, args.count, args.value_bytes,
+                      key_cardinality=args.key_cardinality, config=config, seed=args.seed,
+                      batch_size=args.batch_size, ms_per_record=args.ms_per_record)
+    print(f"produced {args.count} records to {args.topic} in {args.dir} "
+          f"(seed {args.seed}, virtual time now {summary.end_ms} ms)")
+    print(f"{'partition':<24} {'records':>10} {'start':>10} {'end':>10} {'segments':>9} {'bytes':>12}")
+    for p in summary.partitions:
+        print(f"{p.dir:<24} {p.records:>10} {p.log_start_offset:>10} {p.log_end_offset:>10} "
+              f"{p.segments:>9} {p.bytes:>12}")
+    return 0
+
+
+# ---- dump ------------------------------------------------------------------------
+
+def _cmd_dump(args: argparse.Namespace) -> int:
+    from .dump import dump_files
+
+    files = list(args.files) + [f for f in (args.files_option or "").split(",") if f]
+    dump_files(files, sys.stdout, sys.stderr, deep_iteration=args.deep_iteration,
+               print_data_log=args.print_data_log, skip_record_metadata=args.skip_record_metadata,
+               verify_index_only=args.verify_index_only)
+    return 0
+
+
+# ---- storage experiment ----------------------------------------------------------
+
+def _cmd_storage_experiment(args: argparse.Namespace) -> int:
+    from .storage_experiment import main as experiment_main
+
+    if args.dir:
+        _require_directory(args.dir)
+    return experiment_main(args)
+
+
+# ---- parser ----------------------------------------------------------------------
+
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def _any_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m engine", description="kafkaviz storage engine: write, dump and experiment with Kafka logs.")
+    sub = parser.add_subparsers(dest="command", metavar="command", required=True)
+
+    p = sub.add_parser("produce", help="write records into real partition directories DIR/T-0 … T-(N-1)",
+                       description="Append records through the engine's Log into DIR/<topic>-<partition>. "
+                                   "Keyed records are placed by murmur2(key) %% partitions (Kafka's default "
+                                   "partitioner); without --key-cardinality records have no key and go round-robin.")
+    p.add_argument("--dir", required=True, help="data directory (created if missing)")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partitions", type=_int_at_least(1), default=1)
+    p.add_argument("--count", type=_int_at_least(0), required=True, help="number of records")
+    p.add_argument("--value-bytes", type=_int_at_least(0), default=100, help="size of each value (default 100)")
+    p.add_argument("--key-cardinality", type=_int_at_least(1), default=None,
+                   help="keys are key-{i %% N}; omit for keyless records")
+    p.add_argument("--segment-bytes", type=_any_int, default=None, help="segment.bytes")
+    p.add_argument("--index-interval-bytes", type=_any_int, default=None, help="index.interval.bytes")
+    p.add_argument("--retention-bytes", type=_any_int, default=None, help="retention.bytes (-1 = unlimited)")
+    p.add_argument("--retention-ms", type=_any_int, default=None, help="retention.ms (-1 = unlimited)")
+    p.add_argument("--seed", type=_any_int, default=0, help="seed of the value generator (default 0)")
+    p.add_argument("--batch-size", type=_int_at_least(1), default=1, help="records per batch (default 1)")
+    p.add_argument("--ms-per-record", type=_int_at_least(0), default=1,
+                   help="virtual milliseconds between records (default 1); retention passes run every "
+                        "log.retention.check.interval.ms (300000) of virtual time")
+    p.set_defaults(func=_cmd_produce)
+
+    d = sub.add_parser("dump", help="print segment files like kafka-dump-log.sh",
+                       description="Print .log, .index, .timeindex (also .txnindex, .snapshot) files in the "
+                                   "format of Kafka's kafka-dump-log.sh. A directory stands for its segment files.")
+    d.add_argument("files", nargs="*", metavar="FILE")
+    d.add_argument("--files", dest="files_option", default=None, metavar="FILE,FILE",
+                   help="comma-separated files, as kafka-dump-log.sh takes them")
+    d.add_argument("--deep-iteration", action="store_true", help="print every record, not just batches")
+    d.add_argument("--print-data-log", action="store_true", help="print keys and values (implies --deep-iteration)")
+    d.add_argument("--skip-record-metadata", action="store_true",
+                   help="with --print-data-log, print only key and payload on record lines")
+    d.add_argument("--verify-index-only", action="store_true",
+                   help="check index entries against the log and print only the problems")
+    d.set_defaults(func=_cmd_dump, dump_parser=d)
+
+    e = sub.add_parser("storage-experiment", help="replay the segment/retention experiment of seed 000 §1.4",
+                       description="A 2-partition topic with segment.bytes=1000, retention.bytes=2000, "
+                                   "retention.ms=60000; messages sent one by one; then time moves on so the "
+                                   "retention pass runs and .deleted files are removed.")
+    e.add_argument("--dir", default=None, help="data directory (default: a fresh temporary directory)")
+    e.add_argument("--json", action="store_true", help="print the steps as JSON instead of text")
+    e.add_argument("--messages", type=_int_at_least(1), default=None, help="messages to send (default 48)")
+    e.set_defaults(func=_cmd_storage_experiment)
+
+    _add_cluster_subcommands(sub)
+    return parser
+
+
+def _add_cluster_subcommands(sub) -> None:
+    from .cluster import cli as cluster_cli  # `run` and `scenario` belong to the cluster package
+
+    cluster_cli.add_subcommands(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # usage errors exit 2 here
+    if args.command == "dump" and not args.files and not args.files_option:
+        args.dump_parser.error("name at least one FILE (or --files FILE,FILE)")
+    try:
+        return int(args.func(args) or 0)
+    except KafkaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `… | head` closed the pipe: not an error worth a traceback
+        return 0
+    except OSError as exc:  # missing file, a --dir that is a file, no permission, disk full
+        message = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+        print(f"error: {message}", file=sys.stderr)
+        return 1
