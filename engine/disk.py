@@ -48,17 +48,22 @@ class Disk:
         self.root.mkdir(parents=True, exist_ok=True)
         self._durable: dict[str, int] = {}   # dirty files -> durable size
         self._handles: dict[str, int] = {}   # rel -> os-level fd
+        self._checked: set[str] = set()      # paths already validated (hot path)
 
     # ---- paths -------------------------------------------------------------
     def check(self, rel: str) -> str:
         """Validate a relative path and return it normalised (``a/b``)."""
+        if rel in self._checked:
+            return rel
         if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
             raise PathEscapeError(f"not a relative path inside the data directory: {rel!r}")
         parts = rel.split("/")
         for part in parts:
             if part in ("", ".", "..") or not _PART_RE.match(part):
                 raise PathEscapeError(f"path {rel!r} has a part {part!r} that is not allowed")
-        return "/".join(parts)
+        if len(self._checked) < 100_000:
+            self._checked.add(rel)
+        return rel
 
     def path(self, rel: str) -> Path:
         p = self.root / self.check(rel)
@@ -249,6 +254,7 @@ class Disk:
         self.root = Path(state["root"])
         self._durable = state["_durable"]
         self._handles = {}
+        self._checked = set()
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:

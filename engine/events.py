@@ -15,8 +15,9 @@ import dataclasses
 import enum
 import hashlib
 import json
+import operator
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Iterable, NamedTuple
 
 __all__ = ["Event", "Envelope", "EventLog", "event", "event_from_dict", "canonical_json", "stream_digest", "EVENT_TYPES"]
 
@@ -28,12 +29,18 @@ class Event:
     """Base of all engine events. Subclasses are declared with :func:`event`."""
 
     kind: ClassVar[str] = "event"
+    _field_names: ClassVar[tuple[str, ...]] = ()
+    _values: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for f in dataclasses.fields(self):
-            out[f.name] = _plain(getattr(self, f.name))
+        d = self.__dict__
+        for name in self._field_names:
+            out[name] = _plain(d[name])
         return out
+
+    def values(self) -> tuple:
+        return self._values(self)
 
 
 def event(kind: str) -> Callable[[type], type]:
@@ -44,6 +51,12 @@ def event(kind: str) -> Callable[[type], type]:
             raise TypeError(f"event kind {kind!r} declared twice")
         cls = dataclass(frozen=True)(cls)
         cls.kind = kind
+        cls._field_names = names = tuple(f.name for f in dataclasses.fields(cls))
+        if len(names) > 1:
+            cls._values = staticmethod(operator.attrgetter(*names))
+        elif names:
+            getter = operator.attrgetter(names[0])
+            cls._values = staticmethod(lambda ev: (getter(ev),))
         EVENT_TYPES[kind] = cls
         return cls
 
@@ -57,7 +70,12 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items() if k in names})
 
 
+_SCALARS = (int, str, float, type(None))
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, (list, tuple)):
@@ -75,8 +93,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-@dataclass(frozen=True)
-class Envelope:
+class Envelope(NamedTuple):
     """An event as it happened: its place in the stream and the virtual time."""
 
     seq: int
@@ -101,13 +118,21 @@ class EventLog:
         self.keep = keep
         self.seq = 0
         self.envelopes: list[Envelope] = []
-        self._digest = ""  # chained: sha256(previous digest + line); plain data, so it pickles
+        # Digest: lines are folded into a chained sha256 in chunks of _CHUNK events, at
+        # fixed boundaries, so the value never depends on when digest() is asked; all
+        # plain strings, so the log pickles.
+        self._digest = ""
+        self._pending: list[str] = []
         self._listeners: list[Callable[[Envelope], None]] = []
 
     def emit(self, ev: Event) -> Envelope:
         self.seq += 1
         env = Envelope(self.seq, self.clock.now_ms(), ev)
-        self._digest = _chain(self._digest, env)
+        pending = self._pending
+        pending.append(_line(env))
+        if len(pending) >= _CHUNK:
+            self._digest = _fold(self._digest, pending)
+            self._pending = []
         self.envelopes.append(env)
         if self.keep is not None and len(self.envelopes) > self.keep:
             del self.envelopes[: len(self.envelopes) - self.keep]
@@ -120,7 +145,7 @@ class EventLog:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def digest(self) -> str:
-        return self._digest
+        return _fold(self._digest, self._pending) if self._pending else self._digest
 
     def since(self, seq: int) -> list[Envelope]:
         return [e for e in self.envelopes if e.seq > seq]
@@ -134,13 +159,24 @@ class EventLog:
         return state
 
 
-def _chain(previous: str, env: Envelope) -> str:
-    return hashlib.sha256((previous + canonical_json(env.to_dict())).encode()).hexdigest()
+_CHUNK = 512
+
+
+def _line(env: Envelope) -> str:
+    # repr of plain values is deterministic and several times cheaper than canonical JSON.
+    ev = env.event
+    return f"{env.seq}|{env.time_ms}|{ev.kind}|{ev.values()!r}\n"
+
+
+def _fold(previous: str, lines: list[str]) -> str:
+    return hashlib.sha256((previous + "".join(lines)).encode()).hexdigest()
 
 
 def stream_digest(envelopes: Iterable[Envelope]) -> str:
     """The digest :class:`EventLog` would hold after emitting ``envelopes``."""
-    digest = ""
+    digest, pending = "", []
     for env in envelopes:
-        digest = _chain(digest, env)
-    return digest
+        pending.append(_line(env))
+        if len(pending) >= _CHUNK:
+            digest, pending = _fold(digest, pending), []
+    return _fold(digest, pending) if pending else digest
