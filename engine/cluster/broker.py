@@ -1,0 +1,307 @@
+"""A broker process: its log directory ``broker-<id>/`` on the shared Disk, its
+partition replicas, its periodic tasks and its network endpoint.
+
+Log directory layout (reference §1.1)::
+
+    broker-<id>/
+      .kafka_cleanshutdown               {"version":0,"brokerEpoch":N}, only after a clean shutdown
+      recovery-point-offset-checkpoint   "topic partition offset" lines (text format §1.2)
+      replication-offset-checkpoint      "topic partition high-watermark" lines
+      log-start-offset-checkpoint        "topic partition log-start-offset" lines
+      <topic>-<partition>/               one Log each (segments, indexes, leader-epoch-checkpoint)
+
+A hard crash drops every in-memory object (the Logs, the replica states, timers) and,
+with ``power_loss``, calls ``disk.crash("broker-<id>")`` so un-fsynced bytes vanish. A
+restart reopens every partition directory: each Log runs recovery from the recovery
+point in the checkpoint, and the HW comes back from replication-offset-checkpoint.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from engine.config import LogConfig
+from engine.log.checkpoint import CheckpointFile
+
+from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
+from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
+                      OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
+from .partition import Partition
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cluster import Cluster
+
+__all__ = ["Broker", "CLEAN_SHUTDOWN_FILE", "HW_CHECKPOINT", "RECOVERY_CHECKPOINT", "LOG_START_CHECKPOINT"]
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+HW_CHECKPOINT = "replication-offset-checkpoint"
+RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``orders-0`` → ("orders", 0); the partition is the text after the last ``-``."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return topic, int(part)
+
+
+class Broker:
+    """One broker. ``alive`` and ``incarnation`` are what the network checks."""
+
+    def __init__(self, cluster: "Cluster", broker_id: int) -> None:
+        self.cluster = cluster
+        self.id = broker_id
+        self.dir = f"broker-{broker_id}"
+        self.alive = False
+        self.incarnation = 0
+        self.broker_epoch = -1
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.tasks: list = []
+        self.log_overrides: dict[str, Any] = {}   # per-broker LogConfig overrides (set_config scope="broker")
+        self.follower_delay_ms = 0
+        self.follower_paused = False
+        self.started_ms = 0
+
+    # ---- shortcuts ----------------------------------------------------------------
+    @property
+    def scheduler(self):
+        return self.cluster.scheduler
+
+    @property
+    def events(self):
+        return self.cluster.events
+
+    @property
+    def disk(self):
+        return self.cluster.disk
+
+    def send(self, dst: int, msg: Any) -> None:
+        if self.alive:
+            self.cluster.network.send(self.id, dst, msg)
+
+    def send_to_controller(self, msg: Any) -> None:
+        active = self.cluster.controller.active
+        if active is not None:
+            self.send(active, msg)
+
+    def checkpoint(self, name: str) -> CheckpointFile:
+        return CheckpointFile(self.disk, f"{self.dir}/{name}", (str, int, int))
+
+    def log_config(self, topic: str) -> LogConfig:
+        base = self.cluster.controller.topic_config(topic)
+        return base.replace(**self.log_overrides) if self.log_overrides else base
+
+    # ---- lifecycle -----------------------------------------------------------------
+    def start(self, restart: bool) -> None:
+        self.disk.mkdir(self.dir)
+        self.incarnation += 1
+        self.alive = True
+        self.started_ms = self.scheduler.now_ms()
+        marker = f"{self.dir}/{CLEAN_SHUTDOWN_FILE}"
+        clean = self.disk.exists(marker)
+        self.events.emit(BrokerStarted(self.id, self.incarnation, restart, clean))
+        self.load_logs()
+        if clean:
+            # The marker is only valid for one start: a crash after this must recover.
+            self.disk.delete(marker)
+        self.schedule_tasks()
+
+    def schedule_tasks(self) -> None:
+        """(Re-)arm the periodic tasks with the current cluster config's intervals."""
+        for t in self.tasks:
+            self.scheduler.cancel(t)
+        cfg = self.cluster.config
+        sched = self.scheduler
+        self.tasks = [
+            sched.schedule_periodic(cfg.broker_heartbeat_interval_ms, self.heartbeat, initial_delay_ms=0,
+                                    name=f"heartbeat-{self.id}"),
+            sched.schedule_periodic(cfg.replica_high_watermark_checkpoint_interval_ms, self.checkpoint_high_watermarks,
+                                    name=f"hw-checkpoint-{self.id}"),
+            sched.schedule_periodic(cfg.log_flush_offset_checkpoint_interval_ms, self.checkpoint_recovery_points,
+                                    name=f"recovery-checkpoint-{self.id}"),
+            sched.schedule_periodic(cfg.log_flush_start_offset_checkpoint_interval_ms, self.checkpoint_log_starts,
+                                    name=f"log-start-checkpoint-{self.id}"),
+            sched.schedule_periodic(cfg.isr_check_interval_ms, self.isr_check, name=f"isr-expiration-{self.id}"),
+        ]
+
+    def open_log(self, topic: str, partition: int, recovery_point: int = 0, log_start_offset: int | None = None,
+                 high_watermark: int | None = None) -> Any:
+        from engine.log.log import Log
+        return Log(self.disk, f"{self.dir}/{topic}-{partition}", topic, partition, self.log_config(topic),
+                   self.scheduler, self.events, broker=self.id, recovery_point=recovery_point,
+                   log_start_offset=log_start_offset, high_watermark=high_watermark, rng=self.cluster.rng)
+
+    def load_logs(self) -> None:
+        recovery = {(t, p): o for t, p, o in self.checkpoint(RECOVERY_CHECKPOINT).read()}
+        hws = {(t, p): o for t, p, o in self.checkpoint(HW_CHECKPOINT).read()}
+        starts = {(t, p): o for t, p, o in self.checkpoint(LOG_START_CHECKPOINT).read()}
+        loaded = []
+        for name in self.disk.listdir(self.dir):
+            parsed = parse_partition_dir(name)
+            if parsed is None or self.cluster.controller.topics.get(parsed[0]) is None:
+                continue
+            topic, part = parsed
+            log = self.open_log(topic, part, recovery.get(parsed, 0), starts.get(parsed), hws.get(parsed, 0))
+            self.partitions[parsed] = Partition(self, topic, part, log)
+            loaded.append({"topic": topic, "partition": part, "log_start_offset": log.log_start_offset,
+                           "leo": log.log_end_offset, "recovery_point": log.recovery_point,
+                           "high_watermark": log.high_watermark})
+        if loaded:
+            self.events.emit(LogsLoaded(self.id, loaded))
+
+    def stop_tasks(self) -> None:
+        for t in self.tasks:
+            self.scheduler.cancel(t)
+        self.tasks = []
+        for key in sorted(self.partitions):
+            self.partitions[key].stop()
+            log = self.partitions[key].log
+            log.cancel_tasks()
+
+    def crash(self, power_loss: bool = True) -> None:
+        self.stop_tasks()
+        self.partitions = {}
+        self.alive = False
+        lost = []
+        if power_loss:
+            lost = [{"file": f, "size_before": a, "size_after": b} for f, a, b in self.disk.crash(self.dir)]
+        else:
+            self.disk.close_all()
+        self.events.emit(BrokerCrashed(self.id, power_loss, lost))
+
+    def shutdown(self, moved: list) -> None:
+        """Clean shutdown after the controller moved leadership away: flush, checkpoint, marker."""
+        self.stop_tasks()
+        for key in sorted(self.partitions):
+            self.partitions[key].log.flush()
+        self.checkpoint_recovery_points()
+        self.checkpoint_high_watermarks()
+        self.checkpoint_log_starts()
+        for key in sorted(self.partitions):
+            self.partitions[key].log.close()
+        self.partitions = {}
+        body = json.dumps({"version": 0, "brokerEpoch": self.broker_epoch}, separators=(",", ":")).encode()
+        self.disk.write_atomic(f"{self.dir}/{CLEAN_SHUTDOWN_FILE}", body)
+        self.events.emit(CheckpointWritten(self.id, CLEAN_SHUTDOWN_FILE, []))
+        self.alive = False
+        self.events.emit(BrokerShutdown(self.id, moved))
+
+    # ---- periodic tasks ------------------------------------------------------------
+    def heartbeat(self) -> None:
+        known = tuple((t, p, part.leader_epoch, part.partition_epoch)
+                      for (t, p), part in sorted(self.partitions.items()))
+        self.send_to_controller(BrokerHeartbeat(self.id, self.incarnation, known))
+
+    def _write(self, name: str, entries: list) -> None:
+        self.checkpoint(name).write(entries)
+        self.events.emit(CheckpointWritten(self.id, name, [list(e) for e in entries]))
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write(HW_CHECKPOINT, [(t, p, self.partitions[(t, p)].hw) for t, p in sorted(self.partitions)])
+
+    def checkpoint_recovery_points(self) -> None:
+        self._write(RECOVERY_CHECKPOINT,
+                    [(t, p, self.partitions[(t, p)].log.recovery_point) for t, p in sorted(self.partitions)])
+
+    def checkpoint_log_starts(self) -> None:
+        entries = []
+        for t, p in sorted(self.partitions):
+            log = self.partitions[(t, p)].log
+            segs = log.segments
+            first_base = segs[0].base_offset if segs else 0
+            if log.log_start_offset > first_base:
+                entries.append((t, p, log.log_start_offset))
+        self._write(LOG_START_CHECKPOINT, entries)
+
+    def isr_check(self) -> None:
+        for key in sorted(self.partitions):
+            self.partitions[key].maybe_shrink_isr()
+
+    # ---- network endpoint --------------------------------------------------------------
+    def receive(self, src: int, msg: Any) -> None:
+        if isinstance(msg, FetchRequest):
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is None:
+                self.send(src, FetchResponse(self.id, msg.topic, msg.partition, msg.fetch_offset, b"", 0, 0, 0, -1,
+                                             "NOT_LEADER_OR_FOLLOWER", msg.session))
+            else:
+                part.handle_fetch(src, msg)
+        elif isinstance(msg, FetchResponse):
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.fetcher.on_fetch_response(msg)
+        elif isinstance(msg, OffsetsForLeaderEpochRequest):
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is None:
+                self.send(src, OffsetsForLeaderEpochResponse(self.id, msg.topic, msg.partition, msg.epoch, -1, -1,
+                                                             "NOT_LEADER_OR_FOLLOWER", msg.session))
+            else:
+                part.handle_epoch_request(src, msg)
+        elif isinstance(msg, OffsetsForLeaderEpochResponse):
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.fetcher.on_epoch_response(msg)
+        elif isinstance(msg, ProduceRequest):
+            self.handle_produce(src, msg)
+        elif isinstance(msg, LeaderAndIsr):
+            self.apply_leader_and_isr(msg)
+        elif isinstance(msg, (BrokerHeartbeat, AlterPartitionRequest)):
+            if self.cluster.controller.active == self.id:
+                self.cluster.controller.handle(src, msg)
+        elif isinstance(msg, ProduceResponse):  # pragma: no cover - only the client receives these
+            pass
+
+    def handle_produce(self, src: int, req: ProduceRequest) -> None:
+        from engine.records import SimpleRecord
+        part = self.partitions.get((req.topic, req.partition))
+        if part is None:
+            self.send(src, ProduceResponse(req.request_id, self.id, req.topic, req.partition,
+                                           "NOT_LEADER_OR_FOLLOWER",
+                                           f"broker {self.id} has no replica of {req.topic}-{req.partition}",
+                                           None, None, False))
+            return
+        now = self.scheduler.now_ms()
+        records = [SimpleRecord(value=v, key=req.key, timestamp=now) for v in req.values]
+        part.produce(src, req, records)
+
+    def apply_leader_and_isr(self, msg: LeaderAndIsr) -> None:
+        if self.id not in msg.replicas:
+            return
+        key = (msg.topic, msg.partition)
+        part = self.partitions.get(key)
+        if part is None:
+            part = Partition(self, msg.topic, msg.partition, self.open_log(msg.topic, msg.partition))
+            part.fetcher.paused = self.follower_paused
+            part.fetcher.delay_ms = self.follower_delay_ms
+            self.partitions[key] = part
+        part.apply_state(msg)
+
+    # ---- follower knobs ---------------------------------------------------------------
+    def set_follower_delay(self, delay_ms: int) -> None:
+        self.follower_delay_ms = delay_ms
+        for key in sorted(self.partitions):
+            self.partitions[key].fetcher.delay_ms = delay_ms
+
+    def set_follower_paused(self, paused: bool) -> None:
+        self.follower_paused = paused
+        for key in sorted(self.partitions):
+            f = self.partitions[key].fetcher
+            if paused:
+                f.pause()
+            else:
+                f.resume()
+
+    def apply_log_overrides(self) -> None:
+        for key in sorted(self.partitions):
+            log = self.partitions[key].log
+            log.update_config(self.log_config(key[0]))
+
+    # ---- view ------------------------------------------------------------------------
+    def state(self) -> dict:
+        return {
+            "id": self.id, "alive": self.alive, "incarnation": self.incarnation, "broker_epoch": self.broker_epoch,
+            "dir": self.dir, "log_overrides": dict(sorted(self.log_overrides.items())),
+            "follower_delay_ms": self.follower_delay_ms, "follower_paused": self.follower_paused,
+        }

@@ -1,0 +1,504 @@
+"""The replicated cluster: brokers, controller, network and the client, on one clock.
+
+Every public method validates its arguments first and raises an engine error (leaving
+the cluster untouched) on a bad call; everything after that happens through the
+scheduler, so ``advance(ms)`` is what moves replication along. All randomness comes
+from ``rng = random.Random(seed)``: the same seed and the same calls give the same
+event stream (``events.digest()``).
+"""
+from __future__ import annotations
+
+import pickle
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from engine.clock import Scheduler, VirtualClock
+from engine.config import LogConfig, config_from_mapping, validate_topic_name
+from engine.disk import Disk
+from engine.errors import (BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, InvalidTopicError,
+                           LeaderNotAvailableError, OffsetOutOfRangeError)
+from engine.events import EventLog
+
+from .broker import Broker
+from .config import CLIENT, ClusterConfig
+from .controller import Controller
+from .events import ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, TopicCreated
+from .network import Network, ProduceRequest, ProduceResponse
+from .partition import digest
+
+__all__ = ["Cluster", "ProduceResult", "Client"]
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    """Outcome of one produce request as the client saw it. ``status``: "ok" | "error".
+    acks=0 results are recorded at send time with offsets None."""
+
+    request_id: int
+    topic: str
+    partition: int
+    acks: int
+    status: str
+    error: str | None
+    message: str
+    base_offset: int | None
+    last_offset: int | None
+    broker: int | None
+    sent_ms: int
+    completed_ms: int
+    values: tuple
+    key: bytes | None = None
+
+    def to_dict(self) -> dict:
+        return {"request_id": self.request_id, "topic": self.topic, "partition": self.partition, "acks": self.acks,
+                "status": self.status, "error": self.error, "message": self.message,
+                "base_offset": self.base_offset, "last_offset": self.last_offset, "broker": self.broker,
+                "sent_ms": self.sent_ms, "completed_ms": self.completed_ms,
+                "digests": [digest(v, self.key) for v in self.values]}
+
+
+class Client:
+    """Network node -1: the producer/consumer. Receives produce responses."""
+
+    alive = True
+    incarnation = 0
+
+    def __init__(self, cluster: "Cluster") -> None:
+        self.cluster = cluster
+
+    def receive(self, src: int, msg: Any) -> None:
+        if isinstance(msg, ProduceResponse):
+            self.cluster._on_produce_response(msg)
+
+
+def _int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequestError(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise InvalidRequestError(f"{name} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        raise InvalidRequestError(f"{name} must be at most {high}, got {value}")
+    return value
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    raise InvalidRequestError(f"record values must be str, bytes or None, got {type(value).__name__}")
+
+
+def _log_field_names(changes: dict) -> dict:
+    """Map Kafka's dotted names (``flush.messages``) to LogConfig field names."""
+    from dataclasses import fields
+    known = {f.name for f in fields(LogConfig)}
+    by_kafka = {f.metadata.get("kafka"): f.name for f in fields(LogConfig) if f.metadata.get("kafka")}
+    out = {}
+    for key, value in changes.items():
+        name = key if key in known else by_kafka.get(key) or key.replace(".", "_")
+        if name not in known:
+            raise InvalidConfigError(f"unknown config {key!r}; known: {', '.join(sorted(known))}")
+        out[name] = value
+    return out
+
+
+class Cluster:
+    """1–7 brokers with their log directories on ``disk``; see the module docstring."""
+
+    def __init__(self, disk: Disk, config: ClusterConfig | None = None, seed: int = 0,
+                 events: EventLog | None = None) -> None:
+        config = config or ClusterConfig()
+        if not isinstance(config, ClusterConfig):
+            raise InvalidConfigError(f"config must be a ClusterConfig, got {type(config).__name__}")
+        _int("seed", seed)
+        self.disk = disk
+        self.config = config
+        self.seed = seed
+        if events is None:
+            clock = VirtualClock()
+            events = EventLog(clock)
+        self.clock = events.clock
+        self.scheduler = Scheduler(self.clock)
+        self.events = events
+        self.rng = random.Random(seed)
+        self.network = Network(self.scheduler, self.rng, self.events, config.network_latency_ms)
+        self.controller = Controller(self)
+        self.brokers: dict[int, Broker] = {i: Broker(self, i) for i in range(config.brokers)}
+        self.client = Client(self)
+        self.network.register(CLIENT, self.client)
+        for i in sorted(self.brokers):
+            self.network.register(i, self.brokers[i])
+        self.produce_results: dict[int, ProduceResult] = {}
+        self._pending_produces: dict[int, tuple] = {}
+        self._keys: dict[int, bytes | None] = {}
+        self._next_request_id = 1
+        self.controller.start(config.initial_controller)
+        for i in sorted(self.brokers):
+            self.brokers[i].start(restart=False)
+            self.controller.bootstrap_register(i, self.brokers[i].incarnation)
+        self._controller_task = self.scheduler.schedule_periodic(config.controller_check_interval_ms,
+                                                                 self.controller.tick, name="controller-check")
+
+    # ---- validation helpers ---------------------------------------------------------
+    def _broker(self, broker: Any) -> Broker:
+        if isinstance(broker, bool) or not isinstance(broker, int) or broker not in self.brokers:
+            raise InvalidRequestError(
+                f"unknown broker {broker!r}; brokers are {', '.join(str(b) for b in sorted(self.brokers))}")
+        return self.brokers[broker]
+
+    def _node(self, node: Any) -> int:
+        if node == CLIENT and not isinstance(node, bool):
+            return CLIENT
+        return self._broker(node).id
+
+    def now_ms(self) -> int:
+        return self.scheduler.now_ms()
+
+    # ---- topics --------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, replication_factor: int, config: dict | None = None,
+                     assignment: Any = None) -> dict:
+        """Create a topic. ``assignment``: None (Kafka's striped placement from ``rng``), a
+        list of replica lists (one per partition, preferred leader first), or a dict
+        {partition: [replicas]}. Returns {partition: [replicas]}."""
+        validate_topic_name(name)
+        if name in self.controller.topics:
+            raise InvalidTopicError(f"topic {name!r} already exists")
+        _int("partitions", partitions, 1, 1000)
+        _int("replication_factor", replication_factor, 1, len(self.brokers))
+        changes = dict(config or {})
+        topic_cfg = config_from_mapping(LogConfig, changes, base=self.config.log) if changes else self.config.log
+        if assignment is not None:
+            if isinstance(assignment, dict):
+                rows = [assignment.get(p, assignment.get(str(p))) for p in range(partitions)]
+            else:
+                rows = list(assignment)
+            if len(rows) != partitions or any(r is None for r in rows):
+                raise InvalidRequestError(f"assignment must give replicas for each of the {partitions} partitions")
+            plan = []
+            for p, row in enumerate(rows):
+                row = tuple(row)
+                if len(row) != replication_factor:
+                    raise InvalidRequestError(
+                        f"partition {p}: {len(row)} replicas given, replication factor is {replication_factor}")
+                if len(set(row)) != len(row):
+                    raise InvalidRequestError(f"partition {p}: duplicate replicas in {list(row)}")
+                for b in row:
+                    self._broker(b)
+                plan.append(row)
+            placement = "explicit"
+        else:
+            plan, placement = self.controller.assign(partitions, replication_factor)
+        meta = self.controller.create_topic(name, topic_cfg, changes, plan, placement)
+        self.events.emit(TopicCreated(name, partitions, replication_factor,
+                                      {str(p): list(r) for p, r in enumerate(plan)}, placement,
+                                      {k: v for k, v in sorted(changes.items())}))
+        self.controller.announce_topic(meta)
+        return {p: list(r) for p, r in enumerate(plan)}
+
+    # ---- produce / consume ---------------------------------------------------------
+    def produce(self, topic: str, partition: int, values: Any, *, key: Any = None, acks: int = -1,
+                timeout_ms: int | None = None, broker: int | None = None) -> int:
+        """Send one batch (``values``: a value or a list of values; str/bytes/None) to the
+        partition's current leader as the metadata says — or to ``broker`` (a client with
+        stale metadata, e.g. still writing to a zombie leader). Returns the request id; the
+        outcome lands in ``produce_results[id]`` once the response (or a timeout) arrives."""
+        pm = self.controller.partition(topic, partition)
+        target = None if broker is None else self._broker(broker).id
+        if acks not in (-1, 0, 1) or isinstance(acks, bool):
+            raise InvalidRequestError(f"acks must be -1 (all), 0 or 1, got {acks!r}")
+        if isinstance(values, (str, bytes)) or values is None:
+            values = [values]
+        values = tuple(_as_bytes(v) for v in values)
+        if not values:
+            raise InvalidRequestError("produce needs at least one record value")
+        key = _as_bytes(key)
+        timeout = self.config.request_timeout_ms if timeout_ms is None else _int("timeout_ms", timeout_ms, 1)
+        rid = self._next_request_id
+        self._next_request_id += 1
+        self._keys[rid] = key
+        now = self.now_ms()
+        dest = pm.leader if target is None else target
+        if dest < 0:
+            self._finish(rid, topic, partition, acks, "LEADER_NOT_AVAILABLE",
+                         f"{topic}-{partition} has no leader", None, None, None, now, values)
+            return rid
+        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout)
+        self._pending_produces[rid] = (topic, partition, acks, now, values, dest)
+        self.network.send(CLIENT, dest, req)
+        if acks == 0:
+            self._finish(rid, topic, partition, 0, None, "acks=0: no response expected", None, None, dest,
+                         now, values)
+        else:
+            # The client's own request.timeout.ms (a little after the broker's, so a broker
+            # timeout response wins when it can arrive).
+            self.scheduler.schedule(timeout + 2 * self.config.network_latency_ms + 1, self._client_timeout, rid,
+                                    name="produce-client-timeout")
+        return rid
+
+    def _finish(self, rid: int, topic: str, partition: int, acks: int, error: str | None, message: str,
+                base: int | None, last: int | None, broker: int | None, sent_ms: int, values: tuple) -> None:
+        if rid in self.produce_results:
+            return
+        self._pending_produces.pop(rid, None)
+        status = "ok" if error is None else "error"
+        key = self._keys.pop(rid, None)
+        self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
+                                                  broker, sent_ms, self.now_ms(), values, key)
+        digests = [digest(v, key) for v in values]
+        if error is None:
+            self.events.emit(ProduceAcked(rid, broker, topic, partition, acks, base, last, digests))
+        else:
+            self.events.emit(ProduceFailed(rid, broker, topic, partition, acks, error, message,
+                                           base is not None, digests))
+
+    def _on_produce_response(self, resp: ProduceResponse) -> None:
+        pending = self._pending_produces.get(resp.request_id)
+        if pending is None:
+            return
+        topic, partition, acks, sent, values, _ = pending
+        self._finish(resp.request_id, topic, partition, acks, resp.error, resp.message, resp.base_offset,
+                     resp.last_offset, resp.broker, sent, values)
+
+    def _client_timeout(self, rid: int) -> None:
+        pending = self._pending_produces.get(rid)
+        if pending is None:
+            return
+        topic, partition, acks, sent, values, leader = pending
+        self._finish(rid, topic, partition, acks, "REQUEST_TIMED_OUT",
+                     f"no response from broker {leader} within the request timeout", None, None, leader, sent, values)
+
+    def consume(self, topic: str, partition: int, offset: int = 0, max_records: int = 100) -> list:
+        """Read committed records (below the leader's HW) from the current leader."""
+        pm = self.controller.partition(topic, partition)
+        _int("offset", offset, 0)
+        _int("max_records", max_records, 1)
+        if pm.leader < 0:
+            raise LeaderNotAvailableError(f"{topic}-{partition} has no leader")
+        broker = self.brokers[pm.leader]
+        part = broker.partitions.get((topic, partition)) if broker.alive else None
+        if part is None:
+            raise BrokerNotAvailableError(f"leader {pm.leader} of {topic}-{partition} is not reachable")
+        log = part.log
+        hw = part.hw
+        if offset < log.log_start_offset or offset > hw:
+            raise OffsetOutOfRangeError(offset, log.log_start_offset, hw, where=f"{topic}-{partition} (up to HW)")
+        records = [r for r in log.records(offset, hw) if offset <= r.offset < hw][:max_records]
+        nxt = records[-1].offset + 1 if records else offset
+        self.events.emit(ConsumerRead(broker.id, topic, partition, offset, len(records), nxt, hw,
+                                      [digest(r.value, r.key) for r in records]))
+        return records
+
+    # ---- faults ---------------------------------------------------------------------
+    def crash(self, broker: int, *, power_loss: bool = True) -> None:
+        """Hard crash. With ``power_loss`` (default) un-fsynced bytes of its log directory
+        are lost (``disk.crash``); without, it is a process kill (the page cache survives)."""
+        b = self._broker(broker)
+        if not b.alive:
+            raise BrokerNotAvailableError(f"broker {broker} is already down")
+        b.crash(power_loss=power_loss)
+
+    def shutdown(self, broker: int) -> list:
+        """Controlled shutdown: leadership moves away, then flush + checkpoints + marker."""
+        b = self._broker(broker)
+        if not b.alive:
+            raise BrokerNotAvailableError(f"broker {broker} is already down")
+        moved = self.controller.controlled_shutdown(broker)
+        b.shutdown(moved)
+        return moved
+
+    def restart(self, broker: int) -> None:
+        """Start a stopped broker: reopen (and recover) every log, rejoin via heartbeat."""
+        b = self._broker(broker)
+        if b.alive:
+            raise InvalidRequestError(f"broker {broker} is running; crash or shut it down first")
+        b.start(restart=True)
+
+    def isolate(self, broker: int) -> None:
+        """Cut every link between ``broker`` and all other nodes (client included)."""
+        b = self._broker(broker)
+        for other in [CLIENT] + sorted(self.brokers):
+            if other != b.id:
+                self.network.cut(b.id, other, True)
+
+    def cut_link(self, a: int, b: int, both: bool = True) -> None:
+        self.network.cut(self._node(a), self._node(b), bool(both))
+
+    def heal_link(self, a: int, b: int, both: bool = True) -> None:
+        self.network.heal(self._node(a), self._node(b), bool(both))
+
+    def heal_all(self) -> None:
+        self.network.heal_all()
+
+    def set_link_delay(self, a: int, b: int, ms: int, both: bool = True) -> None:
+        self.network.set_delay(self._node(a), self._node(b), ms, bool(both))
+
+    def set_drop_probability(self, a: int, b: int, p: float, both: bool = True) -> None:
+        self.network.set_drop_probability(self._node(a), self._node(b), p, bool(both))
+
+    def slow_follower(self, broker: int, delay_ms: int) -> None:
+        """Make ``broker`` wait ``delay_ms`` before each fetch it sends as a follower."""
+        b = self._broker(broker)
+        _int("delay_ms", delay_ms, 0)
+        b.set_follower_delay(delay_ms)
+
+    def pause_follower(self, broker: int) -> None:
+        """Stop ``broker``'s fetchers (it stays alive and heartbeats: a stuck follower)."""
+        self._broker(broker).set_follower_paused(True)
+
+    def resume_follower(self, broker: int) -> None:
+        self._broker(broker).set_follower_paused(False)
+
+    def elect_preferred_leaders(self) -> list:
+        return self.controller.elect_preferred()
+
+    def set_config(self, scope: str, target: Any, changes: dict) -> None:
+        """``scope``: "cluster" (ClusterConfig fields; target ignored), "topic" (target = topic
+        name; LogConfig fields) or "broker" (target = broker id; LogConfig overrides applied on
+        top of the topic config on that broker only, e.g. flush_interval_messages)."""
+        if not isinstance(changes, dict) or not changes:
+            raise InvalidRequestError("changes must be a non-empty dict")
+        if scope == "cluster":
+            new = ClusterConfig.from_mapping(changes, base=self.config)
+            if new.brokers != self.config.brokers:
+                raise InvalidConfigError("the number of brokers cannot change in a running cluster")
+            self.config = new
+            self.network.latency_ms = new.network_latency_ms
+            # Topics take the (new) cluster defaults except where they override them, as in Kafka.
+            for name in sorted(self.controller.topics):
+                meta = self.controller.topics[name]
+                meta.config = config_from_mapping(LogConfig, meta.config_changes, base=new.log)
+            for i in sorted(self.brokers):
+                self.brokers[i].apply_log_overrides()
+                if self.brokers[i].alive:
+                    self.brokers[i].schedule_tasks()
+            self.scheduler.cancel(self._controller_task)
+            self._controller_task = self.scheduler.schedule_periodic(new.controller_check_interval_ms,
+                                                                     self.controller.tick, name="controller-check")
+            target_name = "cluster"
+        elif scope == "topic":
+            meta = self.controller.topics.get(target)
+            if meta is None:
+                self.controller.partition(target, 0)  # raises UnknownTopicOrPartitionError
+            new_cfg = config_from_mapping(LogConfig, changes, base=meta.config)
+            meta.config = new_cfg
+            meta.config_changes = {**meta.config_changes, **changes}
+            for i in sorted(self.brokers):
+                self.brokers[i].apply_log_overrides()
+            target_name = str(target)
+        elif scope == "broker":
+            b = self._broker(target)
+            config_from_mapping(LogConfig, changes, base=self.config.log)  # validate
+            names = _log_field_names(changes)
+            merged = {**b.log_overrides, **names}
+            config_from_mapping(LogConfig, merged, base=self.config.log)
+            b.log_overrides = merged
+            b.apply_log_overrides()
+            target_name = str(b.id)
+        else:
+            raise InvalidRequestError(f"scope must be 'cluster', 'topic' or 'broker', got {scope!r}")
+        self.events.emit(ConfigChanged(scope, target_name, {k: v for k, v in sorted(changes.items())}))
+        if scope in ("topic", "cluster"):
+            # e.g. unclean.leader.election.enable turned on: offline partitions may now get a leader.
+            self.controller.elect_offline()
+        if scope in ("topic", "cluster"):
+            # A lower min.insync.replicas may let a leader's HW move now (KAFKA-15583 guard).
+            for pm in self.controller.all_partitions():
+                leader = self.brokers.get(pm.leader)
+                part = leader.partitions.get((pm.topic, pm.partition)) if leader is not None and leader.alive else None
+                if part is not None:
+                    part.maybe_increment_hw("config_change")
+
+    # ---- time ------------------------------------------------------------------------
+    def advance(self, ms: int) -> int:
+        _int("ms", ms, 0)
+        return self.scheduler.advance(ms)
+
+    def run_until_idle_produce(self, request_id: int, limit_ms: int = 120000, step_ms: int = 1) -> ProduceResult | None:
+        """Advance in ``step_ms`` steps until ``produce_results`` has ``request_id`` (or ``limit_ms``)."""
+        end = self.now_ms() + limit_ms
+        while request_id not in self.produce_results and self.now_ms() < end:
+            self.scheduler.advance(step_ms)
+        return self.produce_results.get(request_id)
+
+    # ---- views -----------------------------------------------------------------------
+    def replica(self, broker: int, topic: str, partition: int):
+        """The broker-local Partition object (None if that broker is down or has no replica)."""
+        return self._broker(broker).partitions.get((topic, partition))
+
+    def log_values(self, broker: int, topic: str, partition: int) -> list:
+        """[(offset, value, leader_epoch)] of a replica's whole log, for tests and checkers."""
+        part = self.replica(broker, topic, partition)
+        if part is None:
+            return []
+        out = []
+        for batch_epoch, rec in self._records_with_epochs(part.log):
+            out.append((rec.offset, rec.value, batch_epoch))
+        return out
+
+    @staticmethod
+    def _records_with_epochs(log: Any) -> list:
+        from engine.records import iter_batches
+        out = []
+        offset = log.log_start_offset
+        while offset < log.log_end_offset:
+            info = log.read(offset, 1 << 30, trace=False)
+            if not info.batches:
+                break
+            for _, batch in iter_batches(info.records):
+                for rec in batch.records:
+                    out.append((batch.partition_leader_epoch, rec))
+                offset = batch.last_offset + 1
+        return out
+
+    def state(self) -> dict:
+        topics = {}
+        for name in sorted(self.controller.topics):
+            meta = self.controller.topics[name]
+            parts = []
+            for pm in meta.partitions:
+                replicas = {}
+                for r in pm.replicas:
+                    b = self.brokers[r]
+                    part = b.partitions.get((pm.topic, pm.partition)) if b.alive else None
+                    if part is None:
+                        replicas[str(r)] = None
+                        continue
+                    st = part.state()
+                    st["records"] = [[rec.offset, digest(rec.value, rec.key), e]
+                                     for e, rec in self._records_with_epochs(part.log)]
+                    replicas[str(r)] = st
+                parts.append({**pm.to_dict(), "partition": pm.partition, "replica_states": replicas})
+            topics[name] = {"config": {k: v for k, v in sorted(meta.config_changes.items())},
+                            "partitions": parts}
+        return {
+            "time_ms": self.now_ms(),
+            "seed": self.seed,
+            "config": self.config.to_dict(),
+            "controller": self.controller.state(),
+            "brokers": {str(i): self.brokers[i].state() for i in sorted(self.brokers)},
+            "topics": topics,
+            "network": {"latency_ms": self.network.latency_ms, "faults": self.network.faults(),
+                        "sent": self.network.sent, "delivered": self.network.delivered,
+                        "dropped": self.network.dropped},
+            "produce_results": {str(k): v.to_dict() for k, v in sorted(self.produce_results.items())},
+        }
+
+    # ---- snapshots --------------------------------------------------------------------
+    def snapshot(self) -> bytes:
+        """Pickle of the whole cluster plus every file of the data directory."""
+        return pickle.dumps({"cluster": self, "files": self.disk.capture(), "durable": dict(self.disk._durable)},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, blob: bytes, disk_root: Any) -> "Cluster":
+        """A live copy of a snapshot whose files live under ``disk_root``."""
+        from pathlib import Path
+        data = pickle.loads(blob)
+        cluster: Cluster = data["cluster"]
+        disk = cluster.disk
+        disk.root = Path(disk_root).resolve()
+        disk.root.mkdir(parents=True, exist_ok=True)
+        disk.restore(data["files"], data["durable"])
+        return cluster

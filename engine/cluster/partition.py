@@ -1,0 +1,512 @@
+"""One broker's replica of one partition (Kafka's ``Partition``): the leader side.
+
+As leader it keeps a :class:`RemoteReplica` per follower (remote LEO, last fetch time,
+the leader's LEO at that fetch, ``lastCaughtUpTimeMs``), answers Fetch and
+OffsetsForLeaderEpoch requests, moves the high watermark to the lowest LEO in the
+(maximal) ISR (reference §5.3, with the KAFKA-15583 min-ISR guard), proposes ISR
+shrinks/expansions to the controller (AlterPartition), parks fetches with nothing new
+(DelayedFetch) and acks=all produces (DelayedProduce, §8.2). As follower it hands the
+work to its :class:`~engine.cluster.replica_fetcher.ReplicaFetcher`.
+
+The HW placed in a fetch response is captured *before* the fetch moves the follower's
+remote LEO (§5.1) — the one-round-trip lag behind the KIP-101 scenarios.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, RequestTimedOutError
+
+from .events import (AlterPartitionSent, BecameFollower, BecameLeader, EpochRequestAnswered, FetchAnswered,
+                     FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended, ProduceFailed,
+                     ProduceReceived, ProduceWaiting, RemoteLeoUpdated)
+from .network import (AlterPartitionRequest, FetchRequest, FetchResponse, LeaderAndIsr,
+                      OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
+from .replica_fetcher import ReplicaFetcher
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .broker import Broker
+
+__all__ = ["Partition", "RemoteReplica", "digest", "record_digest"]
+
+UNKNOWN_OFFSET = -1
+
+
+def record_digest(key: bytes | None, value: bytes | None) -> str:
+    """Identity of a record's content: SHA-256 over (key, value), first 12 hex digits; a
+    one-byte marker before each part tells null from empty. (The same function as
+    ``engine.cluster.commands.record_digest``, so events, state() and the checker agree.)"""
+    h = hashlib.sha256()
+    for part in (key, value):
+        if part is None:
+            h.update(b"\x00")
+        else:
+            h.update(b"\x01" + len(part).to_bytes(4, "big") + part)
+    return h.hexdigest()[:12]
+
+
+def digest(value: bytes | None, key: bytes | None = None) -> str:
+    """``record_digest(key, value)`` with the value first (most records have no key)."""
+    return record_digest(key, value)
+
+
+@dataclass
+class RemoteReplica:
+    """What the leader knows about one follower (Kafka's ``Replica``)."""
+
+    broker: int
+    leo: int = UNKNOWN_OFFSET
+    last_fetch_ms: int = 0
+    last_fetch_leader_leo: int = 0
+    last_caught_up_ms: int = 0
+
+
+@dataclass
+class ParkedFetch:
+    """A follower fetch waiting in the fetch purgatory."""
+
+    src: int
+    request: FetchRequest
+    parked_ms: int
+    hw_at_park: int
+    task: Any = None
+
+
+@dataclass
+class DelayedProduce:
+    """An acks=all produce waiting for HW >= ``required_offset``."""
+
+    request: ProduceRequest
+    src: int
+    base_offset: int
+    last_offset: int
+    required_offset: int
+    task: Any = None
+
+
+@dataclass
+class PendingIsr:
+    """An AlterPartition sent to the controller and not yet answered."""
+    isr: tuple
+    sent_ms: int
+    expansion: bool
+
+
+class Partition:
+    """Replica state of ``topic-partition`` on ``broker``; the Log holds the data."""
+
+    def __init__(self, broker: "Broker", topic: str, partition: int, log: Any) -> None:
+        self.broker = broker
+        self.topic = topic
+        self.partition = partition
+        self.log = log
+        self.role = "none"              # "leader" | "follower" | "none"
+        self.leader: int | None = None
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.isr: tuple = ()
+        self.replicas: tuple = ()
+        self.remotes: dict[int, RemoteReplica] = {}
+        self.pending_isr: PendingIsr | None = None
+        self.parked_fetches: list[ParkedFetch] = []
+        self.delayed_produces: list[DelayedProduce] = []
+        self.fetcher = ReplicaFetcher(self)
+
+    # ---- helpers ------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def leo(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def hw(self) -> int:
+        return self.log.high_watermark
+
+    def now(self) -> int:
+        return self.broker.scheduler.now_ms()
+
+    def emit(self, ev: Any) -> None:
+        self.broker.events.emit(ev)
+
+    @property
+    def cfg(self):
+        return self.broker.cluster.config
+
+    def topic_config(self):
+        return self.broker.cluster.controller.topic_config(self.topic)
+
+    def effective_min_isr(self) -> int:
+        return min(self.topic_config().min_insync_replicas, max(1, len(self.replicas)))
+
+    def maximal_isr(self) -> tuple:
+        if self.pending_isr is not None and self.pending_isr.expansion:
+            return tuple(sorted(set(self.isr) | set(self.pending_isr.isr)))
+        return self.isr
+
+    def set_hw(self, new: int, reason: str, isr_leos: dict | None = None) -> bool:
+        old = self.hw
+        if new == old:
+            return False
+        self.log.update_high_watermark(new)
+        if self.hw != old:
+            self.emit(HighWatermarkChanged(self.broker.id, self.topic, self.partition, old, self.hw, self.role,
+                                           reason, isr_leos or {}))
+            return True
+        return False
+
+    def leo_changed(self, old: int, reason: str) -> None:
+        if self.leo != old:
+            self.emit(LeoChanged(self.broker.id, self.topic, self.partition, old, self.leo, self.role, reason))
+
+    # ---- metadata from the controller ----------------------------------------------
+    def apply_state(self, msg: LeaderAndIsr) -> None:
+        """Apply a LeaderAndIsr: a role change on a new leader epoch (or a leader change
+        at the same epoch, which is how an offline partition is announced), else an ISR update."""
+        if msg.leader_epoch < self.leader_epoch or (
+                msg.leader_epoch == self.leader_epoch and msg.partition_epoch < self.partition_epoch):
+            return   # stale (reordered or resent) metadata
+        new_leader = None if msg.leader < 0 else msg.leader
+        self.replicas = tuple(msg.replicas)
+        if msg.leader_epoch > self.leader_epoch or new_leader != self.leader or \
+                (self.role == "none" and new_leader is not None):
+            self.partition_epoch = msg.partition_epoch
+            self.isr = tuple(msg.isr)
+            self.pending_isr = None
+            if new_leader == self.broker.id:
+                self.make_leader(msg)
+            else:
+                self.make_follower(msg, new_leader)
+            return
+        if msg.partition_epoch >= self.partition_epoch:
+            self.partition_epoch = msg.partition_epoch
+            self.isr = tuple(msg.isr)
+            # Any word from the controller settles a pending AlterPartition: either it was
+            # applied (this is the new ISR) or refused/overtaken (propose again if still needed).
+            self.pending_isr = None
+            if self.role == "leader":
+                self.maybe_increment_hw("isr_change")
+
+    def make_leader(self, msg: LeaderAndIsr) -> None:
+        now = self.now()
+        self.fetcher.stop()
+        self.role = "leader"
+        self.leader = self.broker.id
+        self.leader_epoch = msg.leader_epoch
+        # KIP-279: the new leader records where its epoch starts before writing anything.
+        self.log.assign_epoch_start_offset(self.leader_epoch)
+        self.remotes = {}
+        for r in self.replicas:
+            if r != self.broker.id:
+                self.remotes[r] = RemoteReplica(r, UNKNOWN_OFFSET, 0, 0, now if r in self.isr else 0)
+        self.emit(BecameLeader(self.broker.id, self.topic, self.partition, self.leader_epoch, self.leo, self.hw,
+                               list(self.isr)))
+        self.maybe_increment_hw("became_leader")
+
+    def make_follower(self, msg: LeaderAndIsr, leader: int | None) -> None:
+        was_leader = self.role == "leader"
+        self.role = "follower"
+        self.leader = leader
+        self.leader_epoch = msg.leader_epoch
+        self.remotes = {}
+        if was_leader:
+            self.fail_delayed("NOT_LEADER_OR_FOLLOWER", f"broker {self.broker.id} is no longer the leader")
+        self.drop_parked_fetches()
+        self.emit(BecameFollower(self.broker.id, self.topic, self.partition, leader, self.leader_epoch, self.leo,
+                                 self.hw, self.cfg.truncation))
+        self.fetcher.become_follower(leader, self.leader_epoch)
+
+    def stop(self) -> None:
+        """The broker is going away (crash or shutdown): cancel timers, forget waiters."""
+        self.fetcher.stop()
+        for p in self.parked_fetches:
+            self.broker.scheduler.cancel(p.task)
+        self.parked_fetches = []
+        for d in self.delayed_produces:
+            self.broker.scheduler.cancel(d.task)
+        self.delayed_produces = []
+
+    # ---- leader: high watermark -----------------------------------------------------
+    def is_caught_up(self, r: RemoteReplica, now: int) -> bool:
+        return r.leo == self.leo or now - r.last_caught_up_ms <= self.cfg.replica_lag_time_max_ms
+
+    def maybe_increment_hw(self, reason: str) -> bool:
+        if self.role != "leader":
+            return False
+        if self.cfg.hw_min_isr_guard and len(self.isr) < self.effective_min_isr():
+            return False
+        now = self.now()
+        leos = {str(self.broker.id): self.leo}
+        candidate = self.leo
+        maximal = set(self.maximal_isr())
+        for rid in sorted(self.remotes):
+            r = self.remotes[rid]
+            eligible = self.broker.cluster.controller.is_eligible(rid)
+            if rid in maximal or (eligible and r.leo >= 0 and self.is_caught_up(r, now)):
+                leos[str(rid)] = r.leo
+                candidate = min(candidate, r.leo)
+        if candidate > self.hw:
+            self.set_hw(candidate, "isr_leo", leos)
+            self.on_hw_increased()
+            return True
+        return False
+
+    def on_hw_increased(self) -> None:
+        self.complete_delayed_produces()
+        self.wake_parked_fetches(hw_changed=True)
+
+    # ---- leader: fetch ---------------------------------------------------------------
+    def error_for_epoch(self, leader_epoch: int) -> str | None:
+        if self.role != "leader":
+            return "NOT_LEADER_OR_FOLLOWER"
+        if leader_epoch < self.leader_epoch:
+            return "FENCED_LEADER_EPOCH"
+        if leader_epoch > self.leader_epoch:
+            return "UNKNOWN_LEADER_EPOCH"
+        return None
+
+    def handle_fetch(self, src: int, req: FetchRequest) -> None:
+        now = self.now()
+        error = self.error_for_epoch(req.leader_epoch)
+        if error is None and req.replica_id not in self.remotes:
+            error = "NOT_LEADER_OR_FOLLOWER"
+        if error is None and not (self.log.log_start_offset <= req.fetch_offset <= self.leo):
+            error = "OFFSET_OUT_OF_RANGE"
+        if error is not None:
+            self.respond_fetch(src, req, b"", (), self.hw, error, 0)
+            return
+        # Capture what goes in the response *before* this fetch moves the remote LEO (§5.1).
+        hw_before = self.hw
+        r = self.remotes[req.replica_id]
+        old = r.leo
+        # lastCaughtUpTime (§5.2)
+        if req.fetch_offset >= self.leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, now)
+        elif req.fetch_offset >= r.last_fetch_leader_leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
+        r.leo = req.fetch_offset
+        r.last_fetch_ms = now
+        r.last_fetch_leader_leo = self.leo
+        if old != r.leo:
+            self.emit(RemoteLeoUpdated(self.broker.id, req.replica_id, self.topic, self.partition, old, r.leo,
+                                       r.last_caught_up_ms))
+        self.maybe_expand_isr(r)
+        self.maybe_increment_hw("follower_fetch")
+        if req.fetch_offset < self.leo or req.max_wait_ms <= 0:
+            self.answer_fetch(src, req, hw_before, 0)
+            return
+        parked = ParkedFetch(src, req, now, self.hw)
+        parked.task = self.broker.scheduler.schedule(req.max_wait_ms, self.expire_parked_fetch, req.replica_id,
+                                                     req.session, name="delayed-fetch")
+        self.parked_fetches.append(parked)
+        self.emit(FetchParked(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                              req.max_wait_ms))
+
+    def answer_fetch(self, src: int, req: FetchRequest, hw: int, waited_ms: int) -> None:
+        try:
+            info = self.log.read(req.fetch_offset, max(1, req.max_bytes), trace=False)
+        except KafkaError as exc:  # truncated under a parked fetch
+            self.respond_fetch(src, req, b"", (), self.hw, getattr(exc, "name", "UNKNOWN_SERVER_ERROR"), waited_ms)
+            return
+        self.respond_fetch(src, req, info.records, info.batches, hw, None, waited_ms)
+
+    def respond_fetch(self, src: int, req: FetchRequest, records: bytes, batches: tuple, hw: int,
+                      error: str | None, waited_ms: int) -> None:
+        count = sum(b.records_count for b in batches)
+        first = batches[0].base_offset if batches else None
+        last = batches[-1].last_offset if batches else None
+        self.emit(FetchAnswered(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset, count,
+                                first, last, hw, self.leo, self.log.log_start_offset, error, waited_ms))
+        resp = FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, bytes(records), hw,
+                             self.log.log_start_offset, self.leo, self.leader_epoch, error, req.session)
+        self.broker.send(src, resp)
+
+    def wake_parked_fetches(self, hw_changed: bool = False) -> None:
+        if not self.parked_fetches:
+            return
+        keep = []
+        ready = []
+        for p in self.parked_fetches:
+            if self.leo > p.request.fetch_offset or (hw_changed and self.hw != p.hw_at_park):
+                ready.append(p)
+            else:
+                keep.append(p)
+        self.parked_fetches = keep
+        for p in ready:
+            self.broker.scheduler.cancel(p.task)
+            self.answer_fetch(p.src, p.request, self.hw, self.now() - p.parked_ms)
+
+    def expire_parked_fetch(self, replica_id: int, session: int) -> None:
+        for i, p in enumerate(self.parked_fetches):
+            if p.request.replica_id == replica_id and p.request.session == session:
+                del self.parked_fetches[i]
+                if self.role == "leader":
+                    self.answer_fetch(p.src, p.request, self.hw, self.now() - p.parked_ms)
+                return
+
+    def drop_parked_fetches(self) -> None:
+        for p in self.parked_fetches:
+            self.broker.scheduler.cancel(p.task)
+            self.respond_fetch(p.src, p.request, b"", (), self.hw, "NOT_LEADER_OR_FOLLOWER", self.now() - p.parked_ms)
+        self.parked_fetches = []
+
+    def handle_epoch_request(self, src: int, req: OffsetsForLeaderEpochRequest) -> None:
+        error = self.error_for_epoch(req.current_leader_epoch)
+        if error is None:
+            epoch, end = self.log.leader_epoch_cache.end_offset_for(req.epoch, self.leo)
+        else:
+            epoch, end = -1, -1
+        self.emit(EpochRequestAnswered(self.broker.id, req.replica_id, self.topic, self.partition, req.epoch,
+                                       epoch, end))
+        self.broker.send(src, OffsetsForLeaderEpochResponse(self.broker.id, self.topic, self.partition, req.epoch,
+                                                            epoch, end, error, req.session))
+
+    # ---- leader: ISR -------------------------------------------------------------
+    def epoch_start_offset(self) -> int:
+        for e in reversed(self.log.leader_epoch_cache.entries):
+            if e.epoch == self.leader_epoch:
+                return e.start_offset
+        return 0
+
+    def maybe_expand_isr(self, r: RemoteReplica) -> None:
+        if r.broker in self.isr or self.pending_isr is not None:
+            return
+        if r.leo >= self.hw and r.leo >= self.epoch_start_offset() and \
+                self.broker.cluster.controller.is_eligible(r.broker):
+            self.propose_isr(tuple(sorted(set(self.isr) | {r.broker})), "caught_up", (), expansion=True)
+
+    def maybe_shrink_isr(self) -> None:
+        if self.role != "leader":
+            return
+        now = self.now()
+        if self.pending_isr is not None:
+            if now - self.pending_isr.sent_ms < self.cfg.request_timeout_ms:
+                return
+            self.pending_isr = None   # the controller never answered; propose again
+        out = []
+        for rid in self.isr:
+            if rid == self.broker.id:
+                continue
+            r = self.remotes.get(rid)
+            if r is None or not self.is_caught_up(r, now):
+                out.append((rid, now - (r.last_caught_up_ms if r else 0)))
+        if out:
+            removed = {rid for rid, _ in out}
+            new_isr = tuple(x for x in self.isr if x not in removed)
+            self.propose_isr(new_isr, "lagging", tuple(out), expansion=False)
+
+    def propose_isr(self, new_isr: tuple, reason: str, lag: tuple, expansion: bool) -> None:
+        self.pending_isr = PendingIsr(new_isr, self.now(), expansion)
+        self.emit(AlterPartitionSent(self.broker.id, self.topic, self.partition, list(new_isr), self.leader_epoch,
+                                     self.partition_epoch))
+        self.broker.send_to_controller(AlterPartitionRequest(self.broker.id, self.topic, self.partition,
+                                                             self.leader_epoch, self.partition_epoch, new_isr,
+                                                             reason, lag))
+
+    # ---- leader: produce ---------------------------------------------------------
+    def produce(self, src: int, req: ProduceRequest, records: list) -> None:
+        digests = [record_digest(req.key, v) for v in req.values]
+        self.emit(ProduceReceived(req.request_id, self.broker.id, self.topic, self.partition, req.acks,
+                                  len(req.values), digests))
+        if self.role != "leader":
+            self.reply_produce(src, req, "NOT_LEADER_OR_FOLLOWER",
+                               f"broker {self.broker.id} is not the leader of {self.name}", None, None, False)
+            return
+        if req.acks == -1 and len(self.isr) < self.effective_min_isr():
+            exc = NotEnoughReplicasError(
+                f"{self.name}: ISR {list(self.isr)} has {len(self.isr)} replica(s), fewer than min.insync.replicas="
+                f"{self.effective_min_isr()}; nothing was written")
+            self.reply_produce(src, req, exc.name, str(exc), None, None, False)
+            return
+        old = self.leo
+        try:
+            info = self.log.append_as_leader(records, self.leader_epoch)
+        except KafkaError as exc:
+            self.reply_produce(src, req, exc.name, str(exc), None, None, False)
+            return
+        self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
+                                  info.last_offset, self.leader_epoch, digests))
+        self.leo_changed(old, "append")
+        self.wake_parked_fetches()
+        # A single-replica ISR commits at once.
+        self.maybe_increment_hw("append")
+        if req.acks == -1:
+            required = info.last_offset + 1
+            if self.hw >= required:
+                self.complete_produce(DelayedProduce(req, src, info.first_offset, info.last_offset, required))
+                return
+            d = DelayedProduce(req, src, info.first_offset, info.last_offset, required)
+            d.task = self.broker.scheduler.schedule(req.timeout_ms, self.expire_produce, req.request_id,
+                                                    name="delayed-produce")
+            self.delayed_produces.append(d)
+            self.emit(ProduceWaiting(req.request_id, self.broker.id, self.topic, self.partition, required,
+                                     req.timeout_ms))
+        elif req.acks == 1:
+            self.reply_produce(src, req, None, "", info.first_offset, info.last_offset, True)
+
+    def complete_delayed_produces(self) -> None:
+        done = [d for d in self.delayed_produces if self.hw >= d.required_offset]
+        if not done:
+            return
+        self.delayed_produces = [d for d in self.delayed_produces if self.hw < d.required_offset]
+        for d in done:
+            self.broker.scheduler.cancel(d.task)
+            self.complete_produce(d)
+
+    def complete_produce(self, d: DelayedProduce) -> None:
+        if len(self.maximal_isr()) < self.effective_min_isr():
+            exc = NotEnoughReplicasAfterAppendError(
+                f"{self.name}: records {d.base_offset}..{d.last_offset} are committed but the ISR "
+                f"{list(self.maximal_isr())} shrank below min.insync.replicas={self.effective_min_isr()}")
+            self.reply_produce(d.src, d.request, exc.name, str(exc), d.base_offset, d.last_offset, True)
+        else:
+            self.reply_produce(d.src, d.request, None, "", d.base_offset, d.last_offset, True)
+
+    def expire_produce(self, request_id: int) -> None:
+        for i, d in enumerate(self.delayed_produces):
+            if d.request.request_id == request_id:
+                del self.delayed_produces[i]
+                exc = RequestTimedOutError(
+                    f"{self.name}: HW {self.hw} did not reach {d.required_offset} within {d.request.timeout_ms} ms "
+                    f"(ISR {list(self.isr)})")
+                self.reply_produce(d.src, d.request, exc.name, str(exc), d.base_offset, d.last_offset, True)
+                return
+
+    def fail_delayed(self, error: str, message: str) -> None:
+        for d in self.delayed_produces:
+            self.broker.scheduler.cancel(d.task)
+            self.reply_produce(d.src, d.request, error, message, d.base_offset, d.last_offset, True)
+        self.delayed_produces = []
+
+    def reply_produce(self, src: int, req: ProduceRequest, error: str | None, message: str,
+                      base: int | None, last: int | None, appended: bool) -> None:
+        if req.acks == 0:
+            if error is not None:
+                self.emit(ProduceFailed(req.request_id, self.broker.id, self.topic, self.partition, 0, error,
+                                        message + " (acks=0: the client is never told)", appended,
+                                        [record_digest(req.key, v) for v in req.values]))
+            return
+        self.broker.send(src, ProduceResponse(req.request_id, self.broker.id, self.topic, self.partition, error,
+                                              message, base, last, appended))
+
+    # ---- view ----------------------------------------------------------------------
+    def state(self) -> dict:
+        cache = self.log.leader_epoch_cache.entries
+        out = {
+            "role": self.role, "leader": self.leader, "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch, "isr": list(self.isr),
+            "pending_isr": list(self.pending_isr.isr) if self.pending_isr else None,
+            "log_start_offset": self.log.log_start_offset, "leo": self.leo, "high_watermark": self.hw,
+            "recovery_point": self.log.recovery_point,
+            "epoch_cache": [[e.epoch, e.start_offset] for e in cache],
+            "fetcher": self.fetcher.state(),
+            "remotes": {str(k): {"leo": v.leo, "last_fetch_ms": v.last_fetch_ms,
+                                 "last_caught_up_ms": v.last_caught_up_ms}
+                        for k, v in sorted(self.remotes.items())},
+            "waiting_produces": len(self.delayed_produces), "parked_fetches": len(self.parked_fetches),
+        }
+        return out
