@@ -36,8 +36,8 @@ UNKNOWN_OFFSET = -1
 
 def record_digest(key: bytes | None, value: bytes | None) -> str:
     """Identity of a record's content: SHA-256 over (key, value), first 12 hex digits; a
-    one-byte marker before each part tells null from empty. (The same function as
-    ``engine.cluster.commands.record_digest``, so events, state() and the checker agree.)"""
+    one-byte marker before each part tells null from empty. Events, ``state()``, run
+    summaries and the checker all use this one function."""
     h = hashlib.sha256()
     for part in (key, value):
         if part is None:

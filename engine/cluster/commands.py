@@ -1,0 +1,621 @@
+"""The command vocabulary of a replicated cluster: every action a lesson, the web UI,
+a fault schedule or ``python -m engine run`` can take, as data.
+
+A command travels as a JSON object ``{"cmd": "produce", "topic": "t", "acks": "all", ...}``
+(documented in ``docs/commands.md``). :func:`parse_command` turns such a dict into a
+frozen dataclass, rejecting unknown commands, unknown fields, wrong types and
+out-of-range numbers with an :class:`InvalidRequestError` that names the field and the
+value. :func:`apply_command` then checks the command against the cluster as it is
+(unknown broker, unknown topic, partition out of range, clock going backwards) *before*
+touching it, and applies it, returning a JSON-plain result. A command that fails leaves
+the cluster as it was.
+
+Commands are the unit of a run's log (``engine/cluster/run.py``): same seed, same
+initial config and same commands give the same event stream.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Mapping
+
+from ..config import validate_topic_name
+from ..errors import BrokerNotAvailableError, InvalidRequestError, UnknownTopicOrPartitionError
+from .partition import record_digest  # re-exported: commands, events and the checker share one digest
+
+__all__ = [
+    "Command", "COMMANDS", "parse_command", "apply_command", "validate_command", "command_to_dict",
+    "record_digest", "MAX_ADVANCE_MS", "MAX_PRODUCE_COUNT", "MAX_VALUE_SIZE",
+    "CreateTopic", "Produce", "Consume", "Crash", "Shutdown", "Restart", "Isolate", "CutLink", "HealLink",
+    "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
+    "Advance", "Jump", "SetConfig", "ElectPreferredLeaders",
+]
+
+CLIENT_NODE = -1  # the network node of producers and consumers
+
+# Bounds that keep one command cheap enough for a shared demo host.
+MAX_ADVANCE_MS = 7 * 24 * 3600 * 1000
+MAX_PRODUCE_COUNT = 10_000
+MAX_VALUE_SIZE = 1 << 20
+MAX_CONSUME_RECORDS = 10_000
+MAX_PARTITIONS = 1_000
+
+COMMANDS: dict[str, type["Command"]] = {}
+
+
+# ---- field specs -------------------------------------------------------------------------
+
+def _spec(kind: str, default: Any = dataclasses.MISSING, *, low: float | None = None,
+          high: float | None = None, choices: tuple | None = None, doc: str = "") -> Any:
+    meta = {"kind": kind, "low": low, "high": high, "choices": choices, "doc": doc}
+    if default is dataclasses.MISSING:
+        return field(metadata=meta)
+    if isinstance(default, (dict, list)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _type_name(kind: str) -> str:
+    if kind.endswith("?") and kind not in ("int?", "str?", "strlist?"):
+        return _type_name(kind[:-1]) + " or null"
+    return {"int": "an integer", "int?": "an integer or null", "str": "a string", "str?": "a string or null",
+            "num": "a number", "bool": "true or false", "dict": "an object", "acks": '"all", -1, 0 or 1',
+            "scope_target": "a broker id, a topic name or null", "assignment": "a list of lists of broker ids",
+            "strlist?": "a list of strings or null", "topic": "a topic name"}.get(kind, kind)
+
+
+def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
+    kind = meta["kind"]
+
+    def bad(extra: str = "") -> InvalidRequestError:
+        return InvalidRequestError(
+            f"{cmd}: field {name!r} must be {_type_name(kind)}{extra}, got {value!r}")
+
+    if kind.endswith("?") and value is None:
+        return None
+    base = kind.rstrip("?")
+    if base == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad()
+    elif base == "num":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise bad()
+        value = float(value)
+    elif base in ("str", "topic"):
+        if not isinstance(value, str):
+            raise bad()
+        if base == "topic":
+            validate_topic_name(value)
+    elif base == "bool":
+        if not isinstance(value, bool):
+            raise bad()
+    elif base == "dict":
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise bad()
+        for k, v in value.items():
+            if not (v is None or isinstance(v, (str, int, float, bool))):
+                raise InvalidRequestError(f"{cmd}: field {name!r} key {k!r} must map to a string, number or "
+                                          f"boolean, got {v!r}")
+        value = dict(value)
+    elif base == "acks":
+        normal = {"all": -1, "-1": -1, "1": 1, "0": 0}
+        if isinstance(value, str) and value.lower() in normal:
+            value = normal[value.lower()]
+        elif isinstance(value, bool) or value not in (-1, 0, 1):
+            raise bad()
+    elif base == "scope_target":
+        if isinstance(value, bool) or not (value is None or isinstance(value, (int, str))):
+            raise bad()
+    elif base == "assignment":
+        if not isinstance(value, list) or not value or not all(
+                isinstance(r, list) and r and all(isinstance(b, int) and not isinstance(b, bool) for b in r)
+                for r in value):
+            raise bad(" (one non-empty list per partition)")
+        value = tuple(tuple(r) for r in value)
+    elif base == "strlist":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad()
+        value = tuple(value)
+    else:  # pragma: no cover - a spec typo is a programmer error
+        raise AssertionError(f"unknown field kind {kind}")
+    if meta["choices"] is not None and value not in meta["choices"]:
+        raise InvalidRequestError(f"{cmd}: field {name!r} must be one of "
+                                  f"{', '.join(map(str, meta['choices']))}; got {value!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if meta["low"] is not None and value < meta["low"]:
+            raise InvalidRequestError(f"{cmd}: field {name!r} must be at least {meta['low']}, got {value}")
+        if meta["high"] is not None and value > meta["high"]:
+            raise InvalidRequestError(f"{cmd}: field {name!r} must be at most {meta['high']}, got {value}")
+    return value
+
+
+# ---- the commands ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Command:
+    """Base of every command. ``cmd`` is the JSON name; fields are the JSON fields."""
+
+    cmd: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.cmd:
+            COMMANDS[cls.cmd] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        return command_to_dict(self)
+
+    # Overridden: check against the live cluster without changing it.
+    def validate(self, cluster: Any) -> None:
+        pass
+
+    def apply(self, cluster: Any) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class CreateTopic(Command):
+    cmd: ClassVar[str] = "create_topic"
+    summary: ClassVar[str] = "Create a topic; the controller assigns replicas and elects leaders."
+    topic: str = _spec("topic", doc="topic name: 1–249 of [a-zA-Z0-9._-]")
+    partitions: int = _spec("int", 1, low=1, high=MAX_PARTITIONS, doc="number of partitions")
+    replication_factor: int | None = _spec("int?", None, low=1,
+                                           doc="replicas per partition; null = min(3, number of brokers)")
+    config: dict = _spec("dict", {}, doc="topic configs by Kafka name, e.g. {\"min.insync.replicas\": 2}")
+    assignment: tuple | None = _spec("assignment?", None,
+                                     doc="explicit replica list per partition (first = preferred leader)")
+
+    def _rf(self, cluster: Any) -> int:
+        if self.assignment is not None:
+            return len(self.assignment[0])
+        if self.replication_factor is not None:
+            return self.replication_factor
+        return min(3, len(cluster.brokers))
+
+    def validate(self, cluster: Any) -> None:
+        if self.topic in _topics(cluster):
+            raise InvalidRequestError(f"create_topic: topic {self.topic!r} already exists")
+        rf = self._rf(cluster)
+        if rf > len(cluster.brokers):
+            raise InvalidRequestError(f"create_topic: replication factor {rf} is larger than the number of "
+                                      f"brokers ({len(cluster.brokers)})")
+        if self.assignment is not None:
+            if len(self.assignment) != self.partitions:
+                raise InvalidRequestError(f"create_topic: assignment lists {len(self.assignment)} partitions "
+                                          f"but partitions is {self.partitions}")
+            if self.replication_factor is not None and self.replication_factor != rf:
+                raise InvalidRequestError(f"create_topic: replication_factor {self.replication_factor} does not "
+                                          f"match the assignment's {rf} replicas")
+            for p, replicas in enumerate(self.assignment):
+                if len(replicas) != rf:
+                    raise InvalidRequestError(f"create_topic: partition {p} has {len(replicas)} replicas, "
+                                              f"partition 0 has {rf}; all must be equal")
+                if len(set(replicas)) != len(replicas):
+                    raise InvalidRequestError(f"create_topic: partition {p} lists a broker twice: {list(replicas)}")
+                for b in replicas:
+                    _check_broker("create_topic", cluster, b)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        rf = self._rf(cluster)
+        cluster.create_topic(self.topic, self.partitions, rf, dict(self.config) or None,
+                             assignment=[list(r) for r in self.assignment] if self.assignment else None)
+        return {"topic": self.topic, "partitions": self.partitions, "replication_factor": rf}
+
+
+@dataclass(frozen=True)
+class Produce(Command):
+    cmd: ClassVar[str] = "produce"
+    summary: ClassVar[str] = ("Send a produce request with `count` records to the partition's leader; "
+                              "the answer arrives as the clock moves (see produce results).")
+    topic: str = _spec("topic", doc="topic name")
+    partition: int = _spec("int", 0, low=0, doc="partition number")
+    acks: int = _spec("acks", -1, doc='"all" (= -1), 1 or 0')
+    key: str | None = _spec("str?", None, doc="record key (UTF-8), null for none")
+    count: int | None = _spec("int?", None, low=1, high=MAX_PRODUCE_COUNT,
+                              doc="number of records (default 1, or len(values))")
+    value: str | None = _spec("str?", None, doc="record value; with count > 1 the records are value-0, value-1, …")
+    values: tuple | None = _spec("strlist?", None, doc="explicit list of record values (one record each)")
+    value_size: int | None = _spec("int?", None, low=0, high=MAX_VALUE_SIZE,
+                                   doc="generate values of exactly this many bytes")
+    timeout_ms: int | None = _spec("int?", None, low=1, high=MAX_ADVANCE_MS,
+                                   doc="request timeout (default request.timeout.ms)")
+
+    def __post_init__(self) -> None:
+        given = [n for n in ("value", "values", "value_size") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise InvalidRequestError(f"produce: give at most one of value, values, value_size; got {', '.join(given)}")
+        if self.values is not None:
+            if not self.values:
+                raise InvalidRequestError("produce: values must not be empty")
+            if len(self.values) > MAX_PRODUCE_COUNT:
+                raise InvalidRequestError(f"produce: at most {MAX_PRODUCE_COUNT} values, got {len(self.values)}")
+            if self.count is not None and self.count != len(self.values):
+                raise InvalidRequestError(f"produce: count {self.count} does not match {len(self.values)} values")
+
+    @property
+    def n(self) -> int:
+        if self.values is not None:
+            return len(self.values)
+        return 1 if self.count is None else self.count
+
+    def record_values(self, seq: int) -> list[bytes]:
+        """The values this command sends. Generated values embed ``seq`` (the event
+        sequence number when the command ran), so they are unique within a run and the
+        same on replay."""
+        n = self.n
+        if self.values is not None:
+            return [v.encode() for v in self.values]
+        if self.value is not None:
+            return [self.value.encode()] if n == 1 else [f"{self.value}-{i}".encode() for i in range(n)]
+        out = []
+        for i in range(n):
+            base = f"{self.topic}-{self.partition}#{seq}.{i}"
+            if self.value_size is None:
+                out.append(base.encode())
+            else:
+                out.append((base + "." * self.value_size)[: self.value_size].encode())
+        return out
+
+    def validate(self, cluster: Any) -> None:
+        _check_partition("produce", cluster, self.topic, self.partition)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        values = self.record_values(cluster.events.seq)
+        key = None if self.key is None else self.key.encode()
+        request = cluster.produce(self.topic, self.partition, values, key=key, acks=self.acks,
+                                  timeout_ms=self.timeout_ms)
+        return {"request_id": _plain_id(request), "topic": self.topic, "partition": self.partition,
+                "acks": self.acks, "records": [{"key": self.key, "value": v.decode(),
+                                               "digest": record_digest(key, v)} for v in values]}
+
+
+@dataclass(frozen=True)
+class Consume(Command):
+    cmd: ClassVar[str] = "consume"
+    summary: ClassVar[str] = "Read committed records (below the high watermark) from the partition's leader."
+    topic: str = _spec("topic", doc="topic name")
+    partition: int = _spec("int", 0, low=0, doc="partition number")
+    offset: int = _spec("int", 0, low=0, doc="first offset to read")
+    max_records: int = _spec("int", 100, low=1, high=MAX_CONSUME_RECORDS, doc="most records to return")
+
+    def validate(self, cluster: Any) -> None:
+        _check_partition("consume", cluster, self.topic, self.partition)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        records = cluster.consume(self.topic, self.partition, self.offset, self.max_records)
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset,
+                "records": [record_to_dict(r) for r in records]}
+
+
+@dataclass(frozen=True)
+class _BrokerCommand(Command):
+    broker: int = _spec("int", low=0, doc="broker id")
+
+    def validate(self, cluster: Any) -> None:
+        _check_broker(self.cmd, cluster, self.broker)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        getattr(cluster, self.cmd)(self.broker)
+        return {"broker": self.broker}
+
+
+@dataclass(frozen=True)
+class _StopCommand(_BrokerCommand):
+    def validate(self, cluster: Any) -> None:
+        super().validate(cluster)
+        if not cluster.brokers[self.broker].alive:
+            raise BrokerNotAvailableError(f"{self.cmd}: broker {self.broker} is already down")
+
+
+@dataclass(frozen=True)
+class Crash(_StopCommand):
+    cmd: ClassVar[str] = "crash"
+    summary: ClassVar[str] = "Hard crash (power loss): everything not fsync'd is lost; the broker stays down."
+
+
+@dataclass(frozen=True)
+class Shutdown(_StopCommand):
+    cmd: ClassVar[str] = "shutdown"
+    summary: ClassVar[str] = "Clean shutdown: flush, write checkpoints, move leadership away, stop."
+
+
+@dataclass(frozen=True)
+class Restart(_BrokerCommand):
+    cmd: ClassVar[str] = "restart"
+    summary: ClassVar[str] = "Start a stopped broker: log recovery, then it rejoins as follower."
+
+    def validate(self, cluster: Any) -> None:
+        super().validate(cluster)
+        if cluster.brokers[self.broker].alive:
+            raise InvalidRequestError(f"restart: broker {self.broker} is running; crash or shut it down first")
+
+
+@dataclass(frozen=True)
+class Isolate(_BrokerCommand):
+    cmd: ClassVar[str] = "isolate"
+    summary: ClassVar[str] = "Cut every link between this broker and all others (it keeps running)."
+
+
+@dataclass(frozen=True)
+class PauseFollower(_BrokerCommand):
+    cmd: ClassVar[str] = "pause_follower"
+    summary: ClassVar[str] = "Stop this broker's replica fetchers (it falls out of the ISR after replica.lag.time.max.ms)."
+
+
+@dataclass(frozen=True)
+class ResumeFollower(_BrokerCommand):
+    cmd: ClassVar[str] = "resume_follower"
+    summary: ClassVar[str] = "Resume this broker's replica fetchers (a slow_follower delay stays)."
+
+
+@dataclass(frozen=True)
+class SlowFollower(Command):
+    cmd: ClassVar[str] = "slow_follower"
+    summary: ClassVar[str] = "Add a delay before each fetch this broker's replica fetchers send."
+    broker: int = _spec("int", low=0, doc="broker id")
+    delay_ms: int = _spec("int", low=0, high=MAX_ADVANCE_MS, doc="extra delay per fetch, ms")
+
+    def validate(self, cluster: Any) -> None:
+        _check_broker(self.cmd, cluster, self.broker)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.slow_follower(self.broker, self.delay_ms)
+        return {"broker": self.broker, "delay_ms": self.delay_ms}
+
+
+@dataclass(frozen=True)
+class _LinkCommand(Command):
+    a: int = _spec("int", low=CLIENT_NODE, doc="broker id at one end (-1 = the client)")
+    b: int = _spec("int", low=CLIENT_NODE, doc="broker id at the other end (-1 = the client)")
+
+    def validate(self, cluster: Any) -> None:
+        for node in (self.a, self.b):
+            if node != CLIENT_NODE:
+                _check_broker(self.cmd, cluster, node)
+        if self.a == self.b:
+            raise InvalidRequestError(f"{self.cmd}: a link needs two different brokers, got {self.a} twice")
+
+
+@dataclass(frozen=True)
+class CutLink(_LinkCommand):
+    cmd: ClassVar[str] = "cut_link"
+    summary: ClassVar[str] = "Drop every message on the link a→b (and b→a unless both is false)."
+    both: bool = _spec("bool", True, doc="cut both directions; false cuts only a→b")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.cut_link(self.a, self.b, both=self.both)
+        return {"a": self.a, "b": self.b, "both": self.both}
+
+
+@dataclass(frozen=True)
+class HealLink(_LinkCommand):
+    cmd: ClassVar[str] = "heal_link"
+    summary: ClassVar[str] = "Restore the link a→b (and b→a unless both is false)."
+    both: bool = _spec("bool", True, doc="heal both directions; false heals only a→b")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.heal_link(self.a, self.b, both=self.both)
+        return {"a": self.a, "b": self.b, "both": self.both}
+
+
+@dataclass(frozen=True)
+class SetLinkDelay(_LinkCommand):
+    cmd: ClassVar[str] = "set_link_delay"
+    summary: ClassVar[str] = "Set the one-way latency of the link a→b (and b→a unless both is false)."
+    delay_ms: int = _spec("int", low=0, high=MAX_ADVANCE_MS, doc="latency in ms")
+    both: bool = _spec("bool", True, doc="apply to both directions")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.set_link_delay(self.a, self.b, self.delay_ms, both=self.both)
+        return {"a": self.a, "b": self.b, "delay_ms": self.delay_ms, "both": self.both}
+
+
+@dataclass(frozen=True)
+class SetDropProbability(_LinkCommand):
+    cmd: ClassVar[str] = "set_drop_probability"
+    summary: ClassVar[str] = "Drop each message on the link a→b (and b→a unless both is false) with this probability."
+    probability: float = _spec("num", low=0.0, high=1.0, doc="0.0 – 1.0, drawn from the cluster's seeded rng")
+    both: bool = _spec("bool", True, doc="apply to both directions")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.set_drop_probability(self.a, self.b, self.probability, both=self.both)
+        return {"a": self.a, "b": self.b, "probability": self.probability, "both": self.both}
+
+
+@dataclass(frozen=True)
+class HealAll(Command):
+    cmd: ClassVar[str] = "heal_all"
+    summary: ClassVar[str] = "Restore every link (undo isolate, cut_link, delays and drop probabilities)."
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.heal_all()
+        return {}
+
+
+@dataclass(frozen=True)
+class Advance(Command):
+    cmd: ClassVar[str] = "advance"
+    summary: ClassVar[str] = "Move the virtual clock forward, running everything due (fetches, timeouts, elections)."
+    ms: int = _spec("int", low=0, high=MAX_ADVANCE_MS, doc="milliseconds to advance")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.advance(self.ms)
+        return {"time_ms": cluster.scheduler.now_ms()}
+
+
+@dataclass(frozen=True)
+class Jump(Command):
+    cmd: ClassVar[str] = "jump"
+    summary: ClassVar[str] = "Move the virtual clock to an absolute time (never backwards), running everything due."
+    to_ms: int = _spec("int", low=0, doc="target virtual time in ms since the start of the run")
+
+    def validate(self, cluster: Any) -> None:
+        now = cluster.scheduler.now_ms()
+        if self.to_ms < now:
+            raise InvalidRequestError(f"jump: the clock cannot go backwards: now {now} ms, asked {self.to_ms} ms")
+        if self.to_ms - now > MAX_ADVANCE_MS:
+            raise InvalidRequestError(f"jump: at most {MAX_ADVANCE_MS} ms ahead at once; now {now} ms, "
+                                      f"asked {self.to_ms} ms")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.advance(self.to_ms - cluster.scheduler.now_ms())
+        return {"time_ms": cluster.scheduler.now_ms()}
+
+
+@dataclass(frozen=True)
+class SetConfig(Command):
+    cmd: ClassVar[str] = "set_config"
+    summary: ClassVar[str] = "Change configs at cluster, broker or topic scope (Kafka names, validated)."
+    scope: str = _spec("str", choices=("cluster", "broker", "topic"), doc='"cluster", "broker" or "topic"')
+    changes: dict = _spec("dict", doc="config names (Kafka's dotted names or field names) to new values")
+    target: int | str | None = _spec("scope_target", None,
+                                     doc="broker id (scope broker), topic name (scope topic), null (scope cluster)")
+
+    def __post_init__(self) -> None:
+        if not self.changes:
+            raise InvalidRequestError("set_config: changes must name at least one config")
+        if self.scope == "cluster" and self.target is not None:
+            raise InvalidRequestError(f"set_config: scope cluster takes no target, got {self.target!r}")
+        if self.scope == "broker" and (isinstance(self.target, bool) or not isinstance(self.target, int)):
+            raise InvalidRequestError(f"set_config: scope broker needs a broker id as target, got {self.target!r}")
+        if self.scope == "topic" and not isinstance(self.target, str):
+            raise InvalidRequestError(f"set_config: scope topic needs a topic name as target, got {self.target!r}")
+
+    def validate(self, cluster: Any) -> None:
+        if self.scope == "broker":
+            _check_broker("set_config", cluster, self.target)
+        elif self.scope == "topic" and self.target not in _topics(cluster):
+            raise UnknownTopicOrPartitionError(f"set_config: unknown topic {self.target!r}")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        cluster.set_config(self.scope, self.target, dict(self.changes))
+        return {"scope": self.scope, "target": self.target, "changes": dict(self.changes)}
+
+
+@dataclass(frozen=True)
+class ElectPreferredLeaders(Command):
+    cmd: ClassVar[str] = "elect_preferred_leaders"
+    summary: ClassVar[str] = ("Move leadership of every partition back to its preferred replica (first in the "
+                              "assignment) where that replica is alive and in the ISR.")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        out = cluster.elect_preferred_leaders()
+        return {"elected": _plain_id(out)} if out is not None else {}
+
+
+# ---- parsing and applying ------------------------------------------------------------------
+
+def parse_command(data: Any) -> Command:
+    """A command dict (as decoded from JSON) → a validated, frozen :class:`Command`."""
+    if not isinstance(data, dict):
+        raise InvalidRequestError(f"a command must be a JSON object, got {data!r}")
+    name = data.get("cmd")
+    if not isinstance(name, str):
+        raise InvalidRequestError(f"a command needs a \"cmd\" string field, got {data!r}")
+    cls = COMMANDS.get(name)
+    if cls is None:
+        raise InvalidRequestError(f"unknown command {name!r}; known: {', '.join(sorted(COMMANDS))}")
+    specs = {f.name: f for f in fields(cls)}
+    unknown = sorted(k for k in data if k != "cmd" and k not in specs)
+    if unknown:
+        raise InvalidRequestError(f"{name}: unknown field{'s' if len(unknown) > 1 else ''} "
+                                  f"{', '.join(map(repr, unknown))}; known: {', '.join(specs) or '(none)'}")
+    kwargs = {}
+    for fname, f in specs.items():
+        if fname in data:
+            kwargs[fname] = _coerce(name, fname, f.metadata, data[fname])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise InvalidRequestError(f"{name}: missing required field {fname!r}")
+    return cls(**kwargs)
+
+
+def command_to_dict(cmd: Command) -> dict[str, Any]:
+    """The JSON form of a command, with every field (defaults included)."""
+    out: dict[str, Any] = {"cmd": cmd.cmd}
+    for f in fields(cmd):
+        v = getattr(cmd, f.name)
+        if isinstance(v, tuple):
+            v = [list(x) if isinstance(x, tuple) else x for x in v]
+        elif isinstance(v, dict):
+            v = dict(v)
+        out[f.name] = v
+    return out
+
+
+def validate_command(cluster: Any, cmd: Command) -> None:
+    """Check ``cmd`` against the cluster's current state; raises, never mutates."""
+    cmd.validate(cluster)
+
+
+def apply_command(cluster: Any, cmd: Command | Mapping[str, Any]) -> dict[str, Any]:
+    """Parse (if a dict), validate against the cluster, apply. Returns a JSON-plain result
+    ``{"cmd": name, "ok": True, "time_ms": t, ...}``. Raises an engine error (and changes
+    nothing) when the command is malformed or impossible."""
+    if not isinstance(cmd, Command):
+        cmd = parse_command(dict(cmd))
+    cmd.validate(cluster)
+    result = cmd.apply(cluster)
+    return {"cmd": cmd.cmd, "ok": True, **result, "time_ms": cluster.scheduler.now_ms()}
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def record_to_dict(r: Any) -> dict[str, Any]:
+    """A decoded record as JSON: offset, key/value (UTF-8 text, or hex when not text), digest."""
+    return {"offset": r.offset, "timestamp": r.timestamp, "key": _text(r.key), "value": _text(r.value),
+            "digest": record_digest(r.key, r.value)}
+
+
+def _text(b: bytes | None) -> str | None:
+    if b is None:
+        return None
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + b.hex()
+
+
+def _plain_id(x: Any) -> Any:
+    if x is None or isinstance(x, (int, str, bool, float)):
+        return x
+    if dataclasses.is_dataclass(x):
+        return {f.name: _plain_id(getattr(x, f.name)) for f in fields(x)}
+    if isinstance(x, (list, tuple)):
+        return [_plain_id(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _plain_id(v) for k, v in x.items()}
+    return str(x)
+
+
+def _topics(cluster: Any) -> dict[str, int]:
+    """Topic name → number of partitions, read from the cluster without changing it."""
+    topics = getattr(cluster, "topics", None)
+    if topics is None:
+        topics = getattr(cluster.controller, "topics", {})
+    out = {}
+    for name, t in topics.items():
+        if isinstance(t, int):
+            out[name] = t
+        elif isinstance(t, (list, tuple, dict)):
+            out[name] = len(t)
+        else:
+            n = getattr(t, "partitions", None)
+            out[name] = n if isinstance(n, int) else len(n)
+    return out
+
+
+def _check_broker(cmd: str, cluster: Any, broker: Any) -> None:
+    if broker not in cluster.brokers:
+        raise InvalidRequestError(f"{cmd}: unknown broker {broker!r}; brokers are "
+                                  f"{', '.join(map(str, sorted(cluster.brokers)))}")
+
+
+def _check_partition(cmd: str, cluster: Any, topic: str, partition: int) -> None:
+    topics = _topics(cluster)
+    if topic not in topics:
+        raise UnknownTopicOrPartitionError(f"{cmd}: unknown topic {topic!r}")
+    if not 0 <= partition < topics[topic]:
+        raise UnknownTopicOrPartitionError(f"{cmd}: topic {topic!r} has partitions 0..{topics[topic] - 1}, "
+                                           f"not {partition}")

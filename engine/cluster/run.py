@@ -1,0 +1,553 @@
+"""A run: one seed, one initial cluster config and the log of commands applied to it.
+
+Because the engine is deterministic, the triple is the whole truth: replaying the
+commands on a fresh cluster with the same seed and config gives the same event stream,
+byte for byte. A :class:`Run` keeps that log and, every ``snapshot_every`` steps, a
+snapshot of the whole cluster (engine state *and* file contents) together with its
+checker, which gives the lesson UI cheap time travel:
+
+* :meth:`Run.seek` (alias :meth:`Run.rewind`) to step *k*: restore the nearest snapshot at
+  or before *k* and replay the commands after it — the event stream after a seek is the
+  one the run had at *k*; the commands after *k* stay in the log, so :meth:`Run.redo`
+  steps forward through them again, and :meth:`Run.apply` of a new command forgets them;
+* :meth:`Run.fork` to start a new run (in a new data directory) from step *k*: same
+  history up to *k*, its own future.
+
+Every command is watched by the :class:`~engine.cluster.checker.Checker`;
+:meth:`Run.summary` reports the final logs of every replica, what the clients were told
+and the checker's findings.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..disk import Disk, FileImage
+from ..errors import InvalidRequestError, KafkaError
+from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
+from ..records import iter_batches
+from .commands import (Command, Consume, Produce, _text, _topics, apply_command, command_to_dict, parse_command,
+                       record_digest)
+from .config import ClusterConfig
+
+__all__ = ["Run", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
+           "make_config", "CommandLog"]
+
+
+@dataclass(frozen=True)
+class CommandLog:
+    """A parsed JSONL command log: optional header (seed, config) and the commands."""
+
+    seed: int | None
+    config: dict
+    commands: tuple
+
+
+def make_config(config: ClusterConfig | Mapping[str, Any] | None = None, **overrides: Any) -> ClusterConfig:
+    """A :class:`ClusterConfig` from a config, a mapping of Kafka/field names, or None,
+    with ``overrides`` (None values ignored) applied on top."""
+    if config is None:
+        base = ClusterConfig()
+    elif isinstance(config, ClusterConfig):
+        base = config
+    else:
+        base = ClusterConfig.from_mapping(dict(config))
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    return base.replace(**changes) if changes else base
+
+
+class Run:
+    """A replicated cluster plus its command log, its checker and periodic snapshots."""
+
+    def __init__(self, seed: int = 0, config: ClusterConfig | Mapping[str, Any] | None = None,
+                 disk_root: str | None = None, *, snapshot_every: int = 10, max_snapshots: int = 64) -> None:
+        from .cluster import Cluster
+
+        if disk_root is None:
+            raise InvalidRequestError("a run needs a data directory (disk_root)")
+        if snapshot_every < 1:
+            raise InvalidRequestError(f"snapshot_every must be >= 1, got {snapshot_every}")
+        if os.path.isdir(disk_root) and os.listdir(disk_root):
+            raise InvalidRequestError(f"the data directory {disk_root} is not empty; a run starts from nothing")
+        self.seed = int(seed)
+        self.config = make_config(config)
+        self.disk_root = str(disk_root)
+        self.snapshot_every = snapshot_every
+        self.max_snapshots = max(2, max_snapshots)
+        self.cluster = Cluster(Disk(self.disk_root), self.config, self.seed)
+        self.checker = Checker()
+        self.checker.attach(self.cluster.events)
+        self._reader = ReplicaReader(self.cluster.events)
+        self.log: list[dict] = []       # normalised command dicts, including the "future" after a seek
+        self.results: list[dict] = []   # result of log[i], for i < position
+        self.position = 0
+        self._snapshots: dict[int, bytes] = {}
+        self._take_snapshot()
+
+    # ---- commands ----------------------------------------------------------------------
+    @property
+    def cluster_time_ms(self) -> int:
+        return self.cluster.scheduler.now_ms()
+
+    def apply(self, cmd: Mapping[str, Any] | Command) -> dict[str, Any]:
+        """Apply one command (dict or Command) at the current position and append it to the
+        log. Commands after the current position (left by a seek) are forgotten first.
+        Raises (and changes nothing, logs nothing) if the command is invalid."""
+        parsed = cmd if isinstance(cmd, Command) else parse_command(dict(cmd))
+        # Apply first: a refused command raises here and must not cost the redo list.
+        result = self._apply(parsed)
+        del self.log[self.position - 1:]
+        for k in [k for k in self._snapshots if k > self.position]:
+            del self._snapshots[k]
+        self.log.append(command_to_dict(parsed))
+        return result
+
+    def _apply(self, cmd: Command) -> dict[str, Any]:
+        result = apply_command(self.cluster, cmd)
+        if isinstance(cmd, Produce):
+            self.checker.expect_produce(result["request_id"], cmd.topic, cmd.partition, cmd.acks,
+                                        [r["digest"] for r in result["records"]],
+                                        [r["value"] for r in result["records"]])
+        views = cluster_views(self.cluster, reader=self._reader)
+        if isinstance(cmd, Consume):
+            self.checker.note_consumed(
+                [ConsumedRecord(cmd.topic, cmd.partition, r["offset"], r["digest"]) for r in result["records"]],
+                views)
+        self.checker.check(views)
+        del self.results[self.position:]
+        self.results.append(result)
+        self.position += 1
+        if self.position % self.snapshot_every == 0:
+            self._take_snapshot()
+        return result
+
+    def apply_all(self, cmds: Iterable[Mapping[str, Any] | Command]) -> list[dict]:
+        return [self.apply(c) for c in cmds]
+
+    def queue(self, cmds: Iterable[Mapping[str, Any] | Command]) -> None:
+        """Put commands after the current position without applying them (a lesson's
+        scenario): :meth:`redo` and :meth:`seek` then step through them. Each is parsed now
+        and checked against the cluster when it is applied."""
+        parsed = [c if isinstance(c, Command) else parse_command(dict(c)) for c in cmds]
+        del self.log[self.position:]
+        self.log.extend(command_to_dict(c) for c in parsed)
+
+    def redo(self) -> dict[str, Any]:
+        """Step forward through the commands left after a seek (replaying the next one)."""
+        if self.position >= len(self.log):
+            raise InvalidRequestError(f"nothing to redo: at step {self.position} of {len(self.log)}")
+        return self._apply(parse_command(self.log[self.position]))
+
+    # ---- time travel ---------------------------------------------------------------------
+    def _take_snapshot(self) -> None:
+        self._snapshots[self.position] = pickle.dumps(
+            {"cluster": _cluster_snapshot(self.cluster), "checker": self.checker, "results": self.results[:]},
+            protocol=pickle.HIGHEST_PROTOCOL)
+        if len(self._snapshots) > self.max_snapshots:
+            # Bounded memory for long free play: thin out every other older snapshot (step 0
+            # and the newest stay), so recent steps stay cheap to reach and old ones replay longer.
+            older = sorted(k for k in self._snapshots if 0 < k < self.position)
+            for k in older[::2]:
+                del self._snapshots[k]
+
+    def _restore(self, step: int, disk_root: str) -> None:
+        from .cluster import Cluster
+
+        data = pickle.loads(self._snapshots[step])
+        self.cluster = _cluster_restore(Cluster, data["cluster"], disk_root)
+        self.checker = data["checker"]
+        self.checker.attach(self.cluster.events)
+        self._reader = ReplicaReader(self.cluster.events)
+        self.results = data["results"]
+        self.position = step
+
+    def snapshot_steps(self) -> list[int]:
+        return sorted(self._snapshots)
+
+    def seek(self, step: int) -> None:
+        """Put the run at ``step`` (0 = before the first command, ``len(log)`` = the end)
+        by restoring the nearest snapshot at or before it and replaying."""
+        if not 0 <= step <= len(self.log):
+            raise InvalidRequestError(f"step {step} is outside the run: 0..{len(self.log)}")
+        base = max(k for k in self._snapshots if k <= step)
+        # Going back needs a snapshot; going forward restores one only if it saves replaying.
+        if step < self.position or base > self.position:
+            self._restore(base, self.disk_root)
+        while self.position < step:
+            self._apply(parse_command(self.log[self.position]))
+
+    rewind = seek
+
+    def fork(self, disk_root: str, step: int | None = None) -> "Run":
+        """A new run in ``disk_root`` with this run's seed, config and history up to
+        ``step`` (default: the current position); the two evolve independently."""
+        step = self.position if step is None else step
+        if not 0 <= step <= len(self.log):
+            raise InvalidRequestError(f"step {step} is outside the run: 0..{len(self.log)}")
+        if str(disk_root) == self.disk_root:
+            raise InvalidRequestError("a fork needs its own data directory")
+        if os.path.isdir(disk_root) and os.listdir(disk_root):
+            # Restoring a snapshot replaces everything in the directory.
+            raise InvalidRequestError(f"the data directory {disk_root} is not empty; a fork starts from nothing")
+        other = Run.__new__(Run)
+        other.seed, other.config, other.disk_root = self.seed, self.config, str(disk_root)
+        other.snapshot_every, other.max_snapshots = self.snapshot_every, self.max_snapshots
+        other.log = [dict(c) for c in self.log[:step]]
+        other._snapshots = {k: v for k, v in self._snapshots.items() if k <= step}
+        other._restore(max(other._snapshots), other.disk_root)
+        while other.position < step:
+            other._apply(parse_command(other.log[other.position]))
+        return other
+
+    # ---- results ----------------------------------------------------------------------
+    def event_digest(self) -> str:
+        return self.cluster.events.digest()
+
+    def finish(self) -> list[dict]:
+        """The final check (divergence among every settled live replica, not only the ISR),
+        recorded in the checker and emitted into the event stream like any finding."""
+        return self.checker.check(cluster_views(self.cluster, reader=self._reader), final=True)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything a reader needs to judge the run, as plain JSON (see docs/commands.md).
+        The final check is run on a copy of the checker, so asking for a summary changes
+        neither the event stream nor the run."""
+        probe = pickle.loads(pickle.dumps(self.checker))
+        probe.check(cluster_views(self.cluster, reader=self._reader), final=True)
+        return build_summary(self, probe)
+
+
+# ---- reading the cluster ----------------------------------------------------------------
+
+def _cluster_snapshot(cluster: Any) -> bytes:
+    """``Cluster.snapshot()``'s format, with a capture that skips the holes of sparse files:
+    preallocated index files are 10 MiB of mostly holes, and reading them whole made one
+    snapshot of a 3-broker cluster take most of a second."""
+    disk = cluster.disk
+    return pickle.dumps({"cluster": cluster, "files": capture_files(disk), "durable": dict(disk._durable)},
+                        protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def capture_files(disk: Disk) -> dict:
+    """Same result as ``Disk.capture()`` (size + content without trailing zeros), reading only
+    up to the end of the last data extent of each file."""
+    out = {}
+    for rel in disk.walk():
+        size = disk.size(rel)
+        end = _data_end(disk, rel, size)
+        out[rel] = FileImage(size, disk.read(rel, 0, end).rstrip(b"\0") if end else b"")
+    return out
+
+
+def _data_end(disk: Disk, rel: str, size: int) -> int:
+    """Offset just past the last byte that is not in a hole (``size`` when unsure)."""
+    if size == 0:
+        return 0
+    if not hasattr(os, "SEEK_DATA"):  # pragma: no cover - non-Linux
+        return size
+    fd = os.open(disk.path(rel), os.O_RDONLY)
+    try:
+        end, pos = 0, 0
+        while pos < size:
+            try:
+                data = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: only a hole remains
+                break
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+            end, pos = min(hole, size), hole
+        return end
+    except OSError:  # pragma: no cover - a file system without SEEK_DATA
+        return size
+    finally:
+        os.close(fd)
+
+
+def _cluster_restore(cls: Any, blob: bytes, disk_root: str) -> Any:
+    return cls.restore(blob, disk_root)
+
+
+def log_entries(log: Any) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    """Every record of a replica's Log as (offset, leader epoch of its batch, key, value),
+    read straight from the segment files (the same bytes a fetch would serve)."""
+    out = []
+    start, end = log.log_start_offset, log.log_end_offset
+    segments = list(log.segments)
+    for i, seg in enumerate(segments):
+        upper = segments[i + 1].base_offset if i + 1 < len(segments) else end
+        if upper <= start or not seg.size:
+            continue
+        for _, batch in iter_batches(seg.read_all(), verify_crc=False):
+            for r in batch.records:
+                if start <= r.offset < end:
+                    out.append((r.offset, batch.partition_leader_epoch, r.key, r.value))
+    return out
+
+
+class ReplicaReader:
+    """Reads replica logs for the checker's views incrementally: records are only appended
+    at the log end, so after each command only the new batches are decoded. A truncation,
+    a moved log start or a new Log object (restart) makes it read that replica afresh.
+    Not part of a snapshot: a restored run gets a new reader."""
+
+    _RESET = ("log_truncated", "log_start_offset_changed", "segment_deleted", "recovery_truncated")
+
+    def __init__(self, events: Any) -> None:
+        # (broker, topic, partition) -> [log, entries, digests by offset, leo]. The list and
+        # the dict are only ever appended to; a reset replaces them, so the checker can tell
+        # "same log, more records" (same objects) from "something changed" (new objects).
+        self._cache: dict = {}
+        events.subscribe(self._on_event)
+
+    def _on_event(self, env: Any) -> None:
+        ev = env.event
+        if ev.kind in self._RESET:
+            self._cache.pop((getattr(ev, "broker", None), ev.topic, ev.partition), None)
+
+    def read(self, broker: int, topic: str, partition: int, log: Any) -> tuple[list, dict]:
+        """(entries, digests): every (offset, epoch, key, value) and offset → record digest."""
+        key = (broker, topic, partition)
+        c = self._cache.get(key)
+        leo = log.log_end_offset
+        if c is None or c[0] is not log or c[3] > leo:
+            entries = log_entries(log)
+            c = [log, entries, {o: record_digest(k, v) for o, _, k, v in entries}, leo]
+            self._cache[key] = c
+        elif c[3] < leo:
+            new = _entries_from(log, c[3])
+            c[1].extend(new)
+            c[2].update((o, record_digest(k, v)) for o, _, k, v in new)
+            c[3] = leo
+        return c[1], c[2]
+
+
+def _entries_from(log: Any, offset: int) -> list:
+    out = []
+    end = log.log_end_offset
+    while offset < end:
+        info = log.read(offset, 1 << 30, trace=False)
+        if not info.records:
+            break
+        for _, batch in iter_batches(info.records, verify_crc=False):
+            for r in batch.records:
+                if r.offset >= offset:
+                    out.append((r.offset, batch.partition_leader_epoch, r.key, r.value))
+            offset = max(offset, batch.last_offset + 1)
+    return out
+
+
+def _partition_keys(cluster: Any) -> list[tuple[str, int]]:
+    keys = set()
+    for t, n in _topics(cluster).items():
+        keys.update((t, p) for p in range(n))
+    return sorted(keys)
+
+
+def _controller_state(cluster: Any, topic: str, partition: int) -> tuple[int | None, int | None, tuple, tuple]:
+    """(leader, leader epoch, ISR, assigned replicas) as the controller has them."""
+    st = cluster.controller.partition(topic, partition)
+    leader = st.leader if st.leader is not None and st.leader >= 0 else None
+    return leader, st.leader_epoch, tuple(st.isr), tuple(st.replicas)
+
+
+def cluster_views(cluster: Any, entries: dict | None = None, reader: ReplicaReader | None = None) -> dict:
+    """The checker's view of ``cluster``: (topic, partition) → PartitionView. A broker that
+    is down shows as a dead replica (its files are not read: recovery would change them)."""
+    views = {}
+    for topic, p in _partition_keys(cluster):
+        leader, epoch, isr, replicas = _controller_state(cluster, topic, p)
+        rv = {}
+        for b in replicas:
+            broker = cluster.brokers[b]
+            part = broker.partitions.get((topic, p)) if broker.alive else None
+            if part is None:
+                rv[b] = ReplicaView(b, False, 0, 0, 0, {})
+                continue
+            if reader is not None:
+                recs, digests = reader.read(b, topic, p, part.log)
+            else:
+                recs = log_entries(part.log)
+                digests = {o: record_digest(k, v) for o, _, k, v in recs}
+            if entries is not None:
+                entries[(topic, p, b)] = recs
+            settled = part.role == "leader" or (part.role == "follower"
+                                                 and part.fetcher.state_name == "fetching")
+            rv[b] = ReplicaView(b, True, part.log.log_start_offset, part.leo, part.hw, digests,
+                                part.role, part.leader_epoch, broker.incarnation, settled)
+        views[(topic, p)] = PartitionView(topic, p, leader, epoch, isr, rv)
+    return views
+
+
+def build_summary(run: Run, checker: Checker | None = None) -> dict[str, Any]:
+    cluster = run.cluster
+    checker = checker or run.checker
+    entries: dict = {}
+    views = cluster_views(cluster, entries, reader=run._reader)
+    acked_by_tp: dict = {}
+    for a in checker.acked:
+        acked_by_tp.setdefault((a.topic, a.partition), []).append(a)
+    lost = {(f["topic"], f["partition"], f["offset"], f["digest"]) for f in checker.findings
+            if f["kind"] == "check_acked_record_lost"}
+    partitions = []
+    for (topic, p), pv in sorted(views.items()):
+        replicas = []
+        for b, rv in sorted(pv.replicas.items()):
+            if not rv.alive:
+                replicas.append({"broker": b, "alive": False})
+                continue
+            part = cluster.brokers[b].partitions[(topic, p)]
+            replicas.append({
+                "broker": b, "alive": True, "role": part.role,
+                "log_start_offset": rv.log_start_offset, "leo": rv.leo, "high_watermark": rv.high_watermark,
+                "epoch_cache": [[e.epoch, e.start_offset] for e in part.log.leader_epoch_cache.entries],
+                "records": [{"offset": o, "epoch": e, "digest": record_digest(k, v), "key": _text(k),
+                             "value": _text(v)} for o, e, k, v in entries[(topic, p, b)]],
+            })
+        lr = pv.leader_replica()
+        acked = []
+        for a in sorted(acked_by_tp.get((topic, p), []), key=lambda a: (a.offset, a.request_id or 0)):
+            acked.append({"offset": a.offset, "digest": a.digest, "value": a.value, "acks": a.acks,
+                          "request_id": a.request_id,
+                          "present": None if lr is None else lr.records.get(a.offset) == a.digest,
+                          "lost": (topic, p, a.offset, a.digest) in lost})
+        partitions.append({"topic": topic, "partition": p, "leader": pv.leader, "leader_epoch": pv.leader_epoch,
+                           "isr": list(pv.isr), "high_watermark": None if lr is None else lr.high_watermark,
+                           "replicas": replicas, "acknowledged": acked,
+                           "diverged": any(f["kind"] == "check_replicas_diverged" and f["topic"] == topic
+                                           and f["partition"] == p for f in checker.findings)})
+    produce = []
+    for rid in sorted(checker.requests):
+        req = checker.requests[rid]
+        out = req["outcome"]
+        produce.append({"request_id": rid, "topic": req["topic"], "partition": req["partition"],
+                        "acks": req["acks"], "records": len(req["digests"]),
+                        "result": None if out is None else ("acked" if out["kind"] == "produce_acked" else "failed"),
+                        "error": None if out is None else out.get("error"),
+                        "base_offset": None if out is None else out.get("base_offset")})
+    check = checker.summary()
+    return {
+        "seed": run.seed, "truncation": run.config.truncation, "brokers": run.config.brokers,
+        "steps": run.position, "time_ms": cluster.scheduler.now_ms(),
+        "events": cluster.events.seq, "event_digest": cluster.events.digest(),
+        "controller": _controller_id(cluster),
+        "alive": [b for b in sorted(cluster.brokers) if cluster.brokers[b].alive],
+        "partitions": partitions, "produce": produce,
+        "ok": check["ok"], "findings": check["findings"], "finding_counts": check["counts"],
+    }
+
+
+def _controller_id(cluster: Any) -> int | None:
+    return cluster.controller.active
+
+
+# ---- command logs -------------------------------------------------------------------------
+
+def load_command_log(text: str) -> CommandLog:
+    """Parse JSONL: one command per line; blank and ``#`` lines skipped; an optional first
+    object without ``cmd`` is a header ``{"seed": N, "config": {...}}``."""
+    seed, config, commands = None, {}, []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidRequestError(f"line {lineno}: not JSON: {exc.msg}") from None
+        if isinstance(data, dict) and "cmd" not in data and not commands and seed is None and not config:
+            unknown = sorted(set(data) - {"seed", "config"})
+            if unknown:
+                raise InvalidRequestError(f"line {lineno}: a header takes seed and config, not {', '.join(unknown)}")
+            if "seed" in data and (isinstance(data["seed"], bool) or not isinstance(data["seed"], int)):
+                raise InvalidRequestError(f"line {lineno}: seed must be an integer, got {data['seed']!r}")
+            if not isinstance(data.get("config", {}), dict):
+                raise InvalidRequestError(f"line {lineno}: config must be an object")
+            seed, config = data.get("seed"), dict(data.get("config", {}))
+            continue
+        try:
+            commands.append(parse_command(data))
+        except KafkaError as exc:
+            exc.args = (f"line {lineno}: {exc}",)
+            raise
+    return CommandLog(seed, config, tuple(commands))
+
+
+def dump_command_log(commands: Iterable[Mapping[str, Any] | Command], *, seed: int | None = None,
+                     config: Mapping[str, Any] | None = None) -> str:
+    """The JSONL form of a command log (with a header when seed or config is given)."""
+    lines = []
+    if seed is not None or config:
+        header: dict[str, Any] = {}
+        if seed is not None:
+            header["seed"] = seed
+        if config:
+            header["config"] = dict(config)
+        lines.append(json.dumps(header, sort_keys=True))
+    for c in commands:
+        d = command_to_dict(c) if isinstance(c, Command) else dict(c)
+        lines.append(json.dumps(d, sort_keys=True))
+    return "\n".join(lines) + "\n"
+
+
+def run_commands(log: CommandLog | Iterable[Mapping[str, Any] | Command], *, seed: int | None = None,
+                 truncation: str | None = None, brokers: int | None = None, disk_root: str,
+                 config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Execute a command log on a fresh cluster and return its summary."""
+    if not isinstance(log, CommandLog):
+        log = CommandLog(None, {}, tuple(c if isinstance(c, Command) else parse_command(dict(c)) for c in log))
+    base = dict(log.config)
+    base.update(config or {})
+    cfg = make_config(base, truncation=truncation, brokers=brokers)
+    run = Run(seed if seed is not None else (log.seed or 0), cfg, disk_root)
+    for i, cmd in enumerate(log.commands):
+        try:
+            run.apply(cmd)
+        except KafkaError as exc:
+            exc.args = (f"command {i + 1} ({cmd.cmd}): {exc}",)
+            raise
+    return run.summary()
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A human-readable rendering of :func:`build_summary`'s dict."""
+    lines = [f"seed {summary['seed']}  truncation {summary['truncation']}  brokers {summary['brokers']}  "
+             f"steps {summary['steps']}  time {summary['time_ms']} ms  events {summary['events']}",
+             f"event digest {summary['event_digest']}"]
+    if "scenario" in summary:
+        sc = summary["scenario"]
+        lines.insert(0, f"scenario {sc['name']}: {sc['title']}")
+    for p in summary["partitions"]:
+        lines.append(f"{p['topic']}-{p['partition']}: leader {p['leader']} epoch {p['leader_epoch']} "
+                     f"ISR {p['isr']} HW {p['high_watermark']}")
+        for r in p["replicas"]:
+            if not r["alive"]:
+                lines.append(f"  broker {r['broker']}: down")
+                continue
+            recs = " ".join(f"{x['value'] if x['value'] is not None else x['digest']}@{x['offset']}({x['epoch']})"
+                            for x in r["records"][:20])
+            more = f" … (+{len(r['records']) - 20})" if len(r["records"]) > 20 else ""
+            lines.append(f"  broker {r['broker']} {r['role']:<8} LEO {r['leo']} HW {r['high_watermark']} "
+                         f"epochs {r['epoch_cache']}  [{recs}{more}]")
+        if p["acknowledged"]:
+            lines.append("  acknowledged: " + " ".join(
+                f"{a['value'] if a['value'] is not None else a['digest']}@{a['offset']}" for a in p["acknowledged"]))
+        for a in p["acknowledged"]:
+            if a["lost"]:
+                lines.append(f"  LOST acknowledged record {a['value']!r} at offset {a['offset']} "
+                             f"(digest {a['digest']})")
+    for r in summary["produce"]:
+        outcome = {"acked": f"acked at {r['base_offset']}", "failed": f"failed {r['error']}",
+                   None: "no answer yet"}[r["result"]]
+        lines.append(f"produce #{r['request_id']} {r['topic']}-{r['partition']} acks={r['acks']} "
+                     f"{r['records']} record(s): {outcome}")
+    for f in summary["findings"]:
+        detail = ", ".join(f"{k}={v}" for k, v in f.items() if k != "kind")
+        lines.append(f"finding {f['kind']}: {detail}")
+    if "verdict" in summary:
+        v = summary["verdict"]
+        lines.append(f"expected ({v['truncation']}): {'MATCHES' if v['matches'] else 'DIFFERS'}"
+                     + "".join(f"\n  - {m}" for m in v["mismatches"]))
+    lines.append("checker: OK" if summary["ok"] else f"checker: {len(summary['findings'])} finding(s)")
+    return "\n".join(lines)

@@ -1,0 +1,539 @@
+"""Named replication scenarios (command logs with narration and expected outcomes), and
+the seeded random fault schedules the durability tests and the benchmark run.
+
+A :class:`Scenario` is a cluster config, a seed and a list of :class:`Step` s — one
+command each, with a sentence of narration for the lesson UI — plus what must come out
+under each follower truncation rule (``"hw"``: before Kafka 0.11; ``"epoch"``: KIP-101 +
+KIP-279). :func:`run_scenario` plays it on a real cluster and adds a ``verdict`` to the
+run summary comparing the outcome with the expectation.
+
+Brokers in the two-replica scenarios: the topic lives on brokers 1 ("A", the first
+leader) and 2 ("B"); broker 0 hosts the controller and never fails, so elections follow
+the reference tables (§5.7) without a controller failover in the way.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BrokerNotAvailableError, InvalidRequestError, LeaderNotAvailableError, OffsetOutOfRangeError
+from .commands import parse_command, record_digest
+
+__all__ = ["Step", "Expected", "Scenario", "SCENARIOS", "get_scenario", "run_scenario", "judge",
+           "fault_schedule", "run_schedule", "FAULT_CONFIG", "LONG_MAX"]
+
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of a scenario and what a learner should notice."""
+
+    command: dict
+    narration: str
+
+    def to_dict(self) -> dict:
+        return {"command": dict(self.command), "narration": self.narration}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a scenario must end with (for topic ``t`` partition 0 unless noted).
+
+    ``lost``: values of acknowledged records missing from the final leader's log (exactly these;
+    the checker must have reported each);
+    ``diverged``: whether the checker must report diverged replicas; ``logs``: broker →
+    final list of values; ``produce_errors``: error names that must appear among produce
+    outcomes; ``isr`` / ``leader`` / ``controller``: final values; ``events``: event kinds
+    that must occur; ``note``: the lesson in one sentence."""
+
+    lost: tuple = ()
+    diverged: bool = False
+    logs: dict | None = None
+    produce_errors: tuple = ()
+    isr: tuple | None = None
+    leader: int | None = None
+    controller: int | None = None
+    events: tuple = ()
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return {"lost": list(self.lost), "diverged": self.diverged,
+                "logs": None if self.logs is None else {str(b): list(v) for b, v in self.logs.items()},
+                "produce_errors": list(self.produce_errors), "isr": None if self.isr is None else list(self.isr),
+                "leader": self.leader, "controller": self.controller, "events": list(self.events),
+                "note": self.note}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    summary: str
+    steps: tuple
+    expected: dict            # truncation mode -> Expected
+    config: dict = field(default_factory=dict)
+    seed: int = 0
+
+    def commands(self) -> list[dict]:
+        return [dict(s.command) for s in self.steps]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "title": self.title, "summary": self.summary, "seed": self.seed,
+                "config": dict(self.config), "steps": [s.to_dict() for s in self.steps],
+                "expected": {m: e.to_dict() for m, e in sorted(self.expected.items())}}
+
+
+def _s(narration: str, cmd: str, **fields: Any) -> Step:
+    command = {"cmd": cmd, **fields}
+    parse_command(command)  # a typo in a scenario fails at import, not in a lesson
+    return Step(command, narration)
+
+
+# Short timers so scenarios stay small; the relations Kafka relies on still hold.
+_TWO_REPLICA_CONFIG = {"brokers": 3, "replica.high.watermark.checkpoint.interval.ms": 100,
+                       "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500}
+_TOPIC_ON_A_B = dict(topic="t", partitions=1, assignment=[[1, 2]],
+                     config={"min.insync.replicas": 1, "flush.messages": 1})
+
+
+KIP101_DATA_LOSS = Scenario(
+    name="kip101-data-loss",
+    title="KIP-101 scenario 1: truncating to the high watermark loses an acknowledged write",
+    summary="A follower restarts and cuts its log back to its (stale) high watermark; the leader dies "
+            "before the follower can fetch again; the follower becomes leader without the acknowledged m2.",
+    config=_TWO_REPLICA_CONFIG,
+    steps=(
+        _s("Topic t has one partition on brokers 1 (A, preferred leader) and 2 (B). Every append is fsync'd "
+           "(flush.messages=1), so crashes lose nothing from disk: whatever goes wrong is replication's doing.",
+           "create_topic", **_TOPIC_ON_A_B),
+        _s("A becomes leader at epoch 0; B starts its fetch loop.", "advance", ms=1000),
+        _s("The producer sends m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
+        _s("B fetches m1; its next fetch tells A that B's LEO is 1, so A's HW becomes 1 and m1 is acknowledged. "
+           "A later fetch response carries HW 1 to B.", "advance", ms=1000),
+        _s("The producer sends m2 with acks=all.", "produce", topic="t", acks="all", value="m2"),
+        _s("B fetches m2, then fetches from offset 2: A sees B's LEO = 2, moves its HW to 2 and acknowledges m2. "
+           "B's own HW is still 1 — the response carrying HW 2 is parked at A for up to 500 ms.",
+           "advance", ms=10),
+        _s("B crashes before it learns HW 2. Its replication-offset-checkpoint says 1.", "crash", broker=2),
+        _s("A alone writes its HW 2 into its replication-offset-checkpoint (every 100 ms here).",
+           "advance", ms=150),
+        _s("B restarts. Under the HW rule it will truncate to its high watermark as soon as it follows A: "
+           "m2 is cut from its log. Under the epoch rule it keeps m2 and asks A where epoch 0 ends.",
+           "restart", broker=2),
+        _s("A crashes before B fetches anything (both happen at the same virtual instant).", "crash", broker=1),
+        _s("After broker.session.timeout.ms the controller fences A. B is still in the ISR, so it is elected "
+           "leader at epoch 1 — with whatever its log holds.", "advance", ms=5000),
+        _s("A restarts and follows B. HW rule: A truncates to its own HW 2 (nothing to cut) and fetches from "
+           "offset 2 — above B's LEO 1, so the fetch is out of range and A truncates to B's LEO: m2 is gone "
+           "everywhere. Epoch rule: B answers that epoch 0 ends at 2, A keeps m2.",
+           "restart", broker=1),
+        _s("A catches up and rejoins the ISR.", "advance", ms=2000),
+        _s("The producer sends m3.", "produce", topic="t", acks="all", value="m3"),
+        _s("m3 is replicated and acknowledged. Compare the logs: under the HW rule m3 took offset 1, where the "
+           "acknowledged m2 used to be.", "advance", ms=1000),
+        _s("A consumer reads the partition.", "consume", topic="t", offset=0),
+    ),
+    expected={
+        "hw": Expected(lost=("m2",), diverged=False, logs={1: ("m1", "m3"), 2: ("m1", "m3")},
+                       events=("replica_truncated",),
+                       note="HW-based truncation loses the acknowledged m2 on both replicas."),
+        "epoch": Expected(lost=(), diverged=False, logs={1: ("m1", "m2", "m3"), 2: ("m1", "m2", "m3")},
+                          events=("epoch_request_answered",),
+                          note="With leader epochs B keeps m2; nothing acknowledged is lost."),
+    },
+)
+
+
+KIP101_DIVERGENCE = Scenario(
+    name="kip101-divergence",
+    title="KIP-101 scenario 2: two replicas end with different records at the same offset",
+    summary="Both replicas lose power; B had not fsync'd m2. B comes back first, leads, and writes m3 at "
+            "offset 1; A returns holding m2 at offset 1.",
+    config=_TWO_REPLICA_CONFIG,
+    steps=(
+        _s("Topic t on brokers 1 (A, leader) and 2 (B); every append is fsync'd for now.",
+           "create_topic", **_TOPIC_ON_A_B),
+        _s("A leads at epoch 0.", "advance", ms=1000),
+        _s("The producer sends m1 (acks=all).", "produce", topic="t", acks="all", value="m1"),
+        _s("m1 is on both replicas, on disk.", "advance", ms=1000),
+        _s("B stops fsyncing: from now on its appends sit in the page cache only (Kafka's default).",
+           "set_config", scope="broker", target=2, changes={"flush.messages": LONG_MAX}),
+        _s("The producer sends m2 (acks=all).", "produce", topic="t", acks="all", value="m2"),
+        _s("m2 reaches B and is acknowledged; both replicas learn HW 2 and checkpoint it.", "advance", ms=1000),
+        _s("Power loss: A crashes…", "crash", broker=1),
+        _s("…and B crashes at the same instant. B's un-fsynced m2 is gone; its log is [m1].", "crash", broker=2),
+        _s("B restarts first.", "restart", broker=2),
+        _s("The controller fences A and elects B (the only live ISR member) at epoch 1; B's epoch cache gets "
+           "(1, 1).", "advance", ms=5000),
+        _s("The producer sends m3; B is alone in the ISR and min.insync.replicas is 1, so it is accepted.",
+           "produce", topic="t", acks="all", value="m3"),
+        _s("m3 lands at offset 1 with epoch 1.", "advance", ms=100),
+        _s("A restarts and follows B. HW rule: A keeps everything below its HW 2 — m2 at offset 1 — and fetches "
+           "from offset 2: the replicas now differ at offset 1, forever. Epoch rule: B says epoch 0 ends at 1, "
+           "A truncates m2 and fetches m3.", "restart", broker=1),
+        _s("A catches up and rejoins the ISR.", "advance", ms=3000),
+    ),
+    expected={
+        "hw": Expected(lost=("m2",), diverged=True, logs={1: ("m1", "m2"), 2: ("m1", "m3")},
+                       note="HW truncation leaves A=[m1,m2] and B=[m1,m3]: silent divergence."),
+        "epoch": Expected(lost=("m2",), diverged=False, logs={1: ("m1", "m3"), 2: ("m1", "m3")},
+                          note="Epochs keep the replicas identical; m2 is still lost (no replica kept it on "
+                               "disk), which is why Kafka relies on replication, not fsync."),
+    },
+)
+
+
+UNCLEAN_ELECTION_LOSS = Scenario(
+    name="unclean-election-loss",
+    title="Unclean leader election gives up acknowledged writes for availability",
+    summary="B is cut off and falls out of the ISR; A acknowledges m2 and m3 alone; A dies; with "
+            "unclean.leader.election.enable=true the out-of-sync B becomes leader without them.",
+    config={**_TWO_REPLICA_CONFIG, "replica.lag.time.max.ms": 5000},
+    steps=(
+        _s("Topic t on brokers 1 (A) and 2 (B), min.insync.replicas=1, unclean leader election enabled.",
+           "create_topic", topic="t", partitions=1, assignment=[[1, 2]],
+           config={"min.insync.replicas": 1, "flush.messages": 1, "unclean.leader.election.enable": True}),
+        _s("A leads at epoch 0.", "advance", ms=1000),
+        _s("The producer sends m1.", "produce", topic="t", acks="all", value="m1"),
+        _s("m1 is on both replicas.", "advance", ms=1000),
+        _s("The network link between A and B is cut: B's fetches no longer reach A (B still talks to the "
+           "controller, so it stays registered).", "cut_link", a=1, b=2),
+        _s("The producer sends m2 with acks=all. B is still in the ISR, so A waits for it.",
+           "produce", topic="t", acks="all", value="m2"),
+        _s("B has not caught up for replica.lag.time.max.ms (5 s here): A shrinks the ISR to {A}; the HW moves "
+           "and m2 is acknowledged by A alone (min.insync.replicas=1).", "advance", ms=8000),
+        _s("The producer sends m3; the ISR is {A}, so A acknowledges it at once.",
+           "produce", topic="t", acks="all", value="m3"),
+        _s("Acknowledged.", "advance", ms=100),
+        _s("A crashes.", "crash", broker=1),
+        _s("No live replica is in the ISR. Unclean election is allowed, so the controller picks B, which never "
+           "saw m2 and m3, at epoch 1.", "advance", ms=5000),
+        _s("The link between A and B is repaired.", "heal_link", a=1, b=2),
+        _s("The producer sends m4; B writes it at offset 1.", "produce", topic="t", acks="all", value="m4"),
+        _s("Acknowledged by B alone.", "advance", ms=100),
+        _s("A restarts as a follower of B. HW rule: A cuts back to B's LEO and keeps its own m2 at offset 1. "
+           "Epoch rule: B says epoch 0 ended at 1, A truncates to 1 and copies m4.", "restart", broker=1),
+        _s("A catches up.", "advance", ms=3000),
+    ),
+    expected={
+        "hw": Expected(lost=("m2", "m3"), diverged=True, logs={1: ("m1", "m2"), 2: ("m1", "m4")},
+                       events=("leader_elected",),
+                       note="The unclean election loses m2 and m3; HW truncation also leaves the replicas diverged."),
+        "epoch": Expected(lost=("m2", "m3"), diverged=False, logs={1: ("m1", "m4"), 2: ("m1", "m4")},
+                          events=("leader_elected",),
+                          note="The unclean election loses m2 and m3 whatever the truncation rule."),
+    },
+)
+
+
+ISR_SHRINK_ACKS_ALL = Scenario(
+    name="isr-shrink-acks-all",
+    title="acks=all with min.insync.replicas=2 refuses writes when the ISR shrinks",
+    summary="RF 3, min.insync.replicas 2: one follower dies and writes go on; the second dies and acks=all "
+            "writes are refused with NOT_ENOUGH_REPLICAS (acks=1 still works); the followers return.",
+    config={"brokers": 5, "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500},
+    steps=(
+        _s("Topic t on brokers 0, 1, 2 (leader 0), min.insync.replicas=2. Brokers 3 and 4 hold no replica of t; "
+           "with them 3 of the 5 brokers stay up, so the controller quorum survives two crashes.",
+           "create_topic", topic="t", partitions=1, assignment=[[0, 1, 2]], config={"min.insync.replicas": 2}),
+        _s("Broker 0 leads; 1 and 2 follow.", "advance", ms=1000),
+        _s("m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
+        _s("Acknowledged once all three replicas have it.", "advance", ms=1000),
+        _s("Broker 2 crashes.", "crash", broker=2),
+        _s("The controller fences broker 2 and drops it from the ISR: {0, 1}.", "advance", ms=5000),
+        _s("m2 with acks=all: the ISR has 2 members, enough.", "produce", topic="t", acks="all", value="m2"),
+        _s("Acknowledged.", "advance", ms=1000),
+        _s("Broker 1 crashes too.", "crash", broker=1),
+        _s("The ISR is {0}.", "advance", ms=5000),
+        _s("m3 with acks=all: refused before anything is written — NOT_ENOUGH_REPLICAS.",
+           "produce", topic="t", acks="all", value="m3"),
+        _s("The error reaches the producer.", "advance", ms=100),
+        _s("m4 with acks=1: the leader alone is enough, but m4 lives on one replica only.",
+           "produce", topic="t", acks=1, value="m4"),
+        _s("Acknowledged.", "advance", ms=100),
+        _s("Broker 1 restarts…", "restart", broker=1),
+        _s("…and broker 2.", "restart", broker=2),
+        _s("They catch up and rejoin the ISR.", "advance", ms=5000),
+        _s("m5 with acks=all is accepted again.", "produce", topic="t", acks="all", value="m5"),
+        _s("Acknowledged.", "advance", ms=1000),
+    ),
+    expected={m: Expected(lost=(), diverged=False, produce_errors=("NOT_ENOUGH_REPLICAS",), isr=(0, 1, 2),
+                          leader=0, logs={b: ("m1", "m2", "m4", "m5") for b in (0, 1, 2)},
+                          note="Durability is bought with availability: writes stop instead of being under-replicated.")
+              for m in ("hw", "epoch")},
+)
+
+
+FOLLOWER_SLOW_OUT_OF_ISR = Scenario(
+    name="follower-slow-out-of-isr",
+    title="A slow follower drops out of the ISR and comes back",
+    summary="Broker 2 fetches only every 40 s; after replica.lag.time.max.ms (30 s) the leader removes it from "
+            "the ISR; once it is fast again it catches up and is added back.",
+    config={"brokers": 3},
+    steps=(
+        _s("Topic t on brokers 0, 1, 2 (leader 0), min.insync.replicas=2.",
+           "create_topic", topic="t", partitions=1, assignment=[[0, 1, 2]], config={"min.insync.replicas": 2}),
+        _s("All three replicas in sync.", "advance", ms=1000),
+        _s("Broker 2 becomes slow: it waits 60 s before each fetch.", "slow_follower", broker=2, delay_ms=60000),
+        _s("m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
+        _s("Brokers 0 and 1 copy m1 at once; broker 2 got m1 from its waiting fetch but will not ask again for "
+           "60 s, so the leader does not know it has it and the HW waits for it while it is in the ISR. After "
+           "more than replica.lag.time.max.ms (30 s) without catching up, the leader's ISR check (every 15 s) "
+           "removes it; the HW moves and m1 is acknowledged.", "advance", ms=50000),
+        _s("m2 with acks=all: the ISR {0, 1} is enough.", "produce", topic="t", acks="all", value="m2"),
+        _s("Acknowledged without waiting for broker 2.", "advance", ms=1000),
+        _s("Broker 2 is fast again (its next fetch is already scheduled).", "slow_follower", broker=2, delay_ms=0),
+        _s("Its pending fetch fires at about 61 s; it copies m2, reaches the HW and is added back to the ISR.",
+           "advance", ms=15000),
+    ),
+    expected={m: Expected(lost=(), diverged=False, isr=(0, 1, 2), leader=0,
+                          logs={b: ("m1", "m2") for b in (0, 1, 2)}, events=("isr_shrunk", "isr_expanded"),
+                          note="ISR membership follows replica.lag.time.max.ms, not a record count.")
+              for m in ("hw", "epoch")},
+)
+
+
+CONTROLLER_FAILOVER = Scenario(
+    name="controller-failover",
+    title="The controller's broker dies: a new controller takes over and re-elects leaders",
+    summary="Broker 0 hosts the controller and leads partition 0. It crashes; after the session timeout broker 1 "
+            "becomes controller and moves leadership; broker 0 returns and preferred leaders are restored.",
+    config={"brokers": 3, "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500},
+    steps=(
+        _s("Topic t with 3 partitions, each on all brokers; preferred leaders 0, 1, 2.",
+           "create_topic", topic="t", partitions=3, assignment=[[0, 1, 2], [1, 2, 0], [2, 0, 1]],
+           config={"min.insync.replicas": 2}),
+        _s("Leaders elected.", "advance", ms=1000),
+        _s("m1 to partition 0.", "produce", topic="t", partition=0, acks="all", value="m1"),
+        _s("Acknowledged.", "advance", ms=1000),
+        _s("Broker 0 — controller and leader of partition 0 — crashes.", "crash", broker=0),
+        _s("After broker.session.timeout.ms broker 1 takes over as controller (controller epoch 2), fences broker "
+           "0 and elects broker 1 leader of partition 0.", "advance", ms=8000),
+        _s("m2 to partition 0, now led by broker 1.", "produce", topic="t", partition=0, acks="all", value="m2"),
+        _s("Acknowledged by the new leader.", "advance", ms=1000),
+        _s("Broker 0 restarts and registers with the new controller.", "restart", broker=0),
+        _s("It catches up and rejoins the ISRs.", "advance", ms=5000),
+        _s("Preferred leader election moves partition 0 back to broker 0.", "elect_preferred_leaders"),
+        _s("Done.", "advance", ms=1000),
+    ),
+    expected={m: Expected(lost=(), diverged=False, leader=0, controller=1, isr=(0, 1, 2),
+                          logs={b: ("m1", "m2") for b in (0, 1, 2)}, events=("controller_changed", "leader_elected"),
+                          note="Metadata survives the controller's broker; leadership moves twice.")
+              for m in ("hw", "epoch")},
+)
+
+
+KIP279_DIVERGENCE = Scenario(
+    name="kip279-divergence",
+    title="KIP-279: a returning replica holds an epoch the leader never saw",
+    summary="C leads briefly at epoch 1 and writes m2' that nobody copies; B leads at epoch 2. When C "
+            "returns, B answers its OffsetsForLeaderEpoch(1) with the end of epoch 0, and C cuts m2'.",
+    config={"brokers": 5, "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500,
+            "replica.high.watermark.checkpoint.interval.ms": 100},
+    steps=(
+        _s("Topic t on brokers 1 (A), 3 (C) and 2 (B), in that preference order; min.insync.replicas=1. "
+           "Brokers 0 and 4 keep the controller quorum alive while two of the replicas are down.",
+           "create_topic", topic="t", partitions=1, assignment=[[1, 3, 2]],
+           config={"min.insync.replicas": 1, "flush.messages": 1}),
+        _s("A leads at epoch 0.", "advance", ms=1000),
+        _s("m1 (acks=all) reaches all three replicas.", "produce", topic="t", acks="all", value="m1"),
+        _s("Replicated.", "advance", ms=1000),
+        _s("The link A–C is cut: C stops receiving A's data.", "cut_link", a=1, b=3),
+        _s("The link B–C is cut too: B will never fetch from C.", "cut_link", a=2, b=3),
+        _s("m2 with acks=1: A writes it at offset 1 (epoch 0); B copies it, C cannot.",
+           "produce", topic="t", acks=1, value="m2"),
+        _s("B has m2.", "advance", ms=100),
+        _s("A crashes.", "crash", broker=1),
+        _s("The controller fences A and elects C (first in preference order still in the ISR) at epoch 1; "
+           "C's epoch cache gets (1, 1).", "advance", ms=5000),
+        _s("m2' with acks=1: C writes it at offset 1 with epoch 1. Nobody copies it.",
+           "produce", topic="t", acks=1, value="m2'"),
+        _s("Acknowledged by C alone.", "advance", ms=100),
+        _s("C crashes.", "crash", broker=3),
+        _s("The controller elects B at epoch 2 (cache (0, 0), (2, 2)).", "advance", ms=5000),
+        _s("m3 with acks=1 lands on B at offset 2, epoch 2.", "produce", topic="t", acks=1, value="m3"),
+        _s("Acknowledged.", "advance", ms=100),
+        _s("The network is repaired.", "heal_all"),
+        _s("C restarts as follower of B. Epoch rule: C asks where epoch 1 ends; B never had epoch 1 and answers "
+           "with the largest epoch it knows below it — epoch 0, ending at 2. C's own epoch 0 ends at 1, so C "
+           "truncates to 1 (m2' goes) and fetches m2 and m3. HW rule: C truncates to its HW (1) anyway.",
+           "restart", broker=3),
+        _s("A restarts too and catches up.", "restart", broker=1),
+        _s("All three replicas agree.", "advance", ms=3000),
+    ),
+    expected={
+        "hw": Expected(lost=("m2", "m2'"), diverged=False, logs={b: ("m1", "m3") for b in (1, 2, 3)}, leader=2,
+                       events=("replica_truncated",),
+                       note="The HW rule truncates on every leader change: B cut m2 when it followed C, so m3 "
+                            "took offset 1 and both acks=1 writes are gone."),
+        "epoch": Expected(lost=("m2'",), diverged=False, logs={b: ("m1", "m2", "m3") for b in (1, 2, 3)},
+                          leader=2, events=("epoch_request_answered",),
+                          note="m2' was acknowledged (acks=1) by a leader nobody copied, so it is lost, but no "
+                               "replica keeps it: a KIP-101-only leader would have answered 'epoch 2 starts at "
+                               "2' and C would have kept m2' at offset 1."),
+    },
+)
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    KIP101_DATA_LOSS, KIP101_DIVERGENCE, UNCLEAN_ELECTION_LOSS, ISR_SHRINK_ACKS_ALL, FOLLOWER_SLOW_OUT_OF_ISR,
+    CONTROLLER_FAILOVER, KIP279_DIVERGENCE)}
+
+
+def get_scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise InvalidRequestError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}") from None
+
+
+def run_scenario(scenario: Scenario, *, truncation: str = "epoch", seed: int | None = None, disk_root: str,
+                 snapshot_every: int = 5) -> dict[str, Any]:
+    """Play ``scenario`` under ``truncation`` and return the run summary with the
+    scenario, the step narration and a ``verdict`` against the expected outcome."""
+    from .run import Run, make_config
+
+    if truncation not in scenario.expected:
+        raise InvalidRequestError(f"truncation must be one of {', '.join(sorted(scenario.expected))}, "
+                                  f"got {truncation!r}")
+    run = Run(scenario.seed if seed is None else seed, make_config(scenario.config, truncation=truncation),
+              disk_root, snapshot_every=snapshot_every)
+    run.apply_all(scenario.commands())
+    summary = run.summary()
+    summary["scenario"] = {"name": scenario.name, "title": scenario.title, "summary": scenario.summary,
+                           "steps": [s.to_dict() for s in scenario.steps]}
+    summary["verdict"] = judge(summary, run.cluster.events, scenario.expected[truncation], truncation)
+    return summary
+
+
+def judge(summary: dict, events: Any, expected: Expected, truncation: str) -> dict[str, Any]:
+    """Compare a run summary with ``expected``; list every difference in words."""
+    mismatches = []
+    part = next((p for p in summary["partitions"] if p["topic"] == "t" and p["partition"] == 0), None)
+    # Lost = acknowledged and not in the final leader's log (the checker also reports records
+    # that were missing from a leader for a while and came back with a later one).
+    lost = sorted((a["value"] for p in summary["partitions"] for a in p["acknowledged"] if a["present"] is False),
+                  key=str)
+    if lost != sorted(expected.lost):
+        mismatches.append(f"lost acknowledged records: expected {list(expected.lost)}, got {lost}")
+    reported = {f["digest"] for f in summary["findings"] if f["kind"] == "check_acked_record_lost"}
+    unreported = [v for v in expected.lost if record_digest(None, v.encode()) not in reported]
+    if unreported:
+        mismatches.append(f"the checker did not report {unreported} lost")
+    diverged = any(f["kind"] == "check_replicas_diverged" for f in summary["findings"])
+    if diverged != expected.diverged:
+        mismatches.append(f"diverged: expected {expected.diverged}, got {diverged}")
+    if expected.logs is not None and part is not None:
+        for b, values in sorted(expected.logs.items()):
+            r = next((r for r in part["replicas"] if r["broker"] == b), None)
+            got = None if r is None or not r["alive"] else [x["value"] for x in r["records"]]
+            if got != list(values):
+                mismatches.append(f"broker {b} log: expected {list(values)}, got {got}")
+    errors = {p["error"] for p in summary["produce"] if p["error"]}
+    for e in expected.produce_errors:
+        if e not in errors:
+            mismatches.append(f"produce error {e} expected, got {sorted(errors)}")
+    if expected.isr is not None and part is not None and tuple(part["isr"]) != tuple(expected.isr):
+        mismatches.append(f"ISR: expected {list(expected.isr)}, got {part['isr']}")
+    if expected.leader is not None and part is not None and part["leader"] != expected.leader:
+        mismatches.append(f"leader: expected {expected.leader}, got {part['leader']}")
+    if expected.controller is not None and summary["controller"] != expected.controller:
+        mismatches.append(f"controller: expected {expected.controller}, got {summary['controller']}")
+    for kind in expected.events:
+        if not events.of_kind(kind):
+            mismatches.append(f"no {kind} event")
+    return {"truncation": truncation, "matches": not mismatches, "mismatches": mismatches,
+            "expected": expected.to_dict()}
+
+
+# ---- random fault schedules ---------------------------------------------------------------
+
+# Fast timers: a schedule of ~15 commands covers several failure detections.
+FAULT_CONFIG = {
+    "brokers": 3, "replica.lag.time.max.ms": 1000, "replica.fetch.wait.max.ms": 500,
+    "replica.fetch.backoff.ms": 50, "request.timeout.ms": 500, "broker.session.timeout.ms": 900,
+    "broker.heartbeat.interval.ms": 300,
+}
+
+
+def run_schedule(seed: int, disk_root: str, *, truncation: str = "epoch", acks: int | str = "all",
+                 **kwargs: Any) -> Any:
+    """Play :func:`fault_schedule` on a fresh :class:`Run` (config :data:`FAULT_CONFIG`) and
+    run the final check. A consume refused for want of a leader is skipped (and so is not in
+    ``run.log``, which therefore replays exactly). Returns the run."""
+    from .run import Run, make_config
+
+    run = Run(seed, make_config(FAULT_CONFIG, truncation=truncation), disk_root, snapshot_every=10**9)
+    for c in fault_schedule(seed, acks=acks, **kwargs):
+        try:
+            run.apply(c)
+        except (LeaderNotAvailableError, BrokerNotAvailableError, OffsetOutOfRangeError):
+            if c["cmd"] != "consume":
+                raise
+    run.finish()
+    return run
+
+
+def fault_schedule(seed: int, *, acks: int | str = "all", min_isr: int = 2, unclean: bool = False,
+                   steps: int = 8, brokers: int = 3, flush: bool = True) -> list[dict]:
+    """A seeded random command log: a topic with RF 3, then ``steps`` actions drawn from
+    produce / advance / crash / shutdown / restart / bounce / consume / isolate / cut / heal
+    (a ``consume`` may be refused when the partition has no leader at that moment; run it
+    with :func:`run_schedule`, which skips refused consumes), then a settling
+    tail (heal everything, restart everything, wait) so the final check sees a quiet
+    cluster. With ``flush`` every append is fsync'd, so a crash loses nothing from disk and
+    any loss is replication's fault."""
+    rng = random.Random(seed)
+    config: dict[str, Any] = {"min.insync.replicas": min_isr}
+    if flush:
+        config["flush.messages"] = 1
+    if unclean:
+        config["unclean.leader.election.enable"] = True
+    cmds: list[dict] = [{"cmd": "create_topic", "topic": "t", "partitions": 1, "replication_factor": 3,
+                         "assignment": [rng.sample(range(brokers), 3)], "config": config},
+                        {"cmd": "advance", "ms": 300}]
+    down: set = set()
+    n = 0
+    for _ in range(steps):
+        roll = rng.random()
+        live = sorted(set(range(brokers)) - down)
+        if roll < 0.35:
+            n += 1
+            cmds.append({"cmd": "produce", "topic": "t", "acks": acks, "value": f"v{n}"})
+        elif roll < 0.60:
+            cmds.append({"cmd": "advance", "ms": rng.choice([1, 2, 3, 5, 10, 30, 100, 300, 800])})
+        elif roll < 0.66 and len(down) < 2 and live:
+            b = rng.choice(live)
+            cmds.append({"cmd": "crash" if rng.random() < 0.8 else "shutdown", "broker": b})
+            down.add(b)
+        elif roll < 0.74 and live:
+            # A bounce: crash and restart at the same instant (the KIP-101 follower restart),
+            # sometimes with a second broker crashing right after (KIP-101 step 7).
+            b = rng.choice(live)
+            cmds += [{"cmd": "crash", "broker": b}, {"cmd": "restart", "broker": b}]
+            others = [x for x in live if x != b]
+            if others and len(down) < 2 and rng.random() < 0.5:
+                c = rng.choice(others)
+                cmds.append({"cmd": "crash", "broker": c})
+                down.add(c)
+        elif roll < 0.84 and down:
+            b = rng.choice(sorted(down))
+            cmds.append({"cmd": "restart", "broker": b})
+            down.discard(b)
+        elif roll < 0.87:
+            # May be refused (no leader right now): the harness then drops it from the log.
+            cmds.append({"cmd": "consume", "topic": "t", "offset": 0})
+        elif roll < 0.90:
+            a, b = rng.sample(range(brokers), 2)
+            cmds.append({"cmd": "cut_link", "a": a, "b": b, "both": rng.random() < 0.7})
+        elif roll < 0.94:
+            cmds.append({"cmd": "isolate", "broker": rng.randrange(brokers)})
+        else:
+            cmds.append({"cmd": "heal_all"})
+    cmds.append({"cmd": "heal_all"})
+    for b in sorted(down):
+        cmds.append({"cmd": "restart", "broker": b})
+    cmds.append({"cmd": "advance", "ms": 1500})
+    return cmds
