@@ -85,9 +85,8 @@ class ReplicaFetcher:
         p = self.p
         old = p.leo
         old_hw = p.hw
-        if offset >= old:
-            return
-        p.log.truncate_to(offset, reason=reason)
+        if not p.log.truncate_to(offset, reason=reason):
+            return  # at or past the LEO: only the epoch cache's empty tail was trimmed
         self.broker.events.emit(ReplicaTruncated(self.broker.id, p.topic, p.partition, old, p.leo, reason, detail))
         p.leo_changed(old, "truncate")
         if p.hw != old_hw:
@@ -195,7 +194,9 @@ class ReplicaFetcher:
                 self.truncate(target, "epoch",
                               f"leader answered epoch {leader_epoch} (end {leader_end}) which this replica "
                               f"does not have; my epoch {my_epoch} ends at {my_end} → truncate to {target}, ask again")
-                if target < my_leo:
+                # Ask again while our latest epoch changed: each round drops at least one
+                # cache entry, so this ends.
+                if cache.latest_epoch is not None and cache.latest_epoch != resp.requested_epoch:
                     self.schedule_next(0)
                     return
         self.state_name = "fetching"

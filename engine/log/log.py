@@ -569,6 +569,11 @@ class Log(LogRecovery, LogRetention):
         if offset < 0:
             raise InvalidRequestError(f"{self.name}: cannot truncate to a negative offset {offset}")
         if offset >= self._log_end_offset:
+            # Nothing to cut, but the epoch cache may still end in an epoch this replica
+            # led without writing anything (it assigned (epoch, LEO) on election, then lost
+            # leadership). Kafka trims it here too; otherwise a later OffsetsForLeaderEpoch
+            # asks about that empty epoch and the follower keeps a diverged tail.
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
             return False
         if self._segments[0].base_offset > offset:
             self.truncate_fully_and_start_at(offset, reason)
