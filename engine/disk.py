@@ -231,8 +231,32 @@ class Disk:
         return sum(self.size(r) for r in self.walk(rel))
 
     def capture(self) -> dict[str, FileImage]:
-        """Every file's content, for a snapshot."""
-        return {rel: FileImage(self.size(rel), self.read_all(rel).rstrip(b"\0")) for rel in self.walk()}
+        """Every file's content, for a snapshot. Reads only up to the end of each file's
+        last data extent: preallocated index files are 10 MiB of mostly holes."""
+        out = {}
+        for rel in self.walk():
+            size = self.size(rel)
+            end = self._data_end(rel, size)
+            out[rel] = FileImage(size, self.read(rel, 0, end).rstrip(b"\0") if end else b"")
+        return out
+
+    def _data_end(self, rel: str, size: int) -> int:
+        """Offset just past the last byte that is not in a hole (``size`` when unsure)."""
+        if size == 0 or not hasattr(os, "SEEK_DATA"):
+            return size
+        fd = self._fd(rel)
+        end = pos = 0
+        try:
+            while pos < size:
+                try:
+                    data = os.lseek(fd, pos, os.SEEK_DATA)
+                except OSError:  # ENXIO: only a hole remains
+                    break
+                hole = os.lseek(fd, data, os.SEEK_HOLE)
+                end, pos = min(hole, size), hole
+            return end
+        except OSError:  # a file system without SEEK_DATA
+            return size
 
     def restore(self, images: dict[str, FileImage], durable: dict[str, int] | None = None) -> None:
         """Make the directory hold exactly ``images`` (used by rewind and fork)."""

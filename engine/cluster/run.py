@@ -25,7 +25,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..disk import Disk, FileImage
+from ..disk import Disk
 from ..errors import InvalidRequestError, KafkaError
 from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
 from ..records import iter_batches
@@ -144,7 +144,7 @@ class Run:
     # ---- time travel ---------------------------------------------------------------------
     def _take_snapshot(self) -> None:
         self._snapshots[self.position] = pickle.dumps(
-            {"cluster": _cluster_snapshot(self.cluster), "checker": self.checker, "results": self.results[:]},
+            {"cluster": self.cluster.snapshot(), "checker": self.checker, "results": self.results[:]},
             protocol=pickle.HIGHEST_PROTOCOL)
         if len(self._snapshots) > self.max_snapshots:
             # Bounded memory for long free play: thin out every other older snapshot (step 0
@@ -221,49 +221,6 @@ class Run:
 
 
 # ---- reading the cluster ----------------------------------------------------------------
-
-def _cluster_snapshot(cluster: Any) -> bytes:
-    """``Cluster.snapshot()``'s format, with a capture that skips the holes of sparse files:
-    preallocated index files are 10 MiB of mostly holes, and reading them whole made one
-    snapshot of a 3-broker cluster take most of a second."""
-    disk = cluster.disk
-    return pickle.dumps({"cluster": cluster, "files": capture_files(disk), "durable": dict(disk._durable)},
-                        protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def capture_files(disk: Disk) -> dict:
-    """Same result as ``Disk.capture()`` (size + content without trailing zeros), reading only
-    up to the end of the last data extent of each file."""
-    out = {}
-    for rel in disk.walk():
-        size = disk.size(rel)
-        end = _data_end(disk, rel, size)
-        out[rel] = FileImage(size, disk.read(rel, 0, end).rstrip(b"\0") if end else b"")
-    return out
-
-
-def _data_end(disk: Disk, rel: str, size: int) -> int:
-    """Offset just past the last byte that is not in a hole (``size`` when unsure)."""
-    if size == 0:
-        return 0
-    if not hasattr(os, "SEEK_DATA"):  # pragma: no cover - non-Linux
-        return size
-    fd = os.open(disk.path(rel), os.O_RDONLY)
-    try:
-        end, pos = 0, 0
-        while pos < size:
-            try:
-                data = os.lseek(fd, pos, os.SEEK_DATA)
-            except OSError:  # ENXIO: only a hole remains
-                break
-            hole = os.lseek(fd, data, os.SEEK_HOLE)
-            end, pos = min(hole, size), hole
-        return end
-    except OSError:  # pragma: no cover - a file system without SEEK_DATA
-        return size
-    finally:
-        os.close(fd)
-
 
 def _cluster_restore(cls: Any, blob: bytes, disk_root: str) -> Any:
     return cls.restore(blob, disk_root)
