@@ -49,6 +49,14 @@ class Disk:
         self._durable: dict[str, int] = {}   # dirty files -> durable size
         self._handles: dict[str, int] = {}   # rel -> os-level fd
         self._checked: set[str] = set()      # paths already validated (hot path)
+        self._paths: dict[str, Path] = {}    # rel -> absolute path, once resolved inside root
+
+    def relocate(self, root: str | os.PathLike) -> None:
+        """Point this disk at another directory (a restored snapshot or a fork)."""
+        self.close_all()
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._paths = {}
 
     # ---- paths -------------------------------------------------------------
     def check(self, rel: str) -> str:
@@ -66,10 +74,17 @@ class Disk:
         return rel
 
     def path(self, rel: str) -> Path:
+        cached = self._paths.get(rel)
+        if cached is not None:
+            return cached
         p = self.root / self.check(rel)
         # Belt and braces: symlinks inside the directory must not lead out of it either.
-        if self.root not in p.resolve().parents and p.resolve() != self.root:
+        # (The engine never makes symlinks, so a path once resolved inside stays inside.)
+        resolved = p.resolve()
+        if self.root not in resolved.parents and resolved != self.root:
             raise PathEscapeError(f"path {rel!r} resolves outside the data directory")
+        if len(self._paths) < 100_000:
+            self._paths[rel] = p
         return p
 
     # ---- directories -------------------------------------------------------
@@ -279,6 +294,7 @@ class Disk:
         self._durable = state["_durable"]
         self._handles = {}
         self._checked = set()
+        self._paths = {}
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:

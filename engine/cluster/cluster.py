@@ -494,11 +494,9 @@ class Cluster:
     @classmethod
     def restore(cls, blob: bytes, disk_root: Any) -> "Cluster":
         """A live copy of a snapshot whose files live under ``disk_root``."""
-        from pathlib import Path
         data = pickle.loads(blob)
         cluster: Cluster = data["cluster"]
         disk = cluster.disk
-        disk.root = Path(disk_root).resolve()
-        disk.root.mkdir(parents=True, exist_ok=True)
+        disk.relocate(disk_root)
         disk.restore(data["files"], data["durable"])
         return cluster
