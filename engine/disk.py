@@ -40,6 +40,7 @@ class FileImage:
 
     size: int
     data: bytes
+    is_dir: bool = False
 
 
 class Disk:
@@ -242,13 +243,19 @@ class Disk:
             for name in sorted(files):
                 yield os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
 
+    def walk_dirs(self) -> Iterator[str]:
+        """Every directory below the root (empty ones too: a snapshot must bring them back)."""
+        for dirpath, dirs, _ in os.walk(self.root):
+            for name in sorted(dirs):
+                yield os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
+
     def usage_bytes(self, rel: str = "") -> int:
         return sum(self.size(r) for r in self.walk(rel))
 
     def capture(self) -> dict[str, FileImage]:
         """Every file's content, for a snapshot. Reads only up to the end of each file's
         last data extent: preallocated index files are 10 MiB of mostly holes."""
-        out = {}
+        out = {rel: FileImage(0, b"", True) for rel in self.walk_dirs()}
         for rel in self.walk():
             size = self.size(rel)
             end = self._data_end(rel, size)
@@ -279,6 +286,9 @@ class Disk:
         for child in list(self.root.iterdir()):
             shutil.rmtree(child) if child.is_dir() else child.unlink()
         for rel, image in sorted(images.items()):
+            if image.is_dir:
+                self.path(rel).mkdir(parents=True, exist_ok=True)
+                continue
             p = self.path(rel)
             p.parent.mkdir(parents=True, exist_ok=True)
             with open(p, "wb") as fh:

@@ -75,3 +75,12 @@ def test_disk_pickles_without_open_handles(disk):
     disk.append("f", b"abc")
     clone = pickle.loads(pickle.dumps(disk))
     assert clone.read_all("f") == b"abc"
+
+
+def test_restore_brings_back_empty_directories(disk):
+    disk.mkdir("broker-0")
+    images = disk.capture()
+    disk.rmtree("broker-0")
+    disk.restore(images)
+    disk.write_atomic("broker-0/replication-offset-checkpoint", b"0\n0\n")
+    assert disk.read_all("broker-0/replication-offset-checkpoint") == b"0\n0\n"
