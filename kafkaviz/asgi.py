@@ -1,0 +1,23 @@
+"""ASGI entry point: HTTP goes to Django, WebSockets to the live app.
+
+WebSockets pass the origin check (only ``ALLOWED_HOSTS`` origins; cross-site pages
+cannot open a socket with the visitor's cookie) and get the session, which holds the
+visitor's sandbox ids.
+"""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kafkaviz.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.sessions import SessionMiddlewareStack  # noqa: E402
+
+from kafkaviz.live.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})

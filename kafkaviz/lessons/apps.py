@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LessonsConfig(AppConfig):
+    name = "kafkaviz.lessons"
+    label = "lessons"

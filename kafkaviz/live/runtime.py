@@ -1,0 +1,326 @@
+"""The runtime: owns the sandboxes of this process and publishes their frames.
+
+One :class:`Sandbox` per (browser session, lesson): a server-generated id, a data
+directory ``<KAFKAVIZ_DATA_DIR>/<id>/`` (nothing from the client is used in the
+path), one engine holder of a registered kind (``kinds.py``), a frame builder and a
+lock. Commands run one at a time per sandbox in a worker thread, so the event loop
+keeps serving other clients while the engine works.
+
+Frames are published with ``channel_layer.group_send`` to the group
+``sandbox.<id>``; they are plain JSON dicts, so with the Redis channel layer any
+process's consumers can watch. Commands, however, must reach the process that owns
+the sandbox: today that is this process (one ASGI process, or sticky sessions).
+docs/web.md says what it would take to move the runtime behind a channel.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.errors import KafkaError
+
+from .frames import FrameBuilder
+from .kinds import Limits, SandboxKind, get_kind
+from .validation import CommandError, CommandSpec, Field, validate_command
+
+__all__ = ["Runtime", "Sandbox", "get_runtime", "set_runtime", "group_name", "new_sandbox_id", "SANDBOX_ID_RE"]
+
+log = logging.getLogger("kafkaviz.runtime")
+
+SANDBOX_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+# Commands every kind understands; the runtime handles them itself.
+COMMON_COMMANDS: dict[str, CommandSpec] = {
+    "reset": CommandSpec("reset", (), help="Throw the sandbox away and start again."),
+    "mode": CommandSpec("mode", (Field("step", "bool", "Step mode", default=False),),
+                        help="Step mode: one frame per engine event."),
+}
+
+
+def new_sandbox_id() -> str:
+    """128 random bits, hex: safe as a directory and group name and not guessable."""
+    return secrets.token_hex(16)
+
+
+def group_name(sandbox_id: str) -> str:
+    return f"sandbox.{sandbox_id}"
+
+
+class TokenBucket:
+    """Command-rate quota: ``rate`` commands per second, bursts up to ``burst``."""
+
+    def __init__(self, rate: float, burst: int, now: float) -> None:
+        self.rate, self.burst, self.tokens, self.at = rate, burst, float(burst), now
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+
+@dataclass
+class Sandbox:
+    id: str
+    kind_name: str
+    data_dir: Path
+    engine: SandboxKind
+    frames: FrameBuilder
+    bucket: TokenBucket
+    last_active: float
+    watchers: int = 0
+    seed: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    flush_handle: asyncio.TimerHandle | None = None
+
+
+class Runtime:
+    """All sandboxes of this process. ``publish`` is an async callable
+    ``(group, message)``: the channel layer's ``group_send`` in production, a list in
+    unit tests. ``now`` is a monotonic clock in seconds (injected for tests)."""
+
+    def __init__(self, data_root: str | Path, *, settings: dict[str, Any],
+                 publish: Callable[[str, dict], Any] | None = None,
+                 now: Callable[[], float] = time.monotonic) -> None:
+        self.data_root = Path(data_root)
+        self.data_root.mkdir(parents=True, exist_ok=True)
+        self.settings = settings
+        self.publish = publish
+        self.now = now
+        self.sandboxes: dict[str, Sandbox] = {}
+        self._create_lock = threading.RLock()
+        self._reaper: asyncio.Task | None = None
+        self.sweep_stale_dirs()
+
+    def sweep_stale_dirs(self) -> list[str]:
+        """Remove sandbox directories left by an earlier server run (nothing written in
+        them for IDLE_SECONDS). Only names this runtime could have issued are touched."""
+        cutoff = time.time() - self.settings["IDLE_SECONDS"]
+        removed = []
+        for child in self.data_root.iterdir():
+            if not (child.is_dir() and SANDBOX_ID_RE.match(child.name)) or child.name in self.sandboxes:
+                continue
+            newest = max((p.stat().st_mtime for p in child.rglob("*")), default=child.stat().st_mtime)
+            if newest < cutoff:
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child.name)
+        return removed
+
+    # ---- lifecycle ---------------------------------------------------------
+    @property
+    def interval_s(self) -> float:
+        return self.settings["FRAME_INTERVAL_MS"] / 1000.0
+
+    def _limits(self) -> Limits:
+        return Limits(self.settings["MAX_MESSAGES"], self.settings["MAX_DISK_BYTES"])
+
+    def _build(self, sandbox_id: str, kind_name: str, seed: int, frames: FrameBuilder) -> SandboxKind:
+        data_dir = self.data_root / sandbox_id
+        shutil.rmtree(data_dir, ignore_errors=True)
+        data_dir.mkdir(parents=True)
+        cls = get_kind(kind_name)
+        # The frame builder listens from the start, so the events of opening the
+        # engine (recovery, the first segment) reach the browser too. In step mode each
+        # event carries the state right after it (once the engine is fully built).
+        box: dict[str, SandboxKind] = {}
+
+        def on_event(env: Any) -> None:
+            engine = box.get("engine")
+            frames.add(env, engine.state if engine is not None and frames.step_mode else None)
+
+        engine = cls(data_dir, seed=seed, limits=self._limits(), listener=on_event)
+        box["engine"] = engine
+        return engine
+
+    def _create(self, sandbox_id: str, kind_name: str) -> Sandbox:
+        if not SANDBOX_ID_RE.match(sandbox_id):
+            raise CommandError("not_found", "This sandbox id is not one the server issued.")
+        with self._create_lock:
+            sb = self.sandboxes.get(sandbox_id)
+            if sb is not None:
+                if sb.kind_name != kind_name:
+                    raise CommandError("not_found", "This sandbox belongs to another lesson.")
+                # Count the watcher under the lock, so a concurrent reap cannot take it.
+                sb.watchers += 1
+                sb.last_active = self.now()
+                return sb
+            self.reap_idle()
+            if len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]:
+                raise CommandError("quota", "The server is running as many sandboxes as it allows right now; "
+                                   "please try again in a few minutes.")
+            frames = FrameBuilder(kind_name, max_events=self.settings["MAX_EVENTS_PER_FRAME"])
+            seed = int(sandbox_id[:8], 16)
+            engine = self._build(sandbox_id, kind_name, seed, frames)
+            now = self.now()
+            sb = Sandbox(sandbox_id, kind_name, self.data_root / sandbox_id, engine, frames,
+                         TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
+                         last_active=now, watchers=1, seed=seed)
+            self.sandboxes[sandbox_id] = sb
+            log.info("sandbox %s (%s) created", sandbox_id, kind_name)
+            return sb
+
+    def _ensure_reaper(self) -> None:
+        every = self.settings.get("REAP_EVERY_SECONDS", 0)
+        if every and (self._reaper is None or self._reaper.done()):
+            self._reaper = asyncio.ensure_future(self._reap_forever(every))
+
+    async def _reap_forever(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            await asyncio.to_thread(self.reap_idle)
+
+    async def attach(self, sandbox_id: str, kind_name: str) -> dict[str, Any]:
+        """A watcher arrives: create the sandbox if needed; return its snapshot frame."""
+        self._ensure_reaper()
+        sb = await asyncio.to_thread(self._create, sandbox_id, kind_name)
+        return await asyncio.to_thread(self._snapshot, sb)
+
+    def _snapshot(self, sb: Sandbox) -> dict[str, Any]:
+        with sb.lock:
+            return sb.frames.snapshot(sb.engine.state(), list(sb.engine.events.envelopes))
+
+    async def detach(self, sandbox_id: str) -> None:
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is not None:
+            sb.watchers = max(0, sb.watchers - 1)
+            sb.last_active = self.now()
+        await asyncio.to_thread(self.reap_idle)
+
+    def reap_idle(self) -> list[str]:
+        """Close and delete sandboxes nobody watched for IDLE_SECONDS."""
+        with self._create_lock:
+            cutoff = self.now() - self.settings["IDLE_SECONDS"]
+            gone = [sid for sid, sb in list(self.sandboxes.items()) if sb.watchers == 0 and sb.last_active < cutoff]
+            for sid in gone:
+                self.discard(sid)
+            return gone
+
+    def discard(self, sandbox_id: str) -> None:
+        sb = self.sandboxes.pop(sandbox_id, None)
+        if sb is None:
+            return
+        if sb.flush_handle is not None:
+            sb.flush_handle.cancel()
+        with sb.lock:
+            sb.engine.close()
+            shutil.rmtree(sb.data_dir, ignore_errors=True)
+        log.info("sandbox %s reclaimed", sandbox_id)
+
+    def close_all(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+        for sid in list(self.sandboxes):
+            self.discard(sid)
+
+    # ---- commands ----------------------------------------------------------
+    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
+        """Validate and run one command; publish the frames it caused. Returns the
+        reply for the sender, or raises :class:`CommandError` (sandbox unharmed)."""
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
+        now = self.now()
+        sb.last_active = now
+        specs = {**COMMON_COMMANDS, **sb.engine.commands}
+        spec, values = validate_command(specs, message)
+        if not sb.bucket.take(now):
+            raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
+                               f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
+                               command=spec.type)
+        try:
+            text = await asyncio.to_thread(self._run, sb, spec, values)
+        finally:
+            # Even a refused command may have changed something first (e.g. the first
+            # of several appends): watchers see whatever the engine did.
+            await self._after_command(sb)
+        return {"type": "ack", "command": spec.type, "text": text}
+
+    def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
+        with sb.lock:
+            if spec.type == "reset":
+                sb.engine.close()
+                sb.frames.mark_reset()
+                sb.engine = self._build(sb.id, sb.kind_name, sb.seed, sb.frames)
+                return "The sandbox started over."
+            if spec.type == "mode":
+                sb.frames.step_mode = values["step"]
+                return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
+            try:
+                return getattr(sb.engine, spec.handler)(**values)
+            except KafkaError as exc:
+                # The engine refused (and left its state as it was): tell the sender in its words.
+                raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+
+    async def _after_command(self, sb: Sandbox) -> None:
+        if sb.frames.step_mode:
+            await self.flush(sb)
+            return
+        wait = sb.frames.last_flush_s + self.interval_s - self.now()
+        if wait <= 0:
+            await self.flush(sb)
+        elif sb.flush_handle is None:
+            loop = asyncio.get_running_loop()
+            sb.flush_handle = loop.call_later(wait, self._spawn_flush, sb)
+
+    def _spawn_flush(self, sb: Sandbox) -> None:
+        sb.flush_handle = None
+        if self.sandboxes.get(sb.id) is sb:
+            task = asyncio.ensure_future(self.flush(sb))
+            task.add_done_callback(_log_failure)
+
+    def _take(self, sb: Sandbox) -> list[dict[str, Any]]:
+        with sb.lock:
+            if not sb.frames.has_pending:
+                sb.frames.last_flush_s = self.now()
+                return []
+            return sb.frames.take(sb.engine.state(), self.now())
+
+    async def flush(self, sb: Sandbox) -> int:
+        """Publish the frames buffered in ``sb`` to its watchers; returns how many."""
+        frames = await asyncio.to_thread(self._take, sb)
+        if self.publish is not None:
+            for frame in frames:
+                await self.publish(group_name(sb.id), {"type": "sandbox.frame", "frame": frame})
+        return len(frames)
+
+
+def _log_failure(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("publishing a frame failed", exc_info=task.exception())
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    """This process's runtime, created on first use from settings."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            from channels.layers import get_channel_layer
+            from django.conf import settings
+
+            layer = get_channel_layer()
+            _runtime = Runtime(settings.KAFKAVIZ_DATA_DIR, settings=settings.KAFKAVIZ_RUNTIME,
+                               publish=layer.group_send if layer is not None else None)
+        return _runtime
+
+
+def set_runtime(runtime: Runtime | None) -> Runtime | None:
+    """Swap this process's runtime (tests); returns the previous one."""
+    global _runtime
+    with _runtime_lock:
+        previous, _runtime = _runtime, runtime
+        return previous

@@ -1,0 +1,137 @@
+"""Validation of the commands browsers send over the WebSocket.
+
+A command is a JSON object with a ``type`` and flat fields. Forms send every value as
+a string, so integers arrive as digit strings; each :class:`Field` converts and
+range-checks its value and produces a message a person can act on. Extra keys that
+htmx adds (``HEADERS``) are ignored; any other unknown key is an error, so typos
+do not pass silently.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Field", "CommandSpec", "CommandError", "validate_command", "IGNORED_KEYS"]
+
+# htmx's ws extension adds the request headers under this key.
+IGNORED_KEYS = frozenset({"HEADERS", "type"})
+
+
+class CommandError(Exception):
+    """A command refused before or while it ran; sent to the one client that sent it.
+
+    ``code`` is machine-readable ("invalid", "unknown_type", "rate_limited", "quota",
+    "engine", "not_found", "too_large", "internal"); ``field`` names the form field to
+    highlight, when one is at fault."""
+
+    def __init__(self, code: str, message: str, field: str | None = None, command: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.command = command
+
+    def to_message(self) -> dict[str, Any]:
+        return {"type": "error", "code": self.code, "message": self.message, "field": self.field,
+                "command": self.command}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a command. ``kind`` is "int", "str" or "bool"."""
+
+    name: str
+    kind: str
+    label: str
+    default: Any = None
+    required: bool = False
+    min: int | None = None
+    max: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None           # for "str": a full-match regex
+    pattern_help: str = ""
+    choices: tuple | None = None
+
+    def clean(self, raw: Any, command: str) -> Any:
+        if raw is None or (isinstance(raw, str) and raw.strip() == "" and self.kind != "str"):
+            if self.required:
+                raise CommandError("invalid", f"{self.label} is required.", self.name, command)
+            return self.default
+        if self.kind == "int":
+            value = _to_int(raw)
+            if value is None:
+                raise CommandError("invalid", f"{self.label} must be a whole number, got {_show(raw)}.",
+                                   self.name, command)
+            if self.min is not None and value < self.min or self.max is not None and value > self.max:
+                raise CommandError("invalid", f"{self.label} must be between {self.min} and {self.max}, got {value}.",
+                                   self.name, command)
+        elif self.kind == "bool":
+            if isinstance(raw, bool):
+                value = raw
+            elif isinstance(raw, str) and raw.lower() in ("true", "on", "1", "yes", "false", "off", "0", "no"):
+                value = raw.lower() in ("true", "on", "1", "yes")
+            else:
+                raise CommandError("invalid", f"{self.label} must be true or false, got {_show(raw)}.",
+                                   self.name, command)
+        else:
+            if not isinstance(raw, str):
+                raise CommandError("invalid", f"{self.label} must be text, got {_show(raw)}.", self.name, command)
+            value = raw
+            if self.max_length is not None and len(value) > self.max_length:
+                raise CommandError("invalid", f"{self.label} is {len(value)} characters long; "
+                                   f"the limit is {self.max_length}.", self.name, command)
+            if self.pattern is not None and value and not re.fullmatch(self.pattern, value):
+                raise CommandError("invalid", f"{self.label} {self.pattern_help or 'has characters that are not allowed'}.",
+                                   self.name, command)
+        if self.choices is not None and value not in self.choices:
+            raise CommandError("invalid", f"{self.label} must be one of {', '.join(map(str, self.choices))}; "
+                               f"got {_show(raw)}.", self.name, command)
+        return value
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A command type: its fields and the sandbox method that runs it."""
+
+    type: str
+    fields: tuple[Field, ...] = ()
+    handler: str = ""                    # method name on the sandbox kind
+    help: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def validate_command(specs: dict[str, CommandSpec], message: Any) -> tuple[CommandSpec, dict[str, Any]]:
+    """Return the spec and the cleaned values, or raise :class:`CommandError`."""
+    if not isinstance(message, dict):
+        raise CommandError("invalid", "A command must be a JSON object with a \"type\".")
+    ctype = message.get("type")
+    if not isinstance(ctype, str) or not ctype:
+        raise CommandError("unknown_type", "A command needs a \"type\" naming what to do; "
+                           f"known types: {', '.join(sorted(specs))}.")
+    spec = specs.get(ctype)
+    if spec is None:
+        raise CommandError("unknown_type", f"Unknown command type {_show(ctype)}; known types: "
+                           f"{', '.join(sorted(specs))}.", command=None)
+    known = {f.name for f in spec.fields}
+    unknown = sorted(k for k in message if k not in known and k not in IGNORED_KEYS)
+    if unknown:
+        raise CommandError("invalid", f"Unknown field(s) for {ctype}: {', '.join(map(_show, unknown))}. "
+                           f"Known: {', '.join(sorted(known)) or 'none'}.", unknown[0], ctype)
+    values = {f.name: f.clean(message.get(f.name), ctype) for f in spec.fields}
+    return spec, values
+
+
+def _to_int(raw: Any) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and re.fullmatch(r"\s*-?\d{1,12}\s*", raw):
+        return int(raw)
+    return None
+
+
+def _show(raw: Any) -> str:
+    text = repr(raw)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,128 @@
+/* kafkaviz live glue: takes the JSON messages of the lesson WebSocket (opened by
+ * htmx's ws extension) and hands frames to the diagram modules registered with
+ * KV.register(name, {update(el, frame)}). Elements opt in with data-diagram="name".
+ * Error replies go next to the form that sent the command; acks to a status line. */
+(function () {
+  "use strict";
+  const KV = (window.KV = window.KV || {});
+  KV.diagrams = KV.diagrams || {};
+  KV.register = function (name, mod) { KV.diagrams[name] = mod; };
+  KV.reducedMotion = function () {
+    return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  };
+  KV.lastFrame = null;
+
+  function $(id) { return document.getElementById(id); }
+
+  function announce(text) {
+    const el = $("announcer");
+    if (el) { el.textContent = ""; window.setTimeout(function () { el.textContent = text; }, 30); }
+  }
+  KV.announce = announce;
+
+  function setConn(state, text) {
+    const el = $("conn-status");
+    if (el) { el.dataset.state = state; el.textContent = text; }
+  }
+
+  function clearErrors(form) {
+    const scope = form || document;
+    scope.querySelectorAll(".form-error").forEach(function (p) { p.textContent = ""; });
+    scope.querySelectorAll("[aria-invalid]").forEach(function (i) {
+      i.removeAttribute("aria-invalid"); i.removeAttribute("aria-describedby");
+    });
+    const general = $("general-error");
+    if (general) general.textContent = "";
+  }
+
+  function showError(msg) {
+    const form = msg.command ? document.querySelector('form[data-command="' + msg.command + '"]') : null;
+    const slot = (form && form.querySelector(".form-error")) || $("general-error");
+    if (slot) slot.textContent = msg.message;
+    if (form && msg.field) {
+      const input = form.querySelector('[name="' + msg.field + '"]');
+      if (input) {
+        input.setAttribute("aria-invalid", "true");
+        input.setAttribute("aria-describedby", slot.id);
+      }
+    }
+    const ack = $("ack");
+    if (ack) ack.textContent = "";
+  }
+
+  function updateTasks(tasks) {
+    (tasks || []).forEach(function (t) {
+      const li = document.querySelector('[data-task="' + t.id + '"]');
+      if (!li) return;
+      const was = li.classList.contains("done");
+      li.classList.toggle("done", !!t.done);
+      li.querySelector(".task-status").textContent = t.done ? "✓ Done" : "Not yet";
+      const prog = li.querySelector(".task-progress");
+      if (prog) prog.textContent = t.progress ? "(" + t.progress + ")" : "";
+      if (t.done && !was && KV.lastFrame) announce("Task done: " + t.text);
+    });
+  }
+
+  function onFrame(frame) {
+    const state = frame.state || {};
+    const clock = $("clock");
+    if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
+    document.querySelectorAll("[data-diagram]").forEach(function (el) {
+      const mod = KV.diagrams[el.dataset.diagram];
+      if (mod) {
+        try { mod.update(el, frame); } catch (err) { console.error("diagram " + el.dataset.diagram, err); }
+      }
+    });
+    updateTasks(state.tasks);
+    (frame.events || []).forEach(function (ev) {
+      if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
+    });
+    KV.lastFrame = frame;
+  }
+
+  // Step-mode frames are played one at a time so each engine step can be seen; live
+  // frames (already coalesced by the server) are drawn at once.
+  const STEP_MS = 150;
+  const stepQueue = [];
+  let stepTimer = null;
+  function drainStep() {
+    const next = stepQueue.shift();
+    if (next) onFrame(next);
+    if (!stepQueue.length) { window.clearInterval(stepTimer); stepTimer = null; }
+  }
+  function onAnyFrame(frame) {
+    if (frame.snapshot || frame.reset) { stepQueue.length = 0; }
+    if (frame.snapshot) {
+      const box = $("step-mode");
+      if (box) box.checked = frame.mode === "step";
+    }
+    if (frame.mode === "step" && !frame.snapshot) {
+      stepQueue.push(frame);
+      if (!stepTimer) stepTimer = window.setInterval(drainStep, STEP_MS);
+      return;
+    }
+    while (stepQueue.length) onFrame(stepQueue.shift()); // catch up before a live frame
+    onFrame(frame);
+  }
+
+  function dispatch(msg) {
+    if (msg.type === "frame") onAnyFrame(msg);
+    else if (msg.type === "error") showError(msg);
+    else if (msg.type === "ack") { const ack = $("ack"); if (ack) ack.textContent = msg.text; }
+  }
+  KV.dispatch = dispatch;
+
+  document.addEventListener("htmx:wsBeforeMessage", function (e) {
+    let msg;
+    try { msg = JSON.parse(e.detail.message); } catch (_) { return; } // not JSON: let htmx swap it
+    e.preventDefault();
+    dispatch(msg);
+  });
+  document.addEventListener("htmx:wsConfigSend", function (e) {
+    e.detail.headers = null; // our protocol is the form fields only
+    clearErrors(e.target.closest ? e.target.closest("form") : null);
+  });
+  document.addEventListener("htmx:wsOpen", function () { setConn("open", "Connected to the engine"); });
+  document.addEventListener("htmx:wsClose", function () { setConn("closed", "Disconnected — reconnecting…"); });
+  document.addEventListener("htmx:wsError", function () { setConn("closed", "Connection error — retrying…"); });
+})();

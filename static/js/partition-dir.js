@@ -1,0 +1,196 @@
+/* Partition-directory diagram: one SVG per partition listing the files the engine
+ * reports (Log.files()), grouped by segment, with live sizes. Rows are keyed by
+ * element id, so a frame only moves/updates what changed: a rolled segment slides in,
+ * a segment renamed to .deleted is marked (hatched, labelled) in place, and a removed
+ * file fades out. With prefers-reduced-motion everything just appears/disappears. */
+(function () {
+  "use strict";
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const W = 600, ROW = 20, GAP = 8, HEAD = 50;
+  const COL_NAME = 14, COL_INFO = 300, COL_BAR = 452, BAR_W = 84, COL_SIZE = 592;
+
+  function el(tag, attrs, text) {
+    const node = document.createElementNS(SVGNS, tag);
+    for (const k in attrs || {}) node.setAttribute(k, attrs[k]);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+  function safe(s) { return String(s).replace(/[^A-Za-z0-9_-]/g, "_"); }
+  function fmtBytes(n) { return n.toLocaleString("en-US") + " B"; }
+  function baseName(name) { return name.replace(/\.deleted$/, ""); }
+  function kindOf(f) {
+    const n = baseName(f.name);
+    if (n.endsWith(".log")) return "log";
+    if (n.endsWith(".timeindex")) return "timeindex";
+    if (n.endsWith(".index")) return "index";
+    return "other";
+  }
+
+  function ensureSvg(root, p) {
+    let fig = document.getElementById("pd-fig-" + p);
+    if (fig) return fig.querySelector("svg");
+    fig = document.createElement("figure");
+    fig.id = "pd-fig-" + p;
+    fig.className = "pd-figure";
+    const svg = el("svg", { id: "pd-svg-" + p, viewBox: "0 0 " + W + " 120", role: "group",
+      "aria-label": "Files of partition " + p, class: "pd-svg" });
+    const defs = el("defs");
+    const pat = el("pattern", { id: "pd-hatch-" + p, width: 6, height: 6, patternUnits: "userSpaceOnUse",
+      patternTransform: "rotate(45)" });
+    pat.appendChild(el("rect", { width: 6, height: 6, class: "hatch-bg" }));
+    pat.appendChild(el("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "hatch-line" }));
+    defs.appendChild(pat);
+    svg.appendChild(defs);
+    svg.appendChild(el("text", { x: COL_NAME, y: 20, class: "pd-title", id: "pd-title-" + p }));
+    svg.appendChild(el("text", { x: COL_NAME, y: 40, class: "pd-sub", id: "pd-sub-" + p }));
+    svg.appendChild(el("g", { class: "pd-rows", id: "pd-rows-" + p }));
+    fig.appendChild(svg);
+    root.appendChild(fig);
+    svg.dataset.fresh = "1";
+    return svg;
+  }
+
+  function layout(part) {
+    // Groups in the engine's order: segments by base offset, then other files.
+    const groups = new Map();
+    part.files.forEach(function (f) {
+      const key = f.segment === null || f.segment === undefined ? "other" : String(f.segment);
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(f);
+    });
+    const keys = Array.from(groups.keys()).sort(function (a, b) {
+      if (a === "other") return 1;
+      if (b === "other") return -1;
+      return Number(a) - Number(b);
+    });
+    const segs = part.segments.slice().sort(function (a, b) { return a - b; });
+    const rows = [];
+    let y = HEAD;
+    keys.forEach(function (key, gi) {
+      const files = groups.get(key);
+      const seg = key === "other" ? null : Number(key);
+      const idx = segs.indexOf(seg);
+      let range = "";
+      if (seg !== null && idx >= 0) {
+        const end = idx + 1 < segs.length ? segs[idx + 1] - 1 : part.log_end_offset - 1;
+        range = end > seg ? "offsets " + seg + "–" + end : end === seg ? "offset " + seg : "empty";
+      }
+      files.forEach(function (f, fi) {
+        rows.push({ file: f, seg: seg, y: y, first: fi === 0, last: fi === files.length - 1, group: gi,
+          range: range, active: seg === part.active_segment && !f.deleted,
+          groupRows: files.length });
+        y += ROW;
+      });
+      y += GAP;
+    });
+    return { rows: rows, height: y + 4 };
+  }
+
+  function capacity(kind, cfg) {
+    if (kind === "log") return cfg.segmentBytes;
+    if (kind === "index" || kind === "timeindex") return cfg.indexBytes;
+    return 0;
+  }
+
+  function fillRow(g, row, p, cfg) {
+    const f = row.file, kind = kindOf(f);
+    g.replaceChildren();
+    g.setAttribute("class", "pd-row kind-" + kind + (f.deleted ? " is-deleted" : "") + (row.active ? " is-active" : "") +
+      (g.classList.contains("pd-enter") ? " pd-enter" : "") + (g.classList.contains("pd-new") ? " pd-new" : ""));
+    if (row.first) {
+      g.appendChild(el("rect", { x: 4, y: -14, width: W - 8, height: row.groupRows * ROW + 2, rx: 4,
+        class: "seg-bg" + (row.group % 2 ? " alt" : "") }));
+    }
+    g.appendChild(el("text", { x: COL_NAME, y: 0, class: "pd-name" }, f.name));
+    // The .log row carries the segment's offsets; the others stay quiet unless deleted.
+    let info = "";
+    if (f.deleted) info = "marked .deleted";
+    else if (kind === "log") info = (row.range || "") + (row.active ? " · active" : "");
+    else if (kind === "other" && f.kind && f.kind !== f.name) info = f.kind.replace(/[_-]/g, " ");
+    g.appendChild(el("text", { x: COL_INFO, y: 0, class: "pd-info" }, info));
+    const cap = capacity(kind, cfg);
+    g.appendChild(el("rect", { x: COL_BAR, y: -10, width: BAR_W, height: 12, class: "bar-track" }));
+    if (cap > 0) {
+      const w = Math.max(f.size > 0 ? 1 : 0, Math.min(BAR_W, BAR_W * f.size / cap));
+      const bar = el("rect", { x: COL_BAR, y: -10, width: w.toFixed(1), height: 12, class: "bar bar-" + kind });
+      if (f.deleted) bar.setAttribute("fill", "url(#pd-hatch-" + p + ")");
+      g.appendChild(bar);
+    }
+    g.appendChild(el("text", { x: COL_SIZE, y: 0, class: "pd-size", "text-anchor": "end" }, fmtBytes(f.size)));
+    g.appendChild(el("title", {}, f.name + ", " + f.size + " bytes" + (f.deleted ? ", renamed to .deleted" : "")));
+  }
+
+  // Segments the engine just rolled to, and partitions whose log start offset moved,
+  // get a temporary outline/label (not motion, so kept under reduced motion too).
+  function noteEvents(frame) {
+    const fresh = new Set(), moved = new Set();
+    (frame.events || []).forEach(function (ev) {
+      if (ev.kind === "segment_rolled") fresh.add(ev.partition + ":" + ev.new_segment);
+      if (ev.kind === "log_start_offset_changed") moved.add(ev.partition);
+    });
+    return { fresh: fresh, moved: moved };
+  }
+
+  function flash(node, cls) {
+    node.classList.add(cls);
+    window.clearTimeout(node["_t_" + cls]);
+    node["_t_" + cls] = window.setTimeout(function () { node.classList.remove(cls); }, 2000);
+  }
+
+  function render(root, part, cfg, reduced, noted) {
+    const p = part.partition;
+    const svg = ensureSvg(root, p);
+    const fresh = svg.dataset.fresh === "1";
+    svg.dataset.fresh = "0";
+    document.getElementById("pd-title-" + p).textContent = part.dir + "/";
+    document.getElementById("pd-sub-" + p).textContent =
+      "log start offset " + part.log_start_offset + " · log end offset " + part.log_end_offset + " · " +
+      part.segments.length + " segment" + (part.segments.length === 1 ? "" : "s") + " · " +
+      fmtBytes(part.size_bytes);
+    const rowsG = document.getElementById("pd-rows-" + p);
+    const lay = layout(part);
+    svg.setAttribute("viewBox", "0 0 " + W + " " + lay.height);
+    const seen = new Set();
+    lay.rows.forEach(function (row) {
+      const id = "pd-" + p + "-" + safe(baseName(row.file.name));
+      seen.add(id);
+      let g = document.getElementById(id);
+      if (!g || g.classList.contains("pd-leave")) {
+        if (g) g.remove();
+        g = el("g", { id: id });
+        if (!fresh && !reduced) g.classList.add("pd-enter");
+        rowsG.appendChild(g);
+        // Start where it lands (no slide from the top), then let CSS animate the entry.
+        g.style.transform = "translate(0px, " + (row.y + 14) + "px)";
+      }
+      g.dataset.name = row.file.name;
+      fillRow(g, row, p, cfg);
+      g.style.transform = "translate(0px, " + (row.y + 14) + "px)";
+      if (noted && row.seg !== null && noted.fresh.has(p + ":" + row.seg)) flash(g, "pd-new");
+    });
+    if (noted && noted.moved.has(p)) flash(document.getElementById("pd-sub-" + p), "pd-moved");
+    rowsG.querySelectorAll("g.pd-row").forEach(function (g) {
+      if (seen.has(g.id) || g.classList.contains("pd-leave")) return;
+      if (reduced) { g.remove(); return; }
+      g.classList.remove("pd-enter");
+      g.classList.add("pd-leave");
+      window.setTimeout(function () { g.remove(); }, 700);
+    });
+  }
+
+  KV.register("partition-dir", {
+    update: function (root, frame) {
+      const live = document.getElementById("live");
+      const cfg = {
+        segmentBytes: Number((live && live.dataset.segmentBytes) || 1000),
+        indexBytes: Number((live && live.dataset.indexBytes) || 1024),
+      };
+      const reduced = KV.reducedMotion();
+      if (frame.reset) root.replaceChildren();
+      const noted = frame.snapshot ? null : noteEvents(frame);
+      ((frame.state && frame.state.partitions) || []).forEach(function (part) {
+        render(root, part, cfg, reduced, noted);
+      });
+    },
+  });
+})();

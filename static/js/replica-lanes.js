@@ -1,0 +1,265 @@
+/* Replica lanes (lesson 10): one lane per broker holding the partition, drawn from the
+ * engine's state in each frame. A cell per record ("m2" + "e0" = leader epoch of its
+ * batch), LEO and HW markers, the leader's crown with its epoch, ISR badges in text,
+ * the producer's acknowledged records (lost ones marked ✗ LOST), the fetch and
+ * OffsetsForLeaderEpoch requests of the frame's events as arrows, and the records a
+ * replica_truncated event cut away as ghost cells. Nothing here is invented: a lane
+ * shows only what the engine's state and events say. */
+(function () {
+  "use strict";
+  const NS = "http://www.w3.org/2000/svg";
+  const CELL_W = 64, CELL_H = 42, LABEL_W = 210, ROW_GAP = 42, TOP = 34, ARROW_W = 360;
+  const ALIAS = { 1: "A", 2: "B" };
+
+  function el(name, attrs, text) {
+    const n = document.createElementNS(NS, name);
+    Object.keys(attrs || {}).forEach(function (k) { n.setAttribute(k, attrs[k]); });
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+  function brokerName(b) { return "Broker " + b + (ALIAS[b] ? " (" + ALIAS[b] + ")" : ""); }
+  function shortName(b) { return ALIAS[b] || "broker " + b; }
+
+  // The previous frame's lanes, to draw what a truncation cut (the new state no longer has it).
+  const previous = { runId: null, lanes: {} };
+
+  function cutsOf(frame) {
+    const cuts = {};
+    (frame.events || []).forEach(function (ev) {
+      if (ev.kind === "replica_truncated" && ev.to_offset < ev.from_offset) {
+        const c = cuts[ev.broker] || (cuts[ev.broker] = { from: ev.from_offset, to: ev.to_offset, reasons: [] });
+        c.from = Math.max(c.from, ev.from_offset);
+        c.to = Math.min(c.to, ev.to_offset);
+        c.reasons.push(ev.reason);
+      }
+    });
+    return cuts;
+  }
+
+  function messagesOf(frame) {
+    // The last request/answer of each kind between each pair: a step can hold dozens of
+    // fetches; the newest ones say where replication stands (the timeline has them all).
+    const out = {};
+    (frame.events || []).forEach(function (ev) {
+      let key = null, m = null;
+      if (ev.kind === "fetch_sent") {
+        key = "req" + ev.broker; m = { from: ev.broker, to: ev.leader, label: "Fetch offset " + ev.fetch_offset, kind: "fetch" };
+      } else if (ev.kind === "fetch_answered") {
+        key = "resp" + ev.follower;
+        const recs = ev.error ? ev.error : (ev.records ? "records " + ev.first_offset + (ev.last_offset !== ev.first_offset ? "–" + ev.last_offset : "") : "no records");
+        m = { from: ev.broker, to: ev.follower, label: recs + ", HW " + ev.high_watermark, kind: "answer" };
+      } else if (ev.kind === "epoch_request_sent") {
+        key = "ereq" + ev.broker; m = { from: ev.broker, to: ev.leader, label: "OffsetsForLeaderEpoch(" + ev.epoch + ")", kind: "epoch" };
+      } else if (ev.kind === "epoch_request_answered") {
+        key = "eresp" + ev.follower;
+        m = { from: ev.broker, to: ev.follower, label: "epoch " + ev.requested_epoch + " ends at " + ev.end_offset, kind: "epoch" };
+      }
+      if (key) out[key] = m;
+    });
+    return Object.keys(out).map(function (k) { return out[k]; });
+  }
+
+  function cell(g, x, y, rec, cls, extra) {
+    const c = el("g", { class: "le-cell " + cls, transform: "translate(" + x + "," + y + ")" });
+    c.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "le-cell-bg epoch-" + (rec.epoch % 4) }));
+    c.append(el("text", { x: (CELL_W - 4) / 2, y: 18, class: "le-cell-value", "text-anchor": "middle" }, rec.value || rec.digest));
+    c.append(el("text", { x: (CELL_W - 4) / 2, y: 34, class: "le-cell-epoch", "text-anchor": "middle" },
+      "e" + rec.epoch + (extra || "")));
+    const title = el("title", {}, "offset " + rec.offset + ": " + (rec.value || rec.digest) + ", leader epoch " + rec.epoch +
+      (rec.acked ? ", acknowledged to the producer" : "") + (cls.indexOf("le-ghost") >= 0 ? " — cut by truncation" : ""));
+    c.append(title);
+    g.append(c);
+    return c;
+  }
+
+  function draw(container, frame) {
+    const st = frame.state || {};
+    const lanes = st.lanes || [];
+    const part = st.partition;
+    if (previous.runId !== st.run_id) { previous.lanes = {}; previous.runId = st.run_id; }
+    if (!part) {
+      container.replaceChildren();
+      const p = document.createElement("p");
+      p.className = "note";
+      p.textContent = "No topic yet: step forward to create topic t on brokers 1 and 2.";
+      container.append(p);
+      return;
+    }
+    const cuts = frame.snapshot ? {} : cutsOf(frame);
+    const msgs = frame.snapshot ? [] : messagesOf(frame);
+    const acked = st.acknowledged || [];
+    let maxOff = 0;
+    lanes.forEach(function (l) { if (l.alive) maxOff = Math.max(maxOff, l.leo); });
+    acked.forEach(function (a) { maxOff = Math.max(maxOff, a.offset + 1); });
+    Object.keys(cuts).forEach(function (b) { maxOff = Math.max(maxOff, cuts[b].from); });
+    const cols = Math.max(maxOff + 1, 4);
+    // The producer's rows: a second row when two acknowledged records share an offset
+    // (the divergence scenario acknowledges m2 and, later, m3 at offset 1).
+    const slot = {};
+    let prodRows = 1;
+    acked.forEach(function (a) {
+      a._row = slot[a.offset] = (slot[a.offset] === undefined ? 0 : slot[a.offset] + 1);
+      prodRows = Math.max(prodRows, a._row + 1);
+    });
+    const TOP_L = TOP + (prodRows - 1) * (CELL_H + 6);
+    const rows = lanes.length + 1;  // + the producer's row
+    const width = LABEL_W + cols * CELL_W + ARROW_W;
+    const CUT_STRIP = 30;  // under a lane that a truncation cut in this frame: the cut records
+    const laneTop = {};
+    let yAcc = TOP_L + (CELL_H + ROW_GAP);
+    lanes.forEach(function (l) { laneTop[l.broker] = yAcc; yAcc += CELL_H + ROW_GAP + (cuts[l.broker] ? CUT_STRIP : 0); });
+    const height = yAcc + 10;
+    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, class: "le-svg", role: "img",
+      "aria-labelledby": "lanes-svg-title lanes-svg-desc" });
+    svg.append(el("title", { id: "lanes-svg-title" }, "Replicas of partition t-0"));
+    const desc = [];
+
+    // Offsets header; where the checker found the replicas diverged, the offsets whose
+    // records differ between live replicas are marked "≠".
+    const differ = {};
+    if (part.diverged) {
+      const at = {};
+      lanes.forEach(function (l) {
+        (l.records || []).forEach(function (r) { (at[r.offset] = at[r.offset] || new Set()).add(r.digest); });
+      });
+      Object.keys(at).forEach(function (o) { if (at[o].size > 1) differ[o] = true; });
+    }
+    for (let o = 0; o < cols; o++) {
+      svg.append(el("text", { x: LABEL_W + o * CELL_W + (CELL_W - 4) / 2, y: 16, class: "le-offset" + (differ[o] ? " le-differ" : ""),
+        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + "offset " + o));
+      if (differ[o]) desc.push("the replicas hold different records at offset " + o);
+    }
+
+    // The producer's row: what the client was told.
+    const py = TOP;
+    svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, "Producer was told"));
+    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, "acks=all, acknowledged"));
+    const prodG = el("g", {});
+    acked.forEach(function (a) {
+      const rec = { offset: a.offset, value: a.value, epoch: 0, digest: a.digest };
+      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""));
+      // Replace the epoch line: the client does not know epochs; it knows ✓ or LOST.
+      c.querySelector(".le-cell-epoch").textContent = a.lost ? "✗ LOST" : "✓ acked";
+      c.querySelector(".le-cell-bg").setAttribute("class", "le-cell-bg " + (a.lost ? "le-lost-bg" : "le-acked-bg"));
+      c.querySelector("title").textContent = "The producer was told " + a.value + " is written at offset " + a.offset +
+        (a.lost ? "; no leader holds it there any more: LOST" : "");
+      desc.push("Producer was told " + a.value + " is at offset " + a.offset + (a.lost ? " (lost)" : ""));
+    });
+    svg.append(prodG);
+
+    const laneY = {};
+    lanes.forEach(function (lane, i) {
+      const y = laneTop[lane.broker];
+      laneY[lane.broker] = y;
+      const g = el("g", { class: "le-lane" + (lane.alive ? "" : " le-down"), id: "lane-" + lane.broker });
+      const isLeader = lane.alive && lane.role === "leader";
+      const inIsr = (part.isr || []).indexOf(lane.broker) >= 0;
+      g.append(el("text", { x: 8, y: y + 17, class: "le-lane-name" }, (isLeader ? "♛ " : "") + brokerName(lane.broker)));
+      let sub;
+      if (!lane.alive) sub = "DOWN — log closed";
+      else if (isLeader) sub = "leader · epoch " + lane.leader_epoch;
+      else if (lane.role === "follower") sub = "follower · epoch " + lane.leader_epoch;
+      else sub = "no role yet";
+      g.append(el("text", { x: 8, y: y + 34, class: "le-lane-sub" + (isLeader ? " le-crown" : "") }, sub));
+      // ISR badge, text not colour.
+      const badge = el("g", { class: "le-isr " + (inIsr ? "in" : "out"), transform: "translate(8," + (y + 40) + ")" });
+      badge.append(el("rect", { width: inIsr ? 58 : 86, height: 17, rx: 8 }));
+      badge.append(el("text", { x: 6, y: 12.5 }, inIsr ? "in ISR" : "not in ISR"));
+      g.append(badge);
+
+      const laneW = cols * CELL_W;
+      g.append(el("rect", { x: LABEL_W - 4, y: y - 4, width: laneW + 4, height: CELL_H + 8, rx: 6,
+        class: "le-track" + (lane.alive ? "" : " le-track-down") }));
+      const text = [brokerName(lane.broker) + (lane.alive ? "" : " is down")];
+      if (!lane.alive) {
+        g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
+          "✗ broker down: log closed"));
+      } else {
+        const recs = lane.records || [];
+        recs.forEach(function (r) {
+          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "");
+        });
+        text.push((isLeader ? "leader at epoch " + lane.leader_epoch : lane.role === "follower" ? "follower at epoch " + lane.leader_epoch : "no role yet") + ", " + (inIsr ? "in ISR" : "not in ISR") +
+          ", log " + (recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || "empty") +
+          ", LEO " + lane.leo + ", HW " + lane.high_watermark);
+        // Ghost cells: what the truncation in this frame cut away.
+        const cut = cuts[lane.broker];
+        if (cut) {
+          const before = (previous.lanes[lane.broker] && previous.lanes[lane.broker].records) || [];
+          // The cut records drop into a strip under the lane (the offsets may hold new
+          // records already, e.g. m3 fetched right after m2 was cut).
+          const sy = y + CELL_H + 22;
+          for (let o = cut.to; o < cut.from; o++) {
+            const old = before.find(function (r) { return r.offset === o; }) || { offset: o, value: "?", epoch: "?", digest: "?" };
+            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
+            gc.append(el("rect", { width: CELL_W - 4, height: 24, rx: 4, class: "le-cell-bg" }));
+            gc.append(el("text", { x: (CELL_W - 4) / 2, y: 16, class: "le-cell-value le-ghost-value", "text-anchor": "middle" },
+              "✂ " + (old.value || old.digest) + " e" + old.epoch));
+            gc.append(el("title", {}, "offset " + o + ": " + (old.value || old.digest) + " was cut from this log by truncation"));
+            g.append(gc);
+          }
+          g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
+            "truncated " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
+          text.push("truncated from offset " + cut.from + " to " + cut.to);
+        }
+        // LEO above the lane, HW below: both sit on the boundary before their offset.
+        const leoX = LABEL_W + lane.leo * CELL_W - 2;
+        g.append(el("path", { d: "M" + (leoX - 6) + "," + (y - 10) + " l12,0 l-6,9 z", class: "le-leo" }));
+        g.append(el("text", { x: leoX + 8, y: y - 3, class: "le-marker-text" }, "LEO " + lane.leo));
+        const hwX = LABEL_W + lane.high_watermark * CELL_W - 2;
+        g.append(el("line", { x1: hwX, x2: hwX, y1: y - 4, y2: y + CELL_H + 4, class: "le-hw-line" }));
+        g.append(el("path", { d: "M" + (hwX - 6) + "," + (y + CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }));
+        g.append(el("text", { x: hwX + 8, y: y + CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+      }
+      desc.push(text.join(": "));
+      svg.append(g);
+    });
+
+    // Requests of this frame, as arrows in the right margin between the lanes.
+    const ax = LABEL_W + cols * CELL_W + 20;
+    const alive = {};
+    lanes.forEach(function (l) { alive[l.broker] = l.alive; });
+    msgs.forEach(function (m, i) {
+      const y1 = laneY[m.from], y2 = laneY[m.to];
+      if (y1 === undefined || y2 === undefined) return;
+      if (!alive[m.to]) m.label += " (" + shortName(m.to) + " is down: lost)";
+      const x = ax + (i % 4) * 14;
+      const a = y1 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6), b = y2 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6);
+      const path = el("path", { d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
+        class: "le-arrow le-arrow-" + m.kind + (KV.reducedMotion() ? "" : " le-draw"), "marker-end": "url(#le-head)" });
+      svg.append(path);
+      // Labels as a list beside the arrows, in the order the engine sent them.
+      const first = Math.min.apply(null, Object.keys(laneY).map(function (k) { return laneY[k]; }));
+      svg.append(el("text", { x: ax + 4 * 14 + 26, y: first + 4 + i * 17, class: "le-arrow-label le-arrow-label-" + m.kind },
+        shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      desc.push(brokerName(m.from) + " to " + brokerName(m.to) + ": " + m.label);
+    });
+    const defs = el("defs", {});
+    const marker = el("marker", { id: "le-head", viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+    marker.append(el("path", { d: "M0,0 L10,5 L0,10 z", class: "le-arrow-head" }));
+    defs.append(marker);
+    svg.prepend(defs);
+    svg.append(el("desc", { id: "lanes-svg-desc" }, desc.join(". ")));
+
+    container.replaceChildren(svg);
+    const summary = document.createElement("p");
+    summary.className = "le-lanes-text";
+    summary.id = "lanes-text";
+    summary.textContent = "Leader: " + (part.leader === null || part.leader === undefined ? "none" : brokerName(part.leader)) +
+      " at epoch " + part.leader_epoch + "; ISR [" + (part.isr || []).join(", ") + "]; HW " +
+      (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
+      ((st.lost || []).length ? "; acknowledged but lost: " + st.lost.join(", ") : "");
+    container.append(summary);
+    const lanesDl = document.createElement("ul");
+    lanesDl.className = "visually-hidden";
+    desc.forEach(function (d) { const li = document.createElement("li"); li.textContent = d; lanesDl.append(li); });
+    container.append(lanesDl);
+
+    previous.lanes = {};
+    lanes.forEach(function (l) { previous.lanes[l.broker] = l; });
+  }
+
+  KV.register("replica-lanes", {
+    update: function (container, frame) { draw(container, frame); },
+  });
+})();

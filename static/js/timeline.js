@@ -1,0 +1,52 @@
+/* Timeline: every engine event as one readable line, newest first. It is also the
+ * accessible alternative to the diagrams (role=log is not used: it would read every
+ * line aloud; important events are announced separately by live.js). */
+(function () {
+  "use strict";
+  const MAX_ITEMS = 300;
+
+  function item(ev) {
+    const li = document.createElement("li");
+    li.className = "tl-item tl-" + ev.kind;
+    li.dataset.seq = ev.seq;
+    const t = document.createElement("span");
+    t.className = "tl-time";
+    t.textContent = (ev.time_ms / 1000).toFixed(1) + " s";
+    const k = document.createElement("span");
+    k.className = "tl-kind";
+    k.textContent = ev.kind.replace(/_/g, " ");
+    const text = document.createElement("span");
+    text.className = "tl-text";
+    text.textContent = ev.text;
+    li.append(t, " ", k, " ", text);
+    return li;
+  }
+
+  function note(text) {
+    const li = document.createElement("li");
+    li.className = "tl-item tl-note";
+    li.textContent = text;
+    return li;
+  }
+
+  KV.register("timeline", {
+    update: function (ol, frame) {
+      if (frame.reset || frame.snapshot) { ol.replaceChildren(); ol.dataset.lastSeq = "0"; }
+      let last = Number(ol.dataset.lastSeq || 0);
+      const events = frame.events || [];
+      if (frame.skipped > 0) {
+        ol.prepend(note("… " + frame.skipped + " earlier event(s) arrived too fast to list; the diagram shows their result."));
+      }
+      events.forEach(function (ev) {
+        if (ev.seq <= last) return;
+        if (last > 0 && ev.seq > last + 1 && !frame.skipped) {
+          ol.prepend(note("… " + (ev.seq - last - 1) + " event(s) not shown (this page fell behind)."));
+        }
+        ol.prepend(item(ev));
+        last = ev.seq;
+      });
+      ol.dataset.lastSeq = String(last);
+      while (ol.children.length > MAX_ITEMS) ol.removeChild(ol.lastChild);
+    },
+  });
+})();

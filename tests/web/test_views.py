@@ -1,0 +1,88 @@
+"""Pages: the lesson catalogue, lesson 2, and its htmx partial."""
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.core import signing
+from django.test import Client
+
+from kafkaviz.lessons.catalogue import LESSONS
+
+
+def test_home_lists_all_fifteen_lessons():
+    html = Client().get("/").content.decode()
+    for lesson in LESSONS:
+        assert f'id="lesson-{lesson.number}"' in html
+        assert lesson.title.replace("'", "&#x27;") in html
+    assert len(LESSONS) == 15
+
+
+def test_home_links_lesson_two_and_marks_unbuilt_lessons():
+    html = Client().get("/").content.decode()
+    assert 'href="/lessons/segments/"' in html
+    unbuilt = next(lesson for lesson in LESSONS if not lesson.available)
+    assert f'href="/lessons/{unbuilt.slug}/"' not in html
+    assert html.count("Not yet available") == sum(1 for lesson in LESSONS if not lesson.available)
+
+
+def test_unbuilt_lesson_page_says_not_yet_available():
+    unbuilt = next(lesson for lesson in LESSONS if not lesson.available)  # lesson 10 was the example until built
+    response = Client().get(f"/lessons/{unbuilt.slug}/")
+    assert response.status_code == 404
+    assert "not built yet" in response.content.decode()
+
+
+def test_unknown_lesson_is_404():
+    assert Client().get("/lessons/no-such-lesson/").status_code == 404
+
+
+def test_lesson_two_renders_controls_diagram_and_config():
+    response = Client().get("/lessons/segments/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'ws-connect="/ws/lessons/segments/"' in html
+    assert 'data-diagram="partition-dir"' in html and 'data-diagram="timeline"' in html
+    assert re.search(r"<code>segment\.bytes</code></th><td>1000</td><td>1073741824</td>", html)
+    assert re.search(r"<code>retention\.bytes</code></th><td>2000</td>", html)
+    assert 'id="produce-button"' in html and 'id="advance-button"' in html and 'id="reset-button"' in html
+    assert "Make partition 0 roll a third segment." in html
+    assert "/static/vendor/htmx-2.0.11.min.js" in html
+
+
+def test_lesson_two_issues_a_signed_sandbox_id_in_the_session():
+    response = Client().get("/lessons/segments/")
+    cookie = response.cookies[settings.SESSION_COOKIE_NAME].value
+    data = signing.loads(cookie, salt="django.contrib.sessions.backends.signed_cookies",
+                         serializer=signing.JSONSerializer)
+    assert re.fullmatch(r"[0-9a-f]{32}", data["kafkaviz_sandboxes"]["segments"])
+
+
+def test_lesson_two_keeps_the_same_sandbox_across_visits():
+    client = Client()
+    first = client.get("/lessons/segments/").cookies[settings.SESSION_COOKIE_NAME].value
+    client.get("/lessons/segments/")
+    data1 = signing.loads(first, salt="django.contrib.sessions.backends.signed_cookies",
+                          serializer=signing.JSONSerializer)
+    data2 = signing.loads(client.cookies[settings.SESSION_COOKIE_NAME].value,
+                          salt="django.contrib.sessions.backends.signed_cookies", serializer=signing.JSONSerializer)
+    assert data1["kafkaviz_sandboxes"] == data2["kafkaviz_sandboxes"]
+
+
+def test_htmx_request_gets_only_the_explanation_partial():
+    response = Client().get("/lessons/segments/?lang=zh", headers={"HX-Request": "true", "HX-Target": "explanation"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.lstrip().startswith('<section id="explanation"')
+    assert "<html" not in html and "produce-button" not in html
+    assert "段" in html
+
+
+def test_full_page_in_chinese_without_htmx():
+    html = Client().get("/lessons/segments/?lang=zh").content.decode()
+    assert "<html" in html and "分区目录里的段文件" in html
+
+
+def test_healthz():
+    response = Client().get("/healthz")
+    assert response.status_code == 200 and response.json()["status"] == "ok"
