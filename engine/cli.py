@@ -19,15 +19,13 @@ import sys
 from dataclasses import dataclass
 from typing import Sequence
 
+from .clock import DEFAULT_START_MS
 from .config import LogConfig, validate_topic_name
 from .errors import InvalidRequestError, KafkaError
 
 __all__ = ["main", "build_parser", "murmur2", "partition_for_key", "produce", "ProduceSummary",
-           "PartitionSummary", "DEFAULT_START_MS"]
+           "PartitionSummary"]
 
-# Virtual time of the first record: 2023-11-14 22:13:20 UTC, so timestamps in dumps look
-# like real epoch milliseconds rather than small numbers.
-DEFAULT_START_MS = 1_700_000_000_000
 _VALUE_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 

@@ -13,7 +13,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["VirtualClock", "Scheduler", "ScheduledTask", "RealTimePacer"]
+__all__ = ["VirtualClock", "Scheduler", "ScheduledTask", "RealTimePacer", "DEFAULT_START_MS"]
+
+# Where command-line runs start their virtual clock (2023-11-14T22:13:20Z): record
+# timestamps then look like the ones a real producer writes, as in kafka-dump-log output.
+DEFAULT_START_MS = 1_700_000_000_000
 
 
 class VirtualClock:

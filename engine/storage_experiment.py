@@ -92,8 +92,7 @@ class ExperimentResult:
 def run_storage_experiment(root: str, messages: int = DEFAULT_MESSAGES) -> ExperimentResult:
     """Run the experiment in ``root`` (a data directory; ``root/test-0`` and ``root/test-1``
     are created) and return every step. Deterministic: same ``messages`` ⇒ same steps."""
-    from .cli import DEFAULT_START_MS
-    from .clock import Scheduler, VirtualClock
+    from .clock import DEFAULT_START_MS, Scheduler, VirtualClock
     from .config import LogConfig
     from .disk import Disk
     from .events import EventLog
