@@ -1,19 +1,17 @@
-"""Time for the engine: a virtual clock, a deterministic scheduler on it, and a pacer
-that maps wall time onto virtual time for free play.
+"""Time for the engine: a virtual clock and a deterministic scheduler on it.
 
-Nothing in the engine reads the wall clock except :class:`RealTimePacer`; everything
-else asks a :class:`VirtualClock`, which only moves when the scheduler (driven by a
-test, a lesson step or the pacer) moves it. Ties between tasks due at the same
+Nothing in the engine reads the wall clock: everything asks a :class:`VirtualClock`,
+which only moves when the scheduler (driven by a test, a lesson step, or the web
+side's real-time pacer in ``kafkaviz/live/pacing.py``) moves it. Ties between tasks due at the same
 millisecond are broken by (priority, insertion counter), so a run replays exactly.
 """
 from __future__ import annotations
 
 import heapq
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["VirtualClock", "Scheduler", "ScheduledTask", "RealTimePacer", "DEFAULT_START_MS"]
+__all__ = ["VirtualClock", "Scheduler", "ScheduledTask", "DEFAULT_START_MS"]
 
 # Where command-line runs start their virtual clock (2023-11-14T22:13:20Z): record
 # timestamps then look like the ones a real producer writes, as in kafka-dump-log output.
@@ -150,26 +148,3 @@ class Scheduler:
         if delta_ms < 0:
             raise ValueError(f"cannot advance by a negative amount: {delta_ms} ms")
         return self.run_until(self.now_ms() + int(delta_ms))
-
-
-class RealTimePacer:
-    """Free play: moves a scheduler's virtual time along with the wall clock, times a
-    speed factor. The only place in the engine that reads the wall clock."""
-
-    def __init__(self, scheduler: Scheduler, speed: float = 1.0) -> None:
-        self.scheduler = scheduler
-        self.speed = speed
-        self._wall_start = time.monotonic()
-        self._virtual_start = scheduler.now_ms()
-
-    def tick(self) -> int:
-        elapsed_ms = (time.monotonic() - self._wall_start) * 1000.0 * self.speed
-        target = self._virtual_start + int(elapsed_ms)
-        return self.scheduler.run_until(max(target, self.scheduler.now_ms()))
-
-    def set_speed(self, speed: float) -> None:
-        if not 0 < speed <= 1000:
-            raise ValueError(f"speed must be in (0, 1000], got {speed}")
-        self._virtual_start = self.scheduler.now_ms()
-        self._wall_start = time.monotonic()
-        self.speed = speed
