@@ -465,7 +465,9 @@ def run_schedule(seed: int, disk_root: str, *, truncation: str = "epoch", acks: 
     ``run.log``, which therefore replays exactly). Returns the run."""
     from .run import Run, make_config
 
-    run = Run(seed, make_config(FAULT_CONFIG, truncation=truncation), disk_root, snapshot_every=10**9)
+    # The cluster has as many brokers as the schedule draws from.
+    config = {**FAULT_CONFIG, "brokers": kwargs.get("brokers", FAULT_CONFIG["brokers"])}
+    run = Run(seed, make_config(config, truncation=truncation), disk_root, snapshot_every=10**9)
     for c in fault_schedule(seed, acks=acks, **kwargs):
         try:
             run.apply(c)

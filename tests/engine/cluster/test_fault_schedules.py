@@ -144,3 +144,9 @@ def test_regression_seed_5750_demoted_leader_with_an_empty_epoch_does_not_diverg
     logs = {r["broker"]: [x["value"] for x in r["records"]] for r in summary["partitions"][0]["replicas"]}
     assert logs[0] == logs[1] == logs[2], logs
     assert [f for f in summary["findings"] if f["kind"] == "check_replicas_diverged"] == []
+
+
+def test_a_schedule_over_five_brokers_runs_on_a_five_broker_cluster(shm_dir):
+    run = run_schedule(3, f"{shm_dir}/five", truncation="epoch", acks="all", brokers=5, steps=12)
+    assert sorted(run.cluster.brokers) == [0, 1, 2, 3, 4]
+    assert run.checker.findings == [], replay_hint(3, "epoch", run.log, run.checker.findings)
