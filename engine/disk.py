@@ -250,7 +250,27 @@ class Disk:
                 yield os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
 
     def usage_bytes(self, rel: str = "") -> int:
-        return sum(self.size(r) for r in self.walk(rel))
+        """Bytes of every file below ``rel`` (apparent sizes). Quotas ask this after every
+        command, so it walks with scandir instead of building paths."""
+        total = 0
+        stack = [str(self.path(rel)) if rel else str(self.root)]
+        while stack:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+        return total
+
+    def list_files(self, rel: str) -> list[tuple[str, int]]:
+        """``(name, size)`` of the files directly in ``rel``, sorted by name."""
+        p = self.path(rel)
+        if not p.is_dir():
+            return []
+        with os.scandir(p) as entries:
+            return sorted((e.name, e.stat(follow_symlinks=False).st_size) for e in entries
+                          if e.is_file(follow_symlinks=False))
 
     def capture(self) -> dict[str, FileImage]:
         """Every file's content, for a snapshot. Reads only up to the end of each file's

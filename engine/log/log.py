@@ -650,7 +650,7 @@ class Log(LogRecovery, LogRetention):
 
     def files(self) -> list[FileInfo]:
         out = []
-        for name in self.disk.listdir(self.dir):
+        for name, size in self.disk.list_files(self.dir):
             deleted = name.endswith(".deleted")
             core = name[:-len(".deleted")] if deleted else name
             stem, _, suffix = core.partition(".")
@@ -658,7 +658,7 @@ class Log(LogRecovery, LogRetention):
             if core == LEADER_EPOCH_CHECKPOINT:
                 kind = "leader-epoch-checkpoint"
             segment = int(stem) if len(stem) == 20 and stem.isdigit() else None
-            out.append(FileInfo(name, self.disk.size(f"{self.dir}/{name}"), kind, segment, deleted))
+            out.append(FileInfo(name, size, kind, segment, deleted))
         return out
 
     def __repr__(self) -> str:

@@ -8,7 +8,6 @@ the periodic retention check runs now and then); "Jump clock" moves it further.
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
@@ -152,8 +151,5 @@ class SegmentsSandbox(SandboxKind):
 
 
 def _file_dict(info: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(info):
-        data = dataclasses.asdict(info)
-    else:
-        data = dict(info._asdict()) if hasattr(info, "_asdict") else dict(vars(info))
-    return {k: data.get(k) for k in ("name", "size", "kind", "segment", "deleted")}
+    return {"name": info.name, "size": info.size, "kind": info.kind, "segment": info.segment,
+            "deleted": info.deleted}
