@@ -31,6 +31,7 @@ from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import get_scenario
 from engine.events import Envelope, Event, event
 
+from .frames import describe
 from .kinds import Limits, SandboxKind, register
 from .validation import CommandError, CommandSpec, Field
 
@@ -332,16 +333,6 @@ def command_label(cmd: dict[str, Any]) -> str:
 
 
 def finding_text(f: dict[str, Any]) -> str:
-    k = f.get("kind")
-    if k == "check_acked_record_lost":
-        what = f.get("value") or f.get("digest")
-        return (f"Acknowledged record {what} (offset {f['offset']}) is not in the leader's log "
-                f"(broker {f['leader']}, epoch {f['leader_epoch']}): it is lost.")
-    if k == "check_replicas_diverged":
-        return (f"Replicas {', '.join(map(str, f['brokers']))} hold different records at offset {f['offset']}, "
-                f"below both high watermarks: they diverged.")
-    if k == "check_hw_regressed":
-        return f"Broker {f['broker']}'s high watermark went back from {f['old']} to {f['new']}."
-    if k == "check_uncommitted_read":
-        return f"A consumer read an uncommitted record at offset {f.get('offset')} ({f.get('reason')})."
-    return str(k)
+    """A checker finding as a sentence: the timeline's own wording, without its prefix."""
+    text = describe(f).removeprefix("CHECKER: ")
+    return text[:1].upper() + text[1:]

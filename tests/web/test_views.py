@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from django.conf import settings
 from django.core import signing
 from django.test import Client
@@ -86,3 +88,10 @@ def test_full_page_in_chinese_without_htmx():
 def test_healthz():
     response = Client().get("/healthz")
     assert response.status_code == 200 and response.json()["status"] == "ok"
+
+
+@pytest.mark.parametrize("path", ["/lessons/segments/", "/lessons/leader-epoch/"])
+def test_language_switch_links_to_the_other_language_and_marks_the_current_one(path):
+    html = Client().get(path + "?lang=zh").content.decode()
+    assert '<span aria-current="true">简体中文</span>' in html
+    assert 'href="?lang=en"' in html and 'hx-get="?lang=en"' in html
