@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test venv deps deps-dev system-deps migrate test-web test-browser
+.PHONY: run test test-slow venv deps deps-dev system-deps migrate test-web test-browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +38,16 @@ system-deps:
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; \
 	fi
 
-## The whole test suite. Make cannot pass pytest's exit code through, so "no tests
+## The whole test suite (soaks and sweeps marked slow run with `make test-slow`). Make cannot pass pytest's exit code through, so "no tests
 ## collected" (5) is reported here and counted as success, as .ci/run expects.
 test: system-deps deps-dev
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests (exit 5): counted as success"; exit 0; fi; \
 	exit $$status
+
+## Long soaks and sweeps (hours of CPU at most; not run by CI).
+test-slow: system-deps deps-dev
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 test-web: deps-dev
 	$(BIN)/python -m pytest tests/web
