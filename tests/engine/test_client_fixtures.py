@@ -10,13 +10,10 @@ from engine.records import (
     with_offset_and_epoch,
 )
 
-# The shared folder sits beside the repository root (…/main and …/shared).
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "client-batches"
+# Captured by tests/fixtures/capture.py; tests/fixtures/README.md says from where.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "client-batches"
 
-pytestmark = pytest.mark.skipif(not (FIXTURES / "expected.json").is_file(),
-                                reason=f"client batch fixtures not found at {FIXTURES}")
-
-EXPECTED = json.loads((FIXTURES / "expected.json").read_text()) if (FIXTURES / "expected.json").is_file() else {}
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text())
 NAMES = sorted(EXPECTED)
 
 
