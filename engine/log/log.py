@@ -29,6 +29,7 @@ from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, Tim
 from .events import (BatchAppended, IndexEntryWritten, IndexProbe, IndexTrimmed, LogClosed, LogFlushed,
                      LogStartOffsetChanged, LogTruncated, LookupFinished, LookupScan, LookupSegment,
                      LookupStarted, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from ..records.validation import check_record_timestamps, validate_client_batches
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
 from .recovery import LogRecovery
@@ -176,13 +177,10 @@ class Log(LogRecovery, LogRetention):
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = self._log_end_offset
         if isinstance(records, (bytes, bytearray, memoryview)):
-            parsed = self._parse(bytes(records))
+            records, parsed = validate_client_batches(bytes(records), self.config, now, self.name,
+                                                      self._parse(bytes(records)))
             out = []
             for pos, h in parsed:
-                if h.records_count != h.last_offset_delta + 1 or h.records_count < 1:
-                    raise InvalidRecordError(
-                        f"batch at position {pos} declares {h.records_count} records but lastOffsetDelta "
-                        f"{h.last_offset_delta}")
                 b = with_offset_and_epoch(bytes(records[pos:pos + h.size_in_bytes]), offset, leader_epoch)
                 if append_time:
                     b = with_log_append_time(b, now)
@@ -190,6 +188,7 @@ class Log(LogRecovery, LogRetention):
                 offset += h.last_offset_delta + 1
             data = b"".join(out)
         else:
+            check_record_timestamps((getattr(r, "timestamp", None) for r in records), self.config, now, self.name)
             data = build_batch(records, base_offset=offset, compression=compression,
                                timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
                                now_ms=now, partition_leader_epoch=leader_epoch)
