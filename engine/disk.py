@@ -44,7 +44,12 @@ class FileImage:
 
 
 class Disk:
-    def __init__(self, root: str | os.PathLike) -> None:
+    """``allocate=True`` makes every extension by :meth:`truncate` (preallocation) take real
+    blocks (``posix_fallocate``) instead of leaving a hole, so ``du`` shows what the quota
+    counts; Kafka itself preallocates sparse files (``RandomAccessFile.setLength``)."""
+
+    def __init__(self, root: str | os.PathLike, *, allocate: bool = False) -> None:
+        self.allocate = allocate
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._durable: dict[str, int] = {}   # dirty files -> durable size
@@ -58,6 +63,7 @@ class Disk:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._paths = {}
+        self._block = None
 
     # ---- paths -------------------------------------------------------------
     def check(self, rel: str) -> str:
@@ -175,7 +181,11 @@ class Disk:
         """Shrink or extend (with zeros, as a sparse file) to ``size`` bytes."""
         rel = self.check(rel)
         self._dirty(rel)
-        os.ftruncate(self._fd(rel), size)
+        fd = self._fd(rel)
+        before = os.fstat(fd).st_size if self.allocate else size
+        os.ftruncate(fd, size)
+        if size > before:
+            _fallocate(fd, before, size - before)
 
     def fsync(self, rel: str) -> None:
         rel = self.check(rel)
@@ -250,8 +260,14 @@ class Disk:
                 yield os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
 
     def usage_bytes(self, rel: str = "") -> int:
-        """Bytes of every file below ``rel`` (apparent sizes). Quotas ask this after every
+        """What the files and directories below ``rel`` take on disk, for quotas: each counts
+        its allocated blocks (what ``du`` reports: ``st_blocks * 512``) or its length rounded
+        up to whole blocks, whichever is larger. So preallocated bytes count in full even
+        while the file system keeps them as holes (a preallocated index is sparse), and a
+        100-byte checkpoint counts the block it occupies. When preallocation is small (the
+        sandboxes' ``segment.index.bytes``) this equals ``du``. Quotas ask this after every
         command, so it walks with scandir instead of building paths."""
+        block = self._block_size()
         total = 0
         stack = [str(self.path(rel)) if rel else str(self.root)]
         while stack:
@@ -259,9 +275,17 @@ class Disk:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
                     elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
+                        st = entry.stat(follow_symlinks=False)
+                        total += max(st.st_blocks * 512, -(-st.st_size // block) * block)
         return total
+
+    def _block_size(self) -> int:
+        size = getattr(self, "_block", None)
+        if size is None:
+            size = self._block = os.statvfs(self.root).f_bsize or 4096
+        return size
 
     def list_files(self, rel: str) -> list[tuple[str, int]]:
         """``(name, size)`` of the files directly in ``rel``, sorted by name."""
@@ -314,12 +338,15 @@ class Disk:
             with open(p, "wb") as fh:
                 fh.write(image.data)
                 fh.truncate(image.size)
+                if self.allocate and image.size > len(image.data):
+                    _fallocate(fh.fileno(), len(image.data), image.size - len(image.data))
         self._durable = dict(durable or {})
 
     def __getstate__(self) -> dict:
-        return {"root": str(self.root), "_durable": dict(self._durable)}
+        return {"root": str(self.root), "_durable": dict(self._durable), "allocate": self.allocate}
 
     def __setstate__(self, state: dict) -> None:
+        self.allocate = state.get("allocate", False)
         self.root = Path(state["root"])
         self._durable = state["_durable"]
         self._handles = {}
@@ -330,4 +357,14 @@ class Disk:
         try:
             self.close_all()
         except Exception:
+            pass
+
+
+def _fallocate(fd: int, offset: int, length: int) -> None:
+    """Allocate blocks for ``[offset, offset + length)`` where the platform can (the file is
+    already that long; on a file system without fallocate it simply stays sparse)."""
+    if hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(fd, offset, length)
+        except OSError:
             pass
