@@ -53,6 +53,9 @@ class Disk:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._durable: dict[str, int] = {}   # dirty files -> durable size
+        # Unsynced writes into a preallocated file's zeros (rel -> (start, end)); a crash
+        # zeroes that range again, since a length check cannot see them.
+        self._volatile: dict[str, tuple[int, int]] = {}
         self._handles: dict[str, int] = {}   # rel -> os-level fd
         self._checked: set[str] = set()      # paths already validated (hot path)
         self._paths: dict[str, Path] = {}    # rel -> absolute path, once resolved inside root
@@ -111,6 +114,8 @@ class Disk:
             self._close(key)
         for key in [k for k in self._durable if k == rel or k.startswith(rel + "/")]:
             del self._durable[key]
+        for key in [k for k in self._volatile if k == rel or k.startswith(rel + "/")]:
+            del self._volatile[key]
         shutil.rmtree(self.path(rel), ignore_errors=True)
 
     # ---- files -------------------------------------------------------------
@@ -163,10 +168,15 @@ class Disk:
             view = view[n:]
         return pos
 
-    def write_at(self, rel: str, pos: int, data: bytes) -> None:
+    def write_at(self, rel: str, pos: int, data: bytes, *, into_preallocated: bool = False) -> None:
+        """Write at ``pos``. ``into_preallocated``: the bytes overwrite zeros a preallocation
+        left (a preallocated .log), so a crash before the next fsync turns them back to zeros."""
         rel = self.check(rel)
         self._dirty(rel)
         os.pwrite(self._fd(rel), data, pos)
+        if into_preallocated and data:
+            lo, hi = self._volatile.get(rel, (pos, pos))
+            self._volatile[rel] = (min(lo, pos), max(hi, pos + len(data)))
 
     def read(self, rel: str, pos: int, length: int) -> bytes:
         rel = self.check(rel)
@@ -192,6 +202,7 @@ class Disk:
         if rel in self._handles:
             os.fsync(self._handles[rel])
         self._durable.pop(rel, None)
+        self._volatile.pop(rel, None)
 
     def is_dirty(self, rel: str) -> bool:
         return self.check(rel) in self._durable
@@ -217,11 +228,15 @@ class Disk:
         self._durable.pop(dst, None)
         if src in self._durable:
             self._durable[dst] = self._durable.pop(src)
+        self._volatile.pop(dst, None)
+        if src in self._volatile:
+            self._volatile[dst] = self._volatile.pop(src)
 
     def delete(self, rel: str) -> bool:
         rel = self.check(rel)
         self._close(rel)
         self._durable.pop(rel, None)
+        self._volatile.pop(rel, None)
         p = self.path(rel)
         if p.exists():
             p.unlink()
@@ -231,7 +246,9 @@ class Disk:
     # ---- faults and snapshots ---------------------------------------------
     def crash(self, prefix: str = "") -> list[tuple[str, int, int]]:
         """Power loss under ``prefix``: every file written since its last fsync falls
-        back to its durable size. Returns ``(path, size before, size after)``."""
+        back to its durable size, and unsynced writes into preallocated zeros become zeros
+        again. Returns ``(path, size before, size after)`` (for the latter: where the lost
+        data ended and where it began)."""
         prefix = self.check(prefix) + "/" if prefix else ""
         lost = []
         for rel in sorted(k for k in self._durable if k.startswith(prefix)):
@@ -243,6 +260,14 @@ class Disk:
                 if before > durable:
                     os.truncate(p, durable)
                     lost.append((rel, before, durable))
+        for rel in sorted(k for k in self._volatile if k.startswith(prefix)):
+            lo, hi = self._volatile.pop(rel)
+            p = self.path(rel)
+            size = p.stat().st_size if p.exists() else 0
+            if lo < min(hi, size):
+                fd = self._fd(rel)
+                os.pwrite(fd, bytes(min(hi, size) - lo), lo)
+                lost.append((rel, min(hi, size), lo))
         for rel in [k for k in self._handles if k.startswith(prefix)]:
             self._close(rel)
         return lost
@@ -343,12 +368,14 @@ class Disk:
         self._durable = dict(durable or {})
 
     def __getstate__(self) -> dict:
-        return {"root": str(self.root), "_durable": dict(self._durable), "allocate": self.allocate}
+        return {"root": str(self.root), "_durable": dict(self._durable), "allocate": self.allocate,
+                "_volatile": dict(self._volatile)}
 
     def __setstate__(self, state: dict) -> None:
         self.allocate = state.get("allocate", False)
         self.root = Path(state["root"])
         self._durable = state["_durable"]
+        self._volatile = state.get("_volatile", {})
         self._handles = {}
         self._checked = set()
         self._paths = {}

@@ -179,7 +179,7 @@ class LogSegment:
         """Write batch bytes at ``pos``, the end of the valid data: past the file's end, or
         into the zeros of a preallocated .log."""
         if self.preallocate:
-            self.disk.write_at(self.log_rel, pos, data)
+            self.disk.write_at(self.log_rel, pos, data, into_preallocated=True)
             return pos
         return self.disk.append(self.log_rel, data)
 

@@ -71,3 +71,16 @@ def test_after_a_crash_recovery_cuts_the_preallocated_zeros(tmp_path):
     assert [r.offset for r in again.records()] == list(range(12))
     (cut,) = again.events.of_kind("recovery_truncated")
     assert cut.from_bytes == 1000 and cut.to_bytes == again.active_segment.size
+
+
+def test_a_power_loss_still_loses_what_was_not_flushed(tmp_path):
+    disk = Disk(tmp_path)
+    log = open_log(disk)
+    produce(log, 3)
+    log.flush()
+    produce(log, 4)                      # written into the preallocated zeros, not fsynced
+    log.cancel_tasks()
+    lost = disk.crash()
+    assert any(rel.endswith(".log") for rel, _, _ in lost)
+    again = open_log(disk)
+    assert [r.offset for r in again.records()] == [0, 1, 2] and again.log_end_offset == 3
