@@ -137,6 +137,10 @@ def decompress(codec: int, data) -> bytes:
     raise CorruptRecordError(f"unknown compression codec {codec} (Kafka knows 0-4)")
 
 
+_DECODE_ERRORS = (OSError, EOFError, zlib.error, RuntimeError, ValueError, zstandard.ZstdError,
+                  cramjam.DecompressionError)
+
+
 class DecompressedTooLarge(Exception):
     """Raised by :func:`decompress_capped` when the output would pass its limit."""
 
@@ -150,26 +154,19 @@ def decompress_capped(codec: int, data, limit: int) -> bytes:
     streams gzip, lz4 and zstd with an output bound, and checks each snappy block's declared
     length before inflating it. :class:`DecompressedTooLarge` past the limit,
     :class:`CorruptRecordError` for bytes that do not decode."""
-    if codec == 0:
-        if len(data) > limit:
+    capped = _CAPPED.get(codec)
+    if capped is None:                       # none, or an unknown codec: decompress words it
+        out = decompress(codec, data)
+        if len(out) > limit:
             raise DecompressedTooLarge(codec, limit)
-        return bytes(data)
+        return out
     try:
-        if codec == 1:
-            return _gzip_capped(bytes(data), limit)
-        if codec == 2:
-            return _snappy_capped(data, limit)
-        if codec == 3:
-            return _lz4_capped(bytes(data), limit)
-        if codec == 4:
-            return _zstd_capped(bytes(data), limit)
+        return capped(data, limit)
     except (CorruptRecordError, DecompressedTooLarge):
         raise
-    except (OSError, EOFError, zlib.error, RuntimeError, ValueError, zstandard.ZstdError,
-            cramjam.DecompressionError) as exc:
-        name = CompressionType(codec).name.lower()
-        raise CorruptRecordError(f"{name} record section does not decompress: {exc}") from exc
-    raise CorruptRecordError(f"unknown compression codec {codec} (Kafka knows 0-4)")
+    except _DECODE_ERRORS as exc:
+        raise CorruptRecordError(
+            f"{CompressionType(codec).name.lower()} record section does not decompress: {exc}") from exc
 
 
 def _gzip_capped(data: bytes, limit: int) -> bytes:
@@ -246,3 +243,7 @@ def _zstd_capped(data: bytes, limit: int) -> bytes:
             raise CorruptRecordError("zstd record section does not decompress: the frame ends early")
         data = d.unused_data
     return bytes(out)
+
+
+_CAPPED = {1: lambda d, n: _gzip_capped(bytes(d), n), 2: _snappy_capped, 3: lambda d, n: _lz4_capped(bytes(d), n),
+           4: lambda d, n: _zstd_capped(bytes(d), n)}
