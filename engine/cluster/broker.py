@@ -110,7 +110,11 @@ class Broker:
         marker = f"{self.dir}/{CLEAN_SHUTDOWN_FILE}"
         clean = self.disk.exists(marker)
         self.events.emit(BrokerStarted(self.id, self.incarnation, restart, clean))
-        self.load_logs()
+        self._clean_start = clean
+        try:
+            self.load_logs()
+        finally:
+            self._clean_start = False
         if clean:
             # The marker is only valid for one start: a crash after this must recover.
             self.disk.delete(marker)
@@ -139,7 +143,8 @@ class Broker:
         from engine.log.log import Log
         log = Log(self.disk, f"{self.dir}/{topic}-{partition}", topic, partition, self.log_config(topic),
                   self.scheduler, self.events, broker=self.id, recovery_point=recovery_point,
-                  log_start_offset=log_start_offset, high_watermark=high_watermark, rng=self.cluster.rng)
+                  log_start_offset=log_start_offset, high_watermark=high_watermark, rng=self.cluster.rng,
+                  clean_shutdown=getattr(self, "_clean_start", False))
         ensure_partition_metadata(self.disk, log.dir, self.cluster, topic)
         return log
 

@@ -90,7 +90,7 @@ class Log(LogRecovery, LogRetention):
     def __init__(self, disk: Disk, dir_rel: str, topic: str, partition: int, config: LogConfig,
                  scheduler: Scheduler, events: EventLog, *, broker: int | None = None, recovery_point: int = 0,
                  hw_follows_leo: bool = False, schedule_tasks: bool = True, log_start_offset: int | None = None,
-                 high_watermark: int | None = None, rng: Any = None) -> None:
+                 high_watermark: int | None = None, rng: Any = None, clean_shutdown: bool = False) -> None:
         self.disk = disk
         self.dir = disk.check(dir_rel)
         self.topic = topic
@@ -113,6 +113,7 @@ class Log(LogRecovery, LogRetention):
         self._closed = False
         self.leader_epoch_cache = LeaderEpochFileCache(disk, f"{self.dir}/{LEADER_EPOCH_CHECKPOINT}",
                                                        events=events, ident=self._ident)
+        self.had_clean_shutdown = clean_shutdown   # Kafka skips recovery after a clean shutdown
         self._load(recovery_point, log_start_offset, high_watermark)
         if schedule_tasks:
             self._schedule_tasks()

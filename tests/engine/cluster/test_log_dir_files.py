@@ -131,3 +131,20 @@ def test_restart_recovers_only_segments_from_the_recovery_point(tmp_path):
     assert rebuilt == {b for b in bases if nexts[b] is None or nexts[b] > 12}
     assert rebuilt != set(bases)                          # the segments below it were trusted
     assert [v for _, v, _ in c.log_values(0, T, 0)] == [b"value-%02d" % i for i in range(20)]
+
+
+def test_a_clean_shutdown_marker_skips_recovery_and_a_crash_does_not(tmp_path):
+    c = cluster(tmp_path, **{"segment.bytes": 300})
+    for i in range(10):
+        c.run_until_idle_produce(c.produce(T, 0, ["value-%02d" % i], acks=1))
+    c.shutdown(0)
+    seq = c.events.seq
+    c.restart(0)
+    kinds = [e.event.kind for e in c.events.envelopes if e.seq > seq]
+    assert "broker_started" in kinds and "recovery_finished" in kinds and "index_rebuilt" not in kinds
+    c.advance(100)
+    c.crash(0)
+    seq = c.events.seq
+    c.restart(0)
+    assert any(e.event.kind == "index_rebuilt" for e in c.events.envelopes if e.seq > seq)
+    assert [v for _, v, _ in c.log_values(0, T, 0)] == [b"value-%02d" % i for i in range(10)]
