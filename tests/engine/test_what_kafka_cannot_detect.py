@@ -103,3 +103,37 @@ def test_a_segment_below_the_recovery_point_is_not_read_at_all(tmp_path):
     log = reopen(disk, log, recovery_point=log.log_end_offset)
     assert log.log_end_offset == 30 and not log.events.of_kind("recovery_truncated")
     assert [r.offset for r in log.records(0, 3)] == [0, 0, 2]   # a reader now sees offset 0 twice
+
+
+def test_after_a_clean_shutdown_nothing_is_read_so_nothing_is_caught(tmp_path):
+    disk = Disk(tmp_path)
+    log = open_log(disk)
+    fill(log, 6)
+    log.close()
+    seg, pos, base = batches(log)[3]
+    poke(disk, seg, pos, ">q", 1)                            # the flip that recovery catches above
+    log = open_log(disk, clean_shutdown=True, recovery_point=log.log_end_offset)
+    assert not log.events.of_kind("recovery_truncated")
+    assert [r.offset for r in log.records()].count(1) == 2
+
+
+def test_an_index_entry_pointing_one_batch_too_far_passes_and_skips_a_batch(tmp_path):
+    disk = Disk(tmp_path)
+
+    def reopen_sparse(**kw):
+        clock = VirtualClock(5_000)
+        return Log(disk, "t-0", "t", 0, LogConfig(segment_bytes=10_000, index_interval_bytes=90), Scheduler(clock),
+                   EventLog(clock), hw_follows_leo=True, **kw)
+    log = reopen_sparse()
+    fill(log, 20)
+    log.close()
+    seg = log.segments[0]
+    idx = seg.offset_index
+    positions = {base: pos for _, pos, base in batches(log)}
+    n = next(i for i, o in enumerate(idx.keys) if o + 1 in positions and o + 1 not in idx.keys and i + 1 < idx.entries)
+    target = idx.keys[n]
+    disk.write_at(idx.rel, n * 8 + 4, struct.pack(">i", positions[target + 1]))   # a later batch, still in order
+    disk.fsync(idx.rel)
+    log = reopen_sparse(clean_shutdown=True, recovery_point=log.log_end_offset)
+    assert not log.events.of_kind("index_rebuilt")                                 # the sanity check passes
+    assert log.read(target).batches[0].base_offset == target + 1                   # offset `target` is skipped
