@@ -178,8 +178,8 @@ class Log(LogRecovery, LogRetention):
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = self._log_end_offset
         if isinstance(records, (bytes, bytearray, memoryview)):
-            records, parsed = validate_client_batches(bytes(records), self.config, now, self.name,
-                                                      self._parse(bytes(records)))
+            sent = bytes(records)
+            records, parsed = validate_client_batches(sent, self.config, now, self.name, self._parse(sent))
             out = []
             for pos, h in parsed:
                 b = with_offset_and_epoch(bytes(records[pos:pos + h.size_in_bytes]), offset, leader_epoch)
