@@ -169,16 +169,27 @@ def decompress_capped(codec: int, data, limit: int) -> bytes:
             f"{CompressionType(codec).name.lower()} record section does not decompress: {exc}") from exc
 
 
+_STEP = 64 * 1024   # output per streaming step: a refusal holds at most the cap plus one step
+
+
+def _take(out: bytearray, chunk: bytes, codec: int, limit: int) -> None:
+    """Add a decompressed chunk, refusing before the copy when it would pass the limit."""
+    if len(out) + len(chunk) > limit:
+        raise DecompressedTooLarge(codec, limit)
+    out += chunk
+
+
 def _gzip_capped(data: bytes, limit: int) -> bytes:
     out = bytearray()
     while True:  # one pass per gzip member
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        chunk = d.decompress(data, limit + 1 - len(out))
-        out += chunk
-        while not d.eof and len(out) <= limit and d.unconsumed_tail:
-            out += d.decompress(d.unconsumed_tail, limit + 1 - len(out))
-        if len(out) > limit:
-            raise DecompressedTooLarge(1, limit)
+        pending = data
+        while not d.eof:
+            chunk = d.decompress(pending, _STEP)
+            pending = d.unconsumed_tail
+            if not chunk and not pending:
+                break
+            _take(out, chunk, 1, limit)
         if not d.eof:
             raise CorruptRecordError("gzip record section does not decompress: the stream ends early")
         data = d.unused_data
@@ -219,11 +230,9 @@ def _lz4_capped(data: bytes, limit: int) -> bytes:
     out = bytearray()
     while data:  # one pass per frame
         d = lz4.frame.LZ4FrameDecompressor()
-        out += d.decompress(data, max_length=limit + 1 - len(out))
-        while not d.eof and len(out) <= limit and not d.needs_input:
-            out += d.decompress(b"", max_length=limit + 1 - len(out))
-        if len(out) > limit:
-            raise DecompressedTooLarge(3, limit)
+        _take(out, d.decompress(data, max_length=_STEP), 3, limit)
+        while not d.eof and not d.needs_input:
+            _take(out, d.decompress(b"", max_length=_STEP), 3, limit)
         if not d.eof:
             raise CorruptRecordError("lz4 record section does not decompress: the frame ends early")
         data = d.unused_data
