@@ -28,14 +28,13 @@ Any failure raises before the log is touched, so a refused append changes nothin
 """
 from __future__ import annotations
 
-from typing import Iterable
-
-from ..config import LogConfig
-from ..errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 import struct
+from typing import Iterable
 
 from crc32c import crc32c
 
+from ..config import LogConfig
+from ..errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from .batch import (BATCH_OVERHEAD, BatchHeader, RecordBatch, SimpleRecord, TimestampType, build_batch, decode_batch,
                     read_header, scan_valid)
 from .compression import DecompressedTooLarge, decompress_capped
