@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
 
-from .log_dir import META_PROPERTIES, ensure_meta_properties, ensure_partition_metadata
+from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
 from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
 from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -100,6 +100,9 @@ class Broker:
     def start(self, restart: bool) -> None:
         self.disk.mkdir(self.dir)
         meta, written = ensure_meta_properties(self.disk, self.dir, self.cluster, self.id, self.scheduler.now_ms())
+        check_partition_dirs(self.disk, self.dir, self.cluster, [
+            (name, parsed[0]) for name in self.disk.listdir(self.dir)
+            if (parsed := parse_partition_dir(name)) is not None and parsed[0] in self.cluster.controller.topics])
         if written:
             self.events.emit(CheckpointWritten(self.id, META_PROPERTIES, [
                 ["node.id", meta.node_id], ["directory.id", meta.directory_id], ["version", meta.version],

@@ -186,6 +186,18 @@ def ensure_meta_properties(disk, log_dir: str, cluster, node_id: int, now_ms: in
     return meta, True
 
 
+def check_partition_dirs(disk, log_dir: str, cluster, partitions: list[tuple[str, str]]) -> None:
+    """Before a broker starts: every ``(directory, topic)`` whose ``partition.metadata`` exists
+    must name the topic's id, so a refused start has changed nothing."""
+    ident = identity(cluster)
+    for name, topic in partitions:
+        rel = f"{log_dir}/{name}/{PARTITION_METADATA}"
+        if disk.exists(rel):
+            found = decode_partition_metadata(disk.read_all(rel), rel)
+            if found != ident.topic_id(topic):
+                raise InconsistentTopicIdError(f"{rel}: topic id {found} is not {topic}'s id {ident.topic_id(topic)}")
+
+
 def ensure_partition_metadata(disk, partition_dir: str, cluster, topic: str) -> tuple[str, bool]:
     """Write ``partition.metadata`` with the topic's id if it is missing; if present, its id
     must be the topic's (Kafka's InconsistentTopicIdException otherwise)."""

@@ -148,3 +148,15 @@ def test_a_clean_shutdown_marker_skips_recovery_and_a_crash_does_not(tmp_path):
     c.restart(0)
     assert any(e.event.kind == "index_rebuilt" for e in c.events.envelopes if e.seq > seq)
     assert [v for _, v, _ in c.log_values(0, T, 0)] == [b"value-%02d" % i for i in range(10)]
+
+
+def test_a_partition_directory_of_another_topic_id_stops_the_start_before_anything_changes(tmp_path):
+    c = cluster(tmp_path)
+    c.crash(0)
+    c.disk.write_atomic("broker-0/t-0/partition.metadata", b"version: 0\ntopic_id: AAAAAAAAQACAAAAAAAAAAA")
+    incarnation, seq = c.brokers[0].incarnation, c.events.seq
+    with pytest.raises(InconsistentTopicIdError):
+        c.restart(0)
+    broker = c.brokers[0]
+    assert not broker.alive and broker.incarnation == incarnation and not broker.partitions
+    assert not [e for e in c.events.envelopes if e.seq > seq and e.event.kind == "broker_started"]
