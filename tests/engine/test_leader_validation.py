@@ -228,7 +228,7 @@ def mutated(draw):
     return bytes(data)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=mutated())
 def test_mutated_client_batches_are_refused_or_appended_whole(tmp_path_factory, data):
     log = make_log(tmp_path_factory.mktemp("fuzz"), message_timestamp_before_max_ms=10**6,
