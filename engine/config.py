@@ -70,6 +70,10 @@ class LogConfig:
     max_message_bytes: int = _f(1048588, 0, INT_MAX, kafka="max.message.bytes")
     message_timestamp_type: str = _f("CreateTime", choices=("CreateTime", "LogAppendTime"),
                                      kafka="message.timestamp.type")
+    # Kafka 3.6+ (KIP-937); the deprecated difference.max.ms stands in for either one left at its default.
+    message_timestamp_before_max_ms: int = _f(LONG_MAX, 0, LONG_MAX, kafka="message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _f(LONG_MAX, 0, LONG_MAX, kafka="message.timestamp.after.max.ms")
+    message_timestamp_difference_max_ms: int = _f(LONG_MAX, 0, LONG_MAX, kafka="message.timestamp.difference.max.ms")
     cleanup_policy: str = _f("delete", choices=("delete", "compact", "compact,delete"), kafka="cleanup.policy")
     min_insync_replicas: int = _f(1, 1, INT_MAX, kafka="min.insync.replicas")
     unclean_leader_election_enable: bool = _f(False, kafka="unclean.leader.election.enable")
@@ -86,6 +90,18 @@ class LogConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """How far in the past a CreateTime timestamp may be (Kafka's getMessageTimestampBeforeMaxMs)."""
+        v = self.message_timestamp_before_max_ms
+        return v if v != LONG_MAX else self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """How far in the future a CreateTime timestamp may be."""
+        v = self.message_timestamp_after_max_ms
+        return v if v != LONG_MAX else self.message_timestamp_difference_max_ms
 
     @property
     def max_index_entries_offset(self) -> int:

@@ -44,10 +44,18 @@ class FileImage:
 
 
 class Disk:
-    def __init__(self, root: str | os.PathLike) -> None:
+    """``allocate=True`` makes every extension by :meth:`truncate` (preallocation) take real
+    blocks (``posix_fallocate``) instead of leaving a hole, so ``du`` shows what the quota
+    counts; Kafka itself preallocates sparse files (``RandomAccessFile.setLength``)."""
+
+    def __init__(self, root: str | os.PathLike, *, allocate: bool = False) -> None:
+        self.allocate = allocate
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._durable: dict[str, int] = {}   # dirty files -> durable size
+        # Unsynced writes into a preallocated file's zeros (rel -> (start, end)); a crash
+        # zeroes that range again, since a length check cannot see them.
+        self._volatile: dict[str, tuple[int, int]] = {}
         self._handles: dict[str, int] = {}   # rel -> os-level fd
         self._checked: set[str] = set()      # paths already validated (hot path)
         self._paths: dict[str, Path] = {}    # rel -> absolute path, once resolved inside root
@@ -58,6 +66,7 @@ class Disk:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._paths = {}
+        self._block = None
 
     # ---- paths -------------------------------------------------------------
     def check(self, rel: str) -> str:
@@ -105,6 +114,8 @@ class Disk:
             self._close(key)
         for key in [k for k in self._durable if k == rel or k.startswith(rel + "/")]:
             del self._durable[key]
+        for key in [k for k in self._volatile if k == rel or k.startswith(rel + "/")]:
+            del self._volatile[key]
         shutil.rmtree(self.path(rel), ignore_errors=True)
 
     # ---- files -------------------------------------------------------------
@@ -157,10 +168,15 @@ class Disk:
             view = view[n:]
         return pos
 
-    def write_at(self, rel: str, pos: int, data: bytes) -> None:
+    def write_at(self, rel: str, pos: int, data: bytes, *, into_preallocated: bool = False) -> None:
+        """Write at ``pos``. ``into_preallocated``: the bytes overwrite zeros a preallocation
+        left (a preallocated .log), so a crash before the next fsync turns them back to zeros."""
         rel = self.check(rel)
         self._dirty(rel)
         os.pwrite(self._fd(rel), data, pos)
+        if into_preallocated and data:
+            lo, hi = self._volatile.get(rel, (pos, pos))
+            self._volatile[rel] = (min(lo, pos), max(hi, pos + len(data)))
 
     def read(self, rel: str, pos: int, length: int) -> bytes:
         rel = self.check(rel)
@@ -175,13 +191,18 @@ class Disk:
         """Shrink or extend (with zeros, as a sparse file) to ``size`` bytes."""
         rel = self.check(rel)
         self._dirty(rel)
-        os.ftruncate(self._fd(rel), size)
+        fd = self._fd(rel)
+        before = os.fstat(fd).st_size if self.allocate else size
+        os.ftruncate(fd, size)
+        if size > before:
+            _fallocate(fd, before, size - before)
 
     def fsync(self, rel: str) -> None:
         rel = self.check(rel)
         if rel in self._handles:
             os.fsync(self._handles[rel])
         self._durable.pop(rel, None)
+        self._volatile.pop(rel, None)
 
     def is_dirty(self, rel: str) -> bool:
         return self.check(rel) in self._durable
@@ -207,11 +228,15 @@ class Disk:
         self._durable.pop(dst, None)
         if src in self._durable:
             self._durable[dst] = self._durable.pop(src)
+        self._volatile.pop(dst, None)
+        if src in self._volatile:
+            self._volatile[dst] = self._volatile.pop(src)
 
     def delete(self, rel: str) -> bool:
         rel = self.check(rel)
         self._close(rel)
         self._durable.pop(rel, None)
+        self._volatile.pop(rel, None)
         p = self.path(rel)
         if p.exists():
             p.unlink()
@@ -221,7 +246,9 @@ class Disk:
     # ---- faults and snapshots ---------------------------------------------
     def crash(self, prefix: str = "") -> list[tuple[str, int, int]]:
         """Power loss under ``prefix``: every file written since its last fsync falls
-        back to its durable size. Returns ``(path, size before, size after)``."""
+        back to its durable size, and unsynced writes into preallocated zeros become zeros
+        again. Returns ``(path, size before, size after)`` (for the latter: where the lost
+        data ended and where it began)."""
         prefix = self.check(prefix) + "/" if prefix else ""
         lost = []
         for rel in sorted(k for k in self._durable if k.startswith(prefix)):
@@ -233,6 +260,14 @@ class Disk:
                 if before > durable:
                     os.truncate(p, durable)
                     lost.append((rel, before, durable))
+        for rel in sorted(k for k in self._volatile if k.startswith(prefix)):
+            lo, hi = self._volatile.pop(rel)
+            p = self.path(rel)
+            size = p.stat().st_size if p.exists() else 0
+            if lo < min(hi, size):
+                fd = self._fd(rel)
+                os.pwrite(fd, bytes(min(hi, size) - lo), lo)
+                lost.append((rel, min(hi, size), lo))
         for rel in [k for k in self._handles if k.startswith(prefix)]:
             self._close(rel)
         return lost
@@ -250,8 +285,14 @@ class Disk:
                 yield os.path.relpath(os.path.join(dirpath, name), self.root).replace(os.sep, "/")
 
     def usage_bytes(self, rel: str = "") -> int:
-        """Bytes of every file below ``rel`` (apparent sizes). Quotas ask this after every
+        """What the files and directories below ``rel`` take on disk, for quotas: each counts
+        its allocated blocks (what ``du`` reports: ``st_blocks * 512``) or its length rounded
+        up to whole blocks, whichever is larger. So preallocated bytes count in full even
+        while the file system keeps them as holes (a preallocated index is sparse), and a
+        100-byte checkpoint counts the block it occupies. When preallocation is small (the
+        sandboxes' ``segment.index.bytes``) this equals ``du``. Quotas ask this after every
         command, so it walks with scandir instead of building paths."""
+        block = self._block_size()
         total = 0
         stack = [str(self.path(rel)) if rel else str(self.root)]
         while stack:
@@ -259,9 +300,17 @@ class Disk:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
                     elif entry.is_file(follow_symlinks=False):
-                        total += entry.stat(follow_symlinks=False).st_size
+                        st = entry.stat(follow_symlinks=False)
+                        total += max(st.st_blocks * 512, -(-st.st_size // block) * block)
         return total
+
+    def _block_size(self) -> int:
+        size = getattr(self, "_block", None)
+        if size is None:
+            size = self._block = os.statvfs(self.root).f_bsize or 4096
+        return size
 
     def list_files(self, rel: str) -> list[tuple[str, int]]:
         """``(name, size)`` of the files directly in ``rel``, sorted by name."""
@@ -314,14 +363,19 @@ class Disk:
             with open(p, "wb") as fh:
                 fh.write(image.data)
                 fh.truncate(image.size)
+                if self.allocate and image.size > len(image.data):
+                    _fallocate(fh.fileno(), len(image.data), image.size - len(image.data))
         self._durable = dict(durable or {})
 
     def __getstate__(self) -> dict:
-        return {"root": str(self.root), "_durable": dict(self._durable)}
+        return {"root": str(self.root), "_durable": dict(self._durable), "allocate": self.allocate,
+                "_volatile": dict(self._volatile)}
 
     def __setstate__(self, state: dict) -> None:
+        self.allocate = state.get("allocate", False)
         self.root = Path(state["root"])
         self._durable = state["_durable"]
+        self._volatile = state.get("_volatile", {})
         self._handles = {}
         self._checked = set()
         self._paths = {}
@@ -330,4 +384,14 @@ class Disk:
         try:
             self.close_all()
         except Exception:
+            pass
+
+
+def _fallocate(fd: int, offset: int, length: int) -> None:
+    """Allocate blocks for ``[offset, offset + length)`` where the platform can (the file is
+    already that long; on a file system without fallocate it simply stays sparse)."""
+    if hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(fd, offset, length)
+        except OSError:
             pass

@@ -8,6 +8,7 @@ programmer errors are assertions.
     ├── InvalidRequestError                 (42) a malformed or impossible command
     ├── CorruptRecordError                  (2)  bad CRC, magic, length or truncation in a batch
     ├── InvalidRecordError                  (87) a batch the leader refuses (empty, bad counts)
+    ├── InvalidTimestampError               (32) a CreateTime timestamp outside message.timestamp.*.max.ms
     ├── RecordTooLargeError                 (10) larger than max.message.bytes / segment.bytes
     ├── OffsetOutOfRangeError               (1)  an offset outside [log start offset, log end offset]
     ├── UnknownTopicOrPartitionError        (3)
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 __all__ = [
     "KafkaError", "InvalidTopicError", "InvalidConfigError", "InvalidRequestError",
-    "CorruptRecordError", "InvalidRecordError", "RecordTooLargeError", "OffsetOutOfRangeError",
+    "CorruptRecordError", "InvalidRecordError", "InvalidTimestampError", "RecordTooLargeError", "OffsetOutOfRangeError",
     "UnknownTopicOrPartitionError", "LeaderNotAvailableError", "NotLeaderOrFollowerError",
     "RequestTimedOutError", "NotEnoughReplicasError", "NotEnoughReplicasAfterAppendError",
     "BrokerNotAvailableError", "KafkaStorageError", "CorruptIndexError", "CorruptCheckpointError",
@@ -62,6 +63,10 @@ class CorruptRecordError(KafkaError):
 
 class InvalidRecordError(KafkaError):
     code, name = 87, "INVALID_RECORD"
+
+
+class InvalidTimestampError(KafkaError):
+    code, name = 32, "INVALID_TIMESTAMP"
 
 
 class RecordTooLargeError(KafkaError):

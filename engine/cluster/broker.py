@@ -4,11 +4,13 @@ partition replicas, its periodic tasks and its network endpoint.
 Log directory layout (reference §1.1)::
 
     broker-<id>/
+      meta.properties                    version=1, node.id, directory.id, cluster.id (see log_dir.py)
       .kafka_cleanshutdown               {"version":0,"brokerEpoch":N}, only after a clean shutdown
       recovery-point-offset-checkpoint   "topic partition offset" lines (text format §1.2)
       replication-offset-checkpoint      "topic partition high-watermark" lines
       log-start-offset-checkpoint        "topic partition log-start-offset" lines
-      <topic>-<partition>/               one Log each (segments, indexes, leader-epoch-checkpoint)
+      <topic>-<partition>/               one Log each (segments, indexes, leader-epoch-checkpoint,
+                                         partition.metadata with the topic id)
 
 A hard crash drops every in-memory object (the Logs, the replica states, timers) and,
 with ``power_loss``, calls ``disk.crash("broker-<id>")`` so un-fsynced bytes vanish. A
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
 
+from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
 from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
 from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -96,13 +99,25 @@ class Broker:
     # ---- lifecycle -----------------------------------------------------------------
     def start(self, restart: bool) -> None:
         self.disk.mkdir(self.dir)
+        meta, written = ensure_meta_properties(self.disk, self.dir, self.cluster, self.id, self.scheduler.now_ms())
+        check_partition_dirs(self.disk, self.dir, self.cluster, [
+            (name, parsed[0]) for name in self.disk.listdir(self.dir)
+            if (parsed := parse_partition_dir(name)) is not None and parsed[0] in self.cluster.controller.topics])
+        if written:
+            self.events.emit(CheckpointWritten(self.id, META_PROPERTIES, [
+                ["node.id", meta.node_id], ["directory.id", meta.directory_id], ["version", meta.version],
+                ["cluster.id", meta.cluster_id]]))
         self.incarnation += 1
         self.alive = True
         self.started_ms = self.scheduler.now_ms()
         marker = f"{self.dir}/{CLEAN_SHUTDOWN_FILE}"
         clean = self.disk.exists(marker)
         self.events.emit(BrokerStarted(self.id, self.incarnation, restart, clean))
-        self.load_logs()
+        self._clean_start = clean
+        try:
+            self.load_logs()
+        finally:
+            self._clean_start = False
         if clean:
             # The marker is only valid for one start: a crash after this must recover.
             self.disk.delete(marker)
@@ -129,9 +144,12 @@ class Broker:
     def open_log(self, topic: str, partition: int, recovery_point: int = 0, log_start_offset: int | None = None,
                  high_watermark: int | None = None) -> Any:
         from engine.log.log import Log
-        return Log(self.disk, f"{self.dir}/{topic}-{partition}", topic, partition, self.log_config(topic),
-                   self.scheduler, self.events, broker=self.id, recovery_point=recovery_point,
-                   log_start_offset=log_start_offset, high_watermark=high_watermark, rng=self.cluster.rng)
+        log = Log(self.disk, f"{self.dir}/{topic}-{partition}", topic, partition, self.log_config(topic),
+                  self.scheduler, self.events, broker=self.id, recovery_point=recovery_point,
+                  log_start_offset=log_start_offset, high_watermark=high_watermark, rng=self.cluster.rng,
+                  clean_shutdown=getattr(self, "_clean_start", False))
+        ensure_partition_metadata(self.disk, log.dir, self.cluster, topic)
+        return log
 
     def load_logs(self) -> None:
         recovery = {(t, p): o for t, p, o in self.checkpoint(RECOVERY_CHECKPOINT).read()}

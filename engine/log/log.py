@@ -29,6 +29,7 @@ from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, Tim
 from .events import (BatchAppended, IndexEntryWritten, IndexProbe, IndexTrimmed, LogClosed, LogFlushed,
                      LogStartOffsetChanged, LogTruncated, LookupFinished, LookupScan, LookupSegment,
                      LookupStarted, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from ..records.validation import check_record_timestamps, validate_client_batches
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
 from .recovery import LogRecovery
@@ -89,7 +90,7 @@ class Log(LogRecovery, LogRetention):
     def __init__(self, disk: Disk, dir_rel: str, topic: str, partition: int, config: LogConfig,
                  scheduler: Scheduler, events: EventLog, *, broker: int | None = None, recovery_point: int = 0,
                  hw_follows_leo: bool = False, schedule_tasks: bool = True, log_start_offset: int | None = None,
-                 high_watermark: int | None = None, rng: Any = None) -> None:
+                 high_watermark: int | None = None, rng: Any = None, clean_shutdown: bool = False) -> None:
         self.disk = disk
         self.dir = disk.check(dir_rel)
         self.topic = topic
@@ -112,6 +113,7 @@ class Log(LogRecovery, LogRetention):
         self._closed = False
         self.leader_epoch_cache = LeaderEpochFileCache(disk, f"{self.dir}/{LEADER_EPOCH_CHECKPOINT}",
                                                        events=events, ident=self._ident)
+        self.had_clean_shutdown = clean_shutdown   # Kafka skips recovery after a clean shutdown
         self._load(recovery_point, log_start_offset, high_watermark)
         if schedule_tasks:
             self._schedule_tasks()
@@ -176,13 +178,10 @@ class Log(LogRecovery, LogRetention):
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = self._log_end_offset
         if isinstance(records, (bytes, bytearray, memoryview)):
-            parsed = self._parse(bytes(records))
+            sent = bytes(records)
+            records, parsed = validate_client_batches(sent, self.config, now, self.name, self._parse(sent))
             out = []
             for pos, h in parsed:
-                if h.records_count != h.last_offset_delta + 1 or h.records_count < 1:
-                    raise InvalidRecordError(
-                        f"batch at position {pos} declares {h.records_count} records but lastOffsetDelta "
-                        f"{h.last_offset_delta}")
                 b = with_offset_and_epoch(bytes(records[pos:pos + h.size_in_bytes]), offset, leader_epoch)
                 if append_time:
                     b = with_log_append_time(b, now)
@@ -190,6 +189,7 @@ class Log(LogRecovery, LogRetention):
                 offset += h.last_offset_delta + 1
             data = b"".join(out)
         else:
+            check_record_timestamps((getattr(r, "timestamp", None) for r in records), self.config, now, self.name)
             data = build_batch(records, base_offset=offset, compression=compression,
                                timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
                                now_ms=now, partition_leader_epoch=leader_epoch)

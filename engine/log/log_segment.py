@@ -55,6 +55,7 @@ class LogSegment:
         self.dir = dir_rel
         self.base_offset = base_offset
         self.index_interval_bytes = config.index_interval_bytes
+        self.preallocate = config.preallocate   # .log made segment.bytes long at creation (Kafka's initFileSize)
         self.log_rel = f"{dir_rel}/{segment_file_name(base_offset)}"
         self.offset_index = OffsetIndex(disk, f"{dir_rel}/{segment_file_name(base_offset, '.index')}",
                                         base_offset, config.segment_index_bytes)
@@ -80,6 +81,8 @@ class LogSegment:
             disk.touch(rel)
         seg.offset_index.preallocate()
         seg.time_index.preallocate()
+        if config.preallocate:
+            disk.truncate(seg.log_rel, config.segment_bytes)
         return seg
 
     @classmethod
@@ -109,7 +112,7 @@ class LogSegment:
     # ---- appending -----------------------------------------------------------
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
-        pos = self.disk.append(self.log_rel, data)
+        pos = self._write_log(data, self.size)
         out = (pos,) + self._account(pos, header, len(data), now_ms, True)
         self.offset_index.sync()
         self.time_index.sync()
@@ -123,7 +126,7 @@ class LogSegment:
 
     def write(self, data) -> None:
         """Append bytes previously accounted for with :meth:`reserve`."""
-        pos = self.disk.append(self.log_rel, data)
+        pos = self._write_log(data, self.size - len(data))
         assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
         self.offset_index.sync()
         self.time_index.sync()
@@ -168,7 +171,17 @@ class LogSegment:
         for idx in (self.offset_index, self.time_index):
             before, after = idx.trim()
             out.append((idx.KIND, idx.entries, before, after))
+        if self.preallocate and self.disk.size(self.log_rel) > self.size:
+            self.disk.truncate(self.log_rel, self.size)   # Kafka's FileRecords.trim()
         return out
+
+    def _write_log(self, data, pos: int) -> int:
+        """Write batch bytes at ``pos``, the end of the valid data: past the file's end, or
+        into the zeros of a preallocated .log."""
+        if self.preallocate:
+            self.disk.write_at(self.log_rel, pos, data, into_preallocated=True)
+            return pos
+        return self.disk.append(self.log_rel, data)
 
     def on_become_active(self) -> None:
         self.offset_index.preallocate()

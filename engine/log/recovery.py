@@ -3,9 +3,10 @@
 1. Remove leftovers: ``*.deleted`` (deletion was scheduled), ``*.cleaned`` / ``*.swap`` (an
    abandoned clean), ``*.tmp`` (a half-written checkpoint), and index files without a ``.log``.
 2. Load segments from the ``.log`` file names (20-digit base offsets).
-3. Every segment holding offsets at or after the recovery point is re-read batch by batch (CRC
-   checked); a torn or corrupt tail is cut and every later segment deleted; its indexes are
-   rebuilt with the append rule. Segments below the recovery point keep their indexes unless
+3. After a clean shutdown nothing is re-read: the active segment's end comes from its batch
+   headers and every index is loaded. Otherwise every segment holding offsets at or after
+   the recovery point is re-read batch by batch (CRC checked); a torn or corrupt tail is cut
+   and every later segment deleted; its indexes are rebuilt with the append rule. Segments below the recovery point keep their indexes unless
    an index is missing, has a length that is not a multiple of its entry size, is not strictly
    increasing, or points past the log — then it is rebuilt too.
 4. The leader-epoch cache is reloaded from its checkpoint (and from the recovered batches) and
@@ -13,7 +14,7 @@
 """
 from __future__ import annotations
 
-from ..errors import CorruptIndexError
+from ..errors import CorruptIndexError, CorruptRecordError
 from .events import IndexRebuilt, LeftoverRemoved, RecoveryFinished, RecoveryStarted, RecoveryTruncated
 from .log_segment import LogSegment
 
@@ -49,7 +50,10 @@ class LogRecovery:
             segments.append(seg)
             nxt = bases[i + 1] if i + 1 < len(bases) else None
             truncated = False
-            if nxt is None or nxt > recovery_point:
+            clean = getattr(self, "had_clean_shutdown", False)
+            if nxt is None and clean:
+                truncated = self._load_clean_active(seg)
+            elif not clean and (nxt is None or nxt > recovery_point):
                 truncated = self._recover_segment(seg, nxt, "unflushed: at or after the recovery point")
             else:
                 try:
@@ -91,6 +95,18 @@ class LogRecovery:
         self.recovery_point = min(max(recovery_point, self._segments[0].base_offset), leo)
         self.flush()
         self._emit(RecoveryFinished(*ident, self.log_start_offset, leo, list(self._bases)))
+
+    def _load_clean_active(self, seg: LogSegment) -> bool:
+        """After a clean shutdown Kafka recovers nothing: the active segment's end is read from
+        its batch headers and its (trimmed) indexes are loaded; only if they fail the sanity
+        check is the segment recovered after all."""
+        try:
+            seg.reload_stats()
+            seg.load_indexes(seg.next_offset)
+            seg.last_modified_ms = self._now()
+            return False
+        except (CorruptIndexError, CorruptRecordError) as exc:
+            return self._recover_segment(seg, None, str(exc))
 
     def _recover_segment(self, seg: LogSegment, next_base: int | None, reason: str) -> bool:
         """Re-read ``seg``, cut an invalid tail, rebuild its indexes. True if bytes were cut."""

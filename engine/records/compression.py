@@ -32,7 +32,7 @@ from engine.errors import CorruptRecordError
 
 __all__ = [
     "CompressionType", "compress", "decompress",
-    "snappy_xerial_encode", "snappy_decode", "XERIAL_MAGIC",
+    "snappy_xerial_encode", "snappy_decode", "XERIAL_MAGIC", "decompress_capped", "DecompressedTooLarge",
 ]
 
 
@@ -135,3 +135,124 @@ def decompress(codec: int, data) -> bytes:
         name = CompressionType(codec).name.lower()
         raise CorruptRecordError(f"{name} record section does not decompress: {exc}") from exc
     raise CorruptRecordError(f"unknown compression codec {codec} (Kafka knows 0-4)")
+
+
+_DECODE_ERRORS = (OSError, EOFError, zlib.error, RuntimeError, ValueError, zstandard.ZstdError,
+                  cramjam.DecompressionError)
+
+
+class DecompressedTooLarge(Exception):
+    """Raised by :func:`decompress_capped` when the output would pass its limit."""
+
+    def __init__(self, codec: int, limit: int) -> None:
+        self.codec, self.limit = codec, limit
+        super().__init__(f"{CompressionType(codec).name.lower()} record section inflates past {limit} bytes")
+
+
+def decompress_capped(codec: int, data, limit: int) -> bytes:
+    """Like :func:`decompress`, but never produces (or allocates) more than ``limit`` bytes:
+    streams gzip, lz4 and zstd with an output bound, and checks each snappy block's declared
+    length before inflating it. :class:`DecompressedTooLarge` past the limit,
+    :class:`CorruptRecordError` for bytes that do not decode."""
+    capped = _CAPPED.get(codec)
+    if capped is None:                       # none, or an unknown codec: decompress words it
+        out = decompress(codec, data)
+        if len(out) > limit:
+            raise DecompressedTooLarge(codec, limit)
+        return out
+    try:
+        return capped(data, limit)
+    except (CorruptRecordError, DecompressedTooLarge):
+        raise
+    except _DECODE_ERRORS as exc:
+        raise CorruptRecordError(
+            f"{CompressionType(codec).name.lower()} record section does not decompress: {exc}") from exc
+
+
+_STEP = 64 * 1024   # output per streaming step: a refusal holds at most the cap plus one step
+
+
+def _take(out: bytearray, chunk: bytes, codec: int, limit: int) -> None:
+    """Add a decompressed chunk, refusing before the copy when it would pass the limit."""
+    if len(out) + len(chunk) > limit:
+        raise DecompressedTooLarge(codec, limit)
+    out += chunk
+
+
+def _gzip_capped(data: bytes, limit: int) -> bytes:
+    out = bytearray()
+    while True:  # one pass per gzip member
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending = data
+        while not d.eof:
+            chunk = d.decompress(pending, _STEP)
+            pending = d.unconsumed_tail
+            if not chunk and not pending:
+                break
+            _take(out, chunk, 1, limit)
+        if not d.eof:
+            raise CorruptRecordError("gzip record section does not decompress: the stream ends early")
+        data = d.unused_data
+        if not data.strip(b"\0"):
+            return bytes(out)
+
+
+def _snappy_declared_length(block) -> int:
+    """The uncompressed length a raw snappy block starts with (an unsigned varint)."""
+    n = shift = 0
+    for i in range(min(len(block), 5)):
+        b = block[i]
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return n
+        shift += 7
+    raise CorruptRecordError("snappy record section does not decompress: bad length preamble")
+
+
+def _snappy_capped(data, limit: int) -> bytes:
+    view = memoryview(data)
+    if len(view) >= 16 and bytes(view[:8]) == XERIAL_MAGIC:
+        total, pos, end = 0, 16, len(view)
+        while pos + 4 <= end:
+            (n,) = _INT32.unpack_from(view, pos)
+            if n < 0 or pos + 4 + n > end:
+                break  # snappy_decode words the error
+            total += _snappy_declared_length(view[pos + 4:pos + 4 + n])
+            if total > limit:
+                raise DecompressedTooLarge(2, limit)
+            pos += 4 + n
+    elif _snappy_declared_length(view) > limit:
+        raise DecompressedTooLarge(2, limit)
+    return snappy_decode(view)
+
+
+def _lz4_capped(data: bytes, limit: int) -> bytes:
+    out = bytearray()
+    while data:  # one pass per frame
+        d = lz4.frame.LZ4FrameDecompressor()
+        _take(out, d.decompress(data, max_length=_STEP), 3, limit)
+        while not d.eof and not d.needs_input:
+            _take(out, d.decompress(b"", max_length=_STEP), 3, limit)
+        if not d.eof:
+            raise CorruptRecordError("lz4 record section does not decompress: the frame ends early")
+        data = d.unused_data
+    return bytes(out)
+
+
+def _zstd_capped(data: bytes, limit: int) -> bytes:
+    # The stream reader bounds the output but says nothing of a truncated frame; once the
+    # size is known to be within the limit, decompressobj (per frame) checks the end.
+    if len(_zstd_decompressor.stream_reader(data, read_across_frames=True).read(limit + 1)) > limit:
+        raise DecompressedTooLarge(4, limit)
+    out = bytearray()
+    while data:
+        d = _zstd_decompressor.decompressobj()
+        out += d.decompress(data)
+        if not d.eof:
+            raise CorruptRecordError("zstd record section does not decompress: the frame ends early")
+        data = d.unused_data
+    return bytes(out)
+
+
+_CAPPED = {1: lambda d, n: _gzip_capped(bytes(d), n), 2: _snappy_capped, 3: lambda d, n: _lz4_capped(bytes(d), n),
+           4: lambda d, n: _zstd_capped(bytes(d), n)}

@@ -41,6 +41,9 @@ LESSON_SCENARIOS = ("kip101-data-loss", "kip101-divergence")
 TRUNCATIONS = ("hw", "epoch")
 BROKERS = 3           # the scenarios' cluster: broker 0 hosts the controller, 1 and 2 the partition
 TOPIC, PARTITION = "t", 0
+# Index files are preallocated sparse, as Kafka does; at Kafka's 10 MiB each, four of them
+# made a run look like 40 MiB on disk. One block each keeps ls, du and quotas in step.
+SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
 MAX_FREE_COMMANDS = 60  # keeps one sandbox's snapshots (one per step, ~30 KB each) bounded
 
 TRUNCATION_LABELS = {"hw": "high-watermark truncation (before Kafka 0.11)",
@@ -108,7 +111,8 @@ class ReplicationSandbox(SandboxKind):
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
         self.script = [command_to_dict(parse_command(c)) for c in self.scenario.commands()]
-        run = Run(self.scenario.seed, make_config(self.scenario.config, truncation=truncation), str(run_dir),
+        run = Run(self.scenario.seed, make_config({**SANDBOX_LOG_CONFIG, **self.scenario.config},
+                                                  truncation=truncation), str(run_dir),
                   snapshot_every=1)
         # The scenario is the run's future: redo() steps through it, apply() replaces it.
         run.queue(self.script)

@@ -60,7 +60,9 @@ class SegmentsSandbox(SandboxKind):
                  listener: Callable[[Envelope], None] | None = None) -> None:
         super().__init__(data_dir, seed=seed, limits=limits, listener=listener)
         self.config = LogConfig().replace(**LESSON_CONFIG)
-        self.disk = Disk(data_dir)
+        # Preallocated index bytes take real blocks here, so the quota (which counts them) and
+        # `du` agree; segment.index.bytes above keeps them to one block per index.
+        self.disk = Disk(data_dir, allocate=True)
         self.messages_sent = 0
         self.rolls = {p: 0 for p in range(PARTITIONS)}
         self.segments_deleted = 0

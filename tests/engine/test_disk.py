@@ -84,3 +84,37 @@ def test_restore_brings_back_empty_directories(disk):
     disk.restore(images)
     disk.write_atomic("broker-0/replication-offset-checkpoint", b"0\n0\n")
     assert disk.read_all("broker-0/replication-offset-checkpoint") == b"0\n0\n"
+
+
+def test_usage_counts_preallocated_bytes_even_as_holes(tmp_path):
+    disk = Disk(tmp_path)
+    disk.mkdir("p")
+    disk.append("p/a.index", b"x" * 8)
+    disk.truncate("p/a.index", 1 << 20)            # preallocated the sparse way, as Kafka does
+    st = os.stat(tmp_path / "p" / "a.index")
+    assert st.st_blocks * 512 < 1 << 20           # du sees a hole
+    assert disk.usage_bytes() >= 1 << 20           # the quota does not
+
+
+def test_allocating_disk_makes_du_equal_the_quota(tmp_path):
+    disk = Disk(tmp_path, allocate=True)
+    disk.mkdir("p")
+    disk.append("p/a.log", b"x" * 100)
+    disk.append("p/b.index", b"y" * 8)
+    disk.truncate("p/b.index", 256 * 1024)
+    du = sum(os.lstat(os.path.join(d, n)).st_blocks * 512
+             for d, dirs, files in os.walk(tmp_path) for n in dirs + files)
+    assert disk.usage_bytes() == du
+    assert disk.read("p/b.index", 0, 9) == b"y" * 8 + b"\0"
+
+
+def test_restore_keeps_preallocation_allocated(tmp_path):
+    disk = Disk(tmp_path / "a", allocate=True)
+    disk.mkdir("p")
+    disk.append("p/b.index", b"y" * 8)
+    disk.truncate("p/b.index", 64 * 1024)
+    images = disk.capture()
+    other = Disk(tmp_path / "b", allocate=True)
+    other.restore(images)
+    assert os.stat(tmp_path / "b" / "p" / "b.index").st_blocks * 512 >= 64 * 1024
+    assert other.usage_bytes() == disk.usage_bytes()

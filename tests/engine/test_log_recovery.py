@@ -193,3 +193,30 @@ def test_active_indexes_preallocated_after_open(tmp_path):
     reopened = open_log(disk)
     seg = reopened.active_segment
     assert disk.size(seg.offset_index.rel) == seg.offset_index.max_size_bytes
+
+
+def test_after_a_clean_shutdown_nothing_is_recovered(tmp_path):
+    disk = Disk(tmp_path)
+    log = open_log(disk)
+    fill(log, 40)
+    log.close()
+    again = open_log(disk, clean_shutdown=True, recovery_point=log.log_end_offset)
+    assert not again.events.of_kind("index_rebuilt") and not again.events.of_kind("recovery_truncated")
+    assert again.log_end_offset == 40 and [r.offset for r in again.records()] == list(range(40))
+    fill(again, 5)                     # appends go on with the same index rule
+    reference = open_log(Disk(tmp_path / "ref"))
+    fill(reference, 40)
+    fill(reference, 5)
+    assert snapshot(again) == snapshot(reference)
+
+
+def test_a_clean_start_with_a_broken_index_still_rebuilds_it(tmp_path):
+    disk = Disk(tmp_path)
+    log = open_log(disk)
+    fill(log, 40)
+    log.close()
+    active = log.segments[-1]
+    disk.truncate(active.offset_index.rel, disk.size(active.offset_index.rel) + 3)
+    again = open_log(disk, clean_shutdown=True, recovery_point=log.log_end_offset)
+    assert [e.segment for e in again.events.of_kind("index_rebuilt")] == [active.base_offset] * 2
+    assert again.log_end_offset == 40
