@@ -9,6 +9,7 @@ entries, which the sanity check rejects (entries must be strictly increasing).
 """
 from __future__ import annotations
 
+import bisect
 import struct
 from typing import Callable
 
@@ -17,7 +18,8 @@ from ..errors import CorruptIndexError
 
 __all__ = ["Index", "ProbeFn"]
 
-#: ``probe(low, high, mid, entry_offset, entry_value, went)`` — one binary-search step.
+#: ``probe(low, high, mid, entry_key, entry_value, went)`` — one binary-search step; the key is the
+#: searched column (offset in ``.index``, timestamp in ``.timeindex``), the value the other one.
 ProbeFn = Callable[[int, int, int, int, int, str], None]
 
 
@@ -136,9 +138,12 @@ class Index:
 
     def floor(self, target: int, probe: ProbeFn | None = None) -> int:
         """Index of the largest entry whose key is <= ``target`` by binary search, or -1.
-        ``probe`` is called once per step."""
+        ``probe`` is called once per step (the same search, walked in Python to report it)."""
         keys = self.keys
+        if probe is None:
+            return bisect.bisect_right(keys, target) - 1
         lo, hi, best = 0, len(keys) - 1, -1
+        values = self.values
         while lo <= hi:
             mid = (lo + hi) // 2
             k = keys[mid]
@@ -148,8 +153,7 @@ class Index:
                 went, best = "right", mid
             else:
                 went = "left"
-            if probe is not None:
-                self._report(probe, lo, hi, mid, went)
+            probe(lo, hi, mid, k, values[mid], went)
             if went == "hit":
                 break
             if went == "right":
@@ -157,9 +161,6 @@ class Index:
             else:
                 hi = mid - 1
         return best
-
-    def _report(self, probe: ProbeFn, lo: int, hi: int, mid: int, went: str) -> None:
-        raise NotImplementedError
 
     def _truncate_entries(self, n: int) -> None:
         """Keep the first ``n`` entries; zero the bytes of the dropped ones so the unused tail of
