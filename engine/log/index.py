@@ -1,5 +1,12 @@
 """What the offset index and the time index share: a file of fixed-size big-endian entries,
-kept in memory as two parallel lists and written through to the file via :class:`Disk`.
+kept in memory as two parallel lists and written to the file via :class:`Disk`.
+
+New entries are buffered: lookups see them at once (they search the lists), and they reach
+the file with one write at the next :meth:`Index.sync` — when the segment rolls, is flushed,
+is closed or truncated — much as Kafka's writes into an mmap'd index cost nothing per append
+and reach the disk when the page cache is flushed. A crash loses unsynced entries, just as it
+loses an unflushed mmap; the segments that can be missing them are those at or after the
+recovery point, whose indexes recovery rebuilds.
 
 While its segment is active an index file is *preallocated*: extended with zeros to
 ``floor(segment_index_bytes / entry_size) * entry_size`` bytes. When the segment rolls, and on a
@@ -64,8 +71,7 @@ class Index:
         return self.disk.size(self.rel)
 
     def sync(self) -> None:
-        """Write the entries appended since the last sync with one write (the log calls this
-        once per append, so a follower append of many batches costs one index write)."""
+        """Write the entries appended since the last sync with one write."""
         start = self._unwritten_from
         if start is None:
             return

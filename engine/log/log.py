@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ..clock import Scheduler
 from ..config import LONG_MAX, LogConfig
@@ -23,8 +23,8 @@ from ..disk import Disk
 from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestError, OffsetOutOfRangeError,
                       RecordTooLargeError)
 from ..events import EventLog
-from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, TimestampType, build_batch,
-                       decode_batch, read_header, scan_valid, verify_crc, with_log_append_time,
+from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, TimestampType, decode_batch,
+                       encode_batch, read_header, scan_valid, verify_crc, with_log_append_time,
                        with_offset_and_epoch)
 from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
                      LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
@@ -41,10 +41,10 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 
 
-@dataclass(frozen=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """Result of an append. ``position``/``segment`` are where the first batch went;
-    ``log_append_time`` is -1 unless the topic uses LogAppendTime."""
+    ``log_append_time`` is -1 unless the topic uses LogAppendTime. (A named tuple: one is made
+    per append.)"""
 
     first_offset: int
     last_offset: int
@@ -188,11 +188,14 @@ class Log(LogRecovery, LogRetention):
                 out.append(b)
                 offset += h.last_offset_delta + 1
             data = b"".join(out)
+            parsed = self._parse(data)
         else:
-            data = build_batch(records, base_offset=offset, compression=compression,
-                               timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
-                               now_ms=now, partition_leader_epoch=leader_epoch)
-        info = self._append(data, self._parse(data), now, now if append_time else -1)
+            data, header = encode_batch(
+                records, base_offset=offset, compression=compression,
+                timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
+                now_ms=now, partition_leader_epoch=leader_epoch)
+            parsed = self._check_sizes([(0, header)])   # built here: nothing to parse or CRC-check again
+        info = self._append(data, parsed, now, now if append_time else -1)
         if leader_epoch >= 0 and (self.leader_epoch_cache.latest_epoch is None
                                   or leader_epoch > self.leader_epoch_cache.latest_epoch):
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
@@ -232,6 +235,9 @@ class Log(LogRecovery, LogRetention):
             if scan.error is not None or scan.valid_bytes != len(data):
                 raise CorruptRecordError(f"{self.name}: {scan.error or 'trailing bytes'} (append of {len(data)} bytes)")
             headers = scan.headers
+        return self._check_sizes(headers)
+
+    def _check_sizes(self, headers: list[tuple[int, BatchHeader]]) -> list[tuple[int, BatchHeader]]:
         cfg = self.config
         for pos, h in headers:
             size = h.batch_length + 12
@@ -247,6 +253,8 @@ class Log(LogRecovery, LogRetention):
         """Append validated batches. Each batch is its own segment append for roll checks and the
         index rule (so a rebuilt index equals the original), but consecutive batches that land in
         the same segment are written with one write, as Kafka writes one append."""
+        if len(parsed) == 1:
+            return self._append_one(data, parsed[0][1], now, log_append_time)
         first_pos = first_seg = None
         max_ts, count = -1, 0
         ident = self._ident
@@ -294,6 +302,38 @@ class Log(LogRecovery, LogRetention):
         h0 = parsed[0][1]
         return LogAppendInfo(h0.base_offset, self._log_end_offset - 1, max_ts, first_pos, len(data), first_seg,
                              count, h0.partition_leader_epoch, log_append_time)
+
+    def _append_one(self, data: bytes, h: BatchHeader, now: int, log_append_time: int) -> LogAppendInfo:
+        """:meth:`_append` of a single batch (the common case), without the grouping."""
+        size = len(data)
+        seg = self._segments[-1]
+        roll = self._roll_reason(seg, size, h, now)
+        if roll is not None:
+            seg = self._roll(roll[0], roll[1], h.base_offset)
+        pos, wrote_o, wrote_t = seg.reserve(h, size, now)
+        seg.write(data)
+        base, delta, epoch = h.base_offset, h.last_offset_delta, h.partition_leader_epoch
+        last = base + delta
+        self._log_end_offset = last + 1
+        ident, emit, seg_base = self._ident, self.events.emit, seg.base_offset
+        emit(BatchAppended(*ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch))
+        if wrote_o:
+            oi = seg.offset_index
+            emit(IndexEntryWritten(*ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None, len(oi.keys)))
+        if wrote_t:
+            ti = seg.time_index
+            emit(IndexEntryWritten(*ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys)))
+        if epoch >= 0:
+            cache = self.leader_epoch_cache
+            latest = cache.latest_epoch
+            if latest is None or epoch > latest:
+                cache.assign(epoch, base)
+        if self.hw_follows_leo:
+            self.high_watermark = last + 1
+        if last + 1 - self.recovery_point >= self.config.flush_interval_messages:
+            self.flush()
+        return LogAppendInfo(base, last, h.max_timestamp, pos, size, seg_base, h.records_count, epoch,
+                             log_append_time)
 
     def _write_group(self, seg: LogSegment, data: bytes, view, start: int, end: int, group: list) -> None:
         """Write the reserved bytes, then emit their events and move the epoch cache."""

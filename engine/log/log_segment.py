@@ -115,10 +115,7 @@ class LogSegment:
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
         pos = self.disk.append(self.log_rel, data)
-        out = (pos,) + self._account(pos, header, len(data), now_ms, True)
-        self.offset_index.sync()
-        self.time_index.sync()
-        return out
+        return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
         """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
@@ -130,8 +127,6 @@ class LogSegment:
         """Append bytes previously accounted for with :meth:`reserve`."""
         pos = self.disk.append(self.log_rel, data)
         assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
-        self.offset_index.sync()
-        self.time_index.sync()
 
     def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
         """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""

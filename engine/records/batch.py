@@ -47,7 +47,7 @@ __all__ = [
     "CompressionType", "TimestampType", "Header", "SimpleRecord", "Record", "BatchHeader",
     "RecordBatch", "ValidPrefix", "BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
-    "build_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
+    "build_batch", "encode_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
     "with_offset_and_epoch", "with_log_append_time",
     "ControlRecordType", "EndTransactionMarker", "build_end_txn_marker", "read_end_txn_marker",
 ]
@@ -363,13 +363,20 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
     return join(parts), base_ts, max_ts
 
 
-def build_batch(records: Iterable, *, base_offset: int = 0,
+def build_batch(records: Iterable, **options) -> bytes:
+    """Encode ``records`` (SimpleRecord-like: value, key, timestamp, headers) as one v2 batch.
+    Options as :func:`encode_batch`, which also returns the header it wrote."""
+    return encode_batch(records, **options)[0]
+
+
+def encode_batch(records: Iterable, *, base_offset: int = 0,
                 compression: CompressionType | int = CompressionType.NONE,
                 timestamp_type: TimestampType | int = TimestampType.CREATE_TIME, now_ms: int = 0,
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
                 base_sequence: int = NO_SEQUENCE, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                is_transactional: bool = False, is_control: bool = False) -> bytes:
-    """Encode ``records`` (SimpleRecord-like: value, key, timestamp, headers) as one v2 batch.
+                is_transactional: bool = False, is_control: bool = False) -> tuple[bytes, BatchHeader]:
+    """Encode ``records`` (SimpleRecord-like: value, key, timestamp, headers) as one v2 batch;
+    returns its bytes and its header (so a caller never parses what it just built).
 
     Offset deltas are 0..n-1; records without a timestamp get ``now_ms``. With
     LogAppendTime, maxTimestamp is ``now_ms`` (what a broker stamps). The record section is
@@ -395,16 +402,18 @@ def build_batch(records: Iterable, *, base_offset: int = 0,
         section = compress(codec, section)
     out = bytearray(BATCH_OVERHEAD)
     out += section
+    values = [base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes, n - 1, base_ts,
+              max_ts, producer_id, producer_epoch, base_sequence, n]
     try:
-        _HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-                          attributes, n - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, n)
+        _HEADER.pack_into(out, 0, *values)
     except struct.error as exc:
         raise InvalidRecordError(
             f"batch field out of range (base_offset={base_offset}, partition_leader_epoch={partition_leader_epoch}, "
             f"base_timestamp={base_ts}, max_timestamp={max_ts}, producer_id={producer_id}, "
             f"producer_epoch={producer_epoch}, base_sequence={base_sequence}): {exc}") from exc
-    _UINT32.pack_into(out, 17, crc32c(memoryview(out)[_CRC_START:]))
-    return bytes(out)
+    values[4] = crc = crc32c(memoryview(out)[_CRC_START:])
+    _UINT32.pack_into(out, 17, crc)
+    return bytes(out), _tuple_new(BatchHeader, values)
 
 
 # --------------------------------------------------------------------------- header walks
