@@ -43,6 +43,11 @@ class Event:
     def values(self) -> tuple:
         return self._values(self)
 
+    def digest_values(self) -> tuple:
+        """What the stream digest folds for this event: its field values. An event with bulky
+        derived fields may fold a deterministic reduction of them instead."""
+        return self._values(self)
+
 
 def event(kind: str) -> Callable[[type], type]:
     """Class decorator: make ``cls`` a frozen dataclass event registered under ``kind``."""
@@ -153,7 +158,7 @@ class EventLog:
 
     def emit(self, ev: Event) -> Envelope:
         self.seq += 1
-        env = Envelope(self.seq, self.clock.now_ms(), ev)
+        env = _new_envelope(Envelope, (self.seq, self.clock.now_ms(), ev))
         pending = self._pending
         pending.append(env)
         if len(pending) >= _CHUNK:
@@ -188,6 +193,7 @@ class EventLog:
 
 
 _CHUNK = 512
+_new_envelope = tuple.__new__     # Envelope(...) without its Python-level __new__
 
 
 def _fold(previous: str, envelopes: list[Envelope]) -> str:
@@ -195,7 +201,7 @@ def _fold(previous: str, envelopes: list[Envelope]) -> str:
     C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
     so equal values always give equal bytes). Fields marshal cannot take (an enum, a
     dataclass) make the chunk go through their plain JSON-able form instead."""
-    rows = [(e.seq, e.time_ms, e.event.kind, e.event.values()) for e in envelopes]
+    rows = [(e.seq, e.time_ms, e.event.kind, e.event.digest_values()) for e in envelopes]
     try:
         data = marshal.dumps(rows, 2)
     except ValueError:

@@ -142,30 +142,28 @@ class Index:
     def entry(self, n: int) -> tuple[int, int]:
         return self.keys[n], self.values[n]
 
-    def floor(self, target: int, probe: ProbeFn | None = None) -> int:
+    def floor(self, target: int, probe: ProbeFn | list | None = None) -> int:
         """Index of the largest entry whose key is <= ``target`` by binary search, or -1.
-        ``probe`` is called once per step (the same search, walked in Python to report it)."""
+        With ``probe`` the same search is walked in Python and each step reported: a callable
+        is called, a list gets the tuple ``(low, high, mid, entry_key, entry_value, went)``."""
         keys = self.keys
         if probe is None:
             return bisect.bisect_right(keys, target) - 1
+        record = probe.append if isinstance(probe, list) else (lambda step: probe(*step))
         lo, hi, best = 0, len(keys) - 1, -1
         values = self.values
         while lo <= hi:
-            mid = (lo + hi) // 2
+            mid = (lo + hi) >> 1
             k = keys[mid]
-            if k == target:
-                went, best = "hit", mid
-            elif k < target:
-                went, best = "right", mid
-            else:
-                went = "left"
-            probe(lo, hi, mid, k, values[mid], went)
-            if went == "hit":
-                break
-            if went == "right":
-                lo = mid + 1
-            else:
+            if k < target:
+                record((lo, hi, mid, k, values[mid], "right"))
+                best, lo = mid, mid + 1
+            elif k > target:
+                record((lo, hi, mid, k, values[mid], "left"))
                 hi = mid - 1
+            else:
+                record((lo, hi, mid, k, values[mid], "hit"))
+                return mid
         return best
 
     def _truncate_entries(self, n: int) -> None:

@@ -57,8 +57,7 @@ class LogAppendInfo(NamedTuple):
     log_append_time: int
 
 
-@dataclass(frozen=True)
-class FetchDataInfo:
+class FetchDataInfo(NamedTuple):
     """Result of :meth:`Log.read`: whole batches starting at ``position`` in ``segment``."""
 
     fetch_offset: int
@@ -447,15 +446,14 @@ class Log(LogRecovery, LogRetention):
         self._check_range(offset)
         probes: list | None = [] if trace else None
         scan: list | None = [] if trace else None
-        probe = (lambda *step: probes.append(list(step))) if trace else None
         rule = "largest base offset <= target"
         found = seg = None
         if offset < self._log_end_offset and (max_offset is None or offset < max_offset):
             i = bisect.bisect_right(self._bases, offset) - 1
             seg = self._segments[i]
-            start = seg.offset_index.lookup(offset, probe).position
+            start = seg.offset_index.lookup(offset, probes).position
             while True:
-                found = seg.find_offset(offset, start, scan)
+                found = seg._find_offset(offset, start, scan)
                 if found is not None or i + 1 >= len(self._segments):
                     break
                 # Nothing at or after the target here (a gap left by truncation): the next segment.
@@ -468,7 +466,7 @@ class Log(LogRecovery, LogRetention):
                                            probes, scan, offset, None, None))
             return FetchDataInfo(offset, b"", (), None, None, self.log_start_offset, self._log_end_offset, self.high_watermark)
         pos = found[0]
-        data, headers = seg.read_batches(pos, max_bytes, max_offset)
+        data, headers = seg.read_batches(pos, max_bytes, max_offset, found[2])
         if trace:
             self.events.emit(LogLookup(*self._ident, "offset", offset, list(self._bases), seg.base_offset, rule, [],
                                        probes, scan, headers[0].base_offset if headers else offset, pos, None))
@@ -535,14 +533,14 @@ class Log(LogRecovery, LogRetention):
                          scan: list) -> tuple[int | None, TimestampOffset | None]:
         """Steps 2-4 of the time lookup inside one segment, recording each step in the lists."""
         # 2. time index: largest entry with timestamp <= target
-        to = seg.time_index.lookup(timestamp, lambda *step: time_probes.append(list(step)))
+        to = seg.time_index.lookup(timestamp, time_probes)
         # 3. offset index: floor entry of that offset (not below the log start offset)
         start_offset = max(to.offset, self.log_start_offset)
-        position = seg.offset_index.lookup(start_offset, lambda *step: probes.append(list(step))).position
+        position = seg.offset_index.lookup(start_offset, probes).position
         # 4. walk batches for the first whose max timestamp is >= target, then its records
         for pos, base, last, max_ts, size in seg.walk(position):
             matched = max_ts >= timestamp
-            scan.append([pos, base, last, max_ts, matched])
+            scan.append((pos, base, last, max_ts, matched))
             if not matched:
                 continue
             batch = decode_batch(seg.read_bytes(pos, size), verify_crc=False)

@@ -229,29 +229,31 @@ class LogSegment:
         """``(position, size)`` of the first batch at or after byte ``start`` whose last offset is
         >= ``target``, or None. Walks header fields with ``struct.unpack_from`` over one read of a
         window (the index floor puts the batch within about ``index.interval.bytes``); with
-        ``scan``, appends ``[position, base_offset, last_offset, max_timestamp, matched]`` per
+        ``scan``, appends ``(position, base_offset, last_offset, max_timestamp, matched)`` per
         batch walked."""
-        if scan is not None:
-            for pos, base, last, max_ts, size in self.walk(start):
-                hit = last >= target
-                scan.append([pos, base, last, max_ts, hit])
-                if hit:
-                    return pos, size
-            return None
+        found = self._find_offset(target, start, scan)
+        return None if found is None else found[:2]
+
+    def _find_offset(self, target: int, start: int, scan: list | None) -> tuple[int, int, bytes] | None:
+        """:meth:`find_offset`, also returning the window's bytes from the batch found on."""
         end = self.size
         pos = start
         unpack = _WALK.unpack_from
         window = min(max(2 * self.index_interval_bytes, 8192), _CHUNK)
+        record = None if scan is None else scan.append
         while pos < end:
             buf = self.disk.read(self.log_rel, pos, min(window, end - pos))
             n, rel = len(buf), 0
             while rel + _WALK_SIZE <= n:
-                base, length, magic, delta, _ = unpack(buf, rel)
+                base, length, magic, delta, max_ts = unpack(buf, rel)
                 size = length + 12
                 if magic != 2 or size < _MIN_BATCH:
                     self._corrupt_at(pos + rel)
-                if base + delta >= target:
-                    return pos + rel, size
+                last = base + delta
+                if record is not None:
+                    record((pos + rel, base, last, max_ts, last >= target))
+                if last >= target:
+                    return pos + rel, size, buf[rel:]
                 rel += size
             if rel == 0:
                 self._corrupt_at(pos)
@@ -277,14 +279,15 @@ class LogSegment:
         self._header_at(pos)   # raises the precise error
         raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}")
 
-    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None) -> tuple[bytes, tuple]:
+    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None,
+                     head: bytes = b"") -> tuple[bytes, tuple]:
         """Whole batches from ``pos``: the first always, then as many as fit ``max_bytes`` and end
         below ``max_offset`` (exclusive). Returns (bytes, headers), read with one read when the
-        first window covers them."""
+        first window covers them; ``head``, bytes already read from ``pos`` on, saves that read."""
         end = self.size
         headers = []
         total = 0
-        buf = self.disk.read(self.log_rel, pos, min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
+        buf = head or self.disk.read(self.log_rel, pos, min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
         while pos + total < end:
             rel = total
             if rel + BATCH_OVERHEAD > len(buf):

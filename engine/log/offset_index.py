@@ -13,7 +13,7 @@ offset to the append's *start* position (reference §3.3). The file is named
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import CorruptIndexError
 from .index import Index, ProbeFn
@@ -23,8 +23,7 @@ __all__ = ["OffsetIndex", "OffsetPosition"]
 _ENTRY = struct.Struct(">ii")
 
 
-@dataclass(frozen=True)
-class OffsetPosition:
+class OffsetPosition(NamedTuple):
     offset: int
     position: int
 
@@ -59,7 +58,7 @@ class OffsetIndex(Index):
             f"{self.file_name}: entry ({offset}, {position}) after {self.entry(len(self.keys) - 1)}"
         self._write(offset, position, defer)
 
-    def lookup(self, target: int, probe: ProbeFn | None = None) -> OffsetPosition:
+    def lookup(self, target: int, probe: ProbeFn | list | None = None) -> OffsetPosition:
         """Largest entry with offset <= ``target``, or ``(base_offset, 0)`` if there is none."""
         n = self.floor(target, probe)
         if n < 0:

@@ -13,7 +13,7 @@ named ``<base offset, 20 digits>.timeindex``.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import CorruptIndexError
 from .index import Index, ProbeFn
@@ -24,8 +24,7 @@ _ENTRY = struct.Struct(">qi")
 NO_TIMESTAMP = -1
 
 
-@dataclass(frozen=True)
-class TimestampOffset:
+class TimestampOffset(NamedTuple):
     """A (timestamp, offset) pair; as a ListOffsets answer it also carries the batch's leader epoch."""
 
     timestamp: int
@@ -71,7 +70,7 @@ class TimeIndex(Index):
             return True
         return False
 
-    def lookup(self, target: int, probe: ProbeFn | None = None) -> TimestampOffset:
+    def lookup(self, target: int, probe: ProbeFn | list | None = None) -> TimestampOffset:
         """Largest entry with timestamp <= ``target``, or ``(-1, base_offset)`` if there is none."""
         n = self.floor(target, probe)
         if n < 0:

@@ -207,7 +207,7 @@ def test_index_entries_are_buffered_until_a_flush_and_lookups_see_them(tmp_path)
     seq = log.events.seq
     log.read(target)
     lookup = log.events.envelopes[-1].event
-    assert log.events.seq == seq + 1 and lookup.probes[-1][3:5] == [target, idx.values[-1]]  # ... yet found
+    assert log.events.seq == seq + 1 and lookup.probes[-1][3:5] == (target, idx.values[-1])  # ... yet found
     log.flush()
     assert disk.read_all(idx.rel)[:idx.size_bytes] == idx.raw_entries()
 
