@@ -32,6 +32,7 @@ class Event:
     kind: ClassVar[str] = "event"
     _field_names: ClassVar[tuple[str, ...]] = ()
     _values: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
+    _digest: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -64,6 +65,8 @@ def event(kind: str) -> Callable[[type], type]:
         elif names:
             getter = operator.attrgetter(names[0])
             cls._values = staticmethod(lambda ev: (getter(ev),))
+        # What the digest folds: the field values, unless the class reduces them itself.
+        cls._digest = staticmethod(cls._values if cls.digest_values is Event.digest_values else cls.digest_values)
         if not hasattr(cls, "__post_init__"):
             cls.__init__ = _fast_init(cls, fields)
         EVENT_TYPES[kind] = cls
@@ -73,9 +76,9 @@ def event(kind: str) -> Callable[[type], type]:
 
 
 def _fast_init(cls: type, fields: tuple) -> Callable:
-    """An ``__init__`` that fills the instance's ``__dict__`` in one step. A frozen dataclass's
-    own ``__init__`` calls ``object.__setattr__`` once per field, and events are made on every
-    append; the result (a plain ``__dict__``, equality, hashing, pickling) is the same."""
+    """An ``__init__`` that writes the fields straight into the instance's ``__dict__``. A frozen
+    dataclass's own ``__init__`` calls ``object.__setattr__`` once per field, and events are made
+    on every append; the result (a plain ``__dict__``, equality, hashing, pickling) is the same."""
     if any(f.default_factory is not dataclasses.MISSING for f in fields):
         return cls.__init__
     params, defaults = [], {}
@@ -85,9 +88,9 @@ def _fast_init(cls: type, fields: tuple) -> Callable:
         else:
             defaults[f"_d_{f.name}"] = f.default
             params.append(f"{f.name}=_d_{f.name}")
-    body = ", ".join(f"{f.name!r}: {f.name}" for f in fields)
-    src = f"def __init__(self, {', '.join(params)}):\n    _set(self, '__dict__', {{{body}}})\n"
-    namespace = {"_set": object.__setattr__, **defaults}
+    body = "".join(f"\n    d[{f.name!r}] = {f.name}" for f in fields)
+    src = f"def __init__(self, {', '.join(params)}):\n    d = self.__dict__{body}\n"
+    namespace = dict(defaults)
     exec(src, namespace)   # noqa: S102 - code built from the dataclass's own field names
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -201,7 +204,7 @@ def _fold(previous: str, envelopes: list[Envelope]) -> str:
     C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
     so equal values always give equal bytes). Fields marshal cannot take (an enum, a
     dataclass) make the chunk go through their plain JSON-able form instead."""
-    rows = [(e.seq, e.time_ms, e.event.kind, e.event.digest_values()) for e in envelopes]
+    rows = [(seq, time_ms, ev.kind, ev._digest(ev)) for seq, time_ms, ev in envelopes]
     try:
         data = marshal.dumps(rows, 2)
     except ValueError:

@@ -23,9 +23,8 @@ from ..disk import Disk
 from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestError, OffsetOutOfRangeError,
                       RecordTooLargeError)
 from ..events import EventLog
-from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, TimestampType, decode_batch,
-                       encode_batch, read_header, scan_valid, verify_crc, with_log_append_time,
-                       with_offset_and_epoch)
+from ..records import (BatchHeader, CompressionType, Record, TimestampType, decode_batch, encode_batch,
+                       scan_valid, whole_batch_header, with_log_append_time, with_offset_and_epoch)
 from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
                      LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
 from .leader_epoch import LeaderEpochFileCache
@@ -208,6 +207,8 @@ class Log(LogRecovery, LogRetention):
         if first < self._log_end_offset:
             raise InvalidRequestError(
                 f"{self.name}: follower append starts at offset {first}, below the log end offset {self._log_end_offset}")
+        if len(parsed) == 1:
+            return self._append_one(batches, parsed[0][1], self.scheduler.now_ms(), -1)
         prev = first - 1
         for pos, h in parsed:
             if h.base_offset <= prev and pos:
@@ -219,17 +220,15 @@ class Log(LogRecovery, LogRetention):
         """Validate whole batches (lengths, magic, CRC) and sizes before anything is written."""
         if not data:
             raise InvalidRecordError(f"{self.name}: empty append")
-        headers = None
-        if len(data) >= BATCH_OVERHEAD:
-            # Fast path for the common one-batch append; anything else takes the full scan,
-            # which also words the error.
-            try:
-                h = read_header(data, 0)
-            except CorruptRecordError:
-                h = None
-            if h is not None and h.batch_length + 12 == len(data) and verify_crc(data, 0, h):
-                headers = [(0, h)]
-        if headers is None:
+        # Fast path for the common one-batch append; anything else takes the full scan,
+        # which also words the error.
+        h = whole_batch_header(data)
+        if h is not None:
+            cfg = self.config
+            if len(data) <= cfg.max_message_bytes and len(data) <= cfg.segment_bytes:
+                return [(0, h)]
+            headers = [(0, h)]
+        else:
             scan = scan_valid(data)
             if scan.error is not None or scan.valid_bytes != len(data):
                 raise CorruptRecordError(f"{self.name}: {scan.error or 'trailing bytes'} (append of {len(data)} bytes)")
@@ -309,8 +308,7 @@ class Log(LogRecovery, LogRetention):
         roll = self._roll_reason(seg, size, h, now)
         if roll is not None:
             seg = self._roll(roll[0], roll[1], h.base_offset)
-        pos, wrote_o, wrote_t = seg.reserve(h, size, now)
-        seg.write(data)
+        pos, wrote_o, wrote_t = seg.append(data, h, now)
         base, delta, epoch = h.base_offset, h.last_offset_delta, h.partition_leader_epoch
         last = base + delta
         self._log_end_offset = last + 1
@@ -367,7 +365,8 @@ class Log(LogRecovery, LogRetention):
                 reason = "time"
                 detail = f"{what} = {elapsed} ms > segment.ms={cfg.segment_ms}" + (
                     f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
-        if reason is None and (seg.offset_index.is_full or seg.time_index.is_full):
+        oi, ti = seg.offset_index, seg.time_index
+        if reason is None and (len(oi.keys) >= oi.max_entries or len(ti.keys) >= ti.max_entries - 1):
             reason = "index_full"
             detail = (f"offset index {seg.offset_index.entries}/{seg.offset_index.max_entries} entries, time index "
                       f"{seg.time_index.entries}/{seg.time_index.max_entries} entries")

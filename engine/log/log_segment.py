@@ -114,7 +114,8 @@ class LogSegment:
     # ---- appending -----------------------------------------------------------
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
-        pos = self.disk.append(self.log_rel, data)
+        pos = self.size
+        self.disk.write_at(self.log_rel, pos, data)
         return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
@@ -124,29 +125,31 @@ class LogSegment:
         return (pos,) + self._account(pos, header, size, now_ms, True)
 
     def write(self, data) -> None:
-        """Append bytes previously accounted for with :meth:`reserve`."""
-        pos = self.disk.append(self.log_rel, data)
-        assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
+        """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
+        the segment's size, which is kept in memory (no seek to the file's end)."""
+        self.disk.write_at(self.log_rel, self.size - len(data), data)
 
     def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
         """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
         ts = header.max_timestamp
+        last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = ts
         if ts > self.max_timestamp_so_far:
             self.max_timestamp_so_far = ts
-            self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
+            self.offset_of_max_timestamp = last
         wrote_o = wrote_t = False
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             if write:
-                self.offset_index.append(header.base_offset + header.last_offset_delta, pos, defer=True)
+                self.offset_index.append(last, pos, defer=True)
                 wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                                        defer=True)
                 wrote_o = True
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += size
+            since = 0
+        self.bytes_since_last_index_entry = since + size
         self.size = pos + size
-        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        self.next_offset = last + 1
         self.last_modified_ms = now_ms
         return wrote_o, wrote_t
 

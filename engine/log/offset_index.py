@@ -53,9 +53,10 @@ class OffsetIndex(Index):
 
     def append(self, offset: int, position: int, defer: bool = False) -> None:
         """Add an entry (written through, or at the next :meth:`sync` with ``defer``)."""
-        assert not self.is_full, f"{self.file_name} is full ({self.max_entries} entries)"
-        assert not self.keys or (offset > self.keys[-1] and position > self.values[-1]), \
-            f"{self.file_name}: entry ({offset}, {position}) after {self.entry(len(self.keys) - 1)}"
+        keys = self.keys
+        assert len(keys) < self.max_entries, f"{self.file_name} is full ({self.max_entries} entries)"
+        assert not keys or (offset > keys[-1] and position > self.values[-1]), \
+            f"{self.file_name}: entry ({offset}, {position}) after {self.entry(len(keys) - 1)}"
         self._write(offset, position, defer)
 
     def lookup(self, target: int, probe: ProbeFn | list | None = None) -> OffsetPosition:

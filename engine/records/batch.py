@@ -48,6 +48,7 @@ __all__ = [
     "RecordBatch", "ValidPrefix", "BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
     "build_batch", "encode_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
+    "whole_batch_header",
     "with_offset_and_epoch", "with_log_append_time",
     "ControlRecordType", "EndTransactionMarker", "build_end_txn_marker", "read_end_txn_marker",
 ]
@@ -446,6 +447,21 @@ def verify_crc(buf, pos: int, header: BatchHeader) -> bool:
         return False
     with memoryview(buf) as view:
         return crc32c(view[pos + _CRC_START:end]) == header.crc
+
+
+def whole_batch_header(data: bytes) -> BatchHeader | None:
+    """The header of ``data`` when it is exactly one whole batch with a valid magic, length and
+    CRC; None otherwise (then :func:`scan_valid` says what is wrong). The common one-batch
+    append checks its input with this, in one step."""
+    n = len(data)
+    if n < BATCH_OVERHEAD:
+        return None
+    v = _HEADER.unpack_from(data, 0)
+    if v[3] != MAGIC or v[1] + LOG_OVERHEAD != n or v[1] < _MIN_BATCH_LENGTH:
+        return None
+    if crc32c(memoryview(data)[_CRC_START:]) != v[4]:
+        return None
+    return _tuple_new(BatchHeader, v)
 
 
 def scan_valid(buf, pos: int = 0) -> ValidPrefix:
