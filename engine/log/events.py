@@ -116,9 +116,13 @@ class LogLookup(Event):
         probes and the scanned batches are a function of the index entries and batches the
         stream already recorded and of the target, so the digest keeps their counts and the
         ``hash`` of the scanned rows (tuples of ints and bools hash alike in every process)."""
+        try:
+            rows = hash(tuple(self.scan))
+        except TypeError:               # rows as lists (an event rebuilt from its dict)
+            rows = hash(tuple(map(tuple, self.scan)))
         return (self.broker, self.topic, self.partition, self.mode, self.target, tuple(self.candidates), self.segment,
-                self.rule, len(self.time_probes), len(self.probes), len(self.scan), hash(tuple(map(tuple, self.scan))),
-                self.offset, self.position, self.timestamp)
+                self.rule, len(self.time_probes), len(self.probes), len(self.scan), rows, self.offset, self.position,
+                self.timestamp)
 
 
 @event("retention_check")

@@ -442,7 +442,8 @@ class Log(LogRecovery, LogRetention):
         is >= ``offset``. The first batch is always whole; the rest fit ``max_bytes`` and end below
         ``max_offset`` (exclusive, e.g. the HW). With ``trace`` the whole path is one
         :class:`LogLookup` event; ``trace=False`` emits nothing."""
-        self._check_range(offset)
+        if offset < self.log_start_offset or offset > self._log_end_offset:
+            self._check_range(offset)
         probes: list | None = [] if trace else None
         scan: list | None = [] if trace else None
         rule = "largest base offset <= target"
@@ -450,7 +451,9 @@ class Log(LogRecovery, LogRetention):
         if offset < self._log_end_offset and (max_offset is None or offset < max_offset):
             i = bisect.bisect_right(self._bases, offset) - 1
             seg = self._segments[i]
-            start = seg.offset_index.lookup(offset, probes).position
+            oi = seg.offset_index
+            n = oi.floor(offset, probes)
+            start = oi.values[n] if n >= 0 else 0
             while True:
                 found = seg._find_offset(offset, start, scan)
                 if found is not None or i + 1 >= len(self._segments):
@@ -465,7 +468,7 @@ class Log(LogRecovery, LogRetention):
                                            probes, scan, offset, None, None))
             return FetchDataInfo(offset, b"", (), None, None, self.log_start_offset, self._log_end_offset, self.high_watermark)
         pos = found[0]
-        data, headers = seg.read_batches(pos, max_bytes, max_offset, found[2])
+        data, headers = seg.read_batches(pos, max_bytes, max_offset, found[2], found[3])
         if trace:
             self.events.emit(LogLookup(*self._ident, "offset", offset, list(self._bases), seg.base_offset, rule, [],
                                        probes, scan, headers[0].base_offset if headers else offset, pos, None))

@@ -237,8 +237,8 @@ class LogSegment:
         found = self._find_offset(target, start, scan)
         return None if found is None else found[:2]
 
-    def _find_offset(self, target: int, start: int, scan: list | None) -> tuple[int, int, bytes] | None:
-        """:meth:`find_offset`, also returning the window's bytes from the batch found on."""
+    def _find_offset(self, target: int, start: int, scan: list | None) -> tuple[int, int, bytes, int] | None:
+        """:meth:`find_offset`, also returning the window read and where the batch found starts in it."""
         end = self.size
         pos = start
         unpack = _WALK.unpack_from
@@ -256,7 +256,7 @@ class LogSegment:
                 if record is not None:
                     record((pos + rel, base, last, max_ts, last >= target))
                 if last >= target:
-                    return pos + rel, size, buf[rel:]
+                    return pos + rel, size, buf, rel
                 rel += size
             if rel == 0:
                 self._corrupt_at(pos)
@@ -283,14 +283,21 @@ class LogSegment:
         raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}")
 
     def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None,
-                     head: bytes = b"") -> tuple[bytes, tuple]:
+                     window: bytes = b"", at: int = 0) -> tuple[bytes, tuple]:
         """Whole batches from ``pos``: the first always, then as many as fit ``max_bytes`` and end
         below ``max_offset`` (exclusive). Returns (bytes, headers), read with one read when the
-        first window covers them; ``head``, bytes already read from ``pos`` on, saves that read."""
+        first window covers them; ``window``, bytes already read with ``pos`` at ``at``, saves it."""
         end = self.size
         headers = []
+        if window and at + BATCH_OVERHEAD <= len(window):
+            h = read_header(window, at)
+            size = h.batch_length + 12
+            if size >= max_bytes and at + size <= len(window) and (
+                    max_offset is None or h.base_offset + h.last_offset_delta < max_offset):
+                return window[at:at + size], (h,)     # a one-batch answer, all in the window
         total = 0
-        buf = head or self.disk.read(self.log_rel, pos, min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
+        buf = window[at:] if window else self.disk.read(self.log_rel, pos,
+                                                        min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
         while pos + total < end:
             rel = total
             if rel + BATCH_OVERHEAD > len(buf):
