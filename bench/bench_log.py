@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from paired import figure, print_figure  # noqa: E402
+from paired import clock, figure, print_figure  # noqa: E402
 
 from engine.clock import Scheduler, VirtualClock  # noqa: E402
 from engine.config import LogConfig  # noqa: E402
@@ -95,15 +95,15 @@ class Target:
     def run(self, calls: list[bytes]) -> float:
         if self.kind == "raw":
             write, fd = os.write, self.fd
-            t = time.process_time()
+            t = clock()
             for b in calls:
                 write(fd, b)
-            return time.process_time() - t
+            return clock() - t
         append = self.log.append_as_follower
-        t = time.process_time()
+        t = clock()
         for b in calls:
             append(b)
-        return time.process_time() - t
+        return clock() - t
 
     def close(self) -> None:
         if self.kind == "raw":
@@ -191,10 +191,10 @@ def bench_lookup(records: int, rounds: int, per_round: int) -> list:
         for r in range(rounds):
             targets = [rng.randrange(records) for _ in range(per_round)]
             for label, trace, out in (("traced", True, traced), ("untraced", False, untraced))[::1 if r % 2 else -1]:
-                t = time.process_time()
+                t = clock()
                 for target in targets:
                     log.read(target, max_bytes=1, trace=trace)
-                out.append((time.process_time() - t) / per_round * 1e6)
+                out.append((clock() - t) / per_round * 1e6)
             got = log.read(targets[0], max_bytes=1)
             assert got.batches[0].base_offset == targets[0]
         events = log.events.seq / (rounds * per_round + rounds)

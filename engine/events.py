@@ -32,7 +32,7 @@ class Event:
     kind: ClassVar[str] = "event"
     _field_names: ClassVar[tuple[str, ...]] = ()
     _values: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
-    _digest: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
+    _digest: ClassVar[Callable[[Any], tuple] | None] = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -65,8 +65,9 @@ def event(kind: str) -> Callable[[type], type]:
         elif names:
             getter = operator.attrgetter(names[0])
             cls._values = staticmethod(lambda ev: (getter(ev),))
-        # What the digest folds: the field values, unless the class reduces them itself.
-        cls._digest = staticmethod(cls._values if cls.digest_values is Event.digest_values else cls.digest_values)
+        # What the digest folds: the field values (read straight off __dict__, which holds the
+        # fields in declaration order), unless the class reduces them itself.
+        cls._digest = None if cls.digest_values is Event.digest_values else staticmethod(cls.digest_values)
         if not hasattr(cls, "__post_init__"):
             cls.__init__ = _fast_init(cls, fields)
         EVENT_TYPES[kind] = cls
@@ -204,7 +205,8 @@ def _fold(previous: str, envelopes: list[Envelope]) -> str:
     C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
     so equal values always give equal bytes). Fields marshal cannot take (an enum, a
     dataclass) make the chunk go through their plain JSON-able form instead."""
-    rows = [(seq, time_ms, ev.kind, ev._digest(ev)) for seq, time_ms, ev in envelopes]
+    rows = [(seq, time_ms, ev.kind, tuple(ev.__dict__.values()) if ev._digest is None else ev._digest(ev))
+            for seq, time_ms, ev in envelopes]
     try:
         data = marshal.dumps(rows, 2)
     except ValueError:
