@@ -33,7 +33,11 @@ _CHUNK = 65536
 #: maxTimestamp — 43 bytes, one ``unpack_from`` per batch.
 _WALK = struct.Struct(">qi4xb6xi8xq")
 _WALK_SIZE = _WALK.size
+#: The same without maxTimestamp (27 bytes), for an untraced offset lookup.
+_SEEK = struct.Struct(">qi4xb6xi")
+_SEEK_SIZE = _SEEK.size
 _MIN_BATCH = BATCH_OVERHEAD
+_MIN_LENGTH = BATCH_OVERHEAD - 12
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -241,23 +245,31 @@ class LogSegment:
         """:meth:`find_offset`, also returning the window read and where the batch found starts in it."""
         end = self.size
         pos = start
-        unpack = _WALK.unpack_from
         window = min(max(2 * self.index_interval_bytes, 8192), _CHUNK)
-        record = None if scan is None else scan.append
         while pos < end:
             buf = self.disk.read(self.log_rel, pos, min(window, end - pos))
             n, rel = len(buf), 0
-            while rel + _WALK_SIZE <= n:
-                base, length, magic, delta, max_ts = unpack(buf, rel)
-                size = length + 12
-                if magic != 2 or size < _MIN_BATCH:
-                    self._corrupt_at(pos + rel)
-                last = base + delta
-                if record is not None:
-                    record((pos + rel, base, last, max_ts, last >= target))
-                if last >= target:
-                    return pos + rel, size, buf, rel
-                rel += size
+            if scan is None:
+                seek = _SEEK.unpack_from
+                while rel + _SEEK_SIZE <= n:
+                    base, length, magic, delta = seek(buf, rel)
+                    if magic != 2 or length < _MIN_LENGTH:
+                        self._corrupt_at(pos + rel)
+                    if base + delta >= target:
+                        return pos + rel, length + 12, buf, rel
+                    rel += length + 12
+            else:
+                walk, record = _WALK.unpack_from, scan.append
+                while rel + _WALK_SIZE <= n:
+                    base, length, magic, delta, max_ts = walk(buf, rel)
+                    if magic != 2 or length < _MIN_LENGTH:
+                        self._corrupt_at(pos + rel)
+                    last = base + delta
+                    if last >= target:
+                        record((pos + rel, base, last, max_ts, True))
+                        return pos + rel, length + 12, buf, rel
+                    record((pos + rel, base, last, max_ts, False))
+                    rel += length + 12
             if rel == 0:
                 self._corrupt_at(pos)
             pos += rel

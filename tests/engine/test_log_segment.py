@@ -110,3 +110,26 @@ def test_rename_to_deleted_renames_every_file(seg):
     assert sorted(seg.disk.listdir("t-0")) == sorted(
         ["00000000000000000000.log.deleted", "00000000000000000000.index.deleted",
          "00000000000000000000.timeindex.deleted"])
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_a_lookup_walking_into_a_bad_header_names_its_position(seg, traced):
+    for i in range(4):
+        append(seg, batch_of_size(i * 10, 200, count=10))
+    seg.disk.write_at(seg.log_rel, 400 + 16, b"\x07")      # magic of the third batch
+    from engine.errors import CorruptRecordError
+    with pytest.raises(CorruptRecordError, match="position 400"):
+        seg.find_offset(35, 0, [] if traced else None)
+    assert seg.find_offset(15, 0, [] if traced else None) == (200, 200)   # before it: still found
+
+
+def test_a_lookup_past_the_last_batch_reads_across_windows(tmp_path):
+    disk = Disk(tmp_path)
+    disk.mkdir("t-0")
+    seg = LogSegment.create(disk, "t-0", 0, LogConfig(index_interval_bytes=100))
+    for i in range(100):                    # 100 x 1000 bytes: more than one 64 KB window
+        append(seg, batch_of_size(i, 1000))
+    rows = []
+    assert seg.find_offset(99, 0, rows) == (99_000, 1000) and seg.find_offset(99, 0) == (99_000, 1000)
+    assert [r[0] for r in rows] == list(range(0, 100_000, 1000)) and rows[-1][4] and not rows[-2][4]
+    assert seg.find_offset(100, 0) is None
