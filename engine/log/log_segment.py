@@ -307,22 +307,19 @@ class LogSegment:
             if size >= max_bytes and at + size <= len(window) and (
                     max_offset is None or h.base_offset + h.last_offset_delta < max_offset):
                 return window[at:at + size], (h,)     # a one-batch answer, all in the window
+        # Walk headers in windows (each read on its own: no growing buffer), then take the bytes.
         total = 0
-        buf = window[at:] if window else self.disk.read(self.log_rel, pos,
-                                                        min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
+        buf, buf_pos = (window, pos - at) if window else (b"", pos)
         while pos + total < end:
-            rel = total
+            here = pos + total
+            rel = here - buf_pos
             if rel + BATCH_OVERHEAD > len(buf):
-                more = self.disk.read(self.log_rel, pos + len(buf),
-                                      min(end - pos - len(buf), max(min(max_bytes - len(buf), _CHUNK * 16), 4096)))
-                if not more:
-                    break
-                buf += more
-                continue
+                buf = self.disk.read(self.log_rel, here, min(end - here, max(min(max_bytes - total, _CHUNK), 4096)))
+                buf_pos, rel = here, 0
             try:
                 h = read_header(buf, rel)
             except CorruptRecordError as exc:
-                raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos + rel}: "
+                raise CorruptRecordError(f"{self.name}: corrupt record batch at position {here}: "
                                          f"{getattr(exc, 'reason', exc)}") from exc
             size = h.batch_length + 12
             if (max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset) or \
@@ -330,9 +327,9 @@ class LogSegment:
                 break
             headers.append(h)
             total += size
-        if total > len(buf):
-            buf += self.disk.read(self.log_rel, pos + len(buf), total - len(buf))
-        return (buf if len(buf) == total else buf[:total]), tuple(headers)
+        if window and at + total <= len(window):
+            return window[at:at + total], tuple(headers)
+        return self.disk.read(self.log_rel, pos, total) if total else b"", tuple(headers)
 
     def read_bytes(self, pos: int, n: int) -> bytes:
         return self.disk.read(self.log_rel, pos, n)

@@ -133,3 +133,19 @@ def test_a_lookup_past_the_last_batch_reads_across_windows(tmp_path):
     assert seg.find_offset(99, 0, rows) == (99_000, 1000) and seg.find_offset(99, 0) == (99_000, 1000)
     assert [r[0] for r in rows] == list(range(0, 100_000, 1000)) and rows[-1][4] and not rows[-2][4]
     assert seg.find_offset(100, 0) is None
+
+
+def test_read_batches_spans_windows_and_stops_at_max_bytes_and_max_offset(tmp_path):
+    disk = Disk(tmp_path)
+    disk.mkdir("t-0")
+    seg = LogSegment.create(disk, "t-0", 0, LogConfig())
+    for i in range(150):                    # 150 KB: more than two 64 KB windows
+        append(seg, batch_of_size(i, 1000))
+    data, headers = seg.read_batches(0, 1 << 30)
+    assert data == seg.read_all() and [h.base_offset for h in headers] == list(range(150))
+    data, headers = seg.read_batches(3000, 5500)
+    assert (len(data), [h.base_offset for h in headers]) == (5000, [3, 4, 5, 6, 7])
+    data, headers = seg.read_batches(3000, 1, max_offset=3)
+    assert (data, headers) == (b"", ())
+    window = seg.read_bytes(2000, 8192)
+    assert seg.read_batches(3000, 2500, None, window, 1000) == seg.read_batches(3000, 2500)
