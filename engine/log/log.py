@@ -202,15 +202,13 @@ class Log(LogRecovery, LogRetention):
     def append_as_follower(self, batches: bytes) -> LogAppendInfo:
         """Append batches fetched from the leader: offsets already assigned (the first must be
         >= LEO, normally == LEO); the epoch cache follows the batches' leader epochs."""
-        h = whole_batch_header(batches)
-        if h is not None and h.base_offset >= self._log_end_offset and len(batches) <= self.config.max_message_bytes \
-                and len(batches) <= self.config.segment_bytes:
-            return self._append_one(batches, h, self.scheduler.now_ms(), -1)    # the common case: one batch
         parsed = self._parse(batches)
         first = parsed[0][1].base_offset
         if first < self._log_end_offset:
             raise InvalidRequestError(
                 f"{self.name}: follower append starts at offset {first}, below the log end offset {self._log_end_offset}")
+        if len(parsed) == 1:
+            return self._append_one(batches, parsed[0][1], self.scheduler.now_ms(), -1)
         prev = first - 1
         for pos, h in parsed:
             if h.base_offset <= prev and pos:
@@ -226,10 +224,10 @@ class Log(LogRecovery, LogRetention):
         # which also words the error.
         h = whole_batch_header(data)
         if h is not None:
+            headers = [(0, h)]
             cfg = self.config
             if len(data) <= cfg.max_message_bytes and len(data) <= cfg.segment_bytes:
-                return [(0, h)]
-            headers = [(0, h)]
+                return headers
         else:
             scan = scan_valid(data)
             if scan.error is not None or scan.valid_bytes != len(data):
