@@ -33,6 +33,7 @@ only unpack the fixed header (and CRC the batch), so recovery of a large log sta
 from __future__ import annotations
 
 import struct
+from collections import namedtuple
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable, Iterator, NamedTuple
@@ -209,21 +210,7 @@ class BatchHeader(_HeaderFields):
         return base + delta
 
 
-class _BatchFields(NamedTuple):
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records_count: int
-    records: tuple
+_BatchFields = namedtuple("_BatchFields", _HeaderFields._fields + ("records",))
 
 
 class RecordBatch(_BatchFields, BatchHeader):
