@@ -86,6 +86,8 @@ _UINT64_MAX = (1 << 64) - 1
 _ZZ1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))
 # Encoded bytes of every unsigned LEB128 value below 2**14 (1 or 2 bytes).
 _SMALL = tuple(encode_unsigned_varint(u) for u in range(1 << 14))
+# ZigZag varint of every length 0..8191 (= _SMALL[n << 1]): lengths index it directly.
+_LENGTH = _SMALL[0::2]
 
 _tuple_new = tuple.__new__
 
@@ -297,7 +299,7 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
     its length varint put in front, and the whole section joined once at the end. A
     ``SimpleRecord`` is unpacked as the tuple it is; other objects are read by attribute.
     """
-    small = _SMALL
+    small, lengths = _SMALL, _LENGTH
     uvarint = encode_unsigned_varint
     simple = SimpleRecord
     parts: list[bytes] = []
@@ -307,7 +309,7 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
     base_ts = now_ms if first is None else first
     max_ts = base_ts
     count = len(records)
-    deltas = small[0:2 * count:2] if count <= 8192 else [uvarint(j << 1) for j in range(count)]
+    deltas = lengths[:count] if count <= 8192 else [uvarint(j << 1) for j in range(count)]
     i = 0
     for r, od in zip(records, deltas):
         if type(r) is simple:
@@ -333,7 +335,7 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
             if type(key) is not bytes:
                 key = _as_bytes(key, "key")
             n = len(key)
-            kh = small[n << 1] if n < 8192 else uvarint(n << 1)
+            kh = lengths[n] if n < 8192 else uvarint(n << 1)
         if value is None:
             vh = b"\x01"
             value = b""
@@ -341,12 +343,12 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
             if type(value) is not bytes:
                 value = _as_bytes(value, "value")
             n = len(value)
-            vh = small[n << 1] if n < 8192 else uvarint(n << 1)
+            vh = lengths[n] if n < 8192 else uvarint(n << 1)
         # b"\x00" = the record attributes byte (unused, always 0)
         body = join((b"\x00", tsd, od, kh, key, vh, value,
                      _encode_headers(headers) if headers else b"\x00"))
         n = len(body)
-        extend((small[n << 1] if n < 8192 else uvarint(n << 1), body))
+        extend((lengths[n] if n < 8192 else uvarint(n << 1), body))
         i += 1
     return join(parts), base_ts, max_ts
 
