@@ -1,4 +1,7 @@
+import tempfile
+
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from engine.config import LogConfig
 from engine.disk import Disk
@@ -149,3 +152,33 @@ def test_read_batches_spans_windows_and_stops_at_max_bytes_and_max_offset(tmp_pa
     assert (data, headers) == (b"", ())
     window = seg.read_bytes(2000, 8192)
     assert seg.read_batches(3000, 2500, None, window, 1000) == seg.read_batches(3000, 2500)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 300)), min_size=1, max_size=30),
+       st.integers(0, 130), st.integers(1, 3000), st.booleans())
+def test_find_offset_and_read_batches_equal_a_brute_force_walk(batches, target, max_bytes, traced):
+    with tempfile.TemporaryDirectory() as tmp:
+        disk = Disk(tmp)
+        disk.mkdir("t-0")
+        seg = LogSegment.create(disk, "t-0", 0, LogConfig(index_interval_bytes=100))
+        offset, layout = 0, []
+        for count, pad in batches:
+            data = build_batch([SimpleRecord(b"x" * pad)] * count, base_offset=offset)
+            layout.append((seg.size, offset, offset + count - 1, len(data)))
+            append(seg, data)
+            offset += count
+        expected = next(((p, size) for p, first, last, size in layout if last >= target), None)
+        rows = [] if traced else None
+        assert seg.find_offset(target, 0, rows) == expected
+        if traced:
+            assert [r[0] for r in rows] == [p for p, *_ in layout][:len(rows)] and (expected is None) != rows[-1][4]
+        if expected is not None:
+            data, headers = seg.read_batches(expected[0], max_bytes)
+            want = [b for b in layout if b[0] >= expected[0]]
+            n = 1
+            while n < len(want) and sum(b[3] for b in want[:n + 1]) <= max_bytes:
+                n += 1
+            assert [h.base_offset for h in headers] == [b[1] for b in want[:n]]
+            assert data == seg.read_bytes(expected[0], sum(b[3] for b in want[:n]))
+        disk.close_all()
