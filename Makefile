@@ -54,3 +54,10 @@ test-web: deps-dev
 
 test-browser: system-deps deps-dev
 	$(BIN)/python -m pytest tests/browser
+
+## Every benchmark in bench/, each figure printed beside its goal (a few minutes; see bench/README.md).
+.PHONY: bench
+bench: deps-dev
+	@for b in bench_codec bench_log bench_cluster bench_frames; do \
+	  echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit $$?; \
+	done

@@ -13,8 +13,9 @@ the indexes with the same rule so that a rebuilt index equals the original byte 
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 from ..config import LogConfig
 from ..disk import Disk
@@ -27,8 +28,16 @@ __all__ = ["LogSegment", "segment_file_name", "RecoveryResult", "INT32_MAX"]
 
 INT32_MAX = 2**31 - 1
 _CHUNK = 65536
-
-ScanFn = Callable[[int, BatchHeader, bool], None]
+#: What a lookup reads of each batch it walks past: baseOffset, batchLength, partitionLeaderEpoch
+#: (skipped), magic, CRC and attributes (skipped), lastOffsetDelta, baseTimestamp (skipped),
+#: maxTimestamp — 43 bytes, one ``unpack_from`` per batch.
+_WALK = struct.Struct(">qi4xb6xi8xq")
+_WALK_SIZE = _WALK.size
+#: The same without maxTimestamp (27 bytes), for an untraced offset lookup.
+_SEEK = struct.Struct(">qi4xb6xi")
+_SEEK_SIZE = _SEEK.size
+_MIN_BATCH = BATCH_OVERHEAD
+_MIN_LENGTH = BATCH_OVERHEAD - 12
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -113,10 +122,7 @@ class LogSegment:
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
         pos = self._write_log(data, self.size)
-        out = (pos,) + self._account(pos, header, len(data), now_ms, True)
-        self.offset_index.sync()
-        self.time_index.sync()
-        return out
+        return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
         """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
@@ -125,31 +131,31 @@ class LogSegment:
         return (pos,) + self._account(pos, header, size, now_ms, True)
 
     def write(self, data) -> None:
-        """Append bytes previously accounted for with :meth:`reserve`."""
-        pos = self._write_log(data, self.size - len(data))
-        assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
-        self.offset_index.sync()
-        self.time_index.sync()
+        """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
+        the segment's size, which is kept in memory (no seek to the file's end)."""
+        self._write_log(data, self.size - len(data))
 
     def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
         """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
         ts = header.max_timestamp
+        last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = ts
         if ts > self.max_timestamp_so_far:
             self.max_timestamp_so_far = ts
-            self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
+            self.offset_of_max_timestamp = last
         wrote_o = wrote_t = False
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             if write:
-                self.offset_index.append(header.base_offset + header.last_offset_delta, pos, defer=True)
+                self.offset_index.append(last, pos, defer=True)
                 wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                                        defer=True)
                 wrote_o = True
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += size
+            since = 0
+        self.bytes_since_last_index_entry = since + size
         self.size = pos + size
-        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        self.next_offset = last + 1
         self.last_modified_ms = now_ms
         return wrote_o, wrote_t
 
@@ -176,12 +182,10 @@ class LogSegment:
         return out
 
     def _write_log(self, data, pos: int) -> int:
-        """Write batch bytes at ``pos``, the end of the valid data: past the file's end, or
-        into the zeros of a preallocated .log."""
-        if self.preallocate:
-            self.disk.write_at(self.log_rel, pos, data, into_preallocated=True)
-            return pos
-        return self.disk.append(self.log_rel, data)
+        """Write batch bytes at ``pos``, the end of the valid data (kept in memory: no seek to
+        the file's end): past the file's end, or into the zeros of a preallocated .log."""
+        self.disk.write_at(self.log_rel, pos, data, into_preallocated=self.preallocate)
+        return pos
 
     def on_become_active(self) -> None:
         self.offset_index.preallocate()
@@ -217,15 +221,125 @@ class LogSegment:
             yield pos, header
             pos += header.batch_length + 12
 
-    def translate_offset(self, target: int, start: int = 0, scan: ScanFn | None = None) -> tuple[int, BatchHeader] | None:
-        """First batch at or after ``start`` whose last offset is >= ``target``."""
-        for pos, h in self.iter_headers(start):
-            hit = h.base_offset + h.last_offset_delta >= target
-            if scan is not None:
-                scan(pos, h, hit)
-            if hit:
-                return pos, h
+    def walk(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
+        """``(position, base_offset, last_offset, max_timestamp, size)`` of each batch from byte
+        ``start``: the file is read in windows and each header is one ``struct.unpack_from``
+        (no header objects). CorruptRecordError names the position of a bad header."""
+        end = self.size
+        pos = start
+        unpack = _WALK.unpack_from
+        while pos < end:
+            buf = self.disk.read(self.log_rel, pos, min(_CHUNK, end - pos))
+            n, rel = len(buf), 0
+            while rel + _WALK_SIZE <= n:
+                base, length, magic, delta, max_ts = unpack(buf, rel)
+                size = length + 12
+                if magic != 2 or size < _MIN_BATCH:
+                    self._corrupt_at(pos + rel)
+                yield pos + rel, base, base + delta, max_ts, size
+                rel += size
+            if rel == 0:
+                self._corrupt_at(pos)
+            pos += rel
+
+    def find_offset(self, target: int, start: int = 0, scan: list | None = None) -> tuple[int, int] | None:
+        """``(position, size)`` of the first batch at or after byte ``start`` whose last offset is
+        >= ``target``, or None. Walks header fields with ``struct.unpack_from`` over one read of a
+        window (the index floor puts the batch within about ``index.interval.bytes``); with
+        ``scan``, appends ``(position, base_offset, last_offset, max_timestamp, matched)`` per
+        batch walked."""
+        found = self._find_offset(target, start, scan)
+        return None if found is None else found[:2]
+
+    def _find_offset(self, target: int, start: int, scan: list | None) -> tuple[int, int, bytes, int] | None:
+        """:meth:`find_offset`, also returning the window read and where the batch found starts in it."""
+        end = self.size
+        pos = start
+        window = min(max(2 * self.index_interval_bytes, 8192), _CHUNK)
+        while pos < end:
+            buf = self.disk.read(self.log_rel, pos, min(window, end - pos))
+            n, rel = len(buf), 0
+            if scan is None:
+                seek = _SEEK.unpack_from
+                while rel + _SEEK_SIZE <= n:
+                    base, length, magic, delta = seek(buf, rel)
+                    if magic != 2 or length < _MIN_LENGTH:
+                        self._corrupt_at(pos + rel)
+                    if base + delta >= target:
+                        return pos + rel, length + 12, buf, rel
+                    rel += length + 12
+            else:
+                walk, record = _WALK.unpack_from, scan.append
+                while rel + _WALK_SIZE <= n:
+                    base, length, magic, delta, max_ts = walk(buf, rel)
+                    if magic != 2 or length < _MIN_LENGTH:
+                        self._corrupt_at(pos + rel)
+                    last = base + delta
+                    if last >= target:
+                        record((pos + rel, base, last, max_ts, True))
+                        return pos + rel, length + 12, buf, rel
+                    record((pos + rel, base, last, max_ts, False))
+                    rel += length + 12
+            if rel == 0:
+                self._corrupt_at(pos)
+            pos += rel
+            window = _CHUNK
         return None
+
+    def translate_offset(self, target: int, start: int = 0, scan: list | None = None) -> tuple[int, BatchHeader] | None:
+        """First batch at or after ``start`` whose last offset is >= ``target``: its position and header."""
+        found = self.find_offset(target, start, scan)
+        if found is None:
+            return None
+        return found[0], self._header_at(found[0])
+
+    def _header_at(self, pos: int) -> BatchHeader:
+        try:
+            return read_header(self.disk.read(self.log_rel, pos, BATCH_OVERHEAD))
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}: "
+                                     f"{getattr(exc, 'reason', exc)}") from exc
+
+    def _corrupt_at(self, pos: int) -> None:
+        self._header_at(pos)   # raises the precise error
+        raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}")
+
+    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None,
+                     window: bytes = b"", at: int = 0) -> tuple[bytes, tuple]:
+        """Whole batches from ``pos``: the first always, then as many as fit ``max_bytes`` and end
+        below ``max_offset`` (exclusive). Returns (bytes, headers), read with one read when the
+        first window covers them; ``window``, bytes already read with ``pos`` at ``at``, saves it."""
+        end = self.size
+        headers = []
+        if window and at + BATCH_OVERHEAD <= len(window):
+            h = read_header(window, at)
+            size = h.batch_length + 12
+            if size >= max_bytes and at + size <= len(window) and (
+                    max_offset is None or h.base_offset + h.last_offset_delta < max_offset):
+                return window[at:at + size], (h,)     # a one-batch answer, all in the window
+        # Walk headers in windows (each read on its own: no growing buffer), then take the bytes.
+        total = 0
+        buf, buf_pos = (window, pos - at) if window else (b"", pos)
+        while pos + total < end:
+            here = pos + total
+            rel = here - buf_pos
+            if rel + BATCH_OVERHEAD > len(buf):
+                buf = self.disk.read(self.log_rel, here, min(end - here, max(min(max_bytes - total, _CHUNK), 4096)))
+                buf_pos, rel = here, 0
+            try:
+                h = read_header(buf, rel)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{self.name}: corrupt record batch at position {here}: "
+                                         f"{getattr(exc, 'reason', exc)}") from exc
+            size = h.batch_length + 12
+            if (max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset) or \
+                    (headers and total + size > max_bytes):
+                break
+            headers.append(h)
+            total += size
+        if window and at + total <= len(window):
+            return window[at:at + total], tuple(headers)
+        return self.disk.read(self.log_rel, pos, total) if total else b"", tuple(headers)
 
     def read_bytes(self, pos: int, n: int) -> bytes:
         return self.disk.read(self.log_rel, pos, n)

@@ -1,4 +1,7 @@
+import tempfile
+
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from engine.config import LogConfig
 from engine.disk import Disk
@@ -67,9 +70,11 @@ def test_translate_offset_scans_to_first_batch_holding_target(seg):
     for i in range(5):
         append(seg, batch_of_size(i * 10, 200, count=10))
     seen = []
-    pos, h = seg.translate_offset(34, 0, lambda p, hd, hit: seen.append((p, hit)))
+    pos, h = seg.translate_offset(34, 0, seen)
     assert (pos, h.base_offset) == (600, 30)
-    assert seen == [(0, False), (200, False), (400, False), (600, True)]
+    assert [(row[0], row[4]) for row in seen] == [(0, False), (200, False), (400, False), (600, True)]
+    assert [row[1:3] for row in seen] == [(0, 9), (10, 19), (20, 29), (30, 39)]
+    assert seg.find_offset(34, 0) == (600, 200) and seg.find_offset(50, 0) is None
 
 
 def test_truncate_to_cuts_whole_batch_and_index_entries(seg):
@@ -108,3 +113,72 @@ def test_rename_to_deleted_renames_every_file(seg):
     assert sorted(seg.disk.listdir("t-0")) == sorted(
         ["00000000000000000000.log.deleted", "00000000000000000000.index.deleted",
          "00000000000000000000.timeindex.deleted"])
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_a_lookup_walking_into_a_bad_header_names_its_position(seg, traced):
+    for i in range(4):
+        append(seg, batch_of_size(i * 10, 200, count=10))
+    seg.disk.write_at(seg.log_rel, 400 + 16, b"\x07")      # magic of the third batch
+    from engine.errors import CorruptRecordError
+    with pytest.raises(CorruptRecordError, match="position 400"):
+        seg.find_offset(35, 0, [] if traced else None)
+    assert seg.find_offset(15, 0, [] if traced else None) == (200, 200)   # before it: still found
+
+
+def test_a_lookup_past_the_last_batch_reads_across_windows(tmp_path):
+    disk = Disk(tmp_path)
+    disk.mkdir("t-0")
+    seg = LogSegment.create(disk, "t-0", 0, LogConfig(index_interval_bytes=100))
+    for i in range(100):                    # 100 x 1000 bytes: more than one 64 KB window
+        append(seg, batch_of_size(i, 1000))
+    rows = []
+    assert seg.find_offset(99, 0, rows) == (99_000, 1000) and seg.find_offset(99, 0) == (99_000, 1000)
+    assert [r[0] for r in rows] == list(range(0, 100_000, 1000)) and rows[-1][4] and not rows[-2][4]
+    assert seg.find_offset(100, 0) is None
+
+
+def test_read_batches_spans_windows_and_stops_at_max_bytes_and_max_offset(tmp_path):
+    disk = Disk(tmp_path)
+    disk.mkdir("t-0")
+    seg = LogSegment.create(disk, "t-0", 0, LogConfig())
+    for i in range(150):                    # 150 KB: more than two 64 KB windows
+        append(seg, batch_of_size(i, 1000))
+    data, headers = seg.read_batches(0, 1 << 30)
+    assert data == seg.read_all() and [h.base_offset for h in headers] == list(range(150))
+    data, headers = seg.read_batches(3000, 5500)
+    assert (len(data), [h.base_offset for h in headers]) == (5000, [3, 4, 5, 6, 7])
+    data, headers = seg.read_batches(3000, 1, max_offset=3)
+    assert (data, headers) == (b"", ())
+    window = seg.read_bytes(2000, 8192)
+    assert seg.read_batches(3000, 2500, None, window, 1000) == seg.read_batches(3000, 2500)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 300)), min_size=1, max_size=30),
+       st.integers(0, 130), st.integers(1, 3000), st.booleans())
+def test_find_offset_and_read_batches_equal_a_brute_force_walk(batches, target, max_bytes, traced):
+    with tempfile.TemporaryDirectory() as tmp:
+        disk = Disk(tmp)
+        disk.mkdir("t-0")
+        seg = LogSegment.create(disk, "t-0", 0, LogConfig(index_interval_bytes=100))
+        offset, layout = 0, []
+        for count, pad in batches:
+            data = build_batch([SimpleRecord(b"x" * pad)] * count, base_offset=offset)
+            layout.append((seg.size, offset, offset + count - 1, len(data)))
+            append(seg, data)
+            offset += count
+        expected = next(((p, size) for p, first, last, size in layout if last >= target), None)
+        rows = [] if traced else None
+        assert seg.find_offset(target, 0, rows) == expected
+        if traced:
+            assert [r[0] for r in rows] == [p for p, *_ in layout][:len(rows)] and (expected is None) != rows[-1][4]
+        if expected is not None:
+            data, headers = seg.read_batches(expected[0], max_bytes)
+            want = [b for b in layout if b[0] >= expected[0]]
+            n = 1
+            while n < len(want) and sum(b[3] for b in want[:n + 1]) <= max_bytes:
+                n += 1
+            assert [h.base_offset for h in headers] == [b[1] for b in want[:n]]
+            assert data == seg.read_bytes(expected[0], sum(b[3] for b in want[:n]))
+        disk.close_all()
