@@ -40,7 +40,7 @@ from ..cluster.scenarios import FAULT_CONFIG, SCENARIOS, fault_schedule
 from ..errors import BrokerNotAvailableError, KafkaError, LeaderNotAvailableError, OffsetOutOfRangeError
 from .grid import AXES, SCENARIO_PREFIX, RunSpec, cell_id, cell_settings
 
-__all__ = ["build_run", "run_spec", "run_many", "unavailable_ms", "ROW_FIELDS", "CELL_FIGURES",
+__all__ = ["build_run", "run_spec", "run_many", "run_partition", "row_tuple", "unavailable_ms", "ROW_FIELDS", "CELL_FIGURES",
            "cell_figures", "worst_key", "TOPIC"]
 
 TOPIC = "t"
@@ -55,7 +55,7 @@ ROW_FIELDS: tuple = tuple((a, "string") for a in AXES) + (
     ("acked", "long"), ("lost", "long"), ("lost_at_end", "long"), ("diverged", "long"),
     ("hw_regressed", "long"), ("uncommitted_reads", "long"), ("unavailable_ms", "long"),
     ("duplicates", "long"), ("consumed", "long"), ("produce_requests", "long"), ("produce_failed", "long"),
-    ("retries_sent", "long"), ("steps", "long"), ("time_ms", "long"), ("events", "long"),
+    ("retries_sent", "long"), ("commands", "long"), ("time_ms", "long"), ("events", "long"),
     ("event_digest", "string"), ("first_loss_step", "long"), ("command_log", "string"),
 )
 
@@ -241,7 +241,7 @@ def _row(spec: RunSpec, run: Run, config: dict, consumed: list[dict], first_loss
         "duplicates": sum(n - 1 for n in seen.values()), "consumed": len(consumed),
         "produce_requests": len(run.checker.requests),
         "produce_failed": sum(1 for r in requests if r["outcome"] and r["outcome"]["kind"] == "produce_failed"),
-        "retries_sent": sent, "steps": run.position, "time_ms": run.cluster.scheduler.now_ms(),
+        "retries_sent": sent, "commands": run.position, "time_ms": run.cluster.scheduler.now_ms(),
         "events": run.cluster.events.seq, "event_digest": run.event_digest(),
         "first_loss_step": first_loss,
         "command_log": dump_command_log(run.log, seed=run.seed, config=config),
@@ -314,3 +314,21 @@ def cell_figures(rows: list[dict]) -> dict[str, Any]:
     out["worst"] = {k: worst[k] for k in ("run", "seed", "lost", "lost_at_end", "diverged", "unavailable_ms",
                                           "duplicates", "first_loss_step", "event_digest", "command_log")}
     return out
+
+
+# ---- executor entry points (Spark's mapPartitions, and --no-spark) -------------------------
+
+def row_tuple(row: dict) -> tuple:
+    """A row in :data:`ROW_FIELDS` order (how it travels to Spark)."""
+    return tuple(row[name] for name, _ in ROW_FIELDS)
+
+
+def run_partition(specs: Iterable[tuple]) -> Iterable[tuple]:
+    """Play (cell, run, seed) triples in one scratch directory (RAM-backed when /dev/shm
+    exists) and yield each run's row as a tuple; the directory is removed at the end."""
+    import tempfile
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="kafkaviz-lab-", dir=base) as scratch:
+        for cell, run, seed in specs:
+            yield row_tuple(run_spec(RunSpec(tuple(cell), run, seed), scratch))
