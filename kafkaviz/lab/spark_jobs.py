@@ -149,12 +149,13 @@ def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: di
     except ImportError:
         raise LabError("pyspark is not installed: pip install -r requirements.txt (or use --no-spark)") from None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(master_url(master)).appName(app)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.pyspark.python", sys.executable)
-               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
                .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND_ADDRESS", "127.0.0.1"))
                .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1")))
@@ -409,14 +410,15 @@ def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = 
             rdd = sc.binaryFiles(uris, minPartitions=max(1, min(len(files), 4 * sc.defaultParallelism)))
             names = [f.name for f in schema.fields]
             scanned = s.createDataFrame(rdd.mapPartitions(functools.partial(scan_rows, names=names)), schema).cache()
-            segments, parts, problems = _analytics_frames(scanned)
+            segments, parts, problems = (f.cache() for f in _analytics_frames(scanned))
             segments.write.parquet(str(tmp / "segments"))
             parts.write.parquet(str(tmp / "partitions"))
             problems.write.parquet(str(tmp / "problems"))
             seg_rows = [r.asDict(recursive=True) for r in segments.orderBy("partition_dir", "base_offset").collect()]
             part_rows = [r.asDict(recursive=True) for r in parts.orderBy("partition_dir").collect()]
             prob_rows = [r.asDict(recursive=True) for r in problems.orderBy("file", "position").collect()]
-            scanned.unpersist()
+            for f in (scanned, segments, parts, problems):
+                f.unpersist()
             elapsed = time.monotonic() - t_started
             extra = {"master": sc.master, "spark_version": s.version}
         summary = _analytics_summary(logdir, part_rows, seg_rows, prob_rows, total_bytes,
