@@ -115,11 +115,20 @@ def choose_view(summary: dict, params: dict) -> dict[str, Any]:
     ranked = sorted(varied, key=lambda a: AXIS_PREFERENCE.index(a) if a in AXIS_PREFERENCE else 99)
     x = params.get("x") if params.get("x") in varied else (ranked[0] if ranked else None)
     rest = [a for a in ranked if a != x]
-    y = params.get("y") if params.get("y") in rest else (next((a for a in rest if a != "truncation"), None)
-                                                         if len(rest) > 1 else (rest[0] if rest else None))
+    # An empty choice ("—") is a choice: no y axis, or no facet.
+    if params.get("y") == "":
+        y = None
+    elif params.get("y") in rest:
+        y = params.get("y")
+    else:
+        y = next((a for a in rest if a != "truncation"), None) if len(rest) > 1 else (rest[0] if rest else None)
     rest = [a for a in rest if a != y]
-    facet = params.get("facet") if params.get("facet") in rest else (
-        "truncation" if "truncation" in rest else (rest[0] if rest else None))
+    if params.get("facet") == "":
+        facet = None
+    elif params.get("facet") in rest:
+        facet = params.get("facet")
+    else:
+        facet = "truncation" if "truncation" in rest else (rest[0] if rest else None)
     rest = [a for a in rest if a != facet]
     slice_ = {}
     for a in rest:

@@ -64,6 +64,8 @@ def launch_sweep(request: HttpRequest) -> HttpResponse:
                                 f"Use fewer runs per cell or fewer axis values.", 400, form)
     args = (["--preset", preset] if preset else []) + [x for a, v in axes.items() for x in ("--axis", f"{a}={','.join(v)}")]
     args += ["--runs", str(runs), "--seed", str(seed), "--quiet"]
+    if request.POST.get("no_spark"):
+        args.append("--no-spark")
     try:
         name = jobs.launch("sweep", args)
     except jobs.JobError as exc:

@@ -113,3 +113,18 @@ def test_a_directory_that_is_not_a_log_dir_leaves_nothing(spark, tmp_path):
     with pytest.raises(LabError, match="not a Kafka log directory"):
         analyze(tmp_path / "photos", tmp_path / "out", spark=spark)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["photos"]
+
+
+def test_the_analytics_page_shows_partitions_segments_and_damage(spark, logdir, tmp_path, settings):
+    from django.test import Client
+
+    settings.KAFKAVIZ_LAB = {"DIR": str(tmp_path), "LAUNCH": False, "MAX_RUNS": 10, "LOG_ROOTS": [], "MASTER": None}
+    bad = tmp_path / "copy"
+    shutil.copytree(logdir[0] / "broker-9", bad)
+    seg = sorted((bad / "orders-0").glob("*.log"))[0]
+    seg.write_bytes(seg.read_bytes()[:-5])
+    analyze(bad, tmp_path / "analytics-20260101-000000-abcd", spark=spark)
+    html = Client().get("/lab/analytics/analytics-20260101-000000-abcd/").content.decode()
+    assert "<code>orders-0</code>" in html and 'id="problems"' in html
+    assert f"<code>orders-0/{seg.name}</code>" in html and "truncated" in html
+    assert "compaction would remove" in html
