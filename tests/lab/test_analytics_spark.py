@@ -86,7 +86,7 @@ def test_figures_agree_with_the_engines_own_counts(report, logdir):
         assert part["distinct_keys"] == 5 and part["compaction_removable"] == 24 - 5
 
 
-def test_a_cut_and_a_corrupted_batch_are_reported_and_the_rest_is_analysed(spark, logdir, tmp_path):
+def test_a_cut_and_a_corrupted_batch_are_reported_and_the_rest_is_analysed(spark, logdir, tmp_path, settings):
     src = logdir[0] / "broker-9"
     bad = tmp_path / "bad"
     shutil.copytree(src, bad)
@@ -97,7 +97,7 @@ def test_a_cut_and_a_corrupted_batch_are_reported_and_the_rest_is_analysed(spark
     second = 12 + int.from_bytes(first[8:12], "big")
     first[second + 40] ^= 0x55                           # a flipped byte in the second batch
     segs[0].write_bytes(bytes(first))
-    out = analyze(bad, tmp_path / "report", spark=spark)
+    out = analyze(bad, tmp_path / "analytics-20260101-000000-abcd", spark=spark)
     problems = {(p["file"], p["kind"]) for p in out["problems"]}
     assert (f"orders-0/{segs[0].name}", "corrupt") in problems
     assert (f"orders-0/{segs[-1].name}", "truncated") in problems
@@ -105,6 +105,14 @@ def test_a_cut_and_a_corrupted_batch_are_reported_and_the_rest_is_analysed(spark
     assert corrupt["position"] == second
     assert out["partitions"][0]["problem_count"] == 2
     assert out["partitions"][0]["records"] == 120 - 3 - 3   # two damaged batches of 3 records
+    # The analytics page shows the same, damage first.
+    from django.test import Client
+
+    settings.KAFKAVIZ_LAB = {"DIR": str(tmp_path), "LAUNCH": False, "MAX_RUNS": 10, "LOG_ROOTS": [], "MASTER": None}
+    html = Client().get("/lab/analytics/analytics-20260101-000000-abcd/").content.decode()
+    assert "<code>orders-0</code>" in html and 'id="problems"' in html
+    assert f"<code>orders-0/{segs[-1].name}</code>" in html and "truncated" in html and "CRC mismatch" in html
+    assert "compaction would remove" in html
 
 
 def test_a_directory_that_is_not_a_log_dir_leaves_nothing(spark, tmp_path):
@@ -114,17 +122,3 @@ def test_a_directory_that_is_not_a_log_dir_leaves_nothing(spark, tmp_path):
         analyze(tmp_path / "photos", tmp_path / "out", spark=spark)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["photos"]
 
-
-def test_the_analytics_page_shows_partitions_segments_and_damage(spark, logdir, tmp_path, settings):
-    from django.test import Client
-
-    settings.KAFKAVIZ_LAB = {"DIR": str(tmp_path), "LAUNCH": False, "MAX_RUNS": 10, "LOG_ROOTS": [], "MASTER": None}
-    bad = tmp_path / "copy"
-    shutil.copytree(logdir[0] / "broker-9", bad)
-    seg = sorted((bad / "orders-0").glob("*.log"))[0]
-    seg.write_bytes(seg.read_bytes()[:-5])
-    analyze(bad, tmp_path / "analytics-20260101-000000-abcd", spark=spark)
-    html = Client().get("/lab/analytics/analytics-20260101-000000-abcd/").content.decode()
-    assert "<code>orders-0</code>" in html and 'id="problems"' in html
-    assert f"<code>orders-0/{seg.name}</code>" in html and "truncated" in html
-    assert "compaction would remove" in html
