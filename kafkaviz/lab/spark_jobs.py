@@ -151,14 +151,16 @@ def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: di
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Loopback unless the workers are elsewhere: then they need an address to reach the driver.
+    host = os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1")
+    bind = os.environ.get("SPARK_DRIVER_BIND_ADDRESS", "127.0.0.1" if host == "127.0.0.1" else "0.0.0.0")
     builder = (SparkSession.builder.master(master_url(master)).appName(app)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.pyspark.python", sys.executable)
+               .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-               .config("spark.driver.bindAddress", os.environ.get("SPARK_DRIVER_BIND_ADDRESS", "127.0.0.1"))
-               .config("spark.driver.host", os.environ.get("SPARK_DRIVER_HOST", "127.0.0.1")))
+               .config("spark.driver.bindAddress", bind).config("spark.driver.host", host))
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     try:
