@@ -39,7 +39,6 @@ class Metric:
     z: Callable[[dict], float]
     text: Callable[[dict], str]
     sentence: Callable[[list, list], str]       # (cells shown, axes named) -> one sentence
-    zmax: float | None = 100.0
 
 
 def _loss_sentence(cells: list, axes: list) -> str:
@@ -71,8 +70,8 @@ def _unavailable_sentence(cells: list, axes: list) -> str:
     mean = sum(c["unavailable_ms_mean"] * c["runs"] for c in cells) / runs if runs else 0
     worst = max(cells, key=lambda c: c["unavailable_ms_mean"])
     return (f"A write could not succeed (no live leader, or fewer in-sync replicas than min.insync.replicas "
-            f"under acks=all) for {mean:.0f} ms of virtual time per run on average; longest with "
-            f"{_label(worst, axes)} ({worst['unavailable_ms_mean']:.0f} ms per run, at most "
+            f"under acks=all) for {mean:.3g} ms of virtual time per run on average; longest with "
+            f"{_label(worst, axes)} ({worst['unavailable_ms_mean']:.3g} ms per run, at most "
             f"{worst['unavailable_ms_max']} ms).")
 
 
@@ -95,8 +94,8 @@ METRICS: tuple = (
            lambda c: _pct(c["runs_diverged"], c["runs"]),
            lambda c: f"{_pct(c['runs_diverged'], c['runs']):g}%", _diverged_sentence),
     Metric("unavailable", "Virtual time unavailable for writes", "ms per run",
-           lambda c: c["unavailable_ms_mean"], lambda c: f"{c['unavailable_ms_mean']:.0f} ms",
-           _unavailable_sentence, zmax=None),
+           lambda c: c["unavailable_ms_mean"], lambda c: f"{c['unavailable_ms_mean']:.3g} ms",
+           _unavailable_sentence),
     Metric("duplicates", "Records a consumer saw twice", "% of runs",
            lambda c: _pct(c["runs_with_duplicates"], c["runs"]),
            lambda c: f"{c['duplicates']} dup.", _dup_sentence),
@@ -189,7 +188,7 @@ def build_panels(name: str, summary: dict, view: dict) -> list[dict]:
             fig = go.Figure(go.Heatmap(
                 z=z, x=[f"{x}={v}" if x else "" for v in xs], y=[f"{y}={v}" if y else "" for v in ys],
                 text=text, texttemplate="%{text}", customdata=urls, colorscale="Cividis", zmin=0,
-                zmax=m.zmax, colorbar={"title": {"text": m.unit}},
+                colorbar={"title": {"text": m.unit}},
                 hovertemplate="%{x}, %{y}<br>" + m.unit + ": %{z}<br>click: the worst run<extra></extra>"))
             fig.update_layout(title={"text": title}, height=140 + 70 * len(ys), margin={"l": 90, "r": 20, "t": 50,
                                                                                        "b": 40},
