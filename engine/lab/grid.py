@@ -112,6 +112,7 @@ class Grid:
     cells: tuple           # tuples of (axis, value) pairs, every axis, AXES order
     runs: int
     seed: int
+    preset: str | None = None
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(c, i, self.seed + i) for c in self.cells for i in range(self.runs)]
@@ -122,6 +123,7 @@ class Grid:
 
     def to_dict(self) -> dict[str, Any]:
         return {"axes": {a: list(v) for a, v in self.varied}, "runs": self.runs, "seed": self.seed,
+                "preset": self.preset,
                 "cells": len(self.cells), "total_runs": len(self.cells) * self.runs,
                 "defaults": {a.name: a.default for a in AXES.values()}}
 
@@ -180,7 +182,7 @@ def make_grid(preset: str | None = None, axes: Mapping[str, Iterable[str]] | Non
     total = len(cells) * runs
     if total > MAX_RUNS:
         raise GridError(f"the grid has {total} runs ({len(cells)} cells x {runs}); at most {MAX_RUNS} per sweep")
-    return Grid(varied, tuple(cells), runs, seed)
+    return Grid(varied, tuple(cells), runs, seed, preset)
 
 
 def cell_settings(cell: Mapping[str, str]) -> dict[str, Any]:

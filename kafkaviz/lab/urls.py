@@ -6,6 +6,7 @@ app_name = "lab"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("latest/<str:preset>/", views.latest, name="latest"),
     path("sweeps/", views.launch_sweep, name="launch_sweep"),
     path("sweeps/<str:name>/", views.sweep, name="sweep"),
     path("sweeps/<str:name>/cells/<str:cell>/worst/", views.worst, name="worst"),

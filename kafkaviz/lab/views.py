@@ -10,6 +10,7 @@ from pathlib import Path
 
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from engine.lab.grid import AXES, PRESETS, GridError, make_grid
@@ -36,7 +37,22 @@ def _home_context(request: HttpRequest, **extra: object) -> dict:
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "lab/home.html", _home_context(request))
+    context = _home_context(request)
+    if request.GET.get("preset") in PRESETS:
+        context["form"]["preset"] = request.GET["preset"]
+    return render(request, "lab/home.html", context)
+
+
+@require_GET
+def latest(request: HttpRequest, preset: str) -> HttpResponse:
+    """The newest finished sweep of a preset (what lessons link to), or the form with that
+    preset chosen when there is none yet."""
+    if preset not in PRESETS:
+        raise Http404("no such preset")
+    for job in jobs.list_jobs():
+        if job.kind == "sweep" and job.state == "done" and job.summary["grid"].get("preset") == preset:
+            return redirect("lab:sweep", name=job.name)
+    return redirect(f"{reverse('lab:home')}?preset={preset}#sweep-h")
 
 
 def _refuse(request: HttpRequest, message: str, status: int, form: dict) -> HttpResponse:

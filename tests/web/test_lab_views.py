@@ -135,3 +135,12 @@ def test_unknown_or_malformed_job_names_are_404(lab):
     assert Client().get("/lab/sweeps/../../etc/").status_code == 404
     assert Client().get("/lab/sweeps/sweep-20260101-000000-ffff/").status_code == 404
     assert Client().get("/lab/jobs/nope/progress/").status_code == 404
+
+
+def test_lessons_link_to_the_newest_sweep_of_a_preset_or_to_the_form_preset_chosen(finished):
+    r = Client().get("/lab/latest/truncation/")
+    assert r.status_code == 302 and r["Location"] == f"/lab/sweeps/{finished}/"
+    r = Client().get("/lab/latest/unclean/")
+    assert r["Location"] == "/lab/?preset=unclean#sweep-h"
+    assert '<option value="unclean" selected>' in Client().get("/lab/?preset=unclean").content.decode()
+    assert Client().get("/lab/latest/everything/").status_code == 404
