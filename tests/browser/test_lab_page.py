@@ -1,6 +1,6 @@
 """The Lab page in a real browser: the heatmaps draw from the vendored plotly, a click on a
 cell opens that cell's worst run at the step where the record was lost, and the table under
-each map does the same from the keyboard. Screenshots at 1366 and 390 px go to the test's
+each map does the same from the keyboard, under a strict Content-Security-Policy. Screenshots at 1366 and 390 px go to the test's
 temp directory (KAFKAVIZ_SCREENSHOTS=dir keeps them)."""
 from __future__ import annotations
 
@@ -22,6 +22,19 @@ from kafkaviz.lab.spark_jobs import sweep_without_spark
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 NAME = "sweep-20260101-000000-abcd"
+# The team's policy: our own files only, no inline script or style. The pages must work under it.
+STRICT_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+              "connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+
+
+def with_strict_csp(page: Page) -> None:
+    def handle(route):
+        response = route.fetch()
+        headers = dict(response.headers)
+        if "text/html" in headers.get("content-type", ""):
+            headers["content-security-policy"] = STRICT_CSP
+        route.fulfill(response=response, headers=headers)
+    page.route("**/*", handle)
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +84,7 @@ def shots_dir(tmp: Path) -> Path:
 
 def test_heatmaps_draw_and_a_click_on_a_cell_opens_its_worst_run_at_the_loss_step(page: Page, lab_server):
     url, tmp = lab_server
+    with_strict_csp(page)
     page.set_viewport_size({"width": 1366, "height": 900})
     page.goto(f"{url}/lab/sweeps/{NAME}/")
     maps = page.locator("#metric-loss .heatmap .main-svg")
