@@ -72,13 +72,14 @@ def key_digest(key: bytes | None) -> str | None:
 
 
 def scan_log(data: bytes, file: str) -> dict[str, Any]:
-    """Figures of one ``.log`` segment. ``keys``: (key digest or None, offset) per data record,
-    for compaction; ``problems``: {file, position, kind, reason} per damaged place."""
+    """Figures of one ``.log`` segment. ``keys``: (key digest, offset) per data record with a
+    key, for compaction across segments; ``problems``: {file, position, kind, reason} per damaged place."""
     pos, end = 0, len(data)
     out: dict[str, Any] = {"batches": 0, "records": 0, "valid_bytes": 0, "file_bytes": end,
                            "first_offset": None, "last_offset": None, "first_timestamp": None,
                            "last_timestamp": None, "codecs": {}, "producer_ids": [], "control_batches": 0,
-                           "transactional_batches": 0, "keys": [], "problems": [], "unreadable_bytes": 0}
+                           "transactional_batches": 0, "keys": [], "null_key_records": 0, "problems": [],
+                           "unreadable_bytes": 0}
     producers: set = set()
     while pos < end:
         try:
@@ -113,7 +114,10 @@ def scan_log(data: bytes, file: str) -> dict[str, Any]:
         else:
             for r in batch.records:
                 out["records"] += 1
-                out["keys"].append((key_digest(r.key), r.offset))
+                if r.key is None:
+                    out["null_key_records"] += 1
+                else:
+                    out["keys"].append((key_digest(r.key), r.offset))
                 ts = r.timestamp
                 if out["first_timestamp"] is None or ts < out["first_timestamp"]:
                     out["first_timestamp"] = ts
@@ -121,6 +125,8 @@ def scan_log(data: bytes, file: str) -> dict[str, Any]:
                     out["last_timestamp"] = ts
         pos += size
     out["producer_ids"] = sorted(producers)
+    out["keyed_records"] = len(out["keys"])
+    out["distinct_keys"] = len({k for k, _ in out["keys"]})
     return out
 
 

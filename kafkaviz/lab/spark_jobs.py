@@ -387,7 +387,8 @@ def _scan_schema() -> Any:
         StructField("codecs", MapType(S, L)), StructField("producer_ids", ArrayType(L)),
         StructField("control_batches", L), StructField("transactional_batches", L),
         StructField("keys", ArrayType(key)), StructField("problems", ArrayType(problem)),
-        StructField("unreadable_bytes", L), StructField("index_entries", L),
+        StructField("unreadable_bytes", L), StructField("null_key_records", L), StructField("keyed_records", L),
+        StructField("distinct_keys", L), StructField("index_entries", L),
         StructField("index_spacing_bytes", DoubleType()), StructField("timeindex_entries", L),
     ])
 
@@ -431,37 +432,42 @@ def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = 
 
 
 def _analytics_frames(scanned: Any) -> tuple:
-    """(segments, partitions, problems) DataFrames from the scanned files."""
-    from pyspark.sql import Window
+    """(segments, partitions, problems) DataFrames from the scanned files. A segment is its
+    three files folded into one row; compaction counts come from each key's latest record in
+    the partition (a keyed record is removable when its key has a later one)."""
     from pyspark.sql import functions as F
 
     seg_key = ["partition_dir", "topic", "partition", "base_offset"]
-    logs = scanned.where(F.col("suffix") == "log")
-    idx = (scanned.where(F.col("suffix") == "index")
-           .select(*seg_key, "index_entries", "index_spacing_bytes", F.col("file_bytes").alias("index_bytes")))
-    tidx = scanned.where(F.col("suffix") == "timeindex").select(*seg_key, "timeindex_entries")
-    # Compaction: a keyed record is removable when its key has a later record in the partition.
-    keys = (logs.select(*seg_key, F.explode("keys").alias("k"))
-            .select(*seg_key, F.col("k.key").alias("key"), F.col("k.offset").alias("offset")))
-    latest = Window.partitionBy("partition_dir", "key")
-    keyed = (keys.where(F.col("key").isNotNull())
-             .withColumn("removable", (F.col("offset") < F.max("offset").over(latest)).cast("long")))
-    seg_keys = keyed.groupBy(*seg_key).agg(F.countDistinct("key").alias("distinct_keys"),
-                                           F.sum("removable").alias("compaction_removable"))
-    seg_null = (keys.where(F.col("key").isNull()).groupBy(*seg_key).agg(F.count("*").alias("null_key_records")))
-    segments = (logs.drop("keys", "index_entries", "index_spacing_bytes", "timeindex_entries", "suffix")
-                .withColumn("problem_count", F.size("problems")).drop("problems")
-                .withColumn("producer_ids", F.array_sort("producer_ids"))
-                .join(idx, seg_key, "left").join(tidx, seg_key, "left")
-                .join(seg_keys, seg_key, "left").join(seg_null, seg_key, "left")
-                .fillna(0, ["distinct_keys", "compaction_removable", "null_key_records", "index_entries",
-                            "timeindex_entries"]))
-    part_keys = keyed.groupBy("partition_dir").agg(F.countDistinct("key").alias("distinct_keys"),
-                                                   F.sum("removable").alias("compaction_removable"))
-    codec_sums = (logs.select("partition_dir", F.explode("codecs").alias("codec", "n"))
-                  .groupBy("partition_dir", "codec").agg(F.sum("n").alias("n"))
-                  .groupBy("partition_dir").agg(F.map_from_entries(F.collect_list(F.struct("codec", "n")))
-                                               .alias("codecs")))
+    is_log, is_index = F.col("suffix") == "log", F.col("suffix") == "index"
+
+    def first(c: str, when: Any = None) -> Any:
+        col = F.col(c) if when is None else F.when(when, F.col(c))
+        return F.first(col, ignorenulls=True).alias(c)
+
+    log_fields = ["file", "batches", "records", "valid_bytes", "file_bytes", "first_offset", "last_offset",
+                  "first_timestamp", "last_timestamp", "codecs", "control_batches", "transactional_batches",
+                  "unreadable_bytes", "null_key_records", "keyed_records", "distinct_keys"]
+    folded = scanned.groupBy(*seg_key).agg(
+        *[first(c, is_log) for c in log_fields],
+        F.first(F.when(is_log, F.array_sort("producer_ids")), ignorenulls=True).alias("producer_ids"),
+        F.first(F.when(is_log, F.size("problems")), ignorenulls=True).alias("problem_count"),
+        first("index_entries"), first("index_spacing_bytes"), first("timeindex_entries"),
+        F.first(F.when(is_index, F.col("file_bytes")), ignorenulls=True).alias("index_bytes"))
+    keys = (scanned.where(is_log).select("partition_dir", "base_offset", F.explode("keys").alias("k"))
+            .select("partition_dir", "base_offset", F.col("k.key").alias("key"), F.col("k.offset").alias("offset")))
+    latest = keys.groupBy("partition_dir", "key").agg(F.max(F.struct("offset", "base_offset")).alias("m"))
+    latest_here = (latest.groupBy("partition_dir", F.col("m.base_offset").alias("base_offset"))
+                   .agg(F.count("*").alias("latest_here")))
+    segments = (folded.where(F.col("file").isNotNull())
+                .join(latest_here, ["partition_dir", "base_offset"], "left")
+                .fillna(0, ["latest_here", "index_entries", "timeindex_entries"])
+                .withColumn("compaction_removable", F.col("keyed_records") - F.col("latest_here"))
+                .drop("latest_here"))
+    part_keys = latest.groupBy("partition_dir").agg(F.count("*").alias("distinct_keys"))
+    merge = F.aggregate(F.collect_list("codecs"), F.create_map().cast("map<string,bigint>"),
+                        lambda acc, m: F.map_zip_with(acc, m, lambda _, a, b: F.coalesce(a, F.lit(0))
+                                                      + F.coalesce(b, F.lit(0))))
+    spacing_weight = F.greatest(F.col("index_entries") - 1, F.lit(0))
     parts = (segments.groupBy("partition_dir", "topic", "partition").agg(
         F.count("*").alias("segments"), F.sum("batches").alias("batches"), F.sum("records").alias("records"),
         F.sum("valid_bytes").alias("valid_bytes"), F.sum("file_bytes").alias("log_bytes"),
@@ -471,12 +477,11 @@ def _analytics_frames(scanned: Any) -> tuple:
         F.sum("transactional_batches").alias("transactional_batches"),
         F.array_sort(F.array_distinct(F.flatten(F.collect_list("producer_ids")))).alias("producer_ids"),
         F.sum("index_entries").alias("index_entries"), F.sum("timeindex_entries").alias("timeindex_entries"),
-        (F.sum(F.col("index_spacing_bytes") * F.greatest(F.col("index_entries") - 1, F.lit(0)))
-         / F.sum(F.greatest(F.col("index_entries") - 1, F.lit(0)))).alias("index_spacing_bytes"),
-        F.sum("null_key_records").alias("null_key_records"), F.sum("problem_count").alias("problem_count"),
-        F.sum("unreadable_bytes").alias("unreadable_bytes"))
-        .join(part_keys, "partition_dir", "left").join(codec_sums, "partition_dir", "left")
-        .fillna(0, ["distinct_keys", "compaction_removable"]))
+        (F.sum(F.col("index_spacing_bytes") * spacing_weight) / F.sum(spacing_weight)).alias("index_spacing_bytes"),
+        F.sum("null_key_records").alias("null_key_records"), F.sum("compaction_removable").alias("compaction_removable"),
+        F.sum("problem_count").alias("problem_count"), F.sum("unreadable_bytes").alias("unreadable_bytes"),
+        merge.alias("codecs"))
+        .join(part_keys, "partition_dir", "left").fillna(0, ["distinct_keys"]))
     problems = (scanned.select(F.explode("problems").alias("p"))
                 .select("p.file", "p.position", "p.kind", "p.reason"))
     return segments, parts, problems
