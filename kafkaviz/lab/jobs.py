@@ -60,6 +60,11 @@ def valid_name(name: str) -> bool:
     return bool(NAME.match(name))
 
 
+def valid_sandbox_dir(path: Path) -> bool:
+    """A sandbox data directory that exists and is not a link out of the data root."""
+    return path.is_dir() and not path.is_symlink()
+
+
 def _alive(pid: int | None) -> bool:
     if not pid:
         return False

@@ -349,12 +349,13 @@ def sweep_without_spark(grid: Grid, out: Path, *, progress: Callable[[dict], Non
         triples = _triples(grid)
         names = [n for n, _ in ROW_FIELDS]
         rows = []
+        every = max(1, len(triples) // 100)
         with open(tmp / "runs.jsonl", "w") as fh:
             for i, t in enumerate(run_partition(triples)):
                 row = dict(zip(names, t))
                 rows.append(row)
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
-                if progress is not None or (i + 1) % 25 == 0 or i + 1 == len(triples):
+                if (i + 1) % every == 0 or i + 1 == len(triples):
                     report({"runs_total": len(triples), "runs_done": i + 1})
         t_runs = time.monotonic()
         by_cell: dict[str, list] = {}

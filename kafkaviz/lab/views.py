@@ -25,13 +25,28 @@ def _is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
+def _own_sandboxes(request: HttpRequest) -> list[tuple[str, str]]:
+    """(lesson, data directory) of this browser's own sandboxes: ids come from its signed
+    session, so a visitor is never shown another visitor's sandbox."""
+    from django.conf import settings
+
+    from kafkaviz.live.sessions import SESSION_KEY
+
+    ids = (request.session.get(SESSION_KEY) or {}) if hasattr(request, "session") else {}
+    out = []
+    for lesson, sid in sorted(ids.items()):
+        path = Path(settings.KAFKAVIZ_DATA_DIR) / str(sid)
+        if jobs.valid_sandbox_dir(path):
+            out.append((lesson, str(path)))
+    return out
+
+
 def _home_context(request: HttpRequest, **extra: object) -> dict:
     conf = lab_settings()
-    data_dir = Path(conf["LOG_ROOTS"][0])
-    sandboxes = sorted(str(p) for p in data_dir.iterdir() if p.is_dir()) if data_dir.is_dir() else []
+    sandboxes = _own_sandboxes(request)
     return {"presets": {k: {a: list(v) for a, v in p.items()} for k, p in PRESETS.items()},
             "axes": list(AXES.values()), "jobs": jobs.list_jobs(), "launch": conf["LAUNCH"],
-            "max_runs": conf["MAX_RUNS"], "log_roots": conf["LOG_ROOTS"], "sandboxes": sandboxes[:50],
+            "max_runs": conf["MAX_RUNS"], "log_roots": conf["LOG_ROOTS"], "sandboxes": sandboxes,
             "form": {"preset": "", "runs": 20, "seed": 0, "axes": {}, "logdir": ""}, **extra}
 
 

@@ -144,3 +144,17 @@ def test_lessons_link_to_the_newest_sweep_of_a_preset_or_to_the_form_preset_chos
     assert r["Location"] == "/lab/?preset=unclean#sweep-h"
     assert '<option value="unclean" selected>' in Client().get("/lab/?preset=unclean").content.decode()
     assert Client().get("/lab/latest/everything/").status_code == 404
+
+
+def test_the_analytics_form_offers_this_browsers_own_sandboxes_only(lab, settings, tmp_path):
+    from kafkaviz.live.sessions import SESSION_KEY
+
+    settings.KAFKAVIZ_DATA_DIR = str(tmp_path / "data")
+    client = Client()
+    client.get("/lessons/segments/")                 # issues this browser's sandbox id
+    sid = client.session[SESSION_KEY]["segments"]
+    (tmp_path / "data" / sid).mkdir(parents=True)
+    (tmp_path / "data" / "someone-elses-sandbox").mkdir()
+    html = client.get("/lab/").content.decode()
+    assert f"{tmp_path / 'data' / sid}" in html and "your sandbox of segments" in html
+    assert "someone-elses-sandbox" not in html
