@@ -61,3 +61,12 @@ def test_an_existing_output_is_refused_from_the_command_line(tmp_path):
                            "--out", str(tmp_path / "taken")], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert "already exists" in _one_line_failure(proc)
     assert list((tmp_path / "taken").iterdir()) == []
+
+
+def test_a_sweep_without_out_lands_in_the_lab_directory_under_a_name_the_page_lists(tmp_path, settings):
+    from kafkaviz.lab import jobs
+
+    settings.KAFKAVIZ_LAB = {"DIR": str(tmp_path), "LAUNCH": False, "MAX_RUNS": 10, "LOG_ROOTS": [], "MASTER": None}
+    call_command("lab", "sweep", "--runs", "1", "--no-spark", "--quiet")
+    (made,) = [j.name for j in jobs.list_jobs()]
+    assert jobs.get_job(made).state == "done"

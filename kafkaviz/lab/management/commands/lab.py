@@ -7,6 +7,7 @@ status 1, and leaves nothing at --out.
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ def _default_out(kind: str) -> Path:
     root = Path(lab_settings()["DIR"])
     root.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return root / f"{kind}-{stamp}"
+    return root / f"{kind}-{stamp}-{secrets.token_hex(2)}"     # the name the Lab page lists
 
 
 class ProgressBar:
