@@ -81,66 +81,79 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=100, help="runs per cell of the acks preset (6 cells)")
     ap.add_argument("--mb", type=int, default=40, help="megabytes of log for the analytics part")
+    ap.add_argument("--only", choices=("lab", "analytics"), default=None, help="run one part only")
     args = ap.parse_args()
 
     import django
     django.setup()
     from engine.lab.grid import make_grid
-    from engine.lab.logscan import find_partition_dirs, scan_file, segment_files
-    from kafkaviz.lab.spark_jobs import analyze, spark_session, sweep_without_spark
 
     grid = make_grid("acks", runs=args.runs, seed=0)
     total = len(grid.cells) * grid.runs
     base = "/dev/shm" if os.path.isdir("/dev/shm") else None
     tmp = Path(tempfile.mkdtemp(prefix="bench-lab-", dir=base))
     try:
-        print(f"durability lab: preset acks, {len(grid.cells)} cells x {grid.runs} runs = {total} runs; "
-              f"load average before: {load()}")
-        plain = sweep_without_spark(grid, tmp / "plain")["timing"]
-        one = spark_run("local[1]", grid, tmp / "l1")
-        two = spark_run("local[2]", grid, tmp / "l2")
-        print(f"  --no-spark : {total / plain['runs_s']:8.1f} runs/s  ({plain['runs_s']:.1f} s)")
-        for name, r in (("local[1]", one), ("local[2]", two)):
-            print(f"  {name:<10} : {r['runs_per_s']:8.1f} runs/s  ({r['runs_s']:.1f} s for the grid; start-up "
-                  f"{r['session_s']:.1f} s session + {r['warm_s']:.1f} s first Python workers, then a warm-up sweep; "
-                  f"aggregation {r['aggregate_s']:.1f} s)")
-        print(f"  local[2] / local[1] = {two['runs_per_s'] / one['runs_per_s']:.2f}x   (goal >= 1.7x)")
-        print(f"  local[2] / --no-spark = {two['runs_per_s'] / (total / plain['runs_s']):.2f}x")
-        print(f"  load average after: {load()}")
-
-        logs = tmp / "logs"
-        size = make_logdir(logs, args.mb)
-        files = [f for d, _, _ in find_partition_dirs(str(logs)) for f, _, _ in segment_files(d)]
-        os.system("sync")
-        t = time.perf_counter()
-        n = 0
-        for f in files:
-            with open(f, "rb") as fh:
-                n += len(fh.read())
-        read_s = time.perf_counter() - t
-        t = time.perf_counter()
-        for f in files:
-            with open(f, "rb") as fh:
-                scan_file(f, fh.read())
-        decode_s = time.perf_counter() - t
-        spark = spark_session("local[2]", app="bench-analytics")
-        small = tmp / "small"
-        make_logdir(small, 1)
-        analyze(small, tmp / "warm", spark=spark)          # warm the session and the workers
-        t = time.perf_counter()
-        summary = analyze(logs, tmp / "an", spark=spark)
-        job_s = time.perf_counter() - t
-        spark.stop()
-        mb = size / 1e6
-        print(f"log analytics: {mb:.1f} MB in {len(files)} files, {summary['totals']['records']} records; "
-              f"load average: {load()}")
-        print(f"  plain read (open+read)       : {mb / read_s:8.1f} MB/s")
-        print(f"  decode in this process       : {mb / decode_s:8.1f} MB/s")
-        print(f"  Spark local[2] analytics job : {mb / job_s:8.1f} MB/s  ({job_s:.1f} s, outputs included)")
-        print(f"  analytics / plain read = {read_s / job_s:.3f}x;  analytics / in-process decode = "
-              f"{decode_s / job_s:.2f}x")
+        if args.only != "analytics":
+            bench_sweeps(grid, total, tmp)
+        if args.only != "lab":
+            bench_analytics(args.mb, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_sweeps(grid, total: int, tmp: Path) -> None:
+    from kafkaviz.lab.spark_jobs import sweep_without_spark
+
+    print(f"durability lab: preset acks, {len(grid.cells)} cells x {grid.runs} runs = {total} runs; "
+          f"load average before: {load()}")
+    plain = sweep_without_spark(grid, tmp / "plain")["timing"]
+    one = spark_run("local[1]", grid, tmp / "l1")
+    two = spark_run("local[2]", grid, tmp / "l2")
+    print(f"  --no-spark : {total / plain['runs_s']:8.1f} runs/s  ({plain['runs_s']:.1f} s)")
+    for name, r in (("local[1]", one), ("local[2]", two)):
+        print(f"  {name:<10} : {r['runs_per_s']:8.1f} runs/s  ({r['runs_s']:.1f} s for the grid; start-up "
+              f"{r['session_s']:.1f} s session + {r['warm_s']:.1f} s first Python workers, then a warm-up sweep; "
+              f"aggregation {r['aggregate_s']:.1f} s)")
+    print(f"  local[2] / local[1] = {two['runs_per_s'] / one['runs_per_s']:.2f}x   (goal >= 1.7x)")
+    print(f"  local[2] / --no-spark = {two['runs_per_s'] / (total / plain['runs_s']):.2f}x")
+    print(f"  load average after: {load()}")
+
+
+def bench_analytics(mb_wanted: int, tmp: Path) -> None:
+    from engine.lab.logscan import find_partition_dirs, scan_file, segment_files
+    from kafkaviz.lab.spark_jobs import analyze, spark_session
+
+    logs = tmp / "logs"
+    size = make_logdir(logs, mb_wanted)
+    files = [f for d, _, _ in find_partition_dirs(str(logs)) for f, _, _ in segment_files(d)]
+    os.system("sync")
+    t = time.perf_counter()
+    n = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            n += len(fh.read())
+    read_s = time.perf_counter() - t
+    t = time.perf_counter()
+    for f in files:
+        with open(f, "rb") as fh:
+            scan_file(f, fh.read())
+    decode_s = time.perf_counter() - t
+    spark = spark_session("local[2]", app="bench-analytics")
+    small = tmp / "small"
+    make_logdir(small, 1)
+    analyze(small, tmp / "warm", spark=spark)          # warm the session and the workers
+    t = time.perf_counter()
+    summary = analyze(logs, tmp / "an", spark=spark)
+    job_s = time.perf_counter() - t
+    spark.stop()
+    mb = size / 1e6
+    print(f"log analytics: {mb:.1f} MB in {len(files)} files, {summary['totals']['records']} records; "
+          f"load average: {load()}")
+    print(f"  plain read (open+read)       : {mb / read_s:8.1f} MB/s")
+    print(f"  decode in this process       : {mb / decode_s:8.1f} MB/s")
+    print(f"  Spark local[2] analytics job : {mb / job_s:8.1f} MB/s  ({job_s:.1f} s, outputs included)")
+    print(f"  analytics / plain read = {read_s / job_s:.3f}x;  analytics / in-process decode = "
+          f"{decode_s / job_s:.2f}x")
 
 
 if __name__ == "__main__":

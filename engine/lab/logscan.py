@@ -72,8 +72,8 @@ def key_digest(key: bytes | None) -> str | None:
 
 
 def scan_log(data: bytes, file: str) -> dict[str, Any]:
-    """Figures of one ``.log`` segment. ``keys``: (key digest, offset) per data record with a
-    key, for compaction across segments; ``problems``: {file, position, kind, reason} per damaged place."""
+    """Figures of one ``.log`` segment. ``keys``: (key digest, its last offset here) per
+    distinct key, enough to find each key's latest record across segments (compaction); ``problems``: {file, position, kind, reason} per damaged place."""
     pos, end = 0, len(data)
     out: dict[str, Any] = {"batches": 0, "records": 0, "valid_bytes": 0, "file_bytes": end,
                            "first_offset": None, "last_offset": None, "first_timestamp": None,
@@ -81,6 +81,8 @@ def scan_log(data: bytes, file: str) -> dict[str, Any]:
                            "transactional_batches": 0, "keys": [], "null_key_records": 0, "problems": [],
                            "unreadable_bytes": 0}
     producers: set = set()
+    latest: dict = {}          # key -> its last offset in this segment
+    keyed = 0
     while pos < end:
         try:
             batch = decode_batch(data, pos)
@@ -117,7 +119,8 @@ def scan_log(data: bytes, file: str) -> dict[str, Any]:
                 if r.key is None:
                     out["null_key_records"] += 1
                 else:
-                    out["keys"].append((key_digest(r.key), r.offset))
+                    keyed += 1
+                    latest[r.key] = r.offset
                 ts = r.timestamp
                 if out["first_timestamp"] is None or ts < out["first_timestamp"]:
                     out["first_timestamp"] = ts
@@ -125,8 +128,9 @@ def scan_log(data: bytes, file: str) -> dict[str, Any]:
                     out["last_timestamp"] = ts
         pos += size
     out["producer_ids"] = sorted(producers)
-    out["keyed_records"] = len(out["keys"])
-    out["distinct_keys"] = len({k for k, _ in out["keys"]})
+    out["keyed_records"] = keyed
+    out["distinct_keys"] = len(latest)
+    out["keys"] = [(key_digest(k), o) for k, o in latest.items()]
     return out
 
 
