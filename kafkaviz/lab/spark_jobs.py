@@ -11,7 +11,7 @@ sees half a result, and a failed job leaves nothing where the result is expected
   figures (``engine.lab.runs.CELL_FIGURES``) are a DataFrame aggregation of that Parquet.
 * :func:`analyze`: the segment files are read with ``binaryFiles``; executors decode them with
   ``engine.lab.logscan.scan_file``; per-segment and per-partition figures (including distinct
-  keys and what compaction would remove, by a window over each key's latest offset) are
+  keys and what compaction would remove, from each key's latest segment) are
   DataFrame aggregations, written as Parquet.
 
 Executors import only ``engine`` (shipped to them as a zip), so a standalone cluster needs
