@@ -196,8 +196,9 @@ def replay_run(command_log: str) -> dict:
         run.finish()
         final = [finding_text(f) for f in run.checker.findings[before:]]
         summary = run.summary()
+        digest = run.event_digest()
     return {"seed": log.seed, "config": log.config, "steps": steps, "final_findings": final, "summary": summary,
-            "jsonl": command_log}
+            "jsonl": command_log, "event_digest": digest}
 
 
 def _result_text(result: dict) -> str:

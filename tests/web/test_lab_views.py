@@ -69,6 +69,8 @@ def test_every_cell_links_to_its_worst_run_which_opens_at_the_step_that_lost_a_r
     loss = re.search(rf'<li id="step-{step}" class="run-step is-loss[^"]*">(.*?)</li>', page, re.S)
     assert loss and "lost" in loss.group(1)
     assert "python -m engine run --commands run.jsonl" in page
+    assert "✓ The replay above produced exactly the sweep&#x27;s event stream." in page or \
+        "✓ The replay above produced exactly the sweep's event stream." in page
 
 
 def test_a_view_can_put_other_axes_on_x_and_y_and_htmx_gets_only_the_results(finished):
