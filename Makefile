@@ -28,11 +28,13 @@ run: migrate
 	@echo "kafkaviz is starting: open http://$(HOST):$(PORT)/"
 	$(BIN)/python -m daphne -b $(HOST) -p $(PORT) kafkaviz.asgi:application
 
-## Debian packages the tests use: chromium (browser tests) and redis-server (channel-layer test).
+## Debian packages the tests use: chromium (browser tests), redis-server (channel-layer test)
+## and Java 17 (Spark, for the lab).
 system-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; \

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "template_partials",
     "kafkaviz.lessons",
     "kafkaviz.live",
+    "kafkaviz.lab",
 ]
 
 MIDDLEWARE = [

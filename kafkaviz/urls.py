@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from kafkaviz.lessons import views
 
@@ -6,4 +6,5 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("lessons/<slug:slug>/", views.lesson, name="lesson"),
+    path("lab/", include("kafkaviz.lab.urls")),
 ]

@@ -1,0 +1,334 @@
+"""One run of the durability lab, and the figures of a cell of runs.
+
+:func:`run_spec` plays one :class:`~engine.lab.grid.RunSpec` on a fresh replicated
+cluster (``engine/cluster/run.py``) with the checker watching, and returns one flat row
+of plain values. Spark executors and ``--no-spark`` call this same function, so a run's
+row depends on its spec only (the event digest in the row proves it).
+
+What a run does:
+
+1. :func:`build_run` turns the cell into a seed, a cluster config and a command log: the
+   seeded fault schedule of ``engine/cluster/scenarios.py`` (replication factor cut to
+   ``rf``; ``random+slow`` adds a slow follower drawn from the same seed), or a named
+   scenario with the grid's ``acks`` / ``min_isr`` / ``unclean`` applied when it varies them.
+2. The commands are applied one by one. A ``consume`` or ``slow_follower`` refused because of
+   the moment (no leader, broker down) is skipped, as ``run_schedule`` does, so the applied
+   log replays exactly. With ``retries`` > 0, a produce request that failed is sent again
+   with the same values (a producer without idempotence), up to that many times.
+3. A consumer reads the whole partition; the checker's final check runs.
+
+Row fields (:data:`ROW_FIELDS`): records acknowledged, acknowledged records the checker saw
+lost (``lost``; ``lost_at_end``: not in the final leader's log), diverged-replica findings,
+virtual time the partition could not take a write (:func:`unavailable_ms`), records the final
+consumer saw more than once, and the run's applied command log.
+
+Adding a figure: compute it in :func:`run_spec`, add its name and type to
+:data:`ROW_FIELDS`, and, for a per-cell figure, a line in :data:`CELL_FIGURES`. Both the
+Spark job and the plain-Python path read these tables.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+from collections import Counter
+from typing import Any, Iterable
+
+from ..cluster.run import Run, dump_command_log, make_config
+from ..cluster.scenarios import FAULT_CONFIG, SCENARIOS, fault_schedule
+from ..errors import BrokerNotAvailableError, KafkaError, LeaderNotAvailableError, OffsetOutOfRangeError
+from .grid import AXES, SCENARIO_PREFIX, RunSpec, cell_id, cell_settings
+
+__all__ = ["build_run", "run_spec", "run_many", "run_partition", "row_tuple", "unavailable_ms", "ROW_FIELDS", "CELL_FIGURES",
+           "cell_figures", "worst_key", "TOPIC"]
+
+TOPIC = "t"
+# Refused because of the moment the command came, not because it is wrong: skipped.
+_MOMENTARY = (LeaderNotAvailableError, BrokerNotAvailableError, OffsetOutOfRangeError)
+_SKIPPABLE = ("consume", "slow_follower")
+SETTLE_MS = 1500
+
+# (name, type) of every row; types are Spark SQL type names. Axis columns come first.
+ROW_FIELDS: tuple = tuple((a, "string") for a in AXES) + (
+    ("cell", "string"), ("run", "long"), ("seed", "long"),
+    ("acked", "long"), ("lost", "long"), ("lost_at_end", "long"), ("diverged", "long"),
+    ("hw_regressed", "long"), ("uncommitted_reads", "long"), ("unavailable_ms", "long"),
+    ("duplicates", "long"), ("consumed", "long"), ("produce_requests", "long"), ("produce_failed", "long"),
+    ("retries_sent", "long"), ("commands", "long"), ("time_ms", "long"), ("events", "long"),
+    ("event_digest", "string"), ("first_loss_step", "long"), ("command_log", "string"),
+)
+
+# Per-cell figures: (name, how, row field). how: sum | max | mean | runs_positive (runs where field > 0).
+CELL_FIGURES: tuple = (
+    ("runs", "count", "run"),
+    ("acked", "sum", "acked"),
+    ("lost", "sum", "lost"),
+    ("lost_at_end", "sum", "lost_at_end"),
+    ("runs_with_loss", "runs_positive", "lost"),
+    ("runs_diverged", "runs_positive", "diverged"),
+    ("unavailable_ms_mean", "mean", "unavailable_ms"),
+    ("unavailable_ms_max", "max", "unavailable_ms"),
+    ("duplicates", "sum", "duplicates"),
+    ("runs_with_duplicates", "runs_positive", "duplicates"),
+    ("produce_failed", "sum", "produce_failed"),
+)
+
+# The worst run of a cell: most records lost, then diverged, then unavailable, then
+# duplicates; the lowest seed breaks ties. A row's key sorts ascending, worst first.
+WORST_FIELDS = ("lost", "diverged", "unavailable_ms", "duplicates")
+
+
+def worst_key(row: dict) -> tuple:
+    return tuple(-row[f] for f in WORST_FIELDS) + (row["seed"],)
+
+
+# ---- building a run -----------------------------------------------------------------------
+
+def build_run(spec: RunSpec) -> tuple[int, dict, list[dict]]:
+    """(seed, cluster config as Kafka names, command list) of one run."""
+    s = cell_settings(spec.settings)
+    config = dict(FAULT_CONFIG, truncation=s["truncation"])
+    schedule = s["schedule"]
+    if schedule.startswith(SCENARIO_PREFIX):
+        scenario = SCENARIOS[schedule[len(SCENARIO_PREFIX):]]
+        config = dict(scenario.config, truncation=s["truncation"])
+        return spec.seed, config, _scenario_commands(scenario.commands(), s)
+    cmds = fault_schedule(spec.seed, acks=s["acks"], min_isr=s["min_isr"], unclean=s["unclean"],
+                          steps=s["steps"], brokers=FAULT_CONFIG["brokers"])
+    first = dict(cmds[0])
+    first["assignment"] = [first["assignment"][0][:s["rf"]]]
+    first["replication_factor"] = s["rf"]
+    cmds[0] = first
+    if schedule == "random+slow":
+        cmds = _with_slow_follower(cmds, spec.seed)
+    return spec.seed, config, cmds
+
+
+def _scenario_commands(cmds: list[dict], s: dict) -> list[dict]:
+    out = []
+    for c in cmds:
+        c = dict(c)
+        if c["cmd"] == "produce" and s["acks"] is not None:
+            c["acks"] = s["acks"]
+        elif c["cmd"] == "create_topic":
+            cfg = dict(c.get("config") or {})
+            if s["min_isr"] is not None:
+                cfg["min.insync.replicas"] = s["min_isr"]
+            if s["unclean"] is not None:
+                cfg["unclean.leader.election.enable"] = s["unclean"]
+            c["config"] = cfg
+        out.append(c)
+    return out
+
+
+def _with_slow_follower(cmds: list[dict], seed: int) -> list[dict]:
+    """Slow one follower of the initial assignment from a seeded moment until the
+    settling tail (the schedule's last ``heal_all``)."""
+    rng = random.Random(f"slow-follower-{seed}")
+    followers = cmds[0]["assignment"][0][1:] or cmds[0]["assignment"][0]
+    broker = rng.choice(followers)
+    tail = max(i for i, c in enumerate(cmds) if c["cmd"] == "heal_all")
+    at = rng.randint(2, tail)
+    delay = rng.choice([300, 800, 1500, 3000])
+    return (cmds[:at] + [{"cmd": "slow_follower", "broker": broker, "delay_ms": delay}] + cmds[at:tail]
+            + [{"cmd": "slow_follower", "broker": broker, "delay_ms": 0}] + cmds[tail:])
+
+
+# ---- playing a run --------------------------------------------------------------------------
+
+def run_spec(spec: RunSpec, scratch: str) -> dict[str, Any]:
+    """Play one run in a fresh directory under ``scratch`` (removed afterwards); its row."""
+    tag = hashlib.sha1(spec.cell_id().encode()).hexdigest()[:12]
+    root = os.path.join(scratch, f"run-{os.getpid()}-{tag}-{spec.run}")
+    try:
+        return _play(spec, root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_many(specs: Iterable[RunSpec], scratch: str) -> Iterable[dict[str, Any]]:
+    for spec in specs:
+        yield run_spec(spec, scratch)
+
+
+def _play(spec: RunSpec, root: str) -> dict[str, Any]:
+    s = cell_settings(spec.settings)
+    seed, config, cmds = build_run(spec)
+    run = Run(seed, make_config(config), root, snapshot_every=10**9)
+    retries = s["retries"] or 0
+    attempts: dict[int, int] = {}       # request id -> attempts so far (of the original request)
+    handled: set = set()
+    first_loss: int | None = None
+    sent = 0
+
+    def apply(c: dict) -> bool:
+        nonlocal first_loss
+        try:
+            run.apply(c)
+        except _MOMENTARY:
+            if c["cmd"] not in _SKIPPABLE and c["cmd"] != "produce":
+                raise
+            return False
+        if first_loss is None and any(f["kind"] == "check_acked_record_lost" for f in run.checker.findings):
+            first_loss = run.position
+        return True
+
+    def resend() -> bool:
+        nonlocal sent
+        any_sent = False
+        for rid in sorted(run.checker.requests):
+            req = run.checker.requests[rid]
+            out = req["outcome"]
+            if rid in handled or out is None or out["kind"] != "produce_failed":
+                continue
+            n = attempts.get(rid, 0)
+            if n >= retries:
+                handled.add(rid)
+                continue
+            before = run.position
+            ok = apply({"cmd": "produce", "topic": req["topic"], "partition": req["partition"],
+                        "acks": "all" if req["acks"] == -1 else req["acks"], "values": list(req["values"])})
+            if ok and run.position > before:
+                handled.add(rid)
+                new_id = run.results[-1]["request_id"]
+                attempts[new_id] = n + 1
+                sent += 1
+                any_sent = True
+        return any_sent
+
+    for c in cmds:
+        apply(c)
+        if retries:
+            resend()
+    for _ in range(retries):
+        if not resend():
+            break
+        apply({"cmd": "advance", "ms": SETTLE_MS})
+    consumed = _final_consume(run, apply)
+    run.finish()
+    return _row(spec, run, config, consumed, first_loss, sent)
+
+
+def _final_consume(run: Run, apply) -> list[dict]:
+    """A consumer reads the partition from its start up to the high watermark."""
+    if not apply({"cmd": "consume", "topic": TOPIC, "offset": 0, "max_records": 10_000}):
+        return []
+    return run.results[-1]["records"]
+
+
+def _row(spec: RunSpec, run: Run, config: dict, consumed: list[dict], first_loss: int | None,
+         sent: int) -> dict[str, Any]:
+    findings = run.checker.findings
+    kinds = Counter(f["kind"] for f in findings)
+    lost = {(f["topic"], f["partition"], f["offset"], f["digest"]) for f in findings
+            if f["kind"] == "check_acked_record_lost"}
+    summary = run.summary()
+    lost_at_end = sum(1 for p in summary["partitions"] for a in p["acknowledged"] if a["present"] is False)
+    seen = Counter(r["digest"] for r in consumed)
+    requests = run.checker.requests.values()
+    created = next(c for c in run.log if c["cmd"] == "create_topic")
+    min_isr = int((created.get("config") or {}).get("min.insync.replicas", run.config.log.min_insync_replicas))
+    acks_all = any(r["acks"] == -1 for r in requests)
+    row: dict[str, Any] = dict(spec.cell)
+    row.update({
+        "cell": cell_id(spec.cell), "run": spec.run, "seed": spec.seed,
+        "acked": len(run.checker.acked), "lost": len(lost), "lost_at_end": lost_at_end,
+        "diverged": kinds["check_replicas_diverged"], "hw_regressed": kinds["check_hw_regressed"],
+        "uncommitted_reads": kinds["check_uncommitted_read"],
+        "unavailable_ms": unavailable_ms(run.cluster.events.envelopes, TOPIC, 0, acks_all, min_isr,
+                                         run.cluster.scheduler.now_ms()),
+        "duplicates": sum(n - 1 for n in seen.values()), "consumed": len(consumed),
+        "produce_requests": len(run.checker.requests),
+        "produce_failed": sum(1 for r in requests if r["outcome"] and r["outcome"]["kind"] == "produce_failed"),
+        "retries_sent": sent, "commands": run.position, "time_ms": run.cluster.scheduler.now_ms(),
+        "events": run.cluster.events.seq, "event_digest": run.event_digest(),
+        "first_loss_step": first_loss,
+        "command_log": dump_command_log(run.log, seed=run.seed, config=config),
+    })
+    return row
+
+
+def unavailable_ms(envelopes: Iterable[Any], topic: str, partition: int, acks_all: bool, min_isr: int,
+                   end_ms: int) -> int:
+    """Virtual milliseconds, from the topic's creation to ``end_ms``, in which a write to
+    the partition could not succeed: the controller has no leader, its leader is down, or
+    (``acks_all``) the ISR is smaller than ``min.insync.replicas``. Read from the event
+    stream; network cuts between the client and the leader are not counted."""
+    alive: set = set()
+    leader = None
+    isr: tuple = ()
+    started_at = None
+    last = 0
+    total = 0
+    for env in envelopes:
+        ev = env.event
+        kind = ev.kind
+        if started_at is not None:
+            down = leader is None or leader not in alive or (acks_all and len(isr) < min_isr)
+            if down:
+                total += env.time_ms - last
+            last = env.time_ms
+        if kind == "broker_started":
+            alive.add(ev.broker)
+        elif kind in ("broker_crashed", "broker_shutdown"):
+            alive.discard(ev.broker)
+        elif kind == "topic_created":
+            if ev.topic == topic and started_at is None:
+                started_at = last = env.time_ms
+        elif getattr(ev, "topic", None) != topic or getattr(ev, "partition", None) != partition:
+            continue
+        elif kind == "leader_elected":
+            leader, isr = ev.chosen, tuple(ev.isr)
+        elif kind == "partition_offline":
+            leader, isr = None, tuple(ev.isr)
+        elif kind in ("isr_shrunk", "isr_expanded"):
+            isr = tuple(ev.isr)
+    if started_at is not None:
+        down = leader is None or leader not in alive or (acks_all and len(isr) < min_isr)
+        if down:
+            total += max(0, end_ms - last)
+    return total
+
+
+# ---- per-cell figures (the plain-Python twin of the Spark aggregation) ---------------------
+
+def cell_figures(rows: list[dict]) -> dict[str, Any]:
+    """The figures of one cell's rows, as :data:`CELL_FIGURES` defines them, plus the worst run."""
+    out: dict[str, Any] = {}
+    for name, how, col in CELL_FIGURES:
+        vals = [r[col] for r in rows]
+        if how == "count":
+            out[name] = len(vals)
+        elif how == "sum":
+            out[name] = sum(vals)
+        elif how == "max":
+            out[name] = max(vals)
+        elif how == "mean":
+            out[name] = round(sum(vals) / len(vals), 3)
+        elif how == "runs_positive":
+            out[name] = sum(1 for v in vals if v > 0)
+        else:  # pragma: no cover - a typo in CELL_FIGURES
+            raise AssertionError(how)
+    worst = min(rows, key=worst_key)
+    out["worst"] = {k: worst[k] for k in ("run", "seed", "lost", "lost_at_end", "diverged", "unavailable_ms",
+                                          "duplicates", "first_loss_step", "event_digest", "command_log")}
+    return out
+
+
+# ---- executor entry points (Spark's mapPartitions, and --no-spark) -------------------------
+
+def row_tuple(row: dict) -> tuple:
+    """A row in :data:`ROW_FIELDS` order (how it travels to Spark)."""
+    return tuple(row[name] for name, _ in ROW_FIELDS)
+
+
+def run_partition(specs: Iterable[tuple]) -> Iterable[tuple]:
+    """Play (cell, run, seed) triples in one scratch directory (RAM-backed when /dev/shm
+    exists) and yield each run's row as a tuple; the directory is removed at the end."""
+    import tempfile
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(prefix="kafkaviz-lab-", dir=base) as scratch:
+        for cell, run, seed in specs:
+            yield row_tuple(run_spec(RunSpec(tuple(cell), run, seed), scratch))

@@ -1,0 +1,217 @@
+"""The Lab pages: launch a sweep or an analysis (a background ``manage.py lab`` process),
+watch its progress (htmx polls a partial once a second), read the results as heatmaps, open
+the worst run of any cell, and list past results. Function-based views; the partial alone
+when htmx asks for it."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from engine.lab.grid import AXES, PRESETS, GridError, make_grid
+from engine.lab.logscan import NotALogDirError, find_partition_dirs
+
+from . import jobs
+from .conf import lab_settings
+from .figures import axis_values, build_panels, choose_view
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _own_sandboxes(request: HttpRequest) -> list[tuple[str, str]]:
+    """(lesson, data directory) of this browser's own sandboxes: ids come from its signed
+    session, so a visitor is never shown another visitor's sandbox."""
+    from django.conf import settings
+
+    from kafkaviz.live.sessions import SESSION_KEY
+
+    ids = (request.session.get(SESSION_KEY) or {}) if hasattr(request, "session") else {}
+    out = []
+    for lesson, sid in sorted(ids.items()):
+        path = Path(settings.KAFKAVIZ_DATA_DIR) / str(sid)
+        if jobs.valid_sandbox_dir(path):
+            out.append((lesson, str(path)))
+    return out
+
+
+def _home_context(request: HttpRequest, **extra: object) -> dict:
+    conf = lab_settings()
+    sandboxes = _own_sandboxes(request)
+    return {"presets": {k: {a: list(v) for a, v in p.items()} for k, p in PRESETS.items()},
+            "axes": list(AXES.values()), "jobs": jobs.list_jobs(), "launch": conf["LAUNCH"],
+            "max_runs": conf["MAX_RUNS"], "log_roots": conf["LOG_ROOTS"], "sandboxes": sandboxes,
+            "form": {"preset": "", "runs": 20, "seed": 0, "axes": {}, "logdir": ""}, **extra}
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    context = _home_context(request)
+    if request.GET.get("preset") in PRESETS:
+        context["form"]["preset"] = request.GET["preset"]
+    return render(request, "lab/home.html", context)
+
+
+@require_GET
+def latest(request: HttpRequest, preset: str) -> HttpResponse:
+    """The newest finished sweep of a preset (what lessons link to), or the form with that
+    preset chosen when there is none yet."""
+    if preset not in PRESETS:
+        raise Http404("no such preset")
+    for job in jobs.list_jobs():
+        if job.kind == "sweep" and job.state == "done" and job.summary["grid"].get("preset") == preset:
+            return redirect("lab:sweep", name=job.name)
+    return redirect(f"{reverse('lab:home')}?preset={preset}#sweep-h")
+
+
+def _refuse(request: HttpRequest, message: str, status: int, form: dict) -> HttpResponse:
+    return render(request, "lab/home.html", _home_context(request, error=message, form=form), status=status)
+
+
+@require_POST
+def launch_sweep(request: HttpRequest) -> HttpResponse:
+    preset = request.POST.get("preset") or None
+    axes = {a: request.POST.getlist(f"axis_{a}") for a in AXES if request.POST.getlist(f"axis_{a}")}
+    form = {"preset": preset or "", "runs": request.POST.get("runs", ""), "seed": request.POST.get("seed", ""),
+            "axes": axes, "logdir": ""}
+    try:
+        runs, seed = int(request.POST.get("runs", "20")), int(request.POST.get("seed", "0"))
+    except ValueError:
+        return _refuse(request, "Runs per cell and the first seed must be whole numbers.", 400, form)
+    try:
+        grid = make_grid(preset, axes, runs=runs, seed=seed)
+    except GridError as exc:
+        return _refuse(request, str(exc), 400, form)
+    total = len(grid.cells) * grid.runs
+    limit = lab_settings()["MAX_RUNS"]
+    if total > limit:
+        return _refuse(request, f"This grid has {total} runs; a sweep started here may have at most {limit}. "
+                                f"Use fewer runs per cell or fewer axis values.", 400, form)
+    args = (["--preset", preset] if preset else []) + [x for a, v in axes.items() for x in ("--axis", f"{a}={','.join(v)}")]
+    args += ["--runs", str(runs), "--seed", str(seed), "--quiet"]
+    if request.POST.get("no_spark"):
+        args.append("--no-spark")
+    try:
+        name = jobs.launch("sweep", args)
+    except jobs.JobError as exc:
+        return _refuse(request, str(exc), 409 if "running" in str(exc) else 403, form)
+    return redirect("lab:sweep", name=name)
+
+
+def _allowed_logdir(path: str) -> Path:
+    if not path:
+        raise ValueError("Give the path of a log directory.")
+    real = Path(os.path.realpath(path))
+    roots = [Path(os.path.realpath(r)) for r in lab_settings()["LOG_ROOTS"]]
+    if not any(real == r or r in real.parents for r in roots):
+        raise ValueError(f"Only log directories under {', '.join(str(r) for r in roots)} may be analysed here.")
+    find_partition_dirs(str(real))
+    return real
+
+
+@require_POST
+def launch_analytics(request: HttpRequest) -> HttpResponse:
+    path = request.POST.get("logdir", "").strip()
+    form = {"preset": "", "runs": 20, "seed": 0, "axes": {}, "logdir": path}
+    try:
+        real = _allowed_logdir(path)
+    except (ValueError, NotALogDirError) as exc:
+        return _refuse(request, str(exc), 400, form)
+    try:
+        name = jobs.launch("analyze", [str(real)])
+    except jobs.JobError as exc:
+        return _refuse(request, str(exc), 409 if "running" in str(exc) else 403, form)
+    return redirect("lab:analytics", name=name)
+
+
+def _job_or_404(name: str, kind: str) -> jobs.Job:
+    job = jobs.get_job(name)
+    if job is None or job.kind != kind:
+        raise Http404("no such lab job")
+    return job
+
+
+@require_GET
+def sweep(request: HttpRequest, name: str) -> HttpResponse:
+    job = _job_or_404(name, "sweep")
+    context: dict = {"job": job}
+    if job.state == "done":
+        view = choose_view(job.summary, request.GET)
+        context.update(view=view, panels=build_panels(name, job.summary, view),
+                       choices={a: axis_values(job.summary, a) for a in view["varied"]},
+                       summary=job.summary)
+        if _is_htmx(request) and request.headers.get("HX-Target") == "results":
+            return render(request, "lab/sweep.html#results", context)
+    return render(request, "lab/sweep.html", context)
+
+
+@require_GET
+def progress(request: HttpRequest, name: str) -> HttpResponse:
+    job = jobs.get_job(name)
+    if job is None:
+        raise Http404("no such lab job")
+    response = render(request, "lab/progress.html", {"job": job})
+    if job.state != "running":
+        response["HX-Refresh"] = "true"   # the page reloads into its result or its error
+    return response
+
+
+@require_GET
+def worst(request: HttpRequest, name: str, cell: str) -> HttpResponse:
+    job = _job_or_404(name, "sweep")
+    if job.state != "done":
+        raise Http404("this sweep has no results yet")
+    found = next((c for c in job.summary["cells"] if c["cell"] == cell), None)
+    if found is None:
+        raise Http404("no such cell in this sweep")
+    replay = replay_run(found["worst"]["command_log"])
+    return render(request, "lab/worst.html", {"job": job, "cell": found, "replay": replay,
+                                              "loss_step": found["worst"]["first_loss_step"]})
+
+
+def replay_run(command_log: str) -> dict:
+    """Replay a run's command log (as applied) and return each step with its result and the
+    checker findings it raised, plus the final state. A run of a sweep is small (tens of
+    commands), so this is cheap enough for a request."""
+    from engine.cluster.run import Run, load_command_log, make_config
+    from kafkaviz.live.replication import finding_text
+
+    log = load_command_log(command_log)
+    with tempfile.TemporaryDirectory(prefix="kafkaviz-replay-") as root:
+        run = Run(log.seed or 0, make_config(log.config), root, snapshot_every=10**9)
+        steps = []
+        for i, cmd in enumerate(log.commands, 1):
+            before = len(run.checker.findings)
+            result = run.apply(cmd)
+            steps.append({"n": i, "command": run.log[-1], "time_ms": result.get("time_ms"),
+                          "result": _result_text(result),
+                          "findings": [finding_text(f) for f in run.checker.findings[before:]]})
+        before = len(run.checker.findings)
+        run.finish()
+        final = [finding_text(f) for f in run.checker.findings[before:]]
+        summary = run.summary()
+        digest = run.event_digest()
+    return {"seed": log.seed, "config": log.config, "steps": steps, "final_findings": final, "summary": summary,
+            "jsonl": command_log, "event_digest": digest}
+
+
+def _result_text(result: dict) -> str:
+    cmd = result.get("cmd")
+    if cmd == "produce":
+        values = [r["value"] for r in result.get("records", [])]
+        return f"request {result['request_id']}: {', '.join(str(v) for v in values)}"
+    if cmd == "consume":
+        return "read " + (", ".join(f"{r['value']}@{r['offset']}" for r in result["records"]) or "nothing")
+    return ""
+
+
+@require_GET
+def analytics(request: HttpRequest, name: str) -> HttpResponse:
+    job = _job_or_404(name, "analytics")
+    return render(request, "lab/analytics.html", {"job": job, "summary": job.summary})
