@@ -268,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_cluster_subcommands(sub)
     _add_group_subcommands(sub)
+    from .log import cleaner_cli  # `clean` belongs to the log package
+
+    cleaner_cli.add_subcommands(sub)
     return parser
 
 

@@ -29,6 +29,7 @@ from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, Tim
 from .events import (BatchAppended, IndexEntryWritten, IndexProbe, IndexTrimmed, LogClosed, LogFlushed,
                      LogStartOffsetChanged, LogTruncated, LookupFinished, LookupScan, LookupSegment,
                      LookupStarted, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from .cleaner import require_keys
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
 from .recovery import LogRecovery
@@ -172,6 +173,8 @@ class Log(LogRecovery, LogRetention):
                          compression: CompressionType | int = CompressionType.NONE) -> LogAppendInfo:
         """Append producer records (encoded here as one batch) or client batches (bytes): offsets
         are assigned from LEO, the leader epoch is stamped, LogAppendTime applied per config."""
+        if "compact" in self.config.cleanup_policy:
+            require_keys(self.name, records)  # INVALID_RECORD for a keyless record, nothing appended
         now = self._now()
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = self._log_end_offset
