@@ -295,8 +295,7 @@ class LogCleaner:
             ltc = self.to_clean(log, now)
             threshold = log.config.min_cleanable_dirty_ratio
             if ltc.cleanable_bytes == 0:
-                reason = "nothing cleanable"
-                eligible = False
+                continue  # nothing dirty: no event (a broker has many compacted logs at rest)
             elif ltc.max_compaction_lag_exceeded:
                 reason, eligible = "max.compaction.lag.ms exceeded", True
             elif ltc.ratio > threshold:

@@ -76,14 +76,16 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
             now_ms = max(now_ms, 0)
         clock.advance_to(max(now_ms, clock.now_ms()))
         cleaner = LogCleaner(disk)
+        ltc = cleaner.to_clean(log, now_ms)
         result = cleaner.run_once([log], now_ms)
-        check = events.of_kind("cleaner_check")[-1]
+        checks = events.of_kind("cleaner_check")
         out: dict[str, Any] = {"directory": name, "now_ms": now_ms, "cleaned": result is not None,
-                               "first_dirty_offset": check.first_dirty_offset,
-                               "first_uncleanable_offset": check.first_uncleanable_offset,
-                               "clean_bytes": check.clean_bytes, "dirty_bytes": check.dirty_bytes,
-                               "dirty_ratio": check.ratio, "min_cleanable_dirty_ratio": check.min_cleanable_ratio,
-                               "reason": check.reason}
+                               "first_dirty_offset": ltc.first_dirty_offset,
+                               "first_uncleanable_offset": ltc.first_uncleanable_offset,
+                               "clean_bytes": ltc.clean_bytes, "dirty_bytes": ltc.cleanable_bytes,
+                               "dirty_ratio": round(ltc.ratio, 6), "min_cleanable_dirty_ratio":
+                               config.min_cleanable_dirty_ratio,
+                               "reason": checks[-1].reason if checks else "nothing cleanable"}
         if result is not None:
             out.update(result.to_dict())
             scheduler.advance(config.file_delete_delay_ms)  # let the scheduled .deleted removals run
