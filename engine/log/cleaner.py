@@ -96,6 +96,64 @@ def require_keys(name: str, records: Sequence | bytes) -> None:
                 f"Compacted topic cannot accept message without key in topic partition {name} (record {i})")
 
 
+# ---------------------------------------------------------------------------- key scan
+def _zigzag(buf, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    result, shift = b & 0x7F, 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def record_keys(data: bytes, pos: int, h: BatchHeader) -> list[tuple[int, bytes | None, bool]]:
+    """``(offset, key, is_tombstone)`` of every record of the batch at ``pos`` in ``data``,
+    reading only the fields the cleaner needs (the full decode is for batches it rewrites)."""
+    if h.attributes & _ATTR_CODEC:
+        batch = decode_batch(data, pos, verify_crc=False)
+        return [(r.offset, r.key, r.value is None) for r in batch.records]
+    out = []
+    append = out.append
+    p = pos + BATCH_OVERHEAD
+    base = h.base_offset
+    zz = _zigzag
+    for _ in range(h.records_count):
+        b = data[p]                           # record length (one-byte varints inline)
+        if b < 0x80:
+            length, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            length, p = zz(data, p)
+        end = p + length
+        q = p + 1                             # skip the attributes byte
+        while data[q] & 0x80:                 # skip timestampDelta
+            q += 1
+        q += 1
+        b = data[q]
+        if b < 0x80:
+            delta, q = (b >> 1) ^ -(b & 1), q + 1
+        else:
+            delta, q = zz(data, q)
+        b = data[q]
+        if b < 0x80:
+            klen, q = (b >> 1) ^ -(b & 1), q + 1
+        else:
+            klen, q = zz(data, q)
+        if klen < 0:
+            key = None
+        else:
+            key = data[q:q + klen]
+            q += klen
+        append((base + delta, key, data[q] == 1))  # valueLength -1 is the single byte 0x01
+        p = end
+    return out
+
+
 # ---------------------------------------------------------------------------- batch rewriting
 def _encode_record(offset_delta: int, ts_delta: int, r: Record) -> bytes:
     body = bytearray(b"\x00")
@@ -373,20 +431,21 @@ class LogCleaner:
             put = records = 0
             sample: list = []
             full = False
-            for _, batch in iter_batches(seg.read_all(), verify_crc=False):
-                if batch.base_offset + batch.last_offset_delta < start:
+            data = seg.read_all()
+            for pos, h in seg.iter_headers():
+                if h.base_offset + h.last_offset_delta < start:
                     continue
-                if batch.base_offset >= upper:
+                if h.base_offset >= upper:
                     break
-                if not batch.is_control:
-                    for r in batch.records:
+                if not h.is_control:
+                    for offset, key, _ in record_keys(data, pos, h):
                         records += 1
-                        if r.key is not None and start <= r.offset < upper:
-                            omap.put(r.key, r.offset)
+                        if key is not None and start <= offset < upper:
+                            omap.put(key, offset)
                             put += 1
                             if len(sample) < _MAX_KEYS_IN_EVENT:
-                                sample.append([_key_text(r.key), r.offset])
-                omap.update_latest_offset(min(batch.base_offset + batch.last_offset_delta, upper - 1))
+                                sample.append([_key_text(key), offset])
+                omap.update_latest_offset(min(h.base_offset + h.last_offset_delta, upper - 1))
                 if omap.full:
                     full = True
                     break
@@ -442,8 +501,9 @@ class LogCleaner:
             disk.delete(rel)
             disk.touch(rel)
         for seg in group:
-            for pos, batch in iter_batches(seg.read_all(), verify_crc=False):
-                data = self._filter_batch(seg, pos, batch, omap, now, horizon_now, producer_last, stats)
+            raw = seg.read_all()
+            for pos, h in seg.iter_headers():
+                data = self._filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats)
                 if data is not None:
                     new.append(data, decode_header(data), now)
         new.on_become_inactive()
@@ -483,48 +543,51 @@ class LogCleaner:
         self._step(step, segment)
 
     @staticmethod
-    def _filter_batch(seg, pos: int, batch, omap: OffsetMap, now: int, horizon_now: int, producer_last: set[int],
-                      stats: _GroupStats) -> bytes | None:
+    def _filter_batch(raw: bytes, pos: int, h: BatchHeader, omap: OffsetMap, now: int, horizon_now: int,
+                      producer_last: set[int], stats: _GroupStats) -> bytes | None:
         """The batch as the cleaner writes it back: the original bytes if every record stays
         and no delete horizon is added, a rebuilt batch, an empty batch, or None."""
-        if batch.is_control:
-            return seg.read_bytes(pos, batch.batch_length + 12)
-        horizon = batch.delete_horizon_ms
-        retained = []
+        size = h.batch_length + 12
+        if h.is_control:
+            return raw[pos:pos + size]
+        horizon = h.delete_horizon_ms
+        keep_offsets = []
         has_tombstone = False
-        for r in batch.records:
-            stats.records_before += 1
+        latest = omap.latest_offset
+        get = omap.get
+        scanned = record_keys(raw, pos, h)
+        for offset, key, tombstone in scanned:
             keep = False
-            if r.offset > omap.latest_offset:
+            if offset > latest:
                 keep = True
-            elif r.key is None:
+            elif key is None:
                 stats.keyless_removed += 1
+            elif offset < get(key):
+                stats.superseded += 1
+            elif not tombstone or horizon is None or now < horizon:
+                keep = True
             else:
-                if r.offset < omap.get(r.key):
-                    stats.superseded += 1
-                elif r.value is not None:
-                    keep = True
-                elif horizon is None or now < horizon:
-                    keep = True
-                else:
-                    stats.tombstones_removed += 1
+                stats.tombstones_removed += 1
             if keep:
-                retained.append(r)
-                if r.value is None:
+                keep_offsets.append(offset)
+                if tombstone:
                     has_tombstone = True
                     stats.tombstones_kept += 1
-        stats.records_after += len(retained)
+        stats.records_before += len(scanned)
+        stats.records_after += len(keep_offsets)
         new_horizon = horizon
         if has_tombstone and horizon is None:
             new_horizon = horizon_now
             stats.horizon = horizon_now
-        if len(retained) == len(batch.records) and new_horizon == horizon:
-            return seg.read_bytes(pos, batch.batch_length + 12)
-        if not retained:
+        if len(keep_offsets) == len(scanned) and new_horizon == horizon:
+            return raw[pos:pos + size]
+        batch = decode_batch(raw, pos, verify_crc=False)
+        if not keep_offsets:
             if batch.producer_id >= 0 and batch.base_offset in producer_last:
                 return rebuild_batch(batch, [], None)
             return None
-        return rebuild_batch(batch, retained, new_horizon)
+        wanted = set(keep_offsets)
+        return rebuild_batch(batch, [r for r in batch.records if r.offset in wanted], new_horizon)
 
 
 def decode_header(data: bytes) -> BatchHeader:
