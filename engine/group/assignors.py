@@ -79,7 +79,14 @@ def _partitions_per_topic(subs: Mapping[str, Subscription], partitions: Mapping[
 
 
 def _finish(result: Mapping[str, Iterable[TP]], subs: Mapping[str, Subscription]) -> dict[str, list[TP]]:
-    return {m: sorted(result.get(m, ()), key=_tp_key) for m in subs}
+    topic_keys: dict[str, bytes] = {}
+
+    def key(tp: TP):
+        k = topic_keys.get(tp[0])
+        if k is None:
+            k = topic_keys[tp[0]] = java_str_key(tp[0])
+        return (k, tp[1])
+    return {m: sorted(result.get(m, ()), key=key) for m in subs}
 
 
 # ---------------------------------------------------------------------------- range
@@ -87,15 +94,19 @@ def range_assign(subs: Mapping[str, Subscription], partitions: Mapping[str, int]
     per_topic = _partitions_per_topic(subs, partitions)
     out: dict[str, list[TP]] = {m: [] for m in subs}
     order = _sorted_members(subs)
+    topic_sets = {m: set(subs[m].topics) for m in order}
     for topic, count in per_topic.items():
-        members = [m for m in order if topic in subs[m].topics]
+        members = [m for m in order if topic in topic_sets[m]]
         if not members:
             continue
         q, extra = divmod(count, len(members))
         start = 0
         for i, m in enumerate(members):
             n = q + (1 if i < extra else 0)
-            out[m].extend((topic, p) for p in range(start, start + n))
+            if n == 1:
+                out[m].append((topic, start))
+            elif n:
+                out[m].extend([(topic, p) for p in range(start, start + n)])
             start += n
     return _finish(out, subs)
 

@@ -328,9 +328,12 @@ class Log(LogRecovery, LogRetention):
                 elapsed, what = h.max_timestamp - seg.rolling_based_timestamp, "batch timestamp - first batch timestamp"
             else:
                 elapsed, what = now - seg.created_ms, "now - segment creation"
-            if elapsed > cfg.segment_ms - seg.rolling_jitter_ms:
+            max_ms = cfg.segment_ms  # compacted logs roll by max.compaction.lag.ms too (Kafka's maxSegmentMs)
+            if "compact" in cfg.cleanup_policy and cfg.max_compaction_lag_ms < max_ms:
+                max_ms = cfg.max_compaction_lag_ms
+            if elapsed > max_ms - seg.rolling_jitter_ms:
                 reason = "time"
-                detail = f"{what} = {elapsed} ms > segment.ms={cfg.segment_ms}" + (
+                detail = f"{what} = {elapsed} ms > segment.ms={max_ms}" + (
                     f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
         if reason is None and (seg.offset_index.is_full or seg.time_index.is_full):
             reason = "index_full"

@@ -432,3 +432,29 @@ def test_clean_command_runs_one_pass_and_prints_what_it_did(tmp_path):
     assert low.returncode == 1 and "min_cleanable_dirty_ratio must be at most 1" in low.stderr
     bad = subprocess.run(run + ["clean", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 1 and "not a partition directory name" in bad.stderr
+
+
+def test_compacted_log_rolls_by_max_compaction_lag(env):
+    disk, clock = env
+    log = open_log(disk, clock, segment_bytes=100_000, max_compaction_lag_ms=1000)
+    log.append_as_leader([SimpleRecord(b"v", key=b"k", timestamp=0)], 0)
+    log.append_as_leader([SimpleRecord(b"v", key=b"k", timestamp=1001)], 0)
+    assert [s.base_offset for s in log.segments] == [0, 1]
+    assert log.events.of_kind("segment_rolled")[-1].reason == "time"
+
+
+def test_keyless_produce_to_a_compacted_topic_in_a_cluster_gets_invalid_record(tmp_path):
+    from engine.cluster.cluster import Cluster
+    from engine.cluster.commands import apply_command
+    from engine.cluster.config import ClusterConfig
+    c = Cluster(Disk(tmp_path / "data"), ClusterConfig(brokers=3), seed=1)
+    apply_command(c, {"cmd": "create_topic", "topic": "k", "config": {"cleanup.policy": "compact"}})
+    apply_command(c, {"cmd": "advance", "ms": 500})
+    bad = apply_command(c, {"cmd": "produce", "topic": "k", "value": "no key"})
+    good = apply_command(c, {"cmd": "produce", "topic": "k", "value": "v", "key": "a"})
+    apply_command(c, {"cmd": "advance", "ms": 200})
+    res = c.produce_results[bad["request_id"]]
+    assert (res.status, res.error) == ("error", "INVALID_RECORD") and "without key" in res.message
+    assert c.produce_results[good["request_id"]].status == "ok"
+    leader = c.controller.partition("k", 0).leader
+    assert c.brokers[leader].partitions[("k", 0)].log.log_end_offset == 1

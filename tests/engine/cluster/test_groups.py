@@ -420,3 +420,68 @@ def test_schedules_never_share_a_partition_within_a_generation_and_converge(tmp_
     assert set(own) == all_partitions(c) and all(len(v) == 1 for v in own.values())
     gens = {c.groups.consumers[n].owned_generation for n in live if c.groups.consumers[n].owned}
     assert gens == {g.generation}
+
+
+def test_a_snapshot_with_groups_restores_and_carries_on_identically(tmp_path):
+    c = make(tmp_path)
+    join(c, "a")
+    join(c, "b", strategies=["cooperative-sticky"])
+    A(c, cmd="advance", ms=2000)
+    blob = c.snapshot()
+    copy = Cluster.restore(blob, tmp_path / "copy")
+    for cl in (c, copy):
+        A(cl, cmd="advance", ms=3000)
+        A(cl, cmd="consumer_poll", name="a")
+        A(cl, cmd="consumer_crash", name="b")
+        A(cl, cmd="advance", ms=50000)
+    assert c.events.digest() == copy.events.digest()
+    assert c.groups.state() == copy.groups.state()
+
+
+def test_run_log_with_group_commands_replays(tmp_path):
+    from engine.cluster.run import Run
+    cmds = [{"cmd": "create_topic", "topic": "t", "partitions": 2}, {"cmd": "advance", "ms": 500},
+            {"cmd": "configure_groups", "offsets_topic_num_partitions": 2},
+            {"cmd": "consumer_join", "name": "a", "group": "g", "topics": ["t"]}, {"cmd": "advance", "ms": 4000},
+            {"cmd": "consumer_poll", "name": "a"}]
+    digests = []
+    for i in range(2):
+        run = Run(seed=3, disk_root=str(tmp_path / f"r{i}"))
+        for cmd in cmds:
+            run.apply(cmd)
+        digests.append(run.cluster.events.digest())
+    assert digests[0] == digests[1]
+
+
+def test_seed_003_protocol_by_vote_and_the_first_member_to_join_leads(tmp_path):
+    # seed 003 "rebalance phases": candidates every member supports, the most votes win; the
+    # first member to join becomes the leader and computes the assignment.
+    c = make(tmp_path)
+    join(c, "z", strategies=["roundrobin", "range"])
+    join(c, "a", strategies=["range", "roundrobin"])
+    join(c, "m", strategies=["range", "sticky", "roundrobin"])
+    A(c, cmd="advance", ms=4000)
+    g = coordinator_group(c)
+    assert g.protocol == "range" and g.leader == "z-1"
+    sync = [e for e in c.events.of_kind("sync_group_sent") if e.leader]
+    assert [e.member for e in sync] == ["z-1"] and set(sync[0].assignment) == {"z-1", "a-2", "m-3"}
+    with pytest.raises(InvalidRequestError, match="unknown assignment strategy"):
+        join(c, "q", strategies=["nope"])
+
+
+def test_seed_003_a_coordinator_change_makes_the_group_rebalance(tmp_path):
+    # seed 003 "rebalance triggers" #4: the group's coordinator node changes.
+    c = make(tmp_path)
+    join(c, "a")
+    join(c, "b")
+    A(c, cmd="advance", ms=4000)
+    gen = coordinator_group(c).generation
+    old = c.groups.find_coordinator("g")[0]
+    A(c, cmd="crash", broker=old)
+    A(c, cmd="advance", ms=30000)
+    new = c.groups.find_coordinator("g")[0]
+    g = coordinator_group(c)
+    assert new != old and g.state == "Stable" and len(g.members) == 2
+    assert set(owners(c)) == all_partitions(c) and not ownership_findings(c.groups)
+    assert any(e.error == "UNKNOWN_MEMBER_ID" for e in c.events.of_kind("heartbeat_answered"))
+    assert g.generation >= 1 and gen >= 1
