@@ -112,28 +112,35 @@ def _zigzag(buf, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def record_keys(data: bytes, pos: int, h: BatchHeader) -> list[tuple[int, bytes | None, bool]]:
-    """``(offset, key, is_tombstone)`` of every record of the batch at ``pos`` in ``data``,
-    reading only the fields the cleaner needs (the full decode is for batches it rewrites)."""
+def record_keys(data: bytes, pos: int, h: BatchHeader) -> list[tuple]:
+    """``(offset, key, is_tombstone, start, end, timestamp delta)`` of every record of the
+    batch at ``pos`` in ``data`` (``start``/``end`` delimit the record's bytes; None for a
+    compressed batch), reading only the fields the cleaner needs."""
     if h.attributes & _ATTR_CODEC:
         batch = decode_batch(data, pos, verify_crc=False)
-        return [(r.offset, r.key, r.value is None) for r in batch.records]
+        return [(r.offset, r.key, r.value is None, None, None, r.timestamp_delta) for r in batch.records]
     out = []
     append = out.append
     p = pos + BATCH_OVERHEAD
     base = h.base_offset
     zz = _zigzag
     for _ in range(h.records_count):
-        b = data[p]                           # record length (one-byte varints inline)
+        start = p
+        b = data[p]                           # record length (one- and two-byte varints inline)
         if b < 0x80:
             length, p = (b >> 1) ^ -(b & 1), p + 1
+        elif data[p + 1] < 0x80:
+            u = (b & 0x7F) | (data[p + 1] << 7)
+            length, p = (u >> 1) ^ -(u & 1), p + 2
         else:
             length, p = zz(data, p)
         end = p + length
         q = p + 1                             # skip the attributes byte
-        while data[q] & 0x80:                 # skip timestampDelta
-            q += 1
-        q += 1
+        b = data[q]                           # timestampDelta
+        if b < 0x80:
+            tsd, q = (b >> 1) ^ -(b & 1), q + 1
+        else:
+            tsd, q = zz(data, q)
         b = data[q]
         if b < 0x80:
             delta, q = (b >> 1) ^ -(b & 1), q + 1
@@ -149,7 +156,7 @@ def record_keys(data: bytes, pos: int, h: BatchHeader) -> list[tuple[int, bytes 
         else:
             key = data[q:q + klen]
             q += klen
-        append((base + delta, key, data[q] == 1))  # valueLength -1 is the single byte 0x01
+        append((base + delta, key, data[q] == 1, start, end, tsd))  # valueLength -1 is the byte 0x01
         p = end
     return out
 
@@ -207,6 +214,21 @@ def rebuild_batch(h: BatchHeader, records: Sequence[Record], delete_horizon_ms: 
     _HEADER.pack_into(out, 0, h.base_offset, len(out) - 12, h.partition_leader_epoch, 2, 0, attributes,
                       h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch, h.base_sequence,
                       len(records))
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
+def repack_batch(h: BatchHeader, raw: bytes, kept: Sequence[tuple]) -> bytes:
+    """An uncompressed batch holding the kept records' original bytes (``record_keys``
+    tuples whose first record has timestamp delta 0): what :func:`rebuild_batch` would
+    write, without decoding and re-encoding the records."""
+    section = b"".join([raw[r[3]:r[4]] for r in kept])
+    max_ts = h.max_timestamp if (h.attributes & 0x08) else h.base_timestamp + max(r[5] for r in kept)
+    out = bytearray(BATCH_OVERHEAD)
+    out += section
+    _HEADER.pack_into(out, 0, h.base_offset, len(out) - 12, h.partition_leader_epoch, 2, 0, h.attributes,
+                      h.last_offset_delta, h.base_timestamp, max_ts, h.producer_id, h.producer_epoch,
+                      h.base_sequence, len(kept))
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
     return bytes(out)
 
@@ -438,7 +460,7 @@ class LogCleaner:
                 if h.base_offset >= upper:
                     break
                 if not h.is_control:
-                    for offset, key, _ in record_keys(data, pos, h):
+                    for offset, key, *_ in record_keys(data, pos, h):
                         records += 1
                         if key is not None and start <= offset < upper:
                             omap.put(key, offset)
@@ -552,11 +574,13 @@ class LogCleaner:
             return raw[pos:pos + size]
         horizon = h.delete_horizon_ms
         keep_offsets = []
+        kept = []
         has_tombstone = False
         latest = omap.latest_offset
         get = omap.get
         scanned = record_keys(raw, pos, h)
-        for offset, key, tombstone in scanned:
+        for rec in scanned:
+            offset, key, tombstone = rec[0], rec[1], rec[2]
             keep = False
             if offset > latest:
                 keep = True
@@ -570,6 +594,7 @@ class LogCleaner:
                 stats.tombstones_removed += 1
             if keep:
                 keep_offsets.append(offset)
+                kept.append(rec)
                 if tombstone:
                     has_tombstone = True
                     stats.tombstones_kept += 1
@@ -581,11 +606,15 @@ class LogCleaner:
             stats.horizon = horizon_now
         if len(keep_offsets) == len(scanned) and new_horizon == horizon:
             return raw[pos:pos + size]
-        batch = decode_batch(raw, pos, verify_crc=False)
-        if not keep_offsets:
-            if batch.producer_id >= 0 and batch.base_offset in producer_last:
-                return rebuild_batch(batch, [], None)
+        if not kept:
+            if h.producer_id >= 0 and h.base_offset in producer_last:
+                return rebuild_batch(h, [], None)
             return None
+        if kept and new_horizon == horizon and kept[0][3] is not None and kept[0][5] == 0:
+            # The first record kept carries the batch's base timestamp, so every kept record's
+            # bytes (deltas against the unchanged base offset and timestamp) stay as they are.
+            return repack_batch(h, raw, kept)
+        batch = decode_batch(raw, pos, verify_crc=False)
         wanted = set(keep_offsets)
         return rebuild_batch(batch, [r for r in batch.records if r.offset in wanted], new_horizon)
 

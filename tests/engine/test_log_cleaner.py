@@ -458,3 +458,23 @@ def test_keyless_produce_to_a_compacted_topic_in_a_cluster_gets_invalid_record(t
     assert c.produce_results[good["request_id"]].status == "ok"
     leader = c.controller.partition("k", 0).leader
     assert c.brokers[leader].partitions[("k", 0)].log.log_end_offset == 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(0, 5)), min_size=1, max_size=12),
+       st.sets(st.integers(0, 11)))
+def test_repacked_batch_equals_the_rebuilt_one(recs, keep):
+    from engine.log.cleaner import rebuild_batch, record_keys, repack_batch
+    from engine.records import decode_batch
+    simple = [SimpleRecord(None if tomb else b"v%d" % i, key=None if k == 3 else b"k%d" % k, timestamp=100 + d)
+              for i, (k, tomb, d) in enumerate(recs)]
+    data = build_batch(simple, base_offset=40)
+    h = read_header(data, 0)
+    scanned = record_keys(data, 0, h)
+    batch = decode_batch(data)
+    assert [(o, k, t) for o, k, t, *_ in scanned] == [(r.offset, r.key, r.value is None) for r in batch.records]
+    kept = [r for i, r in enumerate(scanned) if i in keep]
+    if not kept or kept[0][5] != 0:
+        return
+    wanted = {r[0] for r in kept}
+    assert repack_batch(h, data, kept) == rebuild_batch(batch, [r for r in batch.records if r.offset in wanted], None)
