@@ -22,7 +22,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -119,31 +118,6 @@ def bench_cleaner(mb: int, keys: int, rounds: int) -> None:
         print(f"  ratio {ratio:.3f}  goal >= {CLEANER_GOAL}: {'met' if ratio >= CLEANER_GOAL else 'NOT met'}")
 
 
-class _Cluster:
-    def __init__(self, partitions):
-        self.p = partitions
-
-    def topics(self):
-        return set(self.p)
-
-    def partitions_for_topic(self, topic):
-        return set(range(self.p[topic])) if self.p.get(topic) else None
-
-
-def _kp_members(subs):
-    from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
-    out = []
-    for m, s in subs.items():
-        ud = b""
-        if s.owned:
-            by = {}
-            for t, p in s.owned:
-                by.setdefault(t, []).append(p)
-            ud = StickyAssignorUserData(list(by.items()), s.generation)
-        out.append(NS(member_id=m, group_instance_id=None, metadata=NS(topics=list(s.topics), user_data=ud)))
-    return out
-
-
 def _time(fn, rounds: int) -> float:
     out = []
     for _ in range(rounds):
@@ -157,14 +131,16 @@ def bench_assignors(rounds: int, slow_rounds: int) -> None:
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "engine" / "group"))
+    from test_assignors import KafkaPythonCluster, kafka_python_members  # the tests' kafka-python adapter
     topics = tuple(f"topic-{i}" for i in range(10))
     parts = {t: 1000 for t in topics}
     subs = {f"consumer-{i:04d}": Subscription(topics) for i in range(1000)}
-    cluster = _Cluster(parts)
-    members = _kp_members(subs)
+    cluster = KafkaPythonCluster(parts)
+    members = kafka_python_members(subs)
     fresh = assign("sticky", subs, parts)
     after = {m: Subscription(topics, tuple(fresh[m]), 1) for m in subs if m != "consumer-0500"}
-    after_members = _kp_members(after)
+    after_members = kafka_python_members(after)
     cases = [
         ("range", lambda: assign("range", subs, parts), lambda: RangePartitionAssignor.assign(cluster, members),
          rounds),

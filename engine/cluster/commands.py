@@ -722,17 +722,28 @@ class ConsumerJoin(Command):
 
 
 @dataclass(frozen=True)
-class ConsumerPoll(Command):
+class _LiveConsumerCommand(Command):
+    """A command to a running consumer; ``method`` (if set) is the Consumer method it calls."""
+
+    method: ClassVar[str] = ""
+    name: str = _spec("str", doc="consumer name")
+
+    def validate(self, cluster: Any) -> None:
+        if not _consumer(self.cmd, cluster, self.name).alive:
+            raise InvalidRequestError(f"{self.cmd}: consumer {self.name!r} is not running (it crashed); "
+                                      "consumer_join restarts it")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        getattr(_consumer(self.cmd, cluster, self.name), self.method)()
+        return {"consumer": self.name}
+
+
+@dataclass(frozen=True)
+class ConsumerPoll(_LiveConsumerCommand):
     cmd: ClassVar[str] = "consumer_poll"
     summary: ClassVar[str] = ("KafkaConsumer.poll: fetch from each owned partition's leader up to its high "
                               "watermark (auto-commits first when due).")
-    name: str = _spec("str", doc="consumer name")
     max_records: int = _spec("int", 500, low=1, high=MAX_CONSUME_RECORDS, doc="max.poll.records")
-
-    def validate(self, cluster: Any) -> None:
-        c = _consumer(self.cmd, cluster, self.name)
-        if not c.alive:
-            raise InvalidRequestError(f"consumer_poll: consumer {self.name!r} has crashed; consumer_join restarts it")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
         c = _consumer(self.cmd, cluster, self.name)
@@ -743,11 +754,10 @@ class ConsumerPoll(Command):
 
 
 @dataclass(frozen=True)
-class ConsumerCommit(Command):
+class ConsumerCommit(_LiveConsumerCommand):
     cmd: ClassVar[str] = "consumer_commit"
     summary: ClassVar[str] = ("Manual commitSync: commit the consumer's positions (or the given offsets) to "
                               "__consumer_offsets.")
-    name: str = _spec("str", doc="consumer name")
     offsets: dict | None = _spec("dict?", None, doc='{"topic-partition": next offset}; default: the positions')
 
     def _offsets(self, cluster: Any) -> dict | None:
@@ -765,9 +775,7 @@ class ConsumerCommit(Command):
         return out
 
     def validate(self, cluster: Any) -> None:
-        c = _consumer(self.cmd, cluster, self.name)
-        if not c.alive:
-            raise InvalidRequestError(f"consumer_commit: consumer {self.name!r} has crashed")
+        super().validate(cluster)
         self._offsets(cluster)
 
     def apply(self, cluster: Any) -> dict[str, Any]:
@@ -779,36 +787,18 @@ class ConsumerCommit(Command):
 
 
 @dataclass(frozen=True)
-class ConsumerLeave(Command):
+class ConsumerLeave(_LiveConsumerCommand):
     cmd: ClassVar[str] = "consumer_leave"
     summary: ClassVar[str] = "KafkaConsumer.close: auto-commit if enabled, LeaveGroup (the group rebalances at once)."
-    name: str = _spec("str", doc="consumer name")
-
-    def validate(self, cluster: Any) -> None:
-        c = _consumer(self.cmd, cluster, self.name)
-        if not c.alive:
-            raise InvalidRequestError(f"consumer_leave: consumer {self.name!r} has crashed")
-
-    def apply(self, cluster: Any) -> dict[str, Any]:
-        _consumer(self.cmd, cluster, self.name).close()
-        return {"consumer": self.name}
+    method: ClassVar[str] = "close"
 
 
 @dataclass(frozen=True)
-class ConsumerCrash(Command):
+class ConsumerCrash(_LiveConsumerCommand):
     cmd: ClassVar[str] = "consumer_crash"
     summary: ClassVar[str] = ("Kill a consumer process: no commit, no LeaveGroup; the coordinator removes it "
                               "after session.timeout.ms.")
-    name: str = _spec("str", doc="consumer name")
-
-    def validate(self, cluster: Any) -> None:
-        c = _consumer(self.cmd, cluster, self.name)
-        if not c.alive:
-            raise InvalidRequestError(f"consumer_crash: consumer {self.name!r} is already down")
-
-    def apply(self, cluster: Any) -> dict[str, Any]:
-        _consumer(self.cmd, cluster, self.name).crash()
-        return {"consumer": self.name}
+    method: ClassVar[str] = "crash"
 
 
 @dataclass(frozen=True)

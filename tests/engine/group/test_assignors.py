@@ -110,6 +110,20 @@ def test_coordinator_partition_uses_java_string_hash_and_utils_abs():
     assert partition_for_group("polygenelubricants", 50) == 0
 
 
+def test_hash_map_iteration_order_is_javas():
+    # "c1".hashCode() = 3118 -> bucket 14 of 16; "c2" 3119 -> 15; "c3" 3120 -> 0, so a
+    # HashMap filled with c1, c2, c3 iterates c3, c1, c2.
+    from engine.group.java import hash_map_order
+    assert [string_hash(k) for k in ("c1", "c2", "c3")] == [3118, 3119, 3120]
+    assert hash_map_order(["c1", "c2", "c3"], string_hash) == ["c3", "c1", "c2"]
+    # 13 keys pass the 0.75 load factor of 16 buckets: the table has 32 (bucket = hash & 31),
+    # and keys of one bucket keep their insertion order.
+    keys = [chr(ord("a") + i) for i in range(13)] + ["A"]     # "a" = 97 = 65 + 32: same bucket as "A"
+    order = hash_map_order(keys, string_hash)
+    assert order == sorted(keys, key=lambda k: (string_hash(k) & 31, keys.index(k)))
+    assert order.index("a") < order.index("A")
+
+
 def test_members_sort_in_java_utf16_order_not_code_point_order():
     # U+FF5E (a BMP character) sorts after U+1F600 (a surrogate pair, 0xD83D…) in Java.
     a, b = "\uff5e", "\U0001F600"
@@ -163,7 +177,9 @@ def test_cli_bad_input_exits_2_with_a_message(args, message):
 
 # ---- against kafka-python ------------------------------------------------------------------
 
-class _Cluster:
+class KafkaPythonCluster:
+    """The cluster metadata kafka-python's assignors ask for (topics with partitions)."""
+
     def __init__(self, partitions):
         self.p = partitions
 
@@ -174,7 +190,8 @@ class _Cluster:
         return set(range(self.p[topic])) if self.p.get(topic) else None  # no metadata for 0 partitions
 
 
-def _kp(assignor, subs, partitions):
+def kafka_python_members(subs):
+    """Our subscriptions as kafka-python's JoinGroup members (sticky user data when owned)."""
     members = []
     for m, s in subs.items():
         user_data = b""
@@ -185,7 +202,11 @@ def _kp(assignor, subs, partitions):
             user_data = StickyAssignorUserData(list(by_topic.items()), s.generation)
         members.append(NS(member_id=m, group_instance_id=s.group_instance_id,
                           metadata=NS(topics=list(s.topics), user_data=user_data)))
-    out = assignor.assign(_Cluster(partitions), members)
+    return members
+
+
+def _kp(assignor, subs, partitions):
+    out = assignor.assign(KafkaPythonCluster(partitions), kafka_python_members(subs))
     return {m: sorted(((tp.topic, tp.partition) for tp in a.partitions()), key=lambda x: (java_str_key(x[0]), x[1]))
             for m, a in out.items()}
 
