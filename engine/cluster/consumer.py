@@ -455,6 +455,10 @@ class Consumer:
         if err in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
             self.join()
             return
+        if err == "MEMBER_ID_REQUIRED":
+            self.member_id = resp["member_id"]
+            self.join()
+            return
         if err == "UNKNOWN_MEMBER_ID":
             self.member_id, self.generation = "", -1
             self.join()

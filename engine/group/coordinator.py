@@ -3,7 +3,8 @@ for the groups whose ``__consumer_offsets`` partition one broker leads.
 
 States: Empty → PreparingRebalance → CompletingRebalance → Stable (→ PreparingRebalance …).
 
-* **JoinGroup**: a new member gets an id (``<client>-<n>``); the group goes to
+* **JoinGroup**: a new member's first JoinGroup is answered MEMBER_ID_REQUIRED with its id
+  (``<client>-<n>``; KIP-394), and it joins again with that id; the group goes to
   PreparingRebalance (an Empty group waits ``group.initial.rebalance.delay.ms``, extended
   while members keep arriving, up to the rebalance timeout). The join phase ends when every
   known member has (re)joined, or at the rebalance timeout (``max.poll.interval.ms`` of the
@@ -67,6 +68,7 @@ class Group:
     join_deadline_ms: int = 0
     last_join_ms: int = 0
     next_member: int = 0
+    pending: set = field(default_factory=set)     # member ids handed out by MEMBER_ID_REQUIRED
 
     def to_dict(self) -> dict:
         return {"group": self.group_id, "state": self.state, "generation": self.generation,
@@ -252,14 +254,20 @@ class GroupCoordinator:
                                  m.member_id != member_id):
             self.reply(client, "join", {"error": "INCONSISTENT_GROUP_PROTOCOL"})
             return
-        if member_id and member_id not in g.members:
+        if not member_id:
+            # JoinGroup v4+ (KIP-394): a new member first gets its id, then joins with it.
+            g.next_member += 1
+            member_id = f"{client}-{g.next_member}"
+            g.pending.add(member_id)
+            self.reply(client, "join", {"error": "MEMBER_ID_REQUIRED", "member_id": member_id})
+            return
+        if member_id not in g.members and member_id not in g.pending:
             self.reply(client, "join", {"error": "UNKNOWN_MEMBER_ID"})
             return
         now = self._now()
-        new = not member_id
+        new = member_id in g.pending
         if new:
-            g.next_member += 1
-            member_id = f"{client}-{g.next_member}"
+            g.pending.discard(member_id)
             m = Member(member_id, client, session_timeout_ms, rebalance_timeout_ms, list(protocols), now)
             g.members[member_id] = m
         else:

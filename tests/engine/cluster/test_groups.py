@@ -90,6 +90,8 @@ def test_join_sync_stable_and_seed_001_extra_members_sit_idle(tmp_path):
     assert set(own) == all_partitions(c) and all(len(v) == 1 for v in own.values())
     idle = [n for n, con in c.groups.consumers.items() if not con.owned]
     assert len(idle) == 2  # seed 001: one partition is read by one member; extra members are idle
+    # KIP-394: the first JoinGroup gets MEMBER_ID_REQUIRED and the member id, the second joins
+    assert [e.member for e in c.events.of_kind("join_group_sent") if e.consumer == "a"] == ["", "a-1"]
     kinds = [e.kind for e in c.events.of_kind("join_group_sent", "rebalance_started", "join_group_completed",
                                              "sync_group_sent", "sync_group_completed", "partitions_assigned")]
     assert kinds.index("join_group_completed") < kinds.index("sync_group_completed") < kinds.index(
