@@ -394,6 +394,15 @@ class LogCleaner:
                                          reason))
         return None if best is None else (best[0], best[1])
 
+    def schedule(self, scheduler: Any, logs: list, backoff_ms: int = 15000) -> Any:
+        """Run :meth:`run_once` over ``logs`` (a list the caller may keep changing) every
+        ``log.cleaner.backoff.ms`` of virtual time, as Kafka's cleaner thread does; returns the
+        task (cancel it with ``scheduler.cancel``)."""
+        return scheduler.schedule_periodic(backoff_ms, self._tick, scheduler, logs, name="log-cleaner")
+
+    def _tick(self, scheduler: Any, logs: list) -> None:
+        self.run_once([log for log in logs if not log._closed], scheduler.now_ms())
+
     def run_once(self, logs: Iterable, now: int) -> CleanResult | None:
         """One iteration of the cleaner thread: pick the filthiest log and clean it."""
         picked = self.grab_filthiest(list(logs), now)

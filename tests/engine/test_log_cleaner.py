@@ -482,3 +482,18 @@ def test_repacked_batch_equals_the_rebuilt_one(recs, keep):
         return
     wanted = {r[0] for r in kept}
     assert repack_batch(h, data, kept) == rebuild_batch(batch, [r for r in batch.records if r.offset in wanted], None)
+
+
+def test_scheduled_cleaner_cleans_when_the_ratio_crosses_the_threshold(env):
+    disk, clock = env
+    sched = Scheduler(clock)
+    log = Log(disk, "t-0", "t", 0, LogConfig(**BASE), sched, EventLog(clock), hw_follows_leo=True)
+    LogCleaner(disk).schedule(sched, [log], backoff_ms=15000)
+    for i in range(20):
+        put(log, b"k%d" % (i % 2), b"v%d" % i)
+    sched.advance(14999)
+    assert not log.events.of_kind("cleaner_pass_finished")
+    sched.advance(1)
+    check = log.events.of_kind("cleaner_check")[-1]
+    assert check.chosen and check.ratio > check.min_cleanable_ratio
+    assert log.events.of_kind("cleaner_pass_finished")
