@@ -111,6 +111,23 @@ class ClusterCleaner:
         return out
 
 
+class _CoordinatorGuard:
+    """Whether broker ``broker`` (this incarnation) still coordinates a group: alive and the
+    leader of the group's offsets partition. Picklable, unlike a closure."""
+
+    def __init__(self, service: "GroupService", broker: int, incarnation: int) -> None:
+        self.service, self.broker, self.incarnation = service, broker, incarnation
+
+    def __call__(self, group: str) -> bool:
+        b = self.service.cluster.brokers[self.broker]
+        if not b.alive or b.incarnation != self.incarnation:
+            return False
+        p = self.service.partition_for(group)
+        part = self.service._leader_partition(self.broker, p)
+        loaded = self.service.loaded.get((self.broker, p))
+        return part is not None and loaded is not None and loaded[0] == part.leader_epoch
+
+
 class GroupService:
     """See the module docstring. One per cluster (``cluster.groups``)."""
 
@@ -171,20 +188,21 @@ class GroupService:
             if coord is not None:
                 coord.shutdown()
             coord = GroupCoordinator(broker_id, self.scheduler, self.emit, self._reply,
-                                     self.initial_rebalance_delay_ms)
+                                     self.initial_rebalance_delay_ms,
+                                     _CoordinatorGuard(self, broker_id, b.incarnation))
             self.coordinators[broker_id] = (b.incarnation, coord)
             for key in [k for k in self.loaded if k[0] == broker_id]:
                 del self.loaded[key]
         epoch = part.leader_epoch
         key = (broker_id, p)
         if key not in self.loaded or self.loaded[key][0] != epoch:
-            if key in self.loaded:  # leadership came back: the groups' membership is gone
-                for gid in [g for g in coord.groups if self.partition_for(g) == p]:
-                    grp = coord.groups.pop(gid)
-                    for m in grp.members.values():
-                        self.scheduler.cancel(m.expiry_task)
-                    self.scheduler.cancel(grp.join_task)
+            for gid in [g for g in coord.groups if self.partition_for(g) == p]:
+                coord.unload(gid)  # leadership came back: the groups' membership is gone
             self.loaded[key] = (epoch, self._load_offsets(broker_id, p, part))
+            for other, (_, oc) in self.coordinators.items():  # the previous coordinator resigns
+                if other != broker_id:
+                    for gid in [g for g in oc.groups if self.partition_for(g) == p]:
+                        oc.unload(gid)
         return coord
 
     def _load_offsets(self, broker_id: int, p: int, part: Any) -> dict:
@@ -229,9 +247,24 @@ class GroupService:
         if not b.alive or not self.cluster.network.reachable(CLIENT, broker_id):
             self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", f"broker {broker_id} is not reachable")
             return
+        part = self._leader_partition(broker_id, p)
+        consumer.connection = (broker_id, b.incarnation, p, part.leader_epoch if part is not None else -1)
         latency = self.cluster.network.latency_ms
         self.scheduler.schedule(latency, self._handle, broker_id, b.incarnation, p, consumer.name,
                                 consumer.incarnation, api, payload, name=f"group:{api}")
+
+    def connection_alive(self, connection: tuple | None) -> bool:
+        """Whether the coordinator a request went to is still up (same process) and still
+        leads the offsets partition (same leader epoch): otherwise a client waiting for a
+        JoinGroup/SyncGroup answer sees its connection fail (or NOT_COORDINATOR) and retries."""
+        if connection is None:
+            return True
+        broker_id, incarnation, p, epoch = connection
+        b = self.cluster.brokers[broker_id]
+        if not b.alive or b.incarnation != incarnation:
+            return False
+        part = self._leader_partition(broker_id, p)
+        return part is not None and part.leader_epoch == epoch
 
     def _fail(self, consumer: "Consumer", api: str, error: str, detail: str) -> None:
         self.emit(GroupRequestFailed(consumer.group, consumer.name, api, error, detail))
@@ -395,6 +428,7 @@ class Consumer:
         self.last_auto_commit_ms = self.last_poll_ms
         self.heartbeat_delay_ms = 0
         self.heartbeat_task = None
+        self.connection: tuple | None = None   # (coordinator, its incarnation, offsets partition, leader epoch)
         self.rejoin_reason: str | None = None
         self.delivered: list = []          # (topic, partition, offset) returned by poll, in order
         self.commit_log: list = []
@@ -507,7 +541,16 @@ class Consumer:
             self.join()  # KIP-429: give the revoked partitions back, then a second rebalance
 
     def _heartbeat_tick(self) -> None:
-        if not self.alive or not self.member_id or self.status not in ("stable", "syncing"):
+        if not self.alive:
+            return
+        if self.status in ("joining", "syncing") and not self.service.connection_alive(self.connection):
+            # the coordinator holding our JoinGroup/SyncGroup died or resigned: find it again
+            self.emit(GroupRequestFailed(self.group, self.name, "join" if self.status == "joining" else "sync",
+                                         "NOT_COORDINATOR", "the coordinator went away while the request waited"))
+            self.coordinator = self.connection = None
+            self.join()
+            return
+        if not self.member_id or self.status not in ("stable", "syncing"):
             return
         if self.now - self.last_poll_ms > self.config.max_poll_interval_ms:
             self._leave("poll_timeout")

@@ -85,8 +85,10 @@ class GroupCoordinator:
     (the caller models the network); ``scheduler`` gives time and timers; ``emit`` events."""
 
     def __init__(self, broker: int, scheduler: Any, emit: Callable[[Any], None],
-                 reply: Callable[[str, str, dict], None], initial_rebalance_delay_ms: int) -> None:
+                 reply: Callable[[str, str, dict], None], initial_rebalance_delay_ms: int,
+                 guard: Callable[[str], bool] | None = None) -> None:
         self.broker = broker
+        self.guard = guard  # guard(group) -> is this still the group's coordinator (broker up, still leader)?
         self.scheduler = scheduler
         self.emit = emit
         self.reply = reply
@@ -101,14 +103,30 @@ class GroupCoordinator:
         return g
 
     def shutdown(self) -> None:
-        """The broker lost the coordinator role (crash, leadership moved): drop every timer."""
+        """The broker process is gone: drop every group and timer."""
         self.active = False
-        for g in self.groups.values():
+        for gid in list(self.groups):
+            self.unload(gid)
+
+    # ---- state ---------------------------------------------------------------------------
+    def _current(self, group_id: str) -> Group | None:
+        """The group, if this broker still coordinates it; else its timers are dropped (Kafka
+        unloads a partition's groups when the broker stops leading it)."""
+        g = self.groups.get(group_id)
+        if g is None or not self.active:
+            return None
+        if self.guard is not None and not self.guard(group_id):
+            self.unload(group_id)
+            return None
+        return g
+
+    def unload(self, group_id: str) -> None:
+        g = self.groups.pop(group_id, None)
+        if g is not None:
             self.scheduler.cancel(g.join_task)
             for m in g.members.values():
                 self.scheduler.cancel(m.expiry_task)
 
-    # ---- state ---------------------------------------------------------------------------
     def _set_state(self, g: Group, state: str) -> None:
         if g.state != state:
             old = g.state
@@ -124,8 +142,8 @@ class GroupCoordinator:
                                                 name=f"session-expiry {g.group_id}/{m.member_id}")
 
     def _expire(self, group_id: str, member_id: str) -> None:
-        g = self.groups.get(group_id)
-        if not self.active or g is None or member_id not in g.members:
+        g = self._current(group_id)
+        if g is None or member_id not in g.members:
             return
         m = g.members[member_id]
         if m.awaiting_join:
@@ -171,8 +189,8 @@ class GroupCoordinator:
             self._maybe_complete_join(g)
 
     def _initial_join_due(self, group_id: str) -> None:
-        g = self.groups.get(group_id)
-        if not self.active or g is None or g.state != PREPARING:
+        g = self._current(group_id)
+        if g is None or g.state != PREPARING:
             return
         now = self._now()
         last_join = g.last_join_ms
@@ -185,8 +203,8 @@ class GroupCoordinator:
         self._complete_join(g)
 
     def _join_deadline(self, group_id: str) -> None:
-        g = self.groups.get(group_id)
-        if not self.active or g is None or g.state != PREPARING:
+        g = self._current(group_id)
+        if g is None or g.state != PREPARING:
             return
         self._complete_join(g)
 

@@ -411,7 +411,7 @@ def run_schedule(tmp_path, seed, steps=25):
     return c, findings
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", [*range(12), *(pytest.param(s, marks=pytest.mark.slow) for s in range(12, 200))])
 def test_schedules_never_share_a_partition_within_a_generation_and_converge(tmp_path, seed):
     c, findings = run_schedule(tmp_path, seed)
     assert findings == []
