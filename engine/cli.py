@@ -4,6 +4,8 @@
     dump                print .log / .index / .timeindex files the way kafka-dump-log.sh does
     storage-experiment  replay the segment/retention experiment of seed 000 §1.4
     run, scenario       cluster runs (registered by ``engine.cluster.cli.add_subcommands``)
+    assign              Kafka's partition assignors on a group given as JSON (``engine.group.cli``)
+    clean               one log-cleaner pass on a partition directory (``engine.log.cleaner_cli``)
 
 Each subcommand is a handler ``handler(args) -> int`` set with ``set_defaults(func=…)``.
 Bad arguments are argparse usage errors (exit 2); engine errors (``KafkaError``: bad topic
