@@ -4,6 +4,8 @@
     dump                print .log / .index / .timeindex files the way kafka-dump-log.sh does
     storage-experiment  replay the segment/retention experiment of seed 000 §1.4
     run, scenario       cluster runs (registered by ``engine.cluster.cli.add_subcommands``)
+    assign              Kafka's partition assignors on a group given as JSON (``engine.group.cli``)
+    clean               one log-cleaner pass on a partition directory (``engine.log.cleaner_cli``)
 
 Each subcommand is a handler ``handler(args) -> int`` set with ``set_defaults(func=…)``.
 Bad arguments are argparse usage errors (exit 2); engine errors (``KafkaError``: bad topic
@@ -267,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_storage_experiment)
 
     _add_cluster_subcommands(sub)
+    _add_group_subcommands(sub)
+    from .log import cleaner_cli  # `clean` belongs to the log package
+
+    cleaner_cli.add_subcommands(sub)
     return parser
 
 
@@ -274,6 +280,12 @@ def _add_cluster_subcommands(sub) -> None:
     from .cluster import cli as cluster_cli  # `run` and `scenario` belong to the cluster package
 
     cluster_cli.add_subcommands(sub)
+
+
+def _add_group_subcommands(sub) -> None:
+    from .group import cli as group_cli  # `assign` belongs to the group package
+
+    group_cli.add_subcommands(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

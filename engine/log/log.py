@@ -28,6 +28,7 @@ from ..records import (BatchHeader, CompressionType, Record, TimestampType, deco
 from ..records.validation import check_record_timestamps, validate_client_batches
 from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
                      LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from .cleaner import require_keys
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
 from .recovery import LogRecovery
@@ -171,6 +172,9 @@ class Log(LogRecovery, LogRetention):
                          compression: CompressionType | int = CompressionType.NONE) -> LogAppendInfo:
         """Append producer records (encoded here as one batch) or client batches (bytes): offsets
         are assigned from LEO, the leader epoch is stamped, LogAppendTime applied per config."""
+        if "compact" in self.config.cleanup_policy and not isinstance(records, (bytes, bytearray, memoryview)):
+            # INVALID_RECORD for a keyless record, nothing appended (client bytes: validate_client_batches)
+            require_keys(self.name, records)
         now = self._now()
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = self._log_end_offset
@@ -361,9 +365,12 @@ class Log(LogRecovery, LogRetention):
                 elapsed, what = h.max_timestamp - seg.rolling_based_timestamp, "batch timestamp - first batch timestamp"
             else:
                 elapsed, what = now - seg.created_ms, "now - segment creation"
-            if elapsed > cfg.segment_ms - seg.rolling_jitter_ms:
+            max_ms = cfg.segment_ms  # compacted logs roll by max.compaction.lag.ms too (Kafka's maxSegmentMs)
+            if "compact" in cfg.cleanup_policy and cfg.max_compaction_lag_ms < max_ms:
+                max_ms = cfg.max_compaction_lag_ms
+            if elapsed > max_ms - seg.rolling_jitter_ms:
                 reason = "time"
-                detail = f"{what} = {elapsed} ms > segment.ms={cfg.segment_ms}" + (
+                detail = f"{what} = {elapsed} ms > segment.ms={max_ms}" + (
                     f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
         oi, ti = seg.offset_index, seg.time_index
         if reason is None and (len(oi.keys) >= oi.max_entries or len(ti.keys) >= ti.max_entries - 1):

@@ -1,7 +1,8 @@
 """Opening a log: what Kafka's ``LogLoader`` does at startup, as a mixin of :class:`Log`.
 
-1. Remove leftovers: ``*.deleted`` (deletion was scheduled), ``*.cleaned`` / ``*.swap`` (an
-   abandoned clean), ``*.tmp`` (a half-written checkpoint), and index files without a ``.log``.
+1. Finish or abandon an interrupted clean (``*.cleaned`` / ``*.swap``, see
+   :func:`engine.log.cleaner.finish_interrupted_swaps`), then remove leftovers: ``*.deleted``
+   (deletion was scheduled), ``*.tmp`` (a half-written checkpoint), and index files without a ``.log``.
 2. Load segments from the ``.log`` file names (20-digit base offsets).
 3. After a clean shutdown nothing is re-read: the active segment's end comes from its batch
    headers and every index is loaded. Otherwise every segment holding offsets at or after
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 from ..errors import CorruptIndexError, CorruptRecordError
+from .cleaner import finish_interrupted_swaps
 from .events import IndexRebuilt, LeftoverRemoved, RecoveryFinished, RecoveryStarted, RecoveryTruncated
 from .log_segment import LogSegment
 
@@ -34,6 +36,7 @@ class LogRecovery:
     def _load(self, recovery_point: int, log_start_offset: int | None, high_watermark: int | None) -> None:
         disk, d, ident, now = self.disk, self.dir, self._ident, self._now()
         disk.mkdir(d)
+        finish_interrupted_swaps(disk, d, self._emit, ident)  # cleaner leftovers, as Kafka's LogLoader
         names = disk.listdir(d)
         bases = sorted(b for n in names if n.endswith(".log") and (b := _base_of(n)) is not None)
         self._emit(RecoveryStarted(*ident, recovery_point, bases))
