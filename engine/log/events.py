@@ -10,11 +10,10 @@ from __future__ import annotations
 from ..events import Event, event
 
 __all__ = [
-    "BatchAppended", "IndexEntryWritten", "SegmentRolled", "IndexTrimmed", "LookupStarted", "LookupSegment",
-    "IndexProbe", "LookupScan", "LookupFinished", "RetentionCheck", "SegmentDeleted", "FileDeleted",
-    "LogStartOffsetChanged", "RecoveryStarted", "RecoveryTruncated", "IndexRebuilt", "LeftoverRemoved",
-    "RecoveryFinished", "LogTruncated", "LogFlushed", "LeaderEpochAssigned", "EpochCacheTruncated",
-    "SegmentCreated", "LogClosed",
+    "BatchAppended", "IndexEntryWritten", "SegmentRolled", "IndexTrimmed", "LogLookup", "RetentionCheck",
+    "SegmentDeleted", "FileDeleted", "LogStartOffsetChanged", "RecoveryStarted", "RecoveryTruncated",
+    "IndexRebuilt", "LeftoverRemoved", "RecoveryFinished", "LogTruncated", "LogFlushed", "LeaderEpochAssigned",
+    "EpochCacheTruncated", "SegmentCreated", "LogClosed",
 ]
 
 
@@ -81,68 +80,33 @@ class IndexTrimmed(Event):
     to_bytes: int
 
 
-@event("lookup_started")
-class LookupStarted(Event):
-    """``mode``: "offset" (fetch) or "timestamp" (ListOffsets)."""
+@event("log_lookup")
+class LogLookup(Event):
+    """One traced lookup, whole: how the log found ``target`` (``mode`` "offset" for a fetch,
+    "timestamp" for ListOffsets).
+
+    ``candidates`` are the segment base offsets considered and ``segment`` the one chosen
+    (None if none qualifies) by ``rule``. ``time_probes`` are the binary-search steps in the
+    ``.timeindex`` (timestamp mode only), each ``[low, high, mid, entry_timestamp, entry_offset,
+    went]``; ``probes`` the steps in the ``.index``, each ``[low, high, mid, entry_offset,
+    entry_position, went]`` ("went": "left" | "right" | "hit"). ``scan`` lists the batches
+    walked in the ``.log`` from the index floor, each ``[position, base_offset, last_offset,
+    max_timestamp, matched]``. ``offset`` is -1 when nothing was found (a timestamp beyond
+    the log); ``position`` is the byte position of the batch found; ``timestamp`` is the
+    matching record's timestamp (timestamp mode)."""
     broker: int | None
     topic: str
     partition: int
     mode: str
     target: int
-
-
-@event("lookup_segment")
-class LookupSegment(Event):
-    """The segment chosen (None if none qualifies) among ``candidates`` (base offsets)."""
-    broker: int | None
-    topic: str
-    partition: int
-    segment: int | None
     candidates: list
+    segment: int | None
     rule: str
-
-
-@event("index_probe")
-class IndexProbe(Event):
-    """One step of the binary search: entries ``[low, high]``, probe ``mid``; ``entry_value`` is the
-    position (offset index) or the timestamp (time index); ``went`` "left" | "right" | "hit"."""
-    broker: int | None
-    topic: str
-    partition: int
-    index: str
-    segment: int
-    low: int
-    high: int
-    mid: int
-    entry_offset: int
-    entry_value: int
-    went: str
-
-
-@event("lookup_scan")
-class LookupScan(Event):
-    broker: int | None
-    topic: str
-    partition: int
-    segment: int
-    position: int
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    matched: bool
-
-
-@event("lookup_finished")
-class LookupFinished(Event):
-    """``offset`` -1 when nothing was found (timestamp beyond the log)."""
-    broker: int | None
-    topic: str
-    partition: int
-    mode: str
-    target: int
+    time_probes: list
+    probes: list
+    scan: list
     offset: int
     position: int | None
-    segment: int | None
     timestamp: int | None
 
 

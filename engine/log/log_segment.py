@@ -13,8 +13,9 @@ the indexes with the same rule so that a rebuilt index equals the original byte 
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 from ..config import LogConfig
 from ..disk import Disk
@@ -27,8 +28,12 @@ __all__ = ["LogSegment", "segment_file_name", "RecoveryResult", "INT32_MAX"]
 
 INT32_MAX = 2**31 - 1
 _CHUNK = 65536
-
-ScanFn = Callable[[int, BatchHeader, bool], None]
+#: What a lookup reads of each batch it walks past: baseOffset, batchLength, partitionLeaderEpoch
+#: (skipped), magic, CRC and attributes (skipped), lastOffsetDelta, baseTimestamp (skipped),
+#: maxTimestamp — 43 bytes, one ``unpack_from`` per batch.
+_WALK = struct.Struct(">qi4xb6xi8xq")
+_WALK_SIZE = _WALK.size
+_MIN_BATCH = BATCH_OVERHEAD
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -110,10 +115,7 @@ class LogSegment:
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
         pos = self.disk.append(self.log_rel, data)
-        out = (pos,) + self._account(pos, header, len(data), now_ms, True)
-        self.offset_index.sync()
-        self.time_index.sync()
-        return out
+        return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
         """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
@@ -125,8 +127,6 @@ class LogSegment:
         """Append bytes previously accounted for with :meth:`reserve`."""
         pos = self.disk.append(self.log_rel, data)
         assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
-        self.offset_index.sync()
-        self.time_index.sync()
 
     def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
         """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
@@ -204,15 +204,110 @@ class LogSegment:
             yield pos, header
             pos += header.batch_length + 12
 
-    def translate_offset(self, target: int, start: int = 0, scan: ScanFn | None = None) -> tuple[int, BatchHeader] | None:
-        """First batch at or after ``start`` whose last offset is >= ``target``."""
-        for pos, h in self.iter_headers(start):
-            hit = h.base_offset + h.last_offset_delta >= target
-            if scan is not None:
-                scan(pos, h, hit)
-            if hit:
-                return pos, h
+    def walk(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
+        """``(position, base_offset, last_offset, max_timestamp, size)`` of each batch from byte
+        ``start``: the file is read in windows and each header is one ``struct.unpack_from``
+        (no header objects). CorruptRecordError names the position of a bad header."""
+        end = self.size
+        pos = start
+        unpack = _WALK.unpack_from
+        while pos < end:
+            buf = self.disk.read(self.log_rel, pos, min(_CHUNK, end - pos))
+            n, rel = len(buf), 0
+            while rel + _WALK_SIZE <= n:
+                base, length, magic, delta, max_ts = unpack(buf, rel)
+                size = length + 12
+                if magic != 2 or size < _MIN_BATCH:
+                    self._corrupt_at(pos + rel)
+                yield pos + rel, base, base + delta, max_ts, size
+                rel += size
+            if rel == 0:
+                self._corrupt_at(pos)
+            pos += rel
+
+    def find_offset(self, target: int, start: int = 0, scan: list | None = None) -> tuple[int, int] | None:
+        """``(position, size)`` of the first batch at or after byte ``start`` whose last offset is
+        >= ``target``, or None. Walks header fields with ``struct.unpack_from`` over one read of a
+        window (the index floor puts the batch within about ``index.interval.bytes``); with
+        ``scan``, appends ``[position, base_offset, last_offset, max_timestamp, matched]`` per
+        batch walked."""
+        if scan is not None:
+            for pos, base, last, max_ts, size in self.walk(start):
+                hit = last >= target
+                scan.append([pos, base, last, max_ts, hit])
+                if hit:
+                    return pos, size
+            return None
+        end = self.size
+        pos = start
+        unpack = _WALK.unpack_from
+        window = min(max(2 * self.index_interval_bytes, 8192), _CHUNK)
+        while pos < end:
+            buf = self.disk.read(self.log_rel, pos, min(window, end - pos))
+            n, rel = len(buf), 0
+            while rel + _WALK_SIZE <= n:
+                base, length, magic, delta, _ = unpack(buf, rel)
+                size = length + 12
+                if magic != 2 or size < _MIN_BATCH:
+                    self._corrupt_at(pos + rel)
+                if base + delta >= target:
+                    return pos + rel, size
+                rel += size
+            if rel == 0:
+                self._corrupt_at(pos)
+            pos += rel
+            window = _CHUNK
         return None
+
+    def translate_offset(self, target: int, start: int = 0, scan: list | None = None) -> tuple[int, BatchHeader] | None:
+        """First batch at or after ``start`` whose last offset is >= ``target``: its position and header."""
+        found = self.find_offset(target, start, scan)
+        if found is None:
+            return None
+        return found[0], self._header_at(found[0])
+
+    def _header_at(self, pos: int) -> BatchHeader:
+        try:
+            return read_header(self.disk.read(self.log_rel, pos, BATCH_OVERHEAD))
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}: "
+                                     f"{getattr(exc, 'reason', exc)}") from exc
+
+    def _corrupt_at(self, pos: int) -> None:
+        self._header_at(pos)   # raises the precise error
+        raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}")
+
+    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None) -> tuple[bytes, tuple]:
+        """Whole batches from ``pos``: the first always, then as many as fit ``max_bytes`` and end
+        below ``max_offset`` (exclusive). Returns (bytes, headers), read with one read when the
+        first window covers them."""
+        end = self.size
+        headers = []
+        total = 0
+        buf = self.disk.read(self.log_rel, pos, min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
+        while pos + total < end:
+            rel = total
+            if rel + BATCH_OVERHEAD > len(buf):
+                more = self.disk.read(self.log_rel, pos + len(buf),
+                                      min(end - pos - len(buf), max(min(max_bytes - len(buf), _CHUNK * 16), 4096)))
+                if not more:
+                    break
+                buf += more
+                continue
+            try:
+                h = read_header(buf, rel)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos + rel}: "
+                                         f"{getattr(exc, 'reason', exc)}") from exc
+            size = h.batch_length + 12
+            if (max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset) or \
+                    (headers and total + size > max_bytes):
+                break
+            headers.append(h)
+            total += size
+        if total > len(buf):
+            buf += self.disk.read(self.log_rel, pos + len(buf), total - len(buf))
+        return (buf if len(buf) == total else buf[:total]), tuple(headers)
 
     def read_bytes(self, pos: int, n: int) -> bytes:
         return self.disk.read(self.log_rel, pos, n)

@@ -66,9 +66,6 @@ class OffsetIndex(Index):
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self.keys[n], self.values[n])
 
-    def _report(self, probe: ProbeFn, lo: int, hi: int, mid: int, went: str) -> None:
-        probe(lo, hi, mid, self.keys[mid], self.values[mid], went)
-
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
         n = len(self.keys)

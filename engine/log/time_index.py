@@ -78,9 +78,6 @@ class TimeIndex(Index):
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return TimestampOffset(self.keys[n], self.values[n])
 
-    def _report(self, probe: ProbeFn, lo: int, hi: int, mid: int, went: str) -> None:
-        probe(lo, hi, mid, self.values[mid], self.keys[mid], went)
-
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""
         n = len(self.keys)

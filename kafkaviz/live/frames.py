@@ -67,6 +67,8 @@ def describe(ev: dict[str, Any]) -> str:
                 f"({ev['from_bytes']} → {ev['to_bytes']} bytes)")
     if k == "retention_check":
         return f"{w}: {_retention_text(ev)}"
+    if k == "log_lookup":
+        return f"{w}: {_lookup_text(ev)}"
     if k == "segment_deleted":
         return (f"{w}: segment {_seg(ev['segment'])} renamed to .deleted ({ev['reason']}); "
                 f"files removed after {_time(ev['delete_after_ms'])}")
@@ -126,6 +128,20 @@ def _retention_text(ev: dict[str, Any]) -> str:
         return (f"retention by log start offset: segment {_seg(seg)} ends before offset {value}, "
                 f"log start offset is {threshold} → {verdict}")
     return f"retention ({rule}): segment {_seg(seg)}, value {value}, limit {threshold} → {verdict}"
+
+
+def _lookup_text(ev: dict[str, Any]) -> str:
+    what = f"timestamp {ev['target']}" if ev.get("mode") == "timestamp" else f"offset {ev['target']}"
+    if ev.get("segment") is None:
+        return f"looked up {what}: no segment qualifies ({ev.get('rule')})"
+    steps = [f"segment {_seg(ev['segment'])} ({ev.get('rule')})"]
+    if ev.get("time_probes"):
+        steps.append(f"{len(ev['time_probes'])} probe(s) in .timeindex")
+    steps.append(f"{len(ev.get('probes') or [])} probe(s) in .index")
+    steps.append(f"{len(ev.get('scan') or [])} batch header(s) read in .log")
+    found = (f"found offset {ev['offset']} at byte {ev['position']}" if ev.get("offset", -1) >= 0
+             else "nothing found")
+    return f"looked up {what}: " + ", ".join(steps) + f" → {found}"
 
 
 def event_dict(env: Envelope) -> dict[str, Any]:

@@ -70,6 +70,16 @@ def test_describe_names_the_segment_file_in_twenty_digits():
     assert text == "partition 0: rolled a new segment 00000000000000000006.log (reason: size)"
 
 
+def test_describe_tells_a_traced_lookup_in_one_line():
+    text = describe({"kind": "log_lookup", "partition": 0, "mode": "offset", "target": 17, "candidates": [0, 12],
+                     "segment": 12, "rule": "largest base offset <= target", "time_probes": [],
+                     "probes": [[0, 2, 1, 15, 300, "right"], [2, 2, 2, 19, 450, "left"]],
+                     "scan": [[300, 16, 16, 5, False], [377, 17, 17, 6, True]], "offset": 17, "position": 377,
+                     "timestamp": None})
+    assert text == ("partition 0: looked up offset 17: segment 00000000000000000012 (largest base offset <= target), "
+                    "2 probe(s) in .index, 2 batch header(s) read in .log → found offset 17 at byte 377")
+
+
 @pytest.mark.asyncio
 async def test_rapid_commands_are_coalesced_into_a_bounded_number_of_frames(tmp_path):
     # A long interval so the flush timer cannot fire during the test; the test then
