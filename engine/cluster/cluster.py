@@ -23,9 +23,11 @@ from engine.events import EventLog
 from .broker import Broker
 from .config import CLIENT, ClusterConfig
 from .controller import Controller
-from .events import ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, TopicCreated
+from .events import (ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, ProducerCreated, ProduceRetried,
+                     TopicCreated)
 from .network import Network, ProduceRequest, ProduceResponse
 from .partition import digest
+from .producer import RETRIABLE_ERRORS, PendingSend, Producer, check_producer_settings
 
 __all__ = ["Cluster", "ProduceResult", "Client"]
 
@@ -49,9 +51,11 @@ class ProduceResult:
     completed_ms: int
     values: tuple
     key: bytes | None = None
+    attempts: int = 1            # > 1 when a producer retried the batch
 
     def to_dict(self) -> dict:
         return {"request_id": self.request_id, "topic": self.topic, "partition": self.partition, "acks": self.acks,
+                "attempts": self.attempts,
                 "status": self.status, "error": self.error, "message": self.message,
                 "base_offset": self.base_offset, "last_offset": self.last_offset, "broker": self.broker,
                 "sent_ms": self.sent_ms, "completed_ms": self.completed_ms,
@@ -134,6 +138,9 @@ class Cluster:
         self._pending_produces: dict[int, tuple] = {}
         self._keys: dict[int, bytes | None] = {}
         self._next_request_id = 1
+        self.producers: dict[str, Producer] = {}
+        self._sends: dict[int, PendingSend] = {}     # request id of an attempt -> the batch it carries
+        self._next_producer_id = 0
         self.controller.start(config.initial_controller)
         for i in sorted(self.brokers):
             self.brokers[i].start(restart=False)
@@ -198,16 +205,41 @@ class Cluster:
         return {p: list(r) for p, r in enumerate(plan)}
 
     # ---- produce / consume ---------------------------------------------------------
+    def create_producer(self, name: str, *, idempotent: bool = True, retries: int = 1000,
+                        retry_backoff_ms: int = 100, delivery_timeout_ms: int = 120_000) -> Producer:
+        """A producer on the client node that retries retriable failures; ``idempotent``
+        gives it a producer id (InitProducerId) and sequence numbers, so retries are not
+        written twice (see :mod:`engine.cluster.producer`)."""
+        check_producer_settings(name, retries, retry_backoff_ms, delivery_timeout_ms)
+        if not isinstance(idempotent, bool):
+            raise InvalidRequestError(f"idempotent must be true or false, got {idempotent!r}")
+        if name in self.producers:
+            raise InvalidRequestError(f"producer {name!r} already exists")
+        prod = Producer(name, idempotent, retries, retry_backoff_ms, delivery_timeout_ms)
+        if idempotent:
+            prod.producer_id, prod.producer_epoch = self._next_producer_id, 0
+            self._next_producer_id += 1
+        self.producers[name] = prod
+        self.events.emit(ProducerCreated(name, idempotent, prod.producer_id, prod.producer_epoch, retries))
+        return prod
+
     def produce(self, topic: str, partition: int, values: Any, *, key: Any = None, acks: int = -1,
-                timeout_ms: int | None = None, broker: int | None = None) -> int:
+                timeout_ms: int | None = None, broker: int | None = None, producer: str | None = None) -> int:
         """Send one batch (``values``: a value or a list of values; str/bytes/None) to the
         partition's current leader as the metadata says — or to ``broker`` (a client with
         stale metadata, e.g. still writing to a zombie leader). Returns the request id; the
-        outcome lands in ``produce_results[id]`` once the response (or a timeout) arrives."""
-        pm = self.controller.partition(topic, partition)
+        outcome lands in ``produce_results[id]`` once the response (or a timeout) arrives.
+        With ``producer`` (see :meth:`create_producer`) failed attempts are retried and the
+        final outcome lands under the first attempt's id."""
+        self.controller.partition(topic, partition)
         target = None if broker is None else self._broker(broker).id
         if acks not in (-1, 0, 1) or isinstance(acks, bool):
             raise InvalidRequestError(f"acks must be -1 (all), 0 or 1, got {acks!r}")
+        prod = None
+        if producer is not None:
+            prod = self.producers.get(producer)
+            if prod is None:
+                raise InvalidRequestError(f"unknown producer {producer!r}; create it first")
         if isinstance(values, (str, bytes)) or values is None:
             values = [values]
         values = tuple(_as_bytes(v) for v in values)
@@ -217,35 +249,82 @@ class Cluster:
         timeout = self.config.request_timeout_ms if timeout_ms is None else _int("timeout_ms", timeout_ms, 1)
         rid = self._next_request_id
         self._next_request_id += 1
-        self._keys[rid] = key
         now = self.now_ms()
+        if prod is not None:
+            seq = prod.take_sequence(topic, partition, len(values))
+            self._sends[rid] = PendingSend(rid, prod.name, seq, now, target)
+        self._attempt(rid, topic, partition, values, key, acks, timeout, target, now)
+        return rid
+
+    def _attempt(self, rid: int, topic: str, partition: int, values: tuple, key: bytes | None, acks: int,
+                 timeout: int, target: int | None, sent_ms: int) -> None:
+        """Send attempt ``rid`` of a batch to the leader the metadata names (or ``target``)."""
+        self._keys[rid] = key
+        pm = self.controller.partition(topic, partition)
         dest = pm.leader if target is None else target
         if dest < 0:
             self._finish(rid, topic, partition, acks, "LEADER_NOT_AVAILABLE",
-                         f"{topic}-{partition} has no leader", None, None, None, now, values)
-            return rid
-        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout)
-        self._pending_produces[rid] = (topic, partition, acks, now, values, dest)
+                         f"{topic}-{partition} has no leader", None, None, None, sent_ms, values)
+            return
+        pid = epoch = seq = -1
+        send = self._sends.get(rid)
+        if send is not None:
+            prod = self.producers[send.producer]
+            pid, epoch, seq = prod.producer_id, prod.producer_epoch, send.base_sequence
+        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout, pid, epoch, seq)
+        self._pending_produces[rid] = (topic, partition, acks, sent_ms, values, dest)
         self.network.send(CLIENT, dest, req)
         if acks == 0:
             self._finish(rid, topic, partition, 0, None, "acks=0: no response expected", None, None, dest,
-                         now, values)
+                         sent_ms, values)
         else:
             # The client's own request.timeout.ms (a little after the broker's, so a broker
             # timeout response wins when it can arrive).
             self.scheduler.schedule(timeout + 2 * self.config.network_latency_ms + 1, self._client_timeout, rid,
                                     name="produce-client-timeout")
-        return rid
+
+    def _retry(self, rid: int, topic: str, partition: int, acks: int, error: str, values: tuple) -> bool:
+        """Attempt ``rid`` failed with ``error``: send the batch again if its producer may."""
+        send = self._sends.get(rid)
+        if send is None or error not in RETRIABLE_ERRORS:
+            return False
+        prod = self.producers[send.producer]
+        now = self.now_ms()
+        if send.attempts > prod.retries or now + prod.retry_backoff_ms - send.first_sent_ms >= prod.delivery_timeout_ms:
+            return False
+        del self._sends[rid]
+        self._pending_produces.pop(rid, None)
+        key = self._keys.pop(rid, None)
+        new_rid = self._next_request_id
+        self._next_request_id += 1
+        send.attempts += 1
+        self._sends[new_rid] = send
+        self.events.emit(ProduceRetried(send.send_id, new_rid, prod.name, send.attempts, error, send.base_sequence,
+                                        prod.retry_backoff_ms))
+        timeout = self.config.request_timeout_ms
+        self.scheduler.schedule(prod.retry_backoff_ms, self._resend, new_rid, topic, partition, values, key, acks,
+                                timeout, send.target, name="produce-retry")
+        return True
+
+    def _resend(self, rid: int, topic: str, partition: int, values: tuple, key: bytes | None, acks: int,
+                timeout: int, target: int | None) -> None:
+        self._attempt(rid, topic, partition, values, key, acks, timeout, target, self.now_ms())
 
     def _finish(self, rid: int, topic: str, partition: int, acks: int, error: str | None, message: str,
                 base: int | None, last: int | None, broker: int | None, sent_ms: int, values: tuple) -> None:
         if rid in self.produce_results:
             return
+        if error is not None and self._retry(rid, topic, partition, acks, error, values):
+            return
         self._pending_produces.pop(rid, None)
         status = "ok" if error is None else "error"
         key = self._keys.pop(rid, None)
+        send = self._sends.pop(rid, None)
+        attempts = 1
+        if send is not None:       # a producer's batch: the outcome goes under its first id
+            rid, sent_ms, attempts = send.send_id, send.first_sent_ms, send.attempts
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
-                                                  broker, sent_ms, self.now_ms(), values, key)
+                                                  broker, sent_ms, self.now_ms(), values, key, attempts)
         digests = [digest(v, key) for v in values]
         if error is None:
             self.events.emit(ProduceAcked(rid, broker, topic, partition, acks, base, last, digests))

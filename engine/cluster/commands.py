@@ -29,7 +29,7 @@ __all__ = [
     "record_digest", "MAX_ADVANCE_MS", "MAX_PRODUCE_COUNT", "MAX_VALUE_SIZE",
     "CreateTopic", "Produce", "Consume", "Crash", "Shutdown", "Restart", "Isolate", "CutLink", "HealLink",
     "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
-    "Advance", "Jump", "SetConfig", "ElectPreferredLeaders",
+    "Advance", "Jump", "SetConfig", "ElectPreferredLeaders", "CreateProducer",
 ]
 
 CLIENT_NODE = -1  # the network node of producers and consumers
@@ -221,6 +221,8 @@ class Produce(Command):
                                    doc="generate values of exactly this many bytes")
     timeout_ms: int | None = _spec("int?", None, low=1, high=MAX_ADVANCE_MS,
                                    doc="request timeout (default request.timeout.ms)")
+    producer: str | None = _spec("str?", None, doc="send through this producer (see create_producer): "
+                                                   "retries, and sequence numbers when idempotent")
 
     def __post_init__(self) -> None:
         given = [n for n in ("value", "values", "value_size") if getattr(self, n) is not None]
@@ -260,12 +262,15 @@ class Produce(Command):
 
     def validate(self, cluster: Any) -> None:
         _check_partition("produce", cluster, self.topic, self.partition)
+        if self.producer is not None and self.producer not in cluster.producers:
+            known = ", ".join(sorted(cluster.producers)) or "none yet"
+            raise InvalidRequestError(f"produce: unknown producer {self.producer!r} (producers: {known})")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
         values = self.record_values(cluster.events.seq)
         key = None if self.key is None else self.key.encode()
         request = cluster.produce(self.topic, self.partition, values, key=key, acks=self.acks,
-                                  timeout_ms=self.timeout_ms)
+                                  timeout_ms=self.timeout_ms, producer=self.producer)
         return {"request_id": _plain_id(request), "topic": self.topic, "partition": self.partition,
                 "acks": self.acks, "records": [{"key": self.key, "value": v.decode(),
                                                "digest": record_digest(key, v)} for v in values]}
@@ -503,6 +508,32 @@ class ElectPreferredLeaders(Command):
     def apply(self, cluster: Any) -> dict[str, Any]:
         out = cluster.elect_preferred_leaders()
         return {"elected": _plain_id(out)} if out is not None else {}
+
+
+# ---- producers (retries, idempotence) ------------------------------------------------------
+
+@dataclass(frozen=True)
+class CreateProducer(Command):
+    cmd: ClassVar[str] = "create_producer"
+    summary: ClassVar[str] = ("Create a producer on the client: it retries failed sends; with idempotence it "
+                              "gets a producer id and sequence numbers, so a retry is never written twice.")
+    name: str = _spec("str", doc="the producer's name, used by produce's `producer` field")
+    idempotent: bool = _spec("bool", True, doc="enable.idempotence")
+    retries: int = _spec("int", 1000, low=0, high=1000, doc="retries")
+    retry_backoff_ms: int = _spec("int", 100, low=0, high=60_000, doc="retry.backoff.ms")
+    delivery_timeout_ms: int = _spec("int", 120_000, low=1, high=MAX_ADVANCE_MS, doc="delivery.timeout.ms")
+
+    def validate(self, cluster: Any) -> None:
+        if not self.name or len(self.name) > 64:
+            raise InvalidRequestError(f"create_producer: name must have 1-64 characters, got {self.name!r}")
+        if self.name in cluster.producers:
+            raise InvalidRequestError(f"create_producer: producer {self.name!r} already exists")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        prod = cluster.create_producer(self.name, idempotent=self.idempotent, retries=self.retries,
+                                       retry_backoff_ms=self.retry_backoff_ms,
+                                       delivery_timeout_ms=self.delivery_timeout_ms)
+        return prod.to_dict()
 
 
 # ---- parsing and applying ------------------------------------------------------------------

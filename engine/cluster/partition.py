@@ -21,7 +21,7 @@ from engine.timer import DelayedOperation
 from engine.errors import KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, RequestTimedOutError
 
 from .events import (AlterPartitionSent, BecameFollower, BecameLeader, EpochRequestAnswered, FetchAnswered,
-                     FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended, ProduceFailed,
+                     FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended, ProduceDuplicate, ProduceFailed,
                      ProduceReceived, ProduceWaiting, RemoteLeoUpdated)
 from .network import (AlterPartitionRequest, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -442,16 +442,21 @@ class Partition:
             return
         old = self.leo
         try:
-            info = self.log.append_as_leader(records, self.leader_epoch)
+            info = self.log.append_as_leader(records, self.leader_epoch, producer_id=req.producer_id,
+                                             producer_epoch=req.producer_epoch, base_sequence=req.base_sequence)
         except KafkaError as exc:
             self.reply_produce(src, req, exc.name, str(exc), None, None, False)
             return
-        self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
-                                  info.last_offset, self.leader_epoch, digests))
-        self.leo_changed(old, "append")
-        self.wake_parked_fetches()
-        # A single-replica ISR commits at once.
-        self.maybe_increment_hw("append")
+        if info.duplicate:
+            self.emit(ProduceDuplicate(req.request_id, self.broker.id, self.topic, self.partition, req.producer_id,
+                                       req.producer_epoch, req.base_sequence, info.first_offset, info.last_offset))
+        else:
+            self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
+                                      info.last_offset, self.leader_epoch, digests))
+            self.leo_changed(old, "append")
+            self.wake_parked_fetches()
+            # A single-replica ISR commits at once.
+            self.maybe_increment_hw("append")
         if req.acks == -1:
             required = info.last_offset + 1
             d = DelayedProduce(self, req, src, info.first_offset, info.last_offset, required)

@@ -45,6 +45,7 @@ def test_to_dict_round_trips_every_command_with_its_defaults():
         {"cmd": "resume_follower", "broker": 2}, {"cmd": "advance", "ms": 10}, {"cmd": "jump", "to_ms": 100},
         {"cmd": "set_config", "scope": "topic", "target": "t", "changes": {"min.insync.replicas": 2}},
         {"cmd": "elect_preferred_leaders"},
+        {"cmd": "create_producer", "name": "p"},
     ]
     assert {s["cmd"] for s in samples} == set(COMMANDS)
     for s in samples:
