@@ -43,12 +43,13 @@ class LogProducerState:
         if not batches:
             return None
         ps = self.producer_state
-        if len(parsed) == 1:
+        if len(parsed) == 1:      # the produce path: one batch, checked without a scratch copy
             h = batches[0]
             dup = ps.check_duplicate(h.producer_id, h.producer_epoch, h.base_sequence,
                                      _last_seq(h.base_sequence, h.last_offset_delta))
-            if dup is not None:
-                return dup
+            if dup is None:
+                ps.validate(h.producer_id, h.producer_epoch, h.base_sequence, h.is_transactional, "client")
+            return dup
         saved = (copy.deepcopy(ps.producers), dict(ps.ongoing), dict(ps.unreplicated), ps.map_end_offset)
         try:
             for h in batches:
