@@ -267,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_cmd_storage_experiment)
 
     _add_cluster_subcommands(sub)
+    _add_group_subcommands(sub)
+    from .log import cleaner_cli  # `clean` belongs to the log package
+
+    cleaner_cli.add_subcommands(sub)
     return parser
 
 
@@ -274,6 +278,12 @@ def _add_cluster_subcommands(sub) -> None:
     from .cluster import cli as cluster_cli  # `run` and `scenario` belong to the cluster package
 
     cluster_cli.add_subcommands(sub)
+
+
+def _add_group_subcommands(sub) -> None:
+    from .group import cli as group_cli  # `assign` belongs to the group package
+
+    group_cli.add_subcommands(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -71,6 +71,11 @@ class LogConfig:
     message_timestamp_type: str = _f("CreateTime", choices=("CreateTime", "LogAppendTime"),
                                      kafka="message.timestamp.type")
     cleanup_policy: str = _f("delete", choices=("delete", "compact", "compact,delete"), kafka="cleanup.policy")
+    # Compaction (cleanup.policy with "compact"): engine/log/cleaner.py.
+    min_cleanable_dirty_ratio: float = _f(0.5, 0, 1, kafka="min.cleanable.dirty.ratio")
+    delete_retention_ms: int = _f(86400000, 0, LONG_MAX, kafka="delete.retention.ms")
+    min_compaction_lag_ms: int = _f(0, 0, LONG_MAX, kafka="min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _f(LONG_MAX, 1, LONG_MAX, kafka="max.compaction.lag.ms")
     min_insync_replicas: int = _f(1, 1, INT_MAX, kafka="min.insync.replicas")
     unclean_leader_election_enable: bool = _f(False, kafka="unclean.leader.election.enable")
     preallocate: bool = _f(False, kafka="preallocate")
@@ -106,7 +111,10 @@ def _check(f: dataclasses.Field, value: Any) -> None:
         if value not in bound.choices:
             raise InvalidConfigError(f"{f.name} must be one of {', '.join(map(str, bound.choices))}; got {value!r}")
         return
-    if isinstance(value, bool) or not isinstance(value, int):
+    if f.type in (float, "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise InvalidConfigError(f"{f.name} must be a number, got {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int):
         raise InvalidConfigError(f"{f.name} must be an integer, got {value!r}")
     if bound.low is not None and value < bound.low:
         raise InvalidConfigError(f"{f.name} must be at least {bound.low}, got {value}")
@@ -139,4 +147,6 @@ def _coerce(f: dataclasses.Field, value: Any) -> Any:
             return False
     if f.type in (int, "int") and isinstance(value, str) and re.fullmatch(r"-?\d{1,20}", value.strip()):
         return int(value)
+    if f.type in (float, "float") and isinstance(value, str) and re.fullmatch(r"-?\d{1,20}(\.\d{1,20})?", value.strip()):
+        return float(value)
     return value

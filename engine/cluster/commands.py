@@ -650,3 +650,248 @@ def _check_partition(cmd: str, cluster: Any, topic: str, partition: int) -> None
     if not 0 <= partition < topics[topic]:
         raise UnknownTopicOrPartitionError(f"{cmd}: topic {topic!r} has partitions 0..{topics[topic] - 1}, "
                                            f"not {partition}")
+
+
+# ---- consumers, groups and the log cleaner (engine/cluster/consumer.py) ----------------------
+
+def _groups(cluster: Any) -> Any:
+    from .consumer import group_service
+    return group_service(cluster)
+
+
+def _consumer(cmd: str, cluster: Any, name: str) -> Any:
+    svc = getattr(cluster, "groups", None)
+    c = svc.consumers.get(name) if svc is not None else None
+    if c is None:
+        known = ", ".join(sorted(svc.consumers)) if svc is not None and svc.consumers else "none"
+        raise InvalidRequestError(f"{cmd}: unknown consumer {name!r} (consumers: {known})")
+    return c
+
+
+@dataclass(frozen=True)
+class ConfigureGroups(Command):
+    cmd: ClassVar[str] = "configure_groups"
+    summary: ClassVar[str] = ("Broker group settings; only before the first consumer joins (they shape "
+                              "__consumer_offsets).")
+    offsets_topic_num_partitions: int = _spec("int", 50, low=1, high=MAX_PARTITIONS,
+                                              doc="offsets.topic.num.partitions")
+    group_initial_rebalance_delay_ms: int = _spec("int", 3000, low=0, high=MAX_ADVANCE_MS,
+                                                  doc="group.initial.rebalance.delay.ms")
+
+    def validate(self, cluster: Any) -> None:
+        if getattr(cluster, "groups", None) is not None:
+            raise InvalidRequestError("configure_groups: groups are already in use; configure them first")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        from .consumer import group_service
+        group_service(cluster, offsets_partitions=self.offsets_topic_num_partitions,
+                      initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms)
+        return {"offsets_topic_num_partitions": self.offsets_topic_num_partitions,
+                "group_initial_rebalance_delay_ms": self.group_initial_rebalance_delay_ms}
+
+
+@dataclass(frozen=True)
+class ConsumerJoin(Command):
+    cmd: ClassVar[str] = "consumer_join"
+    summary: ClassVar[str] = ("Start a consumer (or restart a crashed one) in a group: it finds the coordinator "
+                              "and sends JoinGroup.")
+    name: str = _spec("str", doc="consumer name (client.id); member ids are <name>-<n>")
+    group: str = _spec("str", doc="group.id")
+    topics: tuple = _spec("strlist?", None, doc="subscribed topics")
+    strategies: tuple | None = _spec("strlist?", None,
+                                     doc='partition.assignment.strategy, e.g. ["range", "cooperative-sticky"] '
+                                         "(the default)")
+    session_timeout_ms: int = _spec("int", 45000, low=1, high=MAX_ADVANCE_MS, doc="session.timeout.ms")
+    heartbeat_interval_ms: int = _spec("int", 3000, low=1, high=MAX_ADVANCE_MS, doc="heartbeat.interval.ms")
+    max_poll_interval_ms: int = _spec("int", 300000, low=1, high=MAX_ADVANCE_MS, doc="max.poll.interval.ms")
+    auto_offset_reset: str = _spec("str", "latest", choices=("earliest", "latest", "none"), doc="auto.offset.reset")
+    enable_auto_commit: bool = _spec("bool", True, doc="enable.auto.commit")
+    auto_commit_interval_ms: int = _spec("int", 5000, low=1, high=MAX_ADVANCE_MS, doc="auto.commit.interval.ms")
+
+    def _config(self) -> Any:
+        from .consumer import ConsumerConfig
+        kw = {}
+        if self.strategies is not None:
+            kw["strategies"] = tuple(self.strategies)
+        return ConsumerConfig(self.session_timeout_ms, self.heartbeat_interval_ms, self.max_poll_interval_ms,
+                              self.auto_offset_reset, self.enable_auto_commit, self.auto_commit_interval_ms, **kw)
+
+    def validate(self, cluster: Any) -> None:
+        if not self.name or not self.group:
+            raise InvalidRequestError("consumer_join: name and group must be non-empty")
+        self._config()
+        svc = getattr(cluster, "groups", None)
+        existing = svc.consumers.get(self.name) if svc is not None else None
+        if existing is not None and existing.alive:
+            raise InvalidRequestError(f"consumer_join: consumer {self.name!r} is already running")
+        if existing is None and not self.topics:
+            raise InvalidRequestError("consumer_join: a new consumer needs topics to subscribe to")
+        for t in self.topics or ():
+            if t not in _topics(cluster):
+                raise UnknownTopicOrPartitionError(f"consumer_join: unknown topic {t!r}")
+        if existing is not None and existing.group != self.group:
+            raise InvalidRequestError(f"consumer_join: consumer {self.name!r} belongs to group {existing.group!r}")
+        if len(cluster.brokers) and not any(b.alive for b in cluster.brokers.values()):
+            raise BrokerNotAvailableError("consumer_join: no broker is running")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        from .consumer import Consumer
+        svc = _groups(cluster)
+        svc.ensure_offsets_topic()
+        existing = svc.consumers.get(self.name)
+        if existing is not None:
+            if self.topics:
+                existing.topics = list(dict.fromkeys(self.topics))
+            existing.restart()
+            c = existing
+        else:
+            c = Consumer(svc, self.name, self.group, list(self.topics), self._config())
+            svc.consumers[self.name] = c
+            c.join()
+        return {"consumer": self.name, "group": self.group, "offsets_partition": svc.partition_for(self.group),
+                "topics": list(c.topics), "strategies": list(c.config.strategies)}
+
+
+@dataclass(frozen=True)
+class ConsumerPoll(Command):
+    cmd: ClassVar[str] = "consumer_poll"
+    summary: ClassVar[str] = ("KafkaConsumer.poll: fetch from each owned partition's leader up to its high "
+                              "watermark (auto-commits first when due).")
+    name: str = _spec("str", doc="consumer name")
+    max_records: int = _spec("int", 500, low=1, high=MAX_CONSUME_RECORDS, doc="max.poll.records")
+
+    def validate(self, cluster: Any) -> None:
+        c = _consumer(self.cmd, cluster, self.name)
+        if not c.alive:
+            raise InvalidRequestError(f"consumer_poll: consumer {self.name!r} has crashed; consumer_join restarts it")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        c = _consumer(self.cmd, cluster, self.name)
+        got = c.poll(self.max_records)
+        return {"consumer": self.name, "status": c.status, "generation": c.generation,
+                "owned": [list(tp) for tp in c.owned],
+                "records": [{"topic": t, "partition": p, **record_to_dict(r)} for t, p, r in got]}
+
+
+@dataclass(frozen=True)
+class ConsumerCommit(Command):
+    cmd: ClassVar[str] = "consumer_commit"
+    summary: ClassVar[str] = ("Manual commitSync: commit the consumer's positions (or the given offsets) to "
+                              "__consumer_offsets.")
+    name: str = _spec("str", doc="consumer name")
+    offsets: dict | None = _spec("dict?", None, doc='{"topic-partition": next offset}; default: the positions')
+
+    def _offsets(self, cluster: Any) -> dict | None:
+        if self.offsets is None:
+            return None
+        out = {}
+        topics = _topics(cluster)
+        for k, v in self.offsets.items():
+            t, sep, p = k.rpartition("-")
+            if not sep or not p.isdigit() or t not in topics or int(p) >= topics[t]:
+                raise InvalidRequestError(f"consumer_commit: {k!r} is not a known topic-partition")
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InvalidRequestError(f"consumer_commit: offset for {k!r} must be an integer >= 0, got {v!r}")
+            out[(t, int(p))] = v
+        return out
+
+    def validate(self, cluster: Any) -> None:
+        c = _consumer(self.cmd, cluster, self.name)
+        if not c.alive:
+            raise InvalidRequestError(f"consumer_commit: consumer {self.name!r} has crashed")
+        self._offsets(cluster)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        c = _consumer(self.cmd, cluster, self.name)
+        offsets = self._offsets(cluster)
+        c.commit(offsets)
+        sent = offsets if offsets is not None else {tp: c.positions[tp] for tp in c.owned if tp in c.positions}
+        return {"consumer": self.name, "offsets": {f"{t}-{p}": o for (t, p), o in sorted(sent.items())}}
+
+
+@dataclass(frozen=True)
+class ConsumerLeave(Command):
+    cmd: ClassVar[str] = "consumer_leave"
+    summary: ClassVar[str] = "KafkaConsumer.close: auto-commit if enabled, LeaveGroup (the group rebalances at once)."
+    name: str = _spec("str", doc="consumer name")
+
+    def validate(self, cluster: Any) -> None:
+        c = _consumer(self.cmd, cluster, self.name)
+        if not c.alive:
+            raise InvalidRequestError(f"consumer_leave: consumer {self.name!r} has crashed")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        _consumer(self.cmd, cluster, self.name).close()
+        return {"consumer": self.name}
+
+
+@dataclass(frozen=True)
+class ConsumerCrash(Command):
+    cmd: ClassVar[str] = "consumer_crash"
+    summary: ClassVar[str] = ("Kill a consumer process: no commit, no LeaveGroup; the coordinator removes it "
+                              "after session.timeout.ms.")
+    name: str = _spec("str", doc="consumer name")
+
+    def validate(self, cluster: Any) -> None:
+        c = _consumer(self.cmd, cluster, self.name)
+        if not c.alive:
+            raise InvalidRequestError(f"consumer_crash: consumer {self.name!r} is already down")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        _consumer(self.cmd, cluster, self.name).crash()
+        return {"consumer": self.name}
+
+
+@dataclass(frozen=True)
+class ConsumerSlowHeartbeats(Command):
+    cmd: ClassVar[str] = "consumer_slow_heartbeats"
+    summary: ClassVar[str] = "Delay each heartbeat of a consumer by delay_ms (0 = normal): past the session timeout it is removed."
+    name: str = _spec("str", doc="consumer name")
+    delay_ms: int = _spec("int", low=0, high=MAX_ADVANCE_MS, doc="extra delay before each heartbeat is sent")
+
+    def validate(self, cluster: Any) -> None:
+        _consumer(self.cmd, cluster, self.name)
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        _consumer(self.cmd, cluster, self.name).heartbeat_delay_ms = self.delay_ms
+        return {"consumer": self.name, "delay_ms": self.delay_ms}
+
+
+@dataclass(frozen=True)
+class AddPartitions(Command):
+    cmd: ClassVar[str] = "add_partitions"
+    summary: ClassVar[str] = "Grow a topic to `count` partitions (groups subscribed to it rebalance)."
+    topic: str = _spec("topic", doc="topic name")
+    count: int = _spec("int", low=1, high=MAX_PARTITIONS, doc="new total number of partitions")
+
+    def validate(self, cluster: Any) -> None:
+        topics = _topics(cluster)
+        if self.topic not in topics:
+            raise UnknownTopicOrPartitionError(f"add_partitions: unknown topic {self.topic!r}")
+        if self.count <= topics[self.topic]:
+            raise InvalidRequestError(f"add_partitions: {self.topic!r} has {topics[self.topic]} partitions; the "
+                                      f"count can only grow (asked for {self.count})")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        from .consumer import add_partitions
+        added = add_partitions(cluster, self.topic, self.count)
+        return {"topic": self.topic, "count": self.count, "added": {str(k): v for k, v in added.items()}}
+
+
+@dataclass(frozen=True)
+class RunCleaner(Command):
+    cmd: ClassVar[str] = "run_cleaner"
+    summary: ClassVar[str] = "Run each live broker's log cleaner once now (it also runs every log.cleaner.backoff.ms)."
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        svc = getattr(cluster, "groups", None)
+        if svc is not None:
+            return {"cleaned": svc.cleaner.run()}
+        from .consumer import ClusterCleaner
+        cleaner = ClusterCleaner.__new__(ClusterCleaner)
+        cleaner.cluster = cluster
+        return {"cleaned": cleaner.run()}
+
+
+__all__ += ["ConfigureGroups", "ConsumerJoin", "ConsumerPoll", "ConsumerCommit", "ConsumerLeave", "ConsumerCrash",
+            "ConsumerSlowHeartbeats", "AddPartitions", "RunCleaner"]

@@ -28,6 +28,7 @@ from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, Tim
                        with_offset_and_epoch)
 from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
                      LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from .cleaner import require_keys
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
 from .producers import LogProducerState
@@ -180,6 +181,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         Batches with a producer id pass the idempotence checks first (``producer_*`` and
         ``base_sequence`` describe the batch built from ``records``); a retried duplicate
         returns the original offsets with ``duplicate=True`` and writes nothing."""
+        if "compact" in self.config.cleanup_policy:
+            require_keys(self.name, records)  # INVALID_RECORD for a keyless record, nothing appended
         now = self._now()
         append_time = self.config.message_timestamp_type == "LogAppendTime"
         offset = self._log_end_offset
@@ -382,9 +385,12 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 elapsed, what = h.max_timestamp - seg.rolling_based_timestamp, "batch timestamp - first batch timestamp"
             else:
                 elapsed, what = now - seg.created_ms, "now - segment creation"
-            if elapsed > cfg.segment_ms - seg.rolling_jitter_ms:
+            max_ms = cfg.segment_ms  # compacted logs roll by max.compaction.lag.ms too (Kafka's maxSegmentMs)
+            if "compact" in cfg.cleanup_policy and cfg.max_compaction_lag_ms < max_ms:
+                max_ms = cfg.max_compaction_lag_ms
+            if elapsed > max_ms - seg.rolling_jitter_ms:
                 reason = "time"
-                detail = f"{what} = {elapsed} ms > segment.ms={cfg.segment_ms}" + (
+                detail = f"{what} = {elapsed} ms > segment.ms={max_ms}" + (
                     f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
         if reason is None and (seg.offset_index.is_full or seg.time_index.is_full):
             reason = "index_full"

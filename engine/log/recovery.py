@@ -1,7 +1,8 @@
 """Opening a log: what Kafka's ``LogLoader`` does at startup, as a mixin of :class:`Log`.
 
-1. Remove leftovers: ``*.deleted`` (deletion was scheduled), ``*.cleaned`` / ``*.swap`` (an
-   abandoned clean), ``*.tmp`` (a half-written checkpoint), and index files without a ``.log``.
+1. Finish or abandon an interrupted clean (``*.cleaned`` / ``*.swap``, see
+   :func:`engine.log.cleaner.finish_interrupted_swaps`), then remove leftovers: ``*.deleted``
+   (deletion was scheduled), ``*.tmp`` (a half-written checkpoint), and index files without a ``.log``.
 2. Load segments from the ``.log`` file names (20-digit base offsets).
 3. Every segment holding offsets at or after the recovery point is re-read batch by batch (CRC
    checked); a torn or corrupt tail is cut and every later segment deleted; its indexes are
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 from ..errors import CorruptIndexError
+from .cleaner import finish_interrupted_swaps
 from .events import IndexRebuilt, LeftoverRemoved, RecoveryFinished, RecoveryStarted, RecoveryTruncated
 from .log_segment import LogSegment
 
@@ -33,6 +35,7 @@ class LogRecovery:
     def _load(self, recovery_point: int, log_start_offset: int | None, high_watermark: int | None) -> None:
         disk, d, ident, now = self.disk, self.dir, self._ident, self._now()
         disk.mkdir(d)
+        finish_interrupted_swaps(disk, d, self._emit, ident)  # cleaner leftovers, as Kafka's LogLoader
         names = disk.listdir(d)
         bases = sorted(b for n in names if n.endswith(".log") and (b := _base_of(n)) is not None)
         self._emit(RecoveryStarted(*ident, recovery_point, bases))

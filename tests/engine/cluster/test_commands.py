@@ -10,6 +10,8 @@ from engine.cluster.commands import (COMMANDS, Produce, apply_command, command_t
 from engine.errors import (InvalidConfigError, InvalidRequestError, InvalidTopicError, KafkaError,
                            UnknownTopicOrPartitionError)
 
+from test_groups import GROUP_COMMAND_SAMPLES  # noqa: E402  (a sibling test module)
+
 DOCS = pathlib.Path(__file__).resolve().parents[3] / "docs" / "commands.md"
 
 
@@ -46,6 +48,7 @@ def test_to_dict_round_trips_every_command_with_its_defaults():
         {"cmd": "set_config", "scope": "topic", "target": "t", "changes": {"min.insync.replicas": 2}},
         {"cmd": "elect_preferred_leaders"},
         {"cmd": "create_producer", "name": "p"},
+        *GROUP_COMMAND_SAMPLES,
     ]
     assert {s["cmd"] for s in samples} == set(COMMANDS)
     for s in samples:

@@ -1,0 +1,644 @@
+"""Log compaction (``cleanup.policy`` ``compact`` or ``compact,delete``), as Kafka's
+``LogCleaner`` / ``LogCleanerManager`` do it — reference §4.3.
+
+A compacted log is ``[clean][dirty, cleanable][uncleanable]``. The boundary between clean and
+dirty is the **cleaner point** (first dirty offset), kept per partition in the data
+directory's ``cleaner-offset-checkpoint`` (``topic partition offset`` lines, Kafka's text
+checkpoint format). The first uncleanable offset is the smallest of the high watermark
+(the LSO, as there are no transactions), the active segment's base offset and, when
+``min.compaction.lag.ms`` > 0, the base of the first dirty segment holding a record newer
+than ``now - min.compaction.lag.ms``; it is rounded down to a segment base offset.
+
+Choosing a log: ``ratio = dirty bytes / (clean + dirty bytes)``; a log is a candidate when
+``ratio > min.cleanable.dirty.ratio``, or when ``max.compaction.lag.ms`` has passed since the
+first batch of its first dirty segment (and it has dirty bytes). The candidate with the
+largest ratio is cleaned.
+
+One pass:
+1. **Offset map** over the dirty range: key → largest offset (digests, bounded; a full map
+   cuts the range short). ``end offset = latest mapped offset + 1``.
+2. **Rewrite** every segment from the log start up to the end offset, in groups whose sizes
+   add up to at most ``segment.bytes`` (and whose index entries fit ``segment.index.bytes``,
+   offsets an int32 from the group's base), one new segment per group named after the
+   group's first base offset. A record is kept if it lies past the map's range, or it has a
+   key, its offset is >= the map's offset for that key, and it has a value or is a tombstone
+   whose batch's delete horizon has not passed. Keyless records go. Batches keep their base
+   offset and ``lastOffsetDelta`` (offsets keep their gaps); a batch with tombstones and no
+   delete horizon gets one (attribute bit 6, ``baseTimestamp = now + delete.retention.ms``,
+   KIP-534), so a tombstone survives ``delete.retention.ms`` after the pass that first
+   cleaned it. A batch left empty is dropped, unless it is its producer's last batch
+   (kept empty, to preserve the producer's sequence). Control batches are kept.
+3. **Swap**, crash-safe: ``X.*.cleaned`` written and fsync'd → renamed ``X.*.swap`` → every
+   replaced segment renamed ``.deleted`` (removed ``file.delete.delay.ms`` later) → the
+   ``.swap`` files renamed to ``X.*``. Recovery (:func:`finish_interrupted_swaps`) deletes
+   ``.cleaned`` files and every ``.swap`` at or above the smallest of them (the clean was
+   not finished), and completes any other swap: it removes the segments the swap covers
+   and renames the ``.swap`` log into place (its indexes are rebuilt).
+4. The **cleaner point** moves to the end offset.
+
+Every step is an event (:mod:`engine.log.cleaner_events`).
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from crc32c import crc32c
+
+from ..disk import Disk
+from ..errors import CorruptCheckpointError, InvalidRecordError
+from ..records import BATCH_OVERHEAD, BatchHeader, Record, decode_batch, iter_batches, scan_valid
+from ..records.compression import compress
+from ..records.varint import encode_varint, encode_varlong
+from .checkpoint import CheckpointFile
+from .cleaner_events import (CleanerCheck, CleanerPassFinished, CleanerPointMoved, CleanerSwapStep,
+                             OffsetMapFilled, SegmentsCleaned, SwapCompleted)
+from .events import LeftoverRemoved
+from .log_segment import INT32_MAX, LogSegment, segment_file_name
+from .offset_map import DEFAULT_DEDUPE_BUFFER_SIZE, OffsetMap
+
+__all__ = ["LogCleaner", "LogToClean", "CleanResult", "CLEANER_CHECKPOINT", "finish_interrupted_swaps",
+           "require_keys", "rebuild_batch", "is_compacted"]
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+_SEGMENT_SUFFIXES = (".log", ".index", ".timeindex")
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_ATTR_DELETE_HORIZON = 0x40
+_ATTR_CODEC = 0x07
+_MAX_KEYS_IN_EVENT = 32
+
+StepHook = Callable[[str, int], None]
+
+
+def is_compacted(config: Any) -> bool:
+    return "compact" in config.cleanup_policy
+
+
+# ---------------------------------------------------------------------------- keyless appends
+def require_keys(name: str, records: Sequence | bytes) -> None:
+    """A compacted topic refuses a record without a key, as Kafka's ``LogValidator`` does
+    (INVALID_RECORD, "Compacted topic cannot accept message without key"); nothing is
+    appended. ``records`` are producer records (with ``.key``) or client batches (bytes)."""
+    if isinstance(records, (bytes, bytearray, memoryview)):
+        for pos, batch in iter_batches(bytes(records), verify_crc=True):
+            if batch.is_control:
+                continue
+            for r in batch.records:
+                if r.key is None:
+                    raise InvalidRecordError(
+                        f"Compacted topic cannot accept message without key in topic partition {name} "
+                        f"(record at offset delta {r.offset_delta} of the batch at position {pos})")
+        return
+    for i, r in enumerate(records):
+        if getattr(r, "key", None) is None:
+            raise InvalidRecordError(
+                f"Compacted topic cannot accept message without key in topic partition {name} (record {i})")
+
+
+# ---------------------------------------------------------------------------- key scan
+def _zigzag(buf, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    result, shift = b & 0x7F, 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def record_keys(data: bytes, pos: int, h: BatchHeader) -> list[tuple[int, bytes | None, bool]]:
+    """``(offset, key, is_tombstone)`` of every record of the batch at ``pos`` in ``data``,
+    reading only the fields the cleaner needs (the full decode is for batches it rewrites)."""
+    if h.attributes & _ATTR_CODEC:
+        batch = decode_batch(data, pos, verify_crc=False)
+        return [(r.offset, r.key, r.value is None) for r in batch.records]
+    out = []
+    append = out.append
+    p = pos + BATCH_OVERHEAD
+    base = h.base_offset
+    zz = _zigzag
+    for _ in range(h.records_count):
+        b = data[p]                           # record length (one-byte varints inline)
+        if b < 0x80:
+            length, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            length, p = zz(data, p)
+        end = p + length
+        q = p + 1                             # skip the attributes byte
+        while data[q] & 0x80:                 # skip timestampDelta
+            q += 1
+        q += 1
+        b = data[q]
+        if b < 0x80:
+            delta, q = (b >> 1) ^ -(b & 1), q + 1
+        else:
+            delta, q = zz(data, q)
+        b = data[q]
+        if b < 0x80:
+            klen, q = (b >> 1) ^ -(b & 1), q + 1
+        else:
+            klen, q = zz(data, q)
+        if klen < 0:
+            key = None
+        else:
+            key = data[q:q + klen]
+            q += klen
+        append((base + delta, key, data[q] == 1))  # valueLength -1 is the single byte 0x01
+        p = end
+    return out
+
+
+# ---------------------------------------------------------------------------- batch rewriting
+def _encode_record(offset_delta: int, ts_delta: int, r: Record) -> bytes:
+    body = bytearray(b"\x00")
+    body += encode_varlong(ts_delta)
+    body += encode_varint(offset_delta)
+    if r.key is None:
+        body += encode_varint(-1)
+    else:
+        body += encode_varint(len(r.key)) + r.key
+    if r.value is None:
+        body += encode_varint(-1)
+    else:
+        body += encode_varint(len(r.value)) + r.value
+    body += encode_varint(len(r.headers))
+    for h in r.headers:
+        k = h.key.encode()
+        body += encode_varint(len(k)) + k
+        if h.value is None:
+            body += encode_varint(-1)
+        else:
+            body += encode_varint(len(h.value)) + h.value
+    return encode_varint(len(body)) + bytes(body)
+
+
+def rebuild_batch(h: BatchHeader, records: Sequence[Record], delete_horizon_ms: int | None) -> bytes:
+    """A v2 batch holding ``records`` (a subset of the batch ``h``) as Kafka's
+    ``MemoryRecords.filterTo`` writes it: same base offset, ``lastOffsetDelta``, leader epoch,
+    producer id/epoch/base sequence, codec and timestamp type; records keep their offsets and
+    timestamps; with a delete horizon, bit 6 is set and ``baseTimestamp`` holds the horizon.
+    An empty ``records`` gives Kafka's empty batch (no records, codec none, both timestamps
+    the original max timestamp)."""
+    attributes = h.attributes & ~_ATTR_DELETE_HORIZON
+    if delete_horizon_ms is not None:
+        attributes |= _ATTR_DELETE_HORIZON
+    orig_base_ts = h.base_timestamp
+    if not records:
+        attributes &= ~_ATTR_CODEC
+        base_ts = delete_horizon_ms if delete_horizon_ms is not None else h.max_timestamp
+        section = b""
+        max_ts = h.max_timestamp
+    else:
+        raw_ts = [orig_base_ts + r.timestamp_delta for r in records]
+        base_ts = delete_horizon_ms if delete_horizon_ms is not None else raw_ts[0]
+        section = b"".join(_encode_record(r.offset - h.base_offset, t - base_ts, r) for r, t in zip(records, raw_ts))
+        max_ts = h.max_timestamp if (h.attributes & 0x08) else max(raw_ts)
+        codec = h.attributes & _ATTR_CODEC
+        if codec:
+            section = compress(codec, section)
+    out = bytearray(BATCH_OVERHEAD)
+    out += section
+    _HEADER.pack_into(out, 0, h.base_offset, len(out) - 12, h.partition_leader_epoch, 2, 0, attributes,
+                      h.last_offset_delta, base_ts, max_ts, h.producer_id, h.producer_epoch, h.base_sequence,
+                      len(records))
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------- what to clean
+@dataclass(frozen=True)
+class LogToClean:
+    """Kafka's ``LogToClean``: the clean/dirty split of one log and its dirty ratio."""
+
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    clean_bytes: int
+    cleanable_bytes: int
+    max_compaction_lag_exceeded: bool
+
+    @property
+    def total_bytes(self) -> int:
+        return self.clean_bytes + self.cleanable_bytes
+
+    @property
+    def ratio(self) -> float:
+        return self.cleanable_bytes / self.total_bytes if self.total_bytes else 0.0
+
+
+@dataclass
+class CleanResult:
+    """What one pass did (also what ``python -m engine clean`` prints)."""
+
+    topic: str
+    partition: int
+    first_dirty_offset: int
+    end_offset: int
+    ratio: float
+    segments_before: list
+    segments_after: list
+    bytes_before: int
+    bytes_after: int
+    records_before: int = 0
+    records_after: int = 0
+    superseded: int = 0
+    tombstones_kept: int = 0
+    tombstones_removed: int = 0
+    keyless_removed: int = 0
+    map_entries: int = 0
+    groups: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class _GroupStats:
+    __slots__ = ("records_before", "records_after", "superseded", "tombstones_kept", "tombstones_removed",
+                 "keyless_removed", "horizon")
+
+    def __init__(self) -> None:
+        self.records_before = self.records_after = self.superseded = 0
+        self.tombstones_kept = self.tombstones_removed = self.keyless_removed = 0
+        self.horizon: int | None = None
+
+
+def _key_text(key: bytes) -> str:
+    try:
+        return key.decode()
+    except UnicodeDecodeError:
+        return key.hex()
+
+
+class LogCleaner:
+    """The cleaner of one data directory (one broker). ``data_dir`` is the directory, relative
+    to the disk root, that holds the partition directories and ``cleaner-offset-checkpoint``.
+    ``step_hook(step, segment)`` is called after every file-system step of a swap (tests use
+    it to crash the broker between any two steps)."""
+
+    def __init__(self, disk: Disk, data_dir: str = "", *, dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
+                 step_hook: StepHook | None = None) -> None:
+        self.disk = disk
+        self.data_dir = data_dir.strip("/")
+        rel = f"{self.data_dir}/{CLEANER_CHECKPOINT}" if self.data_dir else CLEANER_CHECKPOINT
+        self.checkpoint = CheckpointFile(disk, rel, (str, int, int))
+        self.dedupe_buffer_size = dedupe_buffer_size
+        self.step_hook = step_hook
+
+    # ---- the cleaner point --------------------------------------------------------------
+    def checkpoints(self) -> dict[tuple[str, int], int]:
+        try:
+            return {(t, p): o for t, p, o in self.checkpoint.read()}
+        except CorruptCheckpointError:
+            return {}  # Kafka logs and starts over from the log start offsets
+
+    def first_dirty_offset(self, log) -> int:
+        """The checkpointed cleaner point, reset to the log start offset when it is missing,
+        below the log start offset or above the log end offset."""
+        offset = self.checkpoints().get((log.topic, log.partition))
+        if offset is None or offset < log.log_start_offset or offset > log.log_end_offset:
+            return log.log_start_offset
+        return offset
+
+    def _write_point(self, log, offset: int) -> None:
+        points = self.checkpoints()
+        old = points.get((log.topic, log.partition), log.log_start_offset)
+        points[(log.topic, log.partition)] = offset
+        self.checkpoint.write([(t, p, o) for (t, p), o in sorted(points.items())])
+        log.events.emit(CleanerPointMoved(log.broker, log.topic, log.partition, old, offset))
+
+    # ---- choosing -----------------------------------------------------------------------
+    def to_clean(self, log, now: int) -> LogToClean:
+        segs = log.segments
+        first_dirty = self.first_dirty_offset(log)
+        cfg = log.config
+        candidates = [log.active_segment.base_offset, log.high_watermark]
+        dirty_segs = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset > first_dirty]
+        if cfg.min_compaction_lag_ms > 0:
+            young = next((s for s in dirty_segs if s.size and s.largest_timestamp > now - cfg.min_compaction_lag_ms),
+                         None)
+            if young is not None:
+                candidates.append(young.base_offset)
+        uncleanable = min(candidates)
+        uncleanable = max(uncleanable, first_dirty)
+        base = max((s.base_offset for s in segs if s.base_offset <= uncleanable), default=uncleanable)
+        uncleanable = max(base, first_dirty) if base > first_dirty else first_dirty
+        clean = dirty = 0
+        for i, s in enumerate(segs):
+            upper = segs[i + 1].base_offset if i + 1 < len(segs) else log.log_end_offset
+            if upper <= log.log_start_offset:
+                continue
+            if upper <= first_dirty:
+                clean += s.size
+            elif s.base_offset < uncleanable:
+                dirty += s.size
+        lag_exceeded = False
+        if cfg.max_compaction_lag_ms < 2**63 - 1 and dirty_segs:
+            first = next((s for s in dirty_segs if s.size), None)
+            if first is not None and first.rolling_based_timestamp is not None and first.rolling_based_timestamp >= 0:
+                lag_exceeded = now - first.rolling_based_timestamp > cfg.max_compaction_lag_ms
+        return LogToClean(first_dirty, uncleanable, clean, dirty, lag_exceeded and dirty > 0)
+
+    def grab_filthiest(self, logs: Iterable, now: int) -> tuple[Any, LogToClean] | None:
+        """The compacted log with the largest dirty ratio above its threshold (or past its
+        max compaction lag), or None. Emits one ``cleaner_check`` per compacted log."""
+        checked = []
+        for log in logs:
+            if not is_compacted(log.config):
+                continue
+            ltc = self.to_clean(log, now)
+            threshold = log.config.min_cleanable_dirty_ratio
+            if ltc.cleanable_bytes == 0:
+                continue  # nothing dirty: no event (a broker has many compacted logs at rest)
+            elif ltc.max_compaction_lag_exceeded:
+                reason, eligible = "max.compaction.lag.ms exceeded", True
+            elif ltc.ratio > threshold:
+                reason, eligible = "dirty ratio above min.cleanable.dirty.ratio", True
+            else:
+                reason, eligible = "dirty ratio not above min.cleanable.dirty.ratio", False
+            checked.append((log, ltc, threshold, reason, eligible))
+        best = max((c for c in checked if c[4]), key=lambda c: c[1].ratio, default=None)
+        for log, ltc, threshold, reason, eligible in checked:
+            chosen = best is not None and log is best[0]
+            if eligible and not chosen:
+                reason = "a dirtier log was chosen"
+            log.events.emit(CleanerCheck(log.broker, log.topic, log.partition, ltc.first_dirty_offset,
+                                         ltc.first_uncleanable_offset, ltc.clean_bytes, ltc.cleanable_bytes,
+                                         round(ltc.ratio, 6), threshold, ltc.max_compaction_lag_exceeded, chosen,
+                                         reason))
+        return None if best is None else (best[0], best[1])
+
+    def run_once(self, logs: Iterable, now: int) -> CleanResult | None:
+        """One iteration of the cleaner thread: pick the filthiest log and clean it."""
+        picked = self.grab_filthiest(list(logs), now)
+        if picked is None:
+            return None
+        return self.clean(picked[0], now, picked[1])
+
+    # ---- cleaning -----------------------------------------------------------------------
+    def clean(self, log, now: int, ltc: LogToClean | None = None) -> CleanResult:
+        """Clean ``log`` once (whatever its ratio) and move its cleaner point."""
+        ltc = ltc or self.to_clean(log, now)
+        start, upper = ltc.first_dirty_offset, ltc.first_uncleanable_offset
+        before = [s.base_offset for s in log.segments]
+        bytes_before = log.size_bytes
+        omap = OffsetMap(self.dedupe_buffer_size)
+        last_batch_of_producer = self._producer_last_batches(log)
+        self._build_offset_map(log, omap, start, upper)
+        end = omap.latest_offset + 1 if omap.latest_offset >= start else start
+        result = CleanResult(log.topic, log.partition, start, end, round(ltc.ratio, 6), before, before, bytes_before,
+                             bytes_before, map_entries=omap.size)
+        if end > start:
+            horizon_now = now + log.config.delete_retention_ms
+            to_clean = [s for s in log.segments[:-1] if s.base_offset < end]
+            for group in self._group_segments(log, to_clean, end):
+                stats = self._clean_group(log, group, omap, now, horizon_now, last_batch_of_producer)
+                result.groups.append([s.base_offset for s in group])
+                for name in ("records_before", "records_after", "superseded", "tombstones_kept",
+                             "tombstones_removed", "keyless_removed"):
+                    setattr(result, name, getattr(result, name) + getattr(stats, name))
+        self._write_point(log, end)
+        self._step("checkpoint", end)
+        result.segments_after = [s.base_offset for s in log.segments]
+        result.bytes_after = log.size_bytes
+        log.events.emit(CleanerPassFinished(log.broker, log.topic, log.partition, start, end, before,
+                                            result.segments_after, bytes_before, result.bytes_after))
+        return result
+
+    def _step(self, step: str, segment: int) -> None:
+        if self.step_hook is not None:
+            self.step_hook(step, segment)
+
+    @staticmethod
+    def _producer_last_batches(log) -> set[int]:
+        """Base offsets of the last batch of each producer id in the log."""
+        last: dict[int, int] = {}
+        for seg in log.segments:
+            for _, h in seg.iter_headers():
+                if h.producer_id >= 0:
+                    last[h.producer_id] = h.base_offset
+        return set(last.values())
+
+    def _build_offset_map(self, log, omap: OffsetMap, start: int, upper: int) -> None:
+        ident = (log.broker, log.topic, log.partition)
+        for seg in log.segments:
+            if seg.base_offset >= upper or not seg.size or seg.next_offset <= start:
+                continue
+            put = records = 0
+            sample: list = []
+            full = False
+            data = seg.read_all()
+            for pos, h in seg.iter_headers():
+                if h.base_offset + h.last_offset_delta < start:
+                    continue
+                if h.base_offset >= upper:
+                    break
+                if not h.is_control:
+                    for offset, key, _ in record_keys(data, pos, h):
+                        records += 1
+                        if key is not None and start <= offset < upper:
+                            omap.put(key, offset)
+                            put += 1
+                            if len(sample) < _MAX_KEYS_IN_EVENT:
+                                sample.append([_key_text(key), offset])
+                omap.update_latest_offset(min(h.base_offset + h.last_offset_delta, upper - 1))
+                if omap.full:
+                    full = True
+                    break
+            log.events.emit(OffsetMapFilled(*ident, seg.base_offset, records, put, omap.size, omap.capacity,
+                                            omap.latest_offset, full, sample))
+            if full:
+                break
+
+    @staticmethod
+    def _group_segments(log, segs: list[LogSegment], end: int) -> list[list[LogSegment]]:
+        """Kafka's ``groupSegmentsBySize``: consecutive segments whose log sizes add up to at
+        most ``segment.bytes``, index entries to what ``segment.index.bytes`` holds, and
+        offsets stay within an int32 of the group's base offset."""
+        cfg = log.config
+        all_segs = log.segments
+        groups: list[list[LogSegment]] = []
+        i = 0
+        while i < len(segs):
+            group = [segs[i]]
+            size = segs[i].size
+            entries = segs[i].offset_index.entries
+            tentries = segs[i].time_index.entries
+            j = i + 1
+            while j < len(segs):
+                s = segs[j]
+                k = all_segs.index(s)
+                upper = all_segs[k + 1].base_offset if k + 1 < len(all_segs) else log.log_end_offset
+                if (size + s.size > cfg.segment_bytes
+                        or entries + s.offset_index.entries > cfg.max_index_entries_offset
+                        or tentries + s.time_index.entries > cfg.max_index_entries_time - 1
+                        or upper - 1 - group[0].base_offset > INT32_MAX):
+                    break
+                group.append(s)
+                size += s.size
+                entries += s.offset_index.entries
+                tentries += s.time_index.entries
+                j += 1
+            groups.append(group)
+            i = j
+        return groups
+
+    def _clean_group(self, log, group: list[LogSegment], omap: OffsetMap, now: int, horizon_now: int,
+                     producer_last: set[int]) -> _GroupStats:
+        disk, d = self.disk, log.dir
+        ident = (log.broker, log.topic, log.partition)
+        base = group[0].base_offset
+        stats = _GroupStats()
+        new = LogSegment(disk, d, base, log.config, created_ms=group[-1].created_ms)
+        for idx in (new.offset_index, new.time_index):
+            idx.rel += ".cleaned"
+        new.log_rel += ".cleaned"
+        for rel in (new.log_rel, new.offset_index.rel, new.time_index.rel):
+            disk.delete(rel)
+            disk.touch(rel)
+        for seg in group:
+            raw = seg.read_all()
+            for pos, h in seg.iter_headers():
+                data = self._filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats)
+                if data is not None:
+                    new.append(data, decode_header(data), now)
+        new.on_become_inactive()
+        new.last_modified_ms = group[-1].last_modified_ms
+        new.flush()
+        self._emit_step(log, base, "cleaned", [n.rsplit("/", 1)[-1] for n in
+                                                (new.log_rel, new.offset_index.rel, new.time_index.rel)])
+        log.events.emit(SegmentsCleaned(*ident, base, [s.base_offset for s in group], sum(s.size for s in group),
+                                        new.size, stats.records_before, stats.records_after, stats.superseded,
+                                        stats.tombstones_kept, stats.tombstones_removed, stats.keyless_removed,
+                                        stats.horizon))
+        # .cleaned -> .swap, one file at a time (a crash in between leaves a .cleaned: abandoned)
+        for obj, attr in ((new, "log_rel"), (new.offset_index, "rel"), (new.time_index, "rel")):
+            old_rel = getattr(obj, attr)
+            swap_rel = old_rel[:-len(".cleaned")] + ".swap"
+            disk.rename(old_rel, swap_rel)
+            setattr(obj, attr, swap_rel)
+            self._emit_step(log, base, "swap", [swap_rel.rsplit("/", 1)[-1]])
+        # the replaced segments leave the log (renamed .deleted, removed later)
+        position = log._segments.index(group[0])
+        for seg in group:
+            log._remove_segment(seg, "cleaner")
+            self._emit_step(log, seg.base_offset, "old_deleted", [f"{n}.deleted" for n in seg.file_names()])
+        # .swap -> final names
+        for obj, attr in ((new, "log_rel"), (new.offset_index, "rel"), (new.time_index, "rel")):
+            swap_rel = getattr(obj, attr)
+            final = swap_rel[:-len(".swap")]
+            disk.rename(swap_rel, final)
+            setattr(obj, attr, final)
+            self._emit_step(log, base, "swapped", [final.rsplit("/", 1)[-1]])
+        log._segments.insert(position, new)
+        log._bases.insert(position, base)
+        return stats
+
+    def _emit_step(self, log, segment: int, step: str, files: list) -> None:
+        log.events.emit(CleanerSwapStep(log.broker, log.topic, log.partition, segment, step, files))
+        self._step(step, segment)
+
+    @staticmethod
+    def _filter_batch(raw: bytes, pos: int, h: BatchHeader, omap: OffsetMap, now: int, horizon_now: int,
+                      producer_last: set[int], stats: _GroupStats) -> bytes | None:
+        """The batch as the cleaner writes it back: the original bytes if every record stays
+        and no delete horizon is added, a rebuilt batch, an empty batch, or None."""
+        size = h.batch_length + 12
+        if h.is_control:
+            return raw[pos:pos + size]
+        horizon = h.delete_horizon_ms
+        keep_offsets = []
+        has_tombstone = False
+        latest = omap.latest_offset
+        get = omap.get
+        scanned = record_keys(raw, pos, h)
+        for offset, key, tombstone in scanned:
+            keep = False
+            if offset > latest:
+                keep = True
+            elif key is None:
+                stats.keyless_removed += 1
+            elif offset < get(key):
+                stats.superseded += 1
+            elif not tombstone or horizon is None or now < horizon:
+                keep = True
+            else:
+                stats.tombstones_removed += 1
+            if keep:
+                keep_offsets.append(offset)
+                if tombstone:
+                    has_tombstone = True
+                    stats.tombstones_kept += 1
+        stats.records_before += len(scanned)
+        stats.records_after += len(keep_offsets)
+        new_horizon = horizon
+        if has_tombstone and horizon is None:
+            new_horizon = horizon_now
+            stats.horizon = horizon_now
+        if len(keep_offsets) == len(scanned) and new_horizon == horizon:
+            return raw[pos:pos + size]
+        batch = decode_batch(raw, pos, verify_crc=False)
+        if not keep_offsets:
+            if batch.producer_id >= 0 and batch.base_offset in producer_last:
+                return rebuild_batch(batch, [], None)
+            return None
+        wanted = set(keep_offsets)
+        return rebuild_batch(batch, [r for r in batch.records if r.offset in wanted], new_horizon)
+
+
+def decode_header(data: bytes) -> BatchHeader:
+    from ..records import read_header
+    return read_header(data, 0)
+
+
+# ---------------------------------------------------------------------------- recovery
+def _base_of(name: str) -> int | None:
+    stem = name.split(".", 1)[0]
+    return int(stem) if len(stem) == 20 and stem.isdigit() else None
+
+
+def finish_interrupted_swaps(disk: Disk, d: str, emit: Callable[[Any], None], ident: tuple) -> None:
+    """What Kafka's ``LogLoader`` does with cleaner leftovers before loading segments:
+    ``.cleaned`` files are deleted; index ``.swap`` files are deleted (rebuilt later); a log
+    ``.swap`` at or above the smallest ``.cleaned`` base offset belongs to an unfinished
+    clean and is deleted; any other log ``.swap`` is complete, so the segments it covers
+    (base offsets in ``[swap base, swap next offset)``) are removed and it is renamed into
+    place."""
+    names = disk.listdir(d)
+    cleaned = [n for n in names if n.endswith(".cleaned")]
+    min_cleaned = min((b for n in cleaned if (b := _base_of(n)) is not None), default=None)
+    for n in cleaned:
+        disk.delete(f"{d}/{n}")
+        emit(LeftoverRemoved(*ident, n))
+    swaps = []
+    for n in names:
+        if not n.endswith(".swap"):
+            continue
+        core = n[:-len(".swap")]
+        if core.endswith(".log"):
+            swaps.append(n)
+        else:
+            disk.delete(f"{d}/{n}")
+            emit(LeftoverRemoved(*ident, n))
+    for n in sorted(swaps):
+        base = _base_of(n)
+        core = n[:-len(".swap")]
+        if base is None or (min_cleaned is not None and base >= min_cleaned):
+            disk.delete(f"{d}/{n}")
+            emit(LeftoverRemoved(*ident, n))
+            continue
+        scan = scan_valid(disk.read_all(f"{d}/{n}"))
+        nxt = scan.headers[-1][1].base_offset + scan.headers[-1][1].last_offset_delta + 1 if scan.headers else base
+        replaced = []
+        for other in sorted(disk.listdir(d)):
+            b = _base_of(other)
+            if other.endswith(".log") and b is not None and base <= b and (b < nxt or b == base):
+                replaced.append(b)
+                for suffix in _SEGMENT_SUFFIXES:
+                    disk.delete(f"{d}/{segment_file_name(b, suffix)}")
+        disk.rename(f"{d}/{n}", f"{d}/{core}")
+        emit(SwapCompleted(*ident, base, replaced))

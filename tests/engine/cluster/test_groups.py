@@ -1,0 +1,487 @@
+"""Consumers and consumer groups on the replicated cluster: the classic protocol, rebalances
+on join/leave/crash/slow heartbeats/poll timeout/partition growth, committed offsets in
+``__consumer_offsets`` (Kafka's schemas, compacted, surviving coordinator failover), lag,
+delivery semantics, and seeded fault schedules checking group ownership."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.cluster.cluster import Cluster
+from engine.cluster.commands import apply_command
+from engine.cluster.config import ClusterConfig
+from engine.cluster.consumer import ownership_findings
+from engine.disk import Disk
+from engine.errors import InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from engine.group.java import partition_for_group
+from engine.group.offsets import OFFSETS_TOPIC, decode_key, decode_value
+
+GROUP_COMMAND_SAMPLES = [
+    {"cmd": "configure_groups", "offsets_topic_num_partitions": 3},
+    {"cmd": "consumer_join", "name": "c1", "group": "g", "topics": ["t"], "strategies": ["roundrobin"]},
+    {"cmd": "consumer_poll", "name": "c1", "max_records": 10},
+    {"cmd": "consumer_commit", "name": "c1", "offsets": {"t-0": 3}},
+    {"cmd": "consumer_leave", "name": "c1"},
+    {"cmd": "consumer_crash", "name": "c1"},
+    {"cmd": "consumer_slow_heartbeats", "name": "c1", "delay_ms": 100},
+    {"cmd": "add_partitions", "topic": "t", "count": 4},
+    {"cmd": "run_cleaner"},
+]
+
+
+def A(cluster, **cmd):
+    return apply_command(cluster, cmd)
+
+
+def make(tmp_path, partitions=6, brokers=3, seed=1, offsets_partitions=3, records=2):
+    c = Cluster(Disk(tmp_path / "data"), ClusterConfig(brokers=brokers), seed=seed)
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="create_topic", topic="t", partitions=partitions)
+    A(c, cmd="configure_groups", offsets_topic_num_partitions=offsets_partitions)
+    for p in range(partitions):
+        for i in range(records):
+            A(c, cmd="produce", topic="t", partition=p, values=[f"p{p}-m{i}"])
+    A(c, cmd="advance", ms=200)
+    return c
+
+
+def join(c, name, group="g", **kw):
+    kw.setdefault("auto_offset_reset", "earliest")
+    return A(c, cmd="consumer_join", name=name, group=group, topics=kw.pop("topics", ["t"]), **kw)
+
+
+def owners(c, group="g"):
+    out = {}
+    for name, con in sorted(c.groups.consumers.items()):
+        if con.alive and con.group == group:
+            for tp in con.owned:
+                out.setdefault(tp, []).append(name)
+    return out
+
+
+def all_partitions(c, topic="t"):
+    return {(topic, p) for p in range(len(c.controller.topics[topic].partitions))}
+
+
+def coordinator_group(c, group="g"):
+    found = c.groups.find_coordinator(group)
+    return c.groups.coordinator(*found).groups[group]
+
+
+def test_coordinator_is_the_leader_of_the_groups_offsets_partition(tmp_path):
+    c = make(tmp_path, offsets_partitions=50)
+    r = join(c, "c1", group="my-group")
+    assert r["offsets_partition"] == partition_for_group("my-group", 50) == 12
+    A(c, cmd="advance", ms=4000)
+    ev = c.events.of_kind("coordinator_found")[0]
+    assert (ev.partition, ev.coordinator) == (12, c.controller.partition(OFFSETS_TOPIC, 12).leader)
+    assert c.controller.topic_config(OFFSETS_TOPIC).cleanup_policy == "compact"
+
+
+def test_join_sync_stable_and_seed_001_extra_members_sit_idle(tmp_path):
+    c = make(tmp_path, partitions=3)
+    for n in ("a", "b", "c", "d", "e"):
+        join(c, n, strategies=["range"])
+    A(c, cmd="advance", ms=4000)
+    g = coordinator_group(c)
+    assert g.state == "Stable" and g.generation == 1 and g.protocol == "range"
+    own = owners(c)
+    assert set(own) == all_partitions(c) and all(len(v) == 1 for v in own.values())
+    idle = [n for n, con in c.groups.consumers.items() if not con.owned]
+    assert len(idle) == 2  # seed 001: one partition is read by one member; extra members are idle
+    kinds = [e.kind for e in c.events.of_kind("join_group_sent", "rebalance_started", "join_group_completed",
+                                             "sync_group_sent", "sync_group_completed", "partitions_assigned")]
+    assert kinds.index("join_group_completed") < kinds.index("sync_group_completed") < kinds.index(
+        "partitions_assigned")
+
+
+def test_the_initial_rebalance_delay_waits_for_more_members(tmp_path):
+    c = make(tmp_path)
+    join(c, "a")
+    A(c, cmd="advance", ms=2000)
+    join(c, "b")
+    A(c, cmd="advance", ms=2500)  # the delay restarted with b: not done 3 s after a
+    assert coordinator_group(c).state == "PreparingRebalance"
+    A(c, cmd="advance", ms=1000)
+    g = coordinator_group(c)
+    assert g.state == "Stable" and g.generation == 1 and len(g.members) == 2
+
+
+def test_leave_rebalances_at_once_crash_after_the_session_timeout(tmp_path):
+    c = make(tmp_path)
+    for n in ("a", "b", "c"):
+        join(c, n, session_timeout_ms=10000)
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="consumer_leave", name="c")
+    A(c, cmd="advance", ms=3500)  # the others learn it from their next heartbeat
+    assert coordinator_group(c).generation == 2 and set(owners(c)) == all_partitions(c)
+    A(c, cmd="consumer_crash", name="b")
+    last_heartbeat = coordinator_group(c).members["b-2"].last_heartbeat_ms
+    A(c, cmd="advance", ms=last_heartbeat + 10000 - c.now_ms() - 1)
+    g = coordinator_group(c)
+    assert g.generation == 2 and "b-2" in g.members  # still inside its session
+    A(c, cmd="advance", ms=6000)
+    g = coordinator_group(c)
+    assert "b-2" not in g.members and g.generation == 3 and g.state == "Stable"
+    removed = c.events.of_kind("member_removed")
+    assert [(e.member, e.reason) for e in removed] == [("c-3", "leave_group"), ("b-2", "session_timeout")]
+    assert sorted(owners(c)) == sorted(all_partitions(c)) and set(sum(owners(c).values(), [])) == {"a"}
+
+
+def test_slow_heartbeats_past_the_session_timeout_remove_the_member(tmp_path):
+    c = make(tmp_path)
+    join(c, "a", session_timeout_ms=10000)
+    join(c, "b", session_timeout_ms=10000)
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="consumer_slow_heartbeats", name="b", delay_ms=12000)
+    A(c, cmd="advance", ms=20000)
+    assert any(e.reason == "session_timeout" for e in c.events.of_kind("member_removed"))
+    assert not ownership_findings(c.groups)
+    A(c, cmd="consumer_slow_heartbeats", name="b", delay_ms=0)
+    A(c, cmd="advance", ms=30000)
+    g = coordinator_group(c)
+    assert g.state == "Stable" and len(g.members) == 2 and set(owners(c)) == all_partitions(c)
+
+
+def test_max_poll_interval_makes_a_consumer_leave_and_poll_brings_it_back(tmp_path):
+    c = make(tmp_path)
+    join(c, "a", max_poll_interval_ms=20000)
+    join(c, "b", max_poll_interval_ms=20000)
+    A(c, cmd="advance", ms=4000)
+    for _ in range(5):
+        A(c, cmd="consumer_poll", name="a")
+        A(c, cmd="advance", ms=5000)
+    stopped = c.events.of_kind("consumer_stopped")
+    assert [(e.consumer, e.how) for e in stopped] == [("b", "poll_timeout")]
+    assert set(sum(owners(c).values(), [])) == {"a"} and set(owners(c)) == all_partitions(c)
+    A(c, cmd="consumer_poll", name="b")  # rejoins
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=4000)
+    assert {n for v in owners(c).values() for n in v} == {"a", "b"}
+
+
+def test_cooperative_sticky_moves_only_what_must_move_in_two_rebalances(tmp_path):
+    c = make(tmp_path)
+    join(c, "a", strategies=["cooperative-sticky"])
+    join(c, "b", strategies=["cooperative-sticky"])
+    A(c, cmd="advance", ms=4000)
+    before = {n: list(con.owned) for n, con in c.groups.consumers.items()}
+    join(c, "c", strategies=["cooperative-sticky"])
+    A(c, cmd="advance", ms=4000)
+    g = coordinator_group(c)
+    assert g.protocol == "cooperative-sticky" and g.generation == 3  # two rebalances
+    after = {n: list(con.owned) for n, con in c.groups.consumers.items()}
+    assert all(set(after[n]) <= set(before[n]) for n in ("a", "b"))  # they kept the rest throughout
+    assert len(after["c"]) == 2 and set(owners(c)) == all_partitions(c)
+    revoked = c.events.of_kind("partitions_revoked")
+    assert {e.consumer for e in revoked} == {"a", "b"} and all(len(e.partitions) == 1 for e in revoked)
+
+
+def test_partition_count_change_rebalances(tmp_path):
+    c = make(tmp_path, partitions=2)
+    join(c, "a")
+    join(c, "b")
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="add_partitions", topic="t", count=4)
+    A(c, cmd="advance", ms=8000)
+    assert set(owners(c)) == all_partitions(c) and len(all_partitions(c)) == 4
+    assert any(e.reason == "metadata_changed" for e in c.events.of_kind("rebalance_started"))
+    with pytest.raises(InvalidRequestError, match="can only grow"):
+        A(c, cmd="add_partitions", topic="t", count=3)
+
+
+def committed_records(c, group="g"):
+    p = partition_for_group(group, c.groups.offsets_partitions)
+    leader = c.controller.partition(OFFSETS_TOPIC, p).leader
+    log = c.brokers[leader].partitions[(OFFSETS_TOPIC, p)].log
+    return [(decode_key(r.key), decode_value(r.value), r.offset) for r in log.records()]
+
+
+def test_commits_are_kafka_schema_records_and_lag_is_hw_minus_committed(tmp_path):
+    c = make(tmp_path, records=5)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    got = A(c, cmd="consumer_poll", name="a", max_records=3)
+    assert [r["offset"] for r in got["records"]] == [0, 1, 2]
+    A(c, cmd="consumer_commit", name="a")
+    A(c, cmd="advance", ms=200)
+    recs = committed_records(c)
+    assert [(k.group, k.topic, k.partition, v.offset) for k, v, _ in recs] == [("g", "t", 0, 3)]
+    raw = [r for r in c.brokers[c.controller.partition(OFFSETS_TOPIC, partition_for_group("g", 3)).leader]
+           .partitions[(OFFSETS_TOPIC, partition_for_group("g", 3))].log.records()][0]
+    assert raw.key[:2] == b"\x00\x01" and raw.value[:2] == b"\x00\x03"  # key v1, value v3
+    assert c.groups.lag("g") == {"t-0": {"committed": 3, "high_watermark": 5, "lag": 2}}
+    with pytest.raises(InvalidRequestError, match="not a known topic-partition"):
+        A(c, cmd="consumer_commit", name="a", offsets={"t-99": 1})
+
+
+def test_offsets_survive_a_coordinator_failover_and_the_group_resumes_there(tmp_path):
+    c = make(tmp_path, partitions=1, records=6)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="consumer_poll", name="a", max_records=4)
+    A(c, cmd="consumer_commit", name="a")
+    A(c, cmd="advance", ms=300)
+    old = c.groups.find_coordinator("g")[0]
+    A(c, cmd="crash", broker=old)
+    A(c, cmd="consumer_crash", name="a")
+    A(c, cmd="advance", ms=20000)
+    new = c.groups.find_coordinator("g")[0]
+    assert new != old
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    got = A(c, cmd="consumer_poll", name="a")
+    assert [r["offset"] for r in got["records"]] == [4, 5]
+    loaded = [e for e in c.events.of_kind("offsets_loaded") if e.coordinator == new]
+    assert loaded and "g" in loaded[-1].groups
+    resets = [e for e in c.events.of_kind("position_reset") if e.consumer == "a"]
+    assert (resets[-1].offset, resets[-1].source) == (4, "committed")
+
+
+def test_compaction_keeps_only_the_latest_commit_per_partition(tmp_path):
+    c = make(tmp_path, partitions=1, records=1)
+    A(c, cmd="set_config", scope="topic", target=OFFSETS_TOPIC,
+      changes={"segment.bytes": 400, "min.cleanable.dirty.ratio": 0.01}) if OFFSETS_TOPIC in \
+        c.controller.topics else None
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="set_config", scope="topic", target=OFFSETS_TOPIC,
+      changes={"segment.bytes": 400, "min.cleanable.dirty.ratio": 0.01})
+    for i in range(30):
+        A(c, cmd="consumer_commit", name="a", offsets={"t-0": i})
+        A(c, cmd="advance", ms=100)
+    before = committed_records(c)
+    assert len(before) == 30
+    out = A(c, cmd="run_cleaner")
+    assert out["cleaned"]
+    after = committed_records(c)
+    assert len(after) < 30 and after[-1][1].offset == 29
+    below = [v.offset for k, v, o in after[:-1]]
+    assert len(below) == len(set(below))
+    assert c.groups.committed("g") == {("t", 0): 29}
+
+
+def test_at_least_once_with_a_crash_between_processing_and_commit(tmp_path):
+    c = make(tmp_path, partitions=1, records=4)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    first = A(c, cmd="consumer_poll", name="a")["records"]  # processed 0..3 ...
+    A(c, cmd="consumer_crash", name="a")                       # ... crash before the commit
+    A(c, cmd="advance", ms=50000)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    again = A(c, cmd="consumer_poll", name="a")["records"]
+    assert [r["offset"] for r in again] == [r["offset"] for r in first] == [0, 1, 2, 3]  # duplicates
+
+
+def test_at_most_once_when_committing_before_processing(tmp_path):
+    c = make(tmp_path, partitions=1, records=4)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    got = A(c, cmd="consumer_poll", name="a")["records"]
+    A(c, cmd="consumer_commit", name="a")  # commit first ...
+    A(c, cmd="advance", ms=300)
+    A(c, cmd="consumer_crash", name="a")   # ... and die before processing: 0..3 are lost
+    A(c, cmd="advance", ms=50000)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    assert A(c, cmd="consumer_poll", name="a")["records"] == [] and len(got) == 4
+
+
+def test_auto_commit_commits_at_the_next_poll_after_the_interval(tmp_path):
+    c = make(tmp_path, partitions=1, records=3)
+    join(c, "a", auto_commit_interval_ms=5000)
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=6000)
+    assert not c.events.of_kind("offset_committed")
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=300)
+    assert [(e.offset, e.partition) for e in c.events.of_kind("offset_committed")] == [(3, 0)]
+
+
+def test_auto_offset_reset_latest_starts_at_the_high_watermark(tmp_path):
+    c = make(tmp_path, partitions=1, records=3)
+    join(c, "a", auto_offset_reset="latest")
+    A(c, cmd="advance", ms=4000)
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []
+    A(c, cmd="produce", topic="t", values=["new"])
+    A(c, cmd="advance", ms=300)
+    assert [r["value"] for r in A(c, cmd="consumer_poll", name="a")["records"]] == ["new"]
+
+
+@pytest.mark.parametrize("cmd, error, message", [
+    ({"cmd": "consumer_poll", "name": "ghost"}, InvalidRequestError, "unknown consumer 'ghost'"),
+    ({"cmd": "consumer_join", "name": "x", "group": "g", "topics": ["nope"]}, UnknownTopicOrPartitionError,
+     "unknown topic 'nope'"),
+    ({"cmd": "consumer_join", "name": "x", "group": "g", "topics": ["t"], "strategies": ["fair"]},
+     InvalidRequestError, "unknown assignment strategy 'fair'"),
+    ({"cmd": "consumer_join", "name": "x", "group": "g", "topics": ["t"], "heartbeat_interval_ms": 50000},
+     InvalidRequestError, "must be lower than session.timeout.ms"),
+    ({"cmd": "consumer_join", "name": "x", "group": "g", "topics": ["t"], "auto_offset_reset": "middle"},
+     InvalidRequestError, "must be one of"),
+    ({"cmd": "configure_groups"}, InvalidRequestError, "already in use"),
+])
+def test_bad_group_commands_are_refused_and_change_nothing(tmp_path, cmd, error, message):
+    c = make(tmp_path)
+    join(c, "a")
+    A(c, cmd="advance", ms=4000)
+    digest_before = c.groups.state()
+    with pytest.raises(error, match=message):
+        apply_command(c, cmd)
+    assert c.groups.state() == digest_before
+
+
+def test_invalid_session_timeout_is_refused_by_the_coordinator(tmp_path):
+    c = make(tmp_path)
+    join(c, "a", session_timeout_ms=1000, heartbeat_interval_ms=500)
+    A(c, cmd="advance", ms=4000)
+    assert c.groups.consumers["a"].status == "error:INVALID_SESSION_TIMEOUT"
+
+
+def test_same_seed_same_commands_same_event_stream(tmp_path):
+    digests = []
+    for i in range(2):
+        c = make(tmp_path / str(i), seed=7)
+        join(c, "a")
+        join(c, "b", strategies=["cooperative-sticky", "range"])
+        A(c, cmd="advance", ms=5000)
+        A(c, cmd="consumer_poll", name="a")
+        A(c, cmd="consumer_crash", name="b")
+        A(c, cmd="advance", ms=50000)
+        digests.append(c.events.digest())
+    assert digests[0] == digests[1]
+
+
+# ---- seeded fault schedules ---------------------------------------------------------------------
+
+def run_schedule(tmp_path, seed, steps=25):
+    rnd = random.Random(seed)
+    strategy = rnd.choice([["range"], ["roundrobin"], ["sticky"], ["cooperative-sticky"]])
+    c = make(tmp_path, partitions=rnd.randint(2, 7), seed=seed, records=1)
+    names = ["a", "b", "c", "d"]
+    for n in names[:2]:
+        join(c, n, strategies=strategy, session_timeout_ms=10000, heartbeat_interval_ms=3000,
+             max_poll_interval_ms=60000)
+    findings = []
+    for _ in range(steps):
+        op = rnd.choice(["join", "leave", "crash", "slow", "poll", "advance", "advance", "broker", "commit"])
+        n = rnd.choice(names)
+        con = c.groups.consumers.get(n)
+        try:
+            if op == "join" and (con is None or not con.alive):
+                join(c, n, strategies=strategy, session_timeout_ms=10000, heartbeat_interval_ms=3000,
+                     max_poll_interval_ms=60000)
+            elif op == "leave" and con is not None and con.alive:
+                A(c, cmd="consumer_leave", name=n)
+            elif op == "crash" and con is not None and con.alive:
+                A(c, cmd="consumer_crash", name=n)
+            elif op == "slow" and con is not None:
+                A(c, cmd="consumer_slow_heartbeats", name=n, delay_ms=rnd.choice([0, 0, 4000, 12000]))
+            elif op == "poll" and con is not None and con.alive:
+                A(c, cmd="consumer_poll", name=n)
+            elif op == "commit" and con is not None and con.alive:
+                A(c, cmd="consumer_commit", name=n)
+            elif op == "broker":
+                b = rnd.randrange(3)
+                A(c, cmd="crash" if c.brokers[b].alive else "restart", broker=b)
+        except KafkaError:
+            pass
+        for _ in range(rnd.randint(1, 8)):
+            A(c, cmd="advance", ms=rnd.choice([100, 500, 1500, 3000]))
+            findings += ownership_findings(c.groups)
+    # quiesce: brokers back, heartbeats normal, every live consumer polling
+    for b in range(3):
+        if not c.brokers[b].alive:
+            A(c, cmd="restart", broker=b)
+    for n, con in c.groups.consumers.items():
+        con.heartbeat_delay_ms = 0
+    if not any(con.alive for con in c.groups.consumers.values()):
+        join(c, "a", strategies=strategy, session_timeout_ms=10000, heartbeat_interval_ms=3000,
+             max_poll_interval_ms=60000)
+    for _ in range(30):
+        for n, con in sorted(c.groups.consumers.items()):
+            if con.alive:
+                A(c, cmd="consumer_poll", name=n)
+        A(c, cmd="advance", ms=2000)
+        findings += ownership_findings(c.groups)
+    return c, findings
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_schedules_never_share_a_partition_within_a_generation_and_converge(tmp_path, seed):
+    c, findings = run_schedule(tmp_path, seed)
+    assert findings == []
+    g = coordinator_group(c)
+    live = {n for n, con in c.groups.consumers.items() if con.alive}
+    assert g.state == "Stable" and {m.client for m in g.members.values()} == live
+    own = owners(c)
+    assert set(own) == all_partitions(c) and all(len(v) == 1 for v in own.values())
+    gens = {c.groups.consumers[n].owned_generation for n in live if c.groups.consumers[n].owned}
+    assert gens == {g.generation}
+
+
+def test_a_snapshot_with_groups_restores_and_carries_on_identically(tmp_path):
+    c = make(tmp_path)
+    join(c, "a")
+    join(c, "b", strategies=["cooperative-sticky"])
+    A(c, cmd="advance", ms=2000)
+    blob = c.snapshot()
+    copy = Cluster.restore(blob, tmp_path / "copy")
+    for cl in (c, copy):
+        A(cl, cmd="advance", ms=3000)
+        A(cl, cmd="consumer_poll", name="a")
+        A(cl, cmd="consumer_crash", name="b")
+        A(cl, cmd="advance", ms=50000)
+    assert c.events.digest() == copy.events.digest()
+    assert c.groups.state() == copy.groups.state()
+
+
+def test_run_log_with_group_commands_replays(tmp_path):
+    from engine.cluster.run import Run
+    cmds = [{"cmd": "create_topic", "topic": "t", "partitions": 2}, {"cmd": "advance", "ms": 500},
+            {"cmd": "configure_groups", "offsets_topic_num_partitions": 2},
+            {"cmd": "consumer_join", "name": "a", "group": "g", "topics": ["t"]}, {"cmd": "advance", "ms": 4000},
+            {"cmd": "consumer_poll", "name": "a"}]
+    digests = []
+    for i in range(2):
+        run = Run(seed=3, disk_root=str(tmp_path / f"r{i}"))
+        for cmd in cmds:
+            run.apply(cmd)
+        digests.append(run.cluster.events.digest())
+    assert digests[0] == digests[1]
+
+
+def test_seed_003_protocol_by_vote_and_the_first_member_to_join_leads(tmp_path):
+    # seed 003 "rebalance phases": candidates every member supports, the most votes win; the
+    # first member to join becomes the leader and computes the assignment.
+    c = make(tmp_path)
+    join(c, "z", strategies=["roundrobin", "range"])
+    join(c, "a", strategies=["range", "roundrobin"])
+    join(c, "m", strategies=["range", "sticky", "roundrobin"])
+    A(c, cmd="advance", ms=4000)
+    g = coordinator_group(c)
+    assert g.protocol == "range" and g.leader == "z-1"
+    sync = [e for e in c.events.of_kind("sync_group_sent") if e.leader]
+    assert [e.member for e in sync] == ["z-1"] and set(sync[0].assignment) == {"z-1", "a-2", "m-3"}
+    with pytest.raises(InvalidRequestError, match="unknown assignment strategy"):
+        join(c, "q", strategies=["nope"])
+
+
+def test_seed_003_a_coordinator_change_makes_the_group_rebalance(tmp_path):
+    # seed 003 "rebalance triggers" #4: the group's coordinator node changes.
+    c = make(tmp_path)
+    join(c, "a")
+    join(c, "b")
+    A(c, cmd="advance", ms=4000)
+    gen = coordinator_group(c).generation
+    old = c.groups.find_coordinator("g")[0]
+    A(c, cmd="crash", broker=old)
+    A(c, cmd="advance", ms=30000)
+    new = c.groups.find_coordinator("g")[0]
+    g = coordinator_group(c)
+    assert new != old and g.state == "Stable" and len(g.members) == 2
+    assert set(owners(c)) == all_partitions(c) and not ownership_findings(c.groups)
+    assert any(e.error == "UNKNOWN_MEMBER_ID" for e in c.events.of_kind("heartbeat_answered"))
+    assert g.generation >= 1 and gen >= 1

@@ -1,0 +1,460 @@
+"""The log cleaner (reference §4.3, seed 002 §1.4): what a pass keeps, delete horizons,
+the dirty ratio, the cleaner point, crash safety of the swap, kafka-python reading the
+cleaned segments, keyless records refused, and the ``clean`` command line."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record import MemoryRecords
+
+from engine.clock import Scheduler, VirtualClock
+from engine.config import LogConfig
+from engine.disk import Disk
+from engine.errors import InvalidRecordError
+from engine.events import EventLog
+from engine.log import Log
+from engine.log.cleaner import LogCleaner
+from engine.records import CompressionType, SimpleRecord, build_batch, read_header
+
+BASE = dict(segment_bytes=300, index_interval_bytes=90, cleanup_policy="compact", delete_retention_ms=1000,
+            file_delete_delay_ms=10)
+
+
+class Crash(Exception):
+    pass
+
+
+def open_log(disk, clock, **cfg):
+    return Log(disk, "t-0", "t", 0, LogConfig(**{**BASE, **cfg}), Scheduler(clock), EventLog(clock),
+               hw_follows_leo=True)
+
+
+def put(log, key, value, epoch=0):
+    log.append_as_leader([SimpleRecord(value, key=key)], epoch)
+
+
+def visible(log):
+    return [(r.offset, r.key, r.value) for r in log.records()]
+
+
+def latest(log):
+    out = {}
+    for r in log.records():
+        out[r.key] = r.value
+    return out
+
+
+def kafka_python_records(disk, log):
+    out = []
+    for seg in log.segments:
+        mr = MemoryRecords(disk.read_all(seg.log_rel))
+        while (batch := mr.next_batch()) is not None:
+            out.extend((r.offset, r.key, r.value) for r in batch)
+    return out
+
+
+@pytest.fixture
+def env(tmp_path):
+    disk = Disk(tmp_path)
+    clock = VirtualClock(10_000)
+    return disk, clock
+
+
+def test_seed_002_compaction_keeps_the_last_value_of_each_key_and_offsets_keep_gaps(env):
+    # seed 002 §1.4: "keep only the last value for each key"; after compaction the offsets
+    # are no longer contiguous.
+    disk, clock = env
+    log = open_log(disk, clock)
+    keys = [b"K1", b"K2", b"K1", b"K3", b"K2", b"K4", b"K5", b"K1", b"K3", b"K2", b"K6"]
+    for i, k in enumerate(keys):
+        put(log, k, b"V%d" % i)
+    log.roll()
+    before = visible(log)
+    result = LogCleaner(disk).clean(log, clock.now_ms())
+    after = visible(log)
+    assert [o for o, _, _ in after] == [5, 6, 7, 8, 9, 10]
+    assert {k: v for _, k, v in after} == {k: v for _, k, v in before}
+    assert result.superseded == 5 and result.records_after == 6
+    assert kafka_python_records(disk, log) == after
+    assert log.log_end_offset == 11  # the log end offset does not move
+
+
+def test_cleaner_point_moves_and_is_written_in_kafkas_checkpoint_format(env):
+    disk, clock = env
+    log = open_log(disk, clock)
+    for i in range(12):
+        put(log, b"k%d" % (i % 3), b"v%d" % i)
+    cleaner = LogCleaner(disk)
+    first_uncleanable = log.active_segment.base_offset
+    cleaner.clean(log, clock.now_ms())
+    assert disk.read_all("cleaner-offset-checkpoint") == b"0\n1\nt 0 %d\n" % first_uncleanable
+    moved = log.events.of_kind("cleaner_point_moved")
+    assert (moved[-1].old_offset, moved[-1].new_offset) == (0, first_uncleanable)
+    assert cleaner.first_dirty_offset(log) == first_uncleanable
+    # A checkpoint beyond the log end offset is reset to the log start offset.
+    disk.write_atomic("cleaner-offset-checkpoint", b"0\n1\nt 0 999\n")
+    assert cleaner.first_dirty_offset(log) == log.log_start_offset
+
+
+def test_active_segment_and_records_above_the_high_watermark_are_never_cleaned(env):
+    disk, clock = env
+    log = open_log(disk, clock, segment_bytes=100_000)
+    for i in range(10):
+        put(log, b"same", b"v%d" % i)
+    LogCleaner(disk).clean(log, clock.now_ms())
+    assert len(visible(log)) == 10  # all in the active segment
+    assert not log.events.of_kind("segments_cleaned")
+
+
+def test_tombstone_gets_a_delete_horizon_then_goes_after_delete_retention_ms(env):
+    disk, clock = env
+    log = open_log(disk, clock)
+    put(log, b"a", b"1")
+    put(log, b"b", b"2")
+    put(log, b"a", None)  # tombstone
+    log.roll()
+    cleaner = LogCleaner(disk)
+    cleaner.clean(log, clock.now_ms())
+    assert visible(log) == [(1, b"b", b"2"), (2, b"a", None)]
+    seg = next(s for s in log.segments if s.size and any(h.base_offset == 2 for _, h in s.iter_headers()))
+    h = next(h for _, h in seg.iter_headers() if h.base_offset == 2)
+    assert h.has_delete_horizon and h.delete_horizon_ms == clock.now_ms() + 1000
+    horizon = h.delete_horizon_ms
+    # A pass before the horizon keeps it (new dirty data makes the log cleanable again).
+    clock.advance(500)
+    put(log, b"c", b"3")
+    log.roll()
+    cleaner.clean(log, clock.now_ms())
+    assert (2, b"a", None) in visible(log)
+    # Past the horizon the next pass removes it; offsets still strictly increase.
+    clock.advance_to(horizon)
+    put(log, b"d", b"4")
+    log.roll()
+    result = cleaner.clean(log, clock.now_ms())
+    assert result.tombstones_removed == 1
+    assert visible(log) == [(1, b"b", b"2"), (3, b"c", b"3"), (4, b"d", b"4")]
+    assert kafka_python_records(disk, log) == visible(log)
+
+
+def test_dirty_ratio_must_exceed_the_threshold_and_the_dirtiest_log_is_chosen(tmp_path):
+    clock = VirtualClock(10_000)
+    disk = Disk(tmp_path)
+    logs = []
+    for p, (n, ratio_cfg) in enumerate([(6, 0.5), (12, 0.5)]):
+        log = Log(disk, f"t-{p}", "t", p, LogConfig(**{**BASE, "min_cleanable_dirty_ratio": ratio_cfg}),
+                  Scheduler(clock), EventLog(clock), hw_follows_leo=True)
+        for i in range(n):
+            put(log, b"k%d" % (i % 2), b"v%d" % i)
+        logs.append(log)
+    cleaner = LogCleaner(disk)
+    picked = cleaner.grab_filthiest(logs, clock.now_ms())
+    assert picked is not None and picked[0] is logs[1] or picked[0] is logs[0]
+    ratios = [cleaner.to_clean(log, clock.now_ms()).ratio for log in logs]
+    assert picked[0] is logs[ratios.index(max(ratios))]
+    cleaner.clean(logs[0], clock.now_ms())
+    cleaner.clean(logs[1], clock.now_ms())
+    # Freshly cleaned: nothing dirty, nothing chosen.
+    assert cleaner.grab_filthiest(logs, clock.now_ms()) is None
+    # The threshold is strict: a ratio equal to it does not qualify.
+    log = logs[0]
+    ltc = cleaner.to_clean(log, clock.now_ms())
+    log.update_config(log.config.replace(min_cleanable_dirty_ratio=0.0))
+    assert ltc.ratio == 0.0 and cleaner.grab_filthiest([log], clock.now_ms()) is None
+
+
+def test_ratio_crossing_the_threshold(env):
+    disk, clock = env
+    log = open_log(disk, clock, min_cleanable_dirty_ratio=0.6)
+    cleaner = LogCleaner(disk)
+    for i in range(40):
+        put(log, b"k%d" % (i % 4), b"v%d" % i)
+    cleaner.clean(log, clock.now_ms())  # now mostly clean
+    seen = []
+    for i in range(200):
+        put(log, b"k%d" % (i % 4), b"w%d" % i)
+        ltc = cleaner.to_clean(log, clock.now_ms())
+        chosen = cleaner.grab_filthiest([log], clock.now_ms()) is not None
+        seen.append((ltc.ratio, chosen))
+        if chosen:
+            break
+    assert seen[-1][1] and seen[-1][0] > 0.6
+    assert all(r <= 0.6 for r, c in seen[:-1])
+
+
+def test_min_compaction_lag_keeps_young_segments_dirty(env):
+    disk, clock = env
+    log = open_log(disk, clock, min_compaction_lag_ms=5000)
+    for i in range(12):
+        put(log, b"k", b"v%d" % i)
+    ltc = LogCleaner(disk).to_clean(log, clock.now_ms())
+    assert ltc.first_uncleanable_offset == 0 and ltc.cleanable_bytes == 0
+    clock.advance(5001)
+    ltc = LogCleaner(disk).to_clean(log, clock.now_ms())
+    assert ltc.first_uncleanable_offset == log.active_segment.base_offset
+
+
+def test_max_compaction_lag_forces_a_clean_below_the_ratio(env):
+    disk, clock = env
+    log = open_log(disk, clock, min_cleanable_dirty_ratio=0.99, max_compaction_lag_ms=1000)
+    for i in range(12):
+        put(log, b"k%d" % i, b"v")  # all distinct: dirty ratio 1.0 but ... make it low:
+    cleaner = LogCleaner(disk)
+    cleaner.clean(log, clock.now_ms())
+    put(log, b"new", b"x")
+    log.roll()
+    assert cleaner.grab_filthiest([log], clock.now_ms()) is None  # ratio small, lag not passed
+    clock.advance(1001)
+    picked = cleaner.grab_filthiest([log], clock.now_ms())
+    assert picked is not None and picked[1].max_compaction_lag_exceeded
+
+
+def test_keyless_record_on_a_compacted_topic_is_refused_and_nothing_is_appended(env):
+    disk, clock = env
+    log = open_log(disk, clock)
+    put(log, b"k", b"v")
+    with pytest.raises(InvalidRecordError, match="Compacted topic cannot accept message without key") as err:
+        log.append_as_leader([SimpleRecord(b"ok", key=b"k2"), SimpleRecord(b"no key")], 0)
+    assert err.value.code == 87
+    batch = build_batch([SimpleRecord(b"no key")])
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader(batch, 0)
+    assert log.log_end_offset == 1 and visible(log) == [(0, b"k", b"v")]
+    # A delete-policy topic takes keyless records.
+    plain = Log(disk, "u-0", "u", 0, LogConfig(), Scheduler(clock), EventLog(clock), hw_follows_leo=True)
+    plain.append_as_leader([SimpleRecord(b"no key")], 0)
+    assert plain.log_end_offset == 1
+
+
+def test_batches_keep_base_offset_last_offset_delta_and_codec(env):
+    disk, clock = env
+    log = open_log(disk, clock, segment_bytes=2000)
+    recs = [SimpleRecord(b"v%d" % i, key=b"k%d" % (i % 3), timestamp=20_000 + i) for i in range(9)]
+    log.append_as_leader(recs, 0, compression=CompressionType.GZIP)
+    put(log, b"k0", None)
+    log.roll()
+    LogCleaner(disk).clean(log, clock.now_ms())
+    hs = [h for s in log.segments for _, h in s.iter_headers()]
+    assert (hs[0].base_offset, hs[0].last_offset_delta, hs[0].records_count) == (0, 8, 2)
+    assert hs[0].compression == CompressionType.GZIP
+    assert visible(log) == [(7, b"k1", b"v7"), (8, b"k2", b"v8"), (9, b"k0", None)]
+    assert [r.timestamp for r in log.records()][:2] == [20_007, 20_008]
+    assert kafka_python_records(disk, log) == visible(log)
+
+
+STEPS = ["cleaned", "swap", "old_deleted", "swapped", "checkpoint"]
+
+
+@pytest.mark.parametrize("crash_at", range(0, 40))
+def test_a_crash_at_any_step_of_the_swap_recovers_to_a_consistent_log(tmp_path, crash_at):
+    disk = Disk(tmp_path)
+    clock = VirtualClock(10_000)
+    log = open_log(disk, clock)
+    for i in range(30):
+        put(log, b"k%d" % (i % 4), b"v%d" % i)
+    put(log, b"k1", None)
+    log.flush()
+    expected = latest(log)
+    steps = []
+
+    def hook(step, segment):
+        steps.append((step, segment))
+        if len(steps) == crash_at + 1:
+            raise Crash
+
+    cleaner = LogCleaner(disk, step_hook=hook)
+    try:
+        cleaner.clean(log, clock.now_ms())
+        crashed = False
+    except Crash:
+        crashed = True
+    log.cancel_tasks()
+    disk.crash()
+    reopened = open_log(disk, clock)
+    assert latest(reopened) == expected
+    offsets = [o for o, _, _ in visible(reopened)]
+    assert offsets == sorted(set(offsets))
+    assert not [n for n in disk.listdir("t-0") if n.endswith((".cleaned", ".swap"))]
+    assert kafka_python_records(disk, reopened) == visible(reopened)
+    if not crashed:
+        assert crash_at >= len(steps)
+    # the next pass finishes the job
+    LogCleaner(disk).clean(reopened, clock.now_ms())
+    assert latest(reopened) == expected
+    below_active = [k for o, k, _ in visible(reopened) if o < reopened.active_segment.base_offset]
+    assert len(below_active) == len(set(below_active))
+
+
+def test_recovery_completes_a_finished_swap_and_drops_an_unfinished_one(env):
+    disk, clock = env
+    log = open_log(disk, clock)
+    for i in range(20):
+        put(log, b"k%d" % (i % 2), b"v%d" % i)
+    log.flush()
+    expected = latest(log)
+
+    swaps = []
+
+    def stop_when_the_swap_files_are_ready(step, segment):
+        swaps.append(step)
+        if swaps.count("swap") == 3:  # .log/.index/.timeindex.swap written; old segment still in place
+            raise Crash
+
+    with pytest.raises(Crash):
+        LogCleaner(disk, step_hook=stop_when_the_swap_files_are_ready).clean(log, clock.now_ms())
+    log.cancel_tasks()
+    assert any(n.endswith(".log.swap") for n in disk.listdir("t-0"))
+    reopened = open_log(disk, clock)
+    done = reopened.events.of_kind("swap_completed")
+    assert done and done[0].segment == 0 and 0 in done[0].replaced
+    assert latest(reopened) == expected
+
+
+def test_events_show_every_step_in_order(env):
+    disk, clock = env
+    log = open_log(disk, clock)
+    for i in range(12):
+        put(log, b"k%d" % (i % 2), b"v%d" % i)
+    LogCleaner(disk).clean(log, clock.now_ms())
+    kinds = [e.kind for e in log.events.of_kind("offset_map_filled", "segments_cleaned", "cleaner_swap_step",
+                                                  "cleaner_point_moved", "cleaner_pass_finished")]
+    assert kinds[0] == "offset_map_filled"
+    first_group = kinds.index("segments_cleaned")
+    assert kinds[first_group - 1] == "cleaner_swap_step"  # the .cleaned files are written first
+    steps = [e.step for e in log.events.of_kind("cleaner_swap_step")][:8]
+    assert steps[:4] == ["cleaned", "swap", "swap", "swap"]
+    assert steps[4] == "old_deleted" and steps[5:8] == ["swapped"] * 3
+    assert kinds[-2:] == ["cleaner_point_moved", "cleaner_pass_finished"]
+    fill = log.events.of_kind("offset_map_filled")[0]
+    assert fill.keys[0] == ["k0", 0] and fill.map_entries >= 1
+
+
+# ---- property: any interleaving of appends, tombstones, cleans and crashes -----------------------
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 5), st.integers(0, 40)),
+    st.tuples(st.just("delete"), st.integers(0, 5), st.just(0)),
+    st.tuples(st.just("clean"), st.integers(0, 30), st.just(0)),
+    st.tuples(st.just("crash"), st.integers(0, 30), st.just(0)),
+    st.tuples(st.just("wait"), st.integers(0, 1500), st.just(0)),
+), min_size=1, max_size=45)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops)
+def test_any_interleaving_leaves_every_key_at_its_latest_value(ops):
+    with tempfile.TemporaryDirectory() as tmp:
+        disk = Disk(tmp)
+        clock = VirtualClock(10_000)
+        log = open_log(disk, clock)
+        model: dict[bytes, bytes | None] = {}
+        tomb_offset: dict[bytes, int] = {}
+        horizon: dict[bytes, int] = {}  # when a tombstone may go (after the pass that stamped it)
+        for op, a, b in ops:
+            if op == "put":
+                key = b"k%d" % a
+                put(log, key, b"v%d-" % b * (1 + b % 7))
+                model[key] = b"v%d-" % b * (1 + b % 7)
+                tomb_offset.pop(key, None)
+                horizon.pop(key, None)
+            elif op == "delete":
+                key = b"k%d" % a
+                put(log, key, None)
+                model[key] = None
+                tomb_offset[key] = log.log_end_offset - 1
+                horizon.pop(key, None)
+            elif op == "wait":
+                clock.advance(a)
+            else:
+                log.flush()  # what was acknowledged before a clean or crash is on disk
+                if op == "clean":
+                    steps = []
+
+                    def hook(step, segment, limit=a):
+                        steps.append(step)
+                        if len(steps) > limit:
+                            raise Crash
+                    cleaner = LogCleaner(disk, step_hook=hook)
+                    ltc = cleaner.to_clean(log, clock.now_ms())
+                    try:
+                        cleaner.clean(log, clock.now_ms(), ltc)
+                        for key, off in tomb_offset.items():
+                            if key not in horizon and off < ltc.first_uncleanable_offset:
+                                horizon[key] = clock.now_ms() + 1000
+                        continue
+                    except Crash:
+                        pass
+                log.cancel_tasks()
+                disk.crash()
+                log = open_log(disk, clock)
+            seen = {}
+            last = -1
+            for r in log.records():
+                assert r.offset > last
+                last = r.offset
+                seen[r.key] = r.value
+            for key, value in model.items():
+                if value is not None:
+                    assert seen.get(key, b"<missing>") == value
+                elif key in seen:
+                    assert seen[key] is None
+                else:
+                    # gone: only once a pass ran at or after the horizon of the pass that stamped it
+                    assert key in horizon and clock.now_ms() >= horizon[key]
+        for seg in log.segments:
+            MemoryRecords(disk.read_all(seg.log_rel))
+        assert kafka_python_records(disk, log) == visible(log)
+
+
+# ---- the command line ----------------------------------------------------------------------------
+
+def test_clean_command_runs_one_pass_and_prints_what_it_did(tmp_path):
+    run = [sys.executable, "-m", "engine"]
+    subprocess.run(run + ["produce", "--dir", str(tmp_path), "--topic", "t", "--count", "300",
+                          "--key-cardinality", "10", "--segment-bytes", "4096", "--value-bytes", "20"], check=True,
+                   capture_output=True)
+    r = subprocess.run(run + ["clean", str(tmp_path / "t-0"), "--json", "--segment-bytes", "4096"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["cleaned"] and out["records_after"] == 10 and out["map_entries"] == 10
+    assert (tmp_path / "cleaner-offset-checkpoint").read_text() == f"0\n1\nt 0 {out['end_offset']}\n"
+    assert not [p.name for p in (tmp_path / "t-0").iterdir() if p.name.endswith(".deleted")]
+    text = subprocess.run(run + ["clean", str(tmp_path / "t-0")], capture_output=True, text=True)
+    assert text.returncode == 0 and "nothing cleanable" in text.stdout and "not cleaned" in text.stdout
+    low = subprocess.run(run + ["clean", str(tmp_path / "t-0"), "--min-cleanable-dirty-ratio", "2"],
+                         capture_output=True, text=True)
+    assert low.returncode == 1 and "min_cleanable_dirty_ratio must be at most 1" in low.stderr
+    bad = subprocess.run(run + ["clean", str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "not a partition directory name" in bad.stderr
+
+
+def test_compacted_log_rolls_by_max_compaction_lag(env):
+    disk, clock = env
+    log = open_log(disk, clock, segment_bytes=100_000, max_compaction_lag_ms=1000)
+    log.append_as_leader([SimpleRecord(b"v", key=b"k", timestamp=0)], 0)
+    log.append_as_leader([SimpleRecord(b"v", key=b"k", timestamp=1001)], 0)
+    assert [s.base_offset for s in log.segments] == [0, 1]
+    assert log.events.of_kind("segment_rolled")[-1].reason == "time"
+
+
+def test_keyless_produce_to_a_compacted_topic_in_a_cluster_gets_invalid_record(tmp_path):
+    from engine.cluster.cluster import Cluster
+    from engine.cluster.commands import apply_command
+    from engine.cluster.config import ClusterConfig
+    c = Cluster(Disk(tmp_path / "data"), ClusterConfig(brokers=3), seed=1)
+    apply_command(c, {"cmd": "create_topic", "topic": "k", "config": {"cleanup.policy": "compact"}})
+    apply_command(c, {"cmd": "advance", "ms": 500})
+    bad = apply_command(c, {"cmd": "produce", "topic": "k", "value": "no key"})
+    good = apply_command(c, {"cmd": "produce", "topic": "k", "value": "v", "key": "a"})
+    apply_command(c, {"cmd": "advance", "ms": 200})
+    res = c.produce_results[bad["request_id"]]
+    assert (res.status, res.error) == ("error", "INVALID_RECORD") and "without key" in res.message
+    assert c.produce_results[good["request_id"]].status == "ok"
+    leader = c.controller.partition("k", 0).leader
+    assert c.brokers[leader].partitions[("k", 0)].log.log_end_offset == 1
