@@ -225,6 +225,11 @@ class Partition:
         self.emit(BecameLeader(self.broker.id, self.topic, self.partition, self.leader_epoch, self.leo, self.hw,
                                list(self.isr)))
         self.maybe_increment_hw("became_leader")
+        txns = getattr(self.broker.cluster, "transactions", None)
+        if txns is not None and self.topic == txns.topic:
+            # Kafka's coordinator loads its transactions when it is elected (onElection).
+            self.broker.scheduler.schedule(0, txns.load_on_election, self.broker.id, self.partition,
+                                           name="txn-coordinator-load")
 
     def make_follower(self, msg: LeaderAndIsr, leader: int | None) -> None:
         was_leader = self.role == "leader"
@@ -443,7 +448,8 @@ class Partition:
         old = self.leo
         try:
             info = self.log.append_as_leader(records, self.leader_epoch, producer_id=req.producer_id,
-                                             producer_epoch=req.producer_epoch, base_sequence=req.base_sequence)
+                                             producer_epoch=req.producer_epoch, base_sequence=req.base_sequence,
+                                             is_transactional=req.is_transactional)
         except KafkaError as exc:
             self.reply_produce(src, req, exc.name, str(exc), None, None, False)
             return

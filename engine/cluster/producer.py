@@ -50,6 +50,14 @@ class Producer:
     producer_id: int = -1
     producer_epoch: int = -1
     next_sequence: dict = field(default_factory=dict)   # "topic-partition" -> next sequence
+    # Transactions (engine/cluster/transactions.py): None = not a transactional producer.
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
+    txn_state: str = "none"      # uninitialized | initializing | ready | in_transaction | committing |
+    #                              aborting | fenced | error:<ERROR>; "none" for plain producers
+    txn_partitions: set = field(default_factory=set)     # added to the open transaction
+    txn_waiting: dict = field(default_factory=dict)      # (topic, partition) -> sends held for AddPartitions
+    txn_adding: set = field(default_factory=set)         # partitions of the AddPartitionsToTxn in flight
 
     def take_sequence(self, topic: str, partition: int, count: int) -> int:
         """The base sequence of a new batch of ``count`` records (-1 when not idempotent)."""
@@ -64,7 +72,9 @@ class Producer:
         return {"name": self.name, "idempotent": self.idempotent, "retries": self.retries,
                 "retry_backoff_ms": self.retry_backoff_ms, "delivery_timeout_ms": self.delivery_timeout_ms,
                 "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
-                "next_sequence": dict(sorted(self.next_sequence.items()))}
+                "next_sequence": dict(sorted(self.next_sequence.items())),
+                "transactional_id": self.transactional_id, "txn_state": self.txn_state,
+                "txn_partitions": [f"{t}-{p}" for t, p in sorted(self.txn_partitions)]}
 
 
 @dataclass

@@ -500,6 +500,18 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         return FetchDataInfo(offset, data, headers, seg.base_offset, pos, self.log_start_offset,
                              self._log_end_offset, self.high_watermark)
 
+    def batches(self, start: int, end: int) -> list:
+        """Decoded batches holding offsets in ``[start, end)``, in order (consumers need the
+        batch: its control bit and producer id)."""
+        out = []
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            upper = segs[i + 1].base_offset if i + 1 < len(segs) else self._log_end_offset
+            if upper <= start or seg.base_offset >= end or not seg.size:
+                continue
+            out.extend(b for b in seg.batches() if b.base_offset + b.last_offset_delta >= start and b.base_offset < end)
+        return out
+
     def records(self, start: int | None = None, end: int | None = None) -> list[Record]:
         """Decoded records with ``start <= offset < end`` (default: the whole visible log)."""
         start = self.log_start_offset if start is None else start
