@@ -164,6 +164,17 @@ def decode_txn_value(data: bytes) -> dict | None:
             "partitions": parts, "last_update_ms": last, "start_ms": start}
 
 
+def _coordinator_error(produce_error: str | None) -> str:
+    """What a coordinator answers when its own log append failed (Kafka's
+    TransactionStateManager.appendTransactionToLog)."""
+    if produce_error in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                         "REQUEST_TIMED_OUT"):
+        return "COORDINATOR_NOT_AVAILABLE"
+    if produce_error in ("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
+        return "NOT_COORDINATOR"
+    return "UNKNOWN_SERVER_ERROR"
+
+
 def partition_for_transactional_id(transactional_id: str, num_partitions: int) -> int:
     from ..group.java import java_abs, string_hash
     return java_abs(string_hash(transactional_id)) % num_partitions
@@ -344,6 +355,11 @@ class TransactionService:
                         (self._answer_by_name, (name, api, broker_id, "NONE", {})), (name, api, broker_id))
         elif api == "end_txn":
             commit = payload["commit"]
+            if md.state == ("CompleteCommit" if commit else "CompleteAbort") and \
+                    payload["producer_epoch"] == md.producer_epoch:
+                # A retry of an EndTxn whose answer was lost: it already happened.
+                self._answer(producer, api, broker_id, "NONE", "already completed", on_done, {})
+                return
             if md.state != "Ongoing":
                 # Empty/Complete*: nothing open (commit without begin, abort twice, ...).
                 self._answer(producer, api, broker_id, "INVALID_TXN_STATE",
@@ -418,9 +434,14 @@ class TransactionService:
             broker_id, p, target, reason, then, fail_to = self.pending_writes.pop(rid)
             txns = self.txns(broker_id, p)
             if res.status != "ok" or txns is None:
+                error = "NOT_COORDINATOR" if txns is None else _coordinator_error(res.error)
                 if fail_to is not None:
-                    self._answer_by_name(fail_to[0], fail_to[1], fail_to[2], "NOT_COORDINATOR"
-                                         if txns is None else (res.error or "UNKNOWN_SERVER_ERROR"), {})
+                    self._answer_by_name(fail_to[0], fail_to[1], fail_to[2], error, {})
+                elif txns is not None and target.transactional_id in txns and target.state.startswith("Complete"):
+                    # Complete* must reach the log: try again (the markers are already written).
+                    txns[target.transactional_id].completing = False
+                    self.scheduler.schedule(RETRY_BACKOFF_MS, self._maybe_complete, broker_id, p,
+                                            target.transactional_id, name="txn-complete-retry")
                 continue
             old = txns.get(target.transactional_id)
             txns[target.transactional_id] = target

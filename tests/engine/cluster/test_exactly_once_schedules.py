@@ -30,7 +30,8 @@ CLIENT = -1
 def _cluster(root, seed: int) -> Cluster:
     c = Cluster(Disk(root), ClusterConfig.from_mapping({"brokers": 3, "request.timeout.ms": 1500,
                                                          "replica.lag.time.max.ms": 3000,
-                                                         "broker.session.timeout.ms": 1800}), seed=seed)
+                                                         "broker.session.timeout.ms": 1800,
+                                                         "broker.heartbeat.interval.ms": 300}), seed=seed)
     c.create_topic(T, 2, 3, assignment=[[0, 1, 2], [1, 2, 0]],
                    config={"min.insync.replicas": 2, "flush.messages": 1})
     c.advance(100)
