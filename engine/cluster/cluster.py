@@ -261,12 +261,13 @@ class Cluster:
         prod = self._txn_producer(name, "ready")
         prod.txn_state = "in_transaction"
         prod.txn_partitions = set()
+        prod.txn_failed = None
 
     def commit_transaction(self, name: str) -> None:
         self._end_transaction(self._txn_producer(name, "in_transaction"), True)
 
     def abort_transaction(self, name: str) -> None:
-        self._end_transaction(self._txn_producer(name, "in_transaction"), False)
+        self._end_transaction(self._txn_producer(name, "in_transaction", "abortable_error"), False)
 
     def _end_transaction(self, prod: Producer, commit: bool) -> None:
         prod.txn_state = "committing" if commit else "aborting"
@@ -278,6 +279,10 @@ class Cluster:
         prod = self.producers[name]
         if prod.txn_waiting or any(s.producer == name for s in self._sends.values()):
             self.scheduler.schedule(5, self._send_end_txn, name, name="txn-flush")
+            return
+        if prod.txn_state == "committing" and prod.txn_failed is not None:
+            # commitTransaction after a failed send: Kafka throws and only an abort is allowed.
+            prod.txn_state = "abortable_error"
             return
         transaction_service(self).request(prod, "end_txn", {"producer_id": prod.producer_id,
                                                             "producer_epoch": prod.producer_epoch,
@@ -372,7 +377,7 @@ class Cluster:
                 raise InvalidRequestError("a transactional producer sends with acks=all")
         if prod is not None:
             seq = prod.take_sequence(topic, partition, len(values))
-            self._sends[rid] = PendingSend(rid, prod.name, seq, now, target)
+            self._sends[rid] = PendingSend(rid, prod.name, topic, partition, seq, now, target)
         args = (rid, topic, partition, values, key, acks, timeout, target, now)
         if prod is not None and prod.transactional_id is not None and (topic, partition) not in prod.txn_partitions:
             # AddPartitionsToTxn before the first write to a partition; the batch waits for it.
@@ -415,7 +420,11 @@ class Cluster:
     def _retry(self, rid: int, topic: str, partition: int, acks: int, error: str, values: tuple) -> bool:
         """Attempt ``rid`` failed with ``error``: send the batch again if its producer may."""
         send = self._sends.get(rid)
-        if send is None or error not in RETRIABLE_ERRORS:
+        if send is None:
+            return False
+        if error not in RETRIABLE_ERRORS and not (error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and any(
+                s.producer == send.producer and (s.topic, s.partition) == (send.topic, send.partition)
+                and s.base_sequence < send.base_sequence for s in self._sends.values())):
             return False
         prod = self.producers[send.producer]
         now = self.now_ms()
@@ -452,6 +461,9 @@ class Cluster:
         attempts = 1
         if send is not None:       # a producer's batch: the outcome goes under its first id
             rid, sent_ms, attempts = send.send_id, send.first_sent_ms, send.attempts
+            prod = self.producers[send.producer]
+            if error is not None and prod.txn_state in ("in_transaction", "committing", "aborting"):
+                prod.txn_failed = error       # the transaction can no longer commit
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
                                                   broker, sent_ms, self.now_ms(), values, key, attempts)
         digests = [digest(v, key) for v in values]

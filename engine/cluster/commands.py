@@ -606,7 +606,7 @@ class AbortTransaction(_TxnCommand):
     cmd: ClassVar[str] = "abort_transaction"
     summary: ClassVar[str] = ("EndTxn(abort): ABORT markers, an entry in each partition's .txnindex; "
                               "read_committed consumers skip the transaction's records.")
-    states: ClassVar[tuple] = ("in_transaction",)
+    states: ClassVar[tuple] = ("in_transaction", "abortable_error")
 
     def run(self, cluster: Any) -> None:
         cluster.abort_transaction(self.name)

@@ -16,8 +16,9 @@ the retry and answers with the first write's offsets (see
 Simplifications, stated: producer ids come from a counter the cluster keeps (Kafka's
 controller hands brokers blocks of 1,000 ids through AllocateProducerIds) and
 InitProducerId is not a network round trip; sequences are assigned when a batch is first
-sent, and an ``OUT_OF_ORDER_SEQUENCE_NUMBER`` answer ends that batch instead of making the
-producer reorder its in-flight requests.
+sent. An ``OUT_OF_ORDER_SEQUENCE_NUMBER`` answer is retried while an earlier batch of the same
+producer to the same partition is still in flight (it is being retried and will fill the
+gap, as Kafka's producer reasons); otherwise it ends that batch.
 """
 from __future__ import annotations
 
@@ -54,10 +55,12 @@ class Producer:
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
     txn_state: str = "none"      # uninitialized | initializing | ready | in_transaction | committing |
-    #                              aborting | fenced | error:<ERROR>; "none" for plain producers
+    #                              aborting | abortable_error | fenced | error:<ERROR>; "none" for plain
+    #                              producers. abortable_error: a send failed, so commit became impossible
     txn_partitions: set = field(default_factory=set)     # added to the open transaction
     txn_waiting: dict = field(default_factory=dict)      # (topic, partition) -> sends held for AddPartitions
     txn_adding: set = field(default_factory=set)         # partitions of the AddPartitionsToTxn in flight
+    txn_failed: str | None = None  # a send of the open transaction failed: it can only abort
 
     def take_sequence(self, topic: str, partition: int, count: int) -> int:
         """The base sequence of a new batch of ``count`` records (-1 when not idempotent)."""
@@ -84,6 +87,8 @@ class PendingSend:
 
     send_id: int
     producer: str
+    topic: str
+    partition: int
     base_sequence: int
     first_sent_ms: int
     target: int | None

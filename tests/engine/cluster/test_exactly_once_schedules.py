@@ -161,6 +161,13 @@ def run_transactions(root, seed: int) -> tuple[dict, dict, dict]:
             c.advance(50)
             if down and rng.random() < 0.05:
                 c.restart(down.pop())
+        if prod.txn_state == "abortable_error":      # a send failed: the commit became an abort
+            c.abort_transaction("tx")
+            for _ in range(400):
+                if prod.txn_state != "aborting":
+                    break
+                c.advance(50)
+            commit = False
         target = committed if (commit and prod.txn_state == "ready") else aborted
         for p in (0, 1):
             target[p].extend(batch[p])
