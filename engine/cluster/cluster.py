@@ -462,7 +462,9 @@ class Cluster:
         if send is not None:       # a producer's batch: the outcome goes under its first id
             rid, sent_ms, attempts = send.send_id, send.first_sent_ms, send.attempts
             prod = self.producers[send.producer]
-            if error is not None and prod.txn_state in ("in_transaction", "committing", "aborting"):
+            if error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED") and prod.transactional_id is not None:
+                prod.txn_state = "fenced"     # fatal: a newer instance owns the transactional id
+            elif error is not None and prod.txn_state in ("in_transaction", "committing", "aborting"):
                 prod.txn_failed = error       # the transaction can no longer commit
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
                                                   broker, sent_ms, self.now_ms(), values, key, attempts)
