@@ -97,7 +97,7 @@ class LogProducerState:
                       _last_seq(h.base_sequence, h.last_offset_delta), h.base_offset, last, h.max_timestamp,
                       h.is_transactional)
 
-    def _apply_marker(self, data: bytes, pos: int, h: Any, origin: str) -> None:
+    def _apply_marker(self, data: bytes, pos: int, h: Any, origin: str, replay: bool = False) -> None:
         batch = decode_batch(data, pos, verify_crc=False)
         marker = read_end_txn_marker(batch.records[0]) if batch.records else None
         ps = self.producer_state
@@ -109,8 +109,11 @@ class LogProducerState:
                                h.base_offset, h.max_timestamp, origin)
         if done.is_aborted:
             seg = self._segment_holding(h.base_offset)
-            TransactionIndex(self.disk, f"{self.dir}/{seg.base_offset:020d}{TXN_INDEX_SUFFIX}").append(
-                AbortedTxn(done.producer_id, done.first_offset, done.last_offset, ps.lso_for_completed(done)))
+            index = TransactionIndex(self.disk, f"{self.dir}/{seg.base_offset:020d}{TXN_INDEX_SUFFIX}")
+            # A replay (reopen, truncation) re-indexes only what a crash took from the .txnindex.
+            if not replay or all(t.last_offset != done.last_offset for t in index.entries()):
+                index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                        ps.lso_for_completed(done)))
         ps.on_high_watermark_updated(self.high_watermark)
 
     def _segment_holding(self, offset: int) -> Any:
@@ -169,7 +172,7 @@ class LogProducerState:
                 if h.is_control:
                     if data is None:
                         data = seg.read_all()
-                    self._apply_marker(data, pos, h, "replication")
+                    self._apply_marker(data, pos, h, "replication", replay=True)
                 else:
                     ps.update(h.producer_id, h.producer_epoch, h.base_sequence,
                               _last_seq(h.base_sequence, h.last_offset_delta), h.base_offset, last,
