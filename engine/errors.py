@@ -17,10 +17,15 @@ programmer errors are assertions.
     ├── RequestTimedOutError                (7)
     ├── NotEnoughReplicasError              (19)
     ├── NotEnoughReplicasAfterAppendError   (20)
+    ├── OutOfOrderSequenceError             (45) an idempotent producer's batch out of sequence
+    ├── InvalidProducerEpochError           (47) a producer epoch older than the current one (fenced)
+    ├── InvalidTxnStateError                (48) a transactional call in the wrong state
+    ├── TransactionCoordinatorFencedError   (52) a marker from an older coordinator epoch
     ├── BrokerNotAvailableError             (8)
     └── KafkaStorageError                   (56) file-system trouble
         ├── CorruptIndexError                    an index whose entries are not ordered or point past the log
         ├── CorruptCheckpointError               a checkpoint file that does not parse
+        ├── CorruptSnapshotError                 a producer-state snapshot that does not parse
         └── PathEscapeError                      a path that would leave the data directory
 """
 from __future__ import annotations
@@ -31,7 +36,8 @@ __all__ = [
     "UnknownTopicOrPartitionError", "LeaderNotAvailableError", "NotLeaderOrFollowerError",
     "RequestTimedOutError", "NotEnoughReplicasError", "NotEnoughReplicasAfterAppendError",
     "BrokerNotAvailableError", "KafkaStorageError", "CorruptIndexError", "CorruptCheckpointError",
-    "PathEscapeError",
+    "PathEscapeError", "OutOfOrderSequenceError", "InvalidProducerEpochError", "InvalidTxnStateError",
+    "TransactionCoordinatorFencedError", "CorruptSnapshotError",
 ]
 
 
@@ -112,6 +118,22 @@ class NotEnoughReplicasAfterAppendError(KafkaError):
     code, name = 20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 
 
+class OutOfOrderSequenceError(KafkaError):
+    code, name = 45, "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpochError(KafkaError):
+    code, name = 47, "INVALID_PRODUCER_EPOCH"
+
+
+class InvalidTxnStateError(KafkaError):
+    code, name = 48, "INVALID_TXN_STATE"
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    code, name = 52, "TRANSACTION_COORDINATOR_FENCED"
+
+
 class KafkaStorageError(KafkaError):
     code, name = 56, "KAFKA_STORAGE_ERROR"
 
@@ -125,4 +147,8 @@ class CorruptCheckpointError(KafkaStorageError):
 
 
 class PathEscapeError(KafkaStorageError):
+    pass
+
+
+class CorruptSnapshotError(KafkaStorageError):
     pass

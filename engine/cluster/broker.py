@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
+from engine.timer import DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
 from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
@@ -66,6 +67,15 @@ class Broker:
         self.follower_delay_ms = 0
         self.follower_paused = False
         self.started_ms = 0
+        self._new_purgatories()
+
+    def _new_purgatories(self) -> None:
+        """A fresh produce purgatory on its own timing wheel (Kafka: tick 1 ms, 20 buckets) for
+        each incarnation: what waited in a crashed broker's memory is gone with it."""
+        timer = SystemTimer(self.scheduler.now_ms(), clock=self.scheduler.clock, name=f"broker-{self.id}.produce",
+                            events=self.events if self.cluster.config.timer_events else None)
+        self.produce_purgatory = DelayedOperationPurgatory("produce", timer)
+        self.produce_timer_driver = TimerDriver(timer, self.scheduler, f"broker-{self.id} produce purgatory")
 
     # ---- shortcuts ----------------------------------------------------------------
     @property
@@ -110,6 +120,7 @@ class Broker:
         self.incarnation += 1
         self.alive = True
         self.started_ms = self.scheduler.now_ms()
+        self._new_purgatories()
         marker = f"{self.dir}/{CLEAN_SHUTDOWN_FILE}"
         clean = self.disk.exists(marker)
         self.events.emit(BrokerStarted(self.id, self.incarnation, restart, clean))
@@ -173,6 +184,7 @@ class Broker:
         for t in self.tasks:
             self.scheduler.cancel(t)
         self.tasks = []
+        self.produce_timer_driver.stop()
         for key in sorted(self.partitions):
             self.partitions[key].stop()
             log = self.partitions[key].log

@@ -17,15 +17,17 @@ from engine.clock import Scheduler, VirtualClock
 from engine.config import LogConfig, config_from_mapping, validate_topic_name
 from engine.disk import Disk
 from engine.errors import (BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, InvalidTopicError,
-                           LeaderNotAvailableError, OffsetOutOfRangeError)
+                           InvalidTxnStateError, LeaderNotAvailableError, OffsetOutOfRangeError)
 from engine.events import EventLog
 
 from .broker import Broker
 from .config import CLIENT, ClusterConfig
 from .controller import Controller
-from .events import ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, TopicCreated
+from .events import (ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, ProducerCreated, ProduceRetried,
+                     TopicCreated)
 from .network import Network, ProduceRequest, ProduceResponse
 from .partition import digest
+from .producer import RETRIABLE_ERRORS, PendingSend, Producer, check_producer_settings
 
 __all__ = ["Cluster", "ProduceResult", "Client"]
 
@@ -49,9 +51,11 @@ class ProduceResult:
     completed_ms: int
     values: tuple
     key: bytes | None = None
+    attempts: int = 1            # > 1 when a producer retried the batch
 
     def to_dict(self) -> dict:
         return {"request_id": self.request_id, "topic": self.topic, "partition": self.partition, "acks": self.acks,
+                "attempts": self.attempts,
                 "status": self.status, "error": self.error, "message": self.message,
                 "base_offset": self.base_offset, "last_offset": self.last_offset, "broker": self.broker,
                 "sent_ms": self.sent_ms, "completed_ms": self.completed_ms,
@@ -134,6 +138,9 @@ class Cluster:
         self._pending_produces: dict[int, tuple] = {}
         self._keys: dict[int, bytes | None] = {}
         self._next_request_id = 1
+        self.producers: dict[str, Producer] = {}
+        self._sends: dict[int, PendingSend] = {}     # request id of an attempt -> the batch it carries
+        self._next_producer_id = 0
         self.controller.start(config.initial_controller)
         for i in sorted(self.brokers):
             self.brokers[i].start(restart=False)
@@ -198,16 +205,160 @@ class Cluster:
         return {p: list(r) for p, r in enumerate(plan)}
 
     # ---- produce / consume ---------------------------------------------------------
+    def create_producer(self, name: str, *, idempotent: bool = True, retries: int = 1000,
+                        retry_backoff_ms: int = 100, delivery_timeout_ms: int = 120_000,
+                        transactional_id: str | None = None, transaction_timeout_ms: int = 60_000) -> Producer:
+        """A producer on the client node that retries retriable failures; ``idempotent``
+        gives it a producer id (InitProducerId) and sequence numbers, so retries are not
+        written twice (see :mod:`engine.cluster.producer`). A ``transactional_id`` makes it
+        transactional (idempotent too); call :meth:`init_transactions` before its first
+        transaction (see :mod:`engine.cluster.transactions`)."""
+        check_producer_settings(name, retries, retry_backoff_ms, delivery_timeout_ms)
+        if not isinstance(idempotent, bool):
+            raise InvalidRequestError(f"idempotent must be true or false, got {idempotent!r}")
+        if name in self.producers:
+            raise InvalidRequestError(f"producer {name!r} already exists")
+        if transactional_id is not None:
+            if not isinstance(transactional_id, str) or not transactional_id or len(transactional_id) > 64:
+                raise InvalidRequestError(f"transactional_id must have 1-64 characters, got {transactional_id!r}")
+            _int("transaction_timeout_ms", transaction_timeout_ms, 1, 900_000)
+            idempotent = True
+        prod = Producer(name, idempotent, retries, retry_backoff_ms, delivery_timeout_ms)
+        if transactional_id is not None:
+            prod.transactional_id, prod.transaction_timeout_ms = transactional_id, transaction_timeout_ms
+            prod.txn_state = "uninitialized"
+        elif idempotent:
+            prod.producer_id, prod.producer_epoch = self.allocate_producer_id(), 0
+        self.producers[name] = prod
+        self.events.emit(ProducerCreated(name, idempotent, prod.producer_id, prod.producer_epoch, retries))
+        return prod
+
+    def allocate_producer_id(self) -> int:
+        """The next producer id (Kafka's controller hands them out in blocks; one counter here)."""
+        pid = self._next_producer_id
+        self._next_producer_id += 1
+        return pid
+
+    # ---- transactions (engine/cluster/transactions.py) ---------------------------------
+    def _txn_producer(self, name: str, *states: str) -> Producer:
+        prod = self.producers.get(name)
+        if prod is None or prod.transactional_id is None:
+            raise InvalidRequestError(f"{name!r} is not a transactional producer; create it with a transactional_id")
+        if states and prod.txn_state not in states:
+            raise InvalidTxnStateError(
+                f"producer {name!r} is {prod.txn_state}; this needs it to be {' or '.join(states)}")
+        return prod
+
+    def init_transactions(self, name: str) -> None:
+        """InitProducerId with the transactional id: gets (or bumps) the producer epoch,
+        fencing older instances; the answer arrives as the clock moves."""
+        from .transactions import transaction_service
+        prod = self._txn_producer(name, "uninitialized", "ready", "fenced")
+        prod.txn_state = "initializing"
+        transaction_service(self).request(prod, "init_producer_id", {"timeout_ms": prod.transaction_timeout_ms})
+
+    def begin_transaction(self, name: str) -> None:
+        prod = self._txn_producer(name, "ready")
+        prod.txn_state = "in_transaction"
+        prod.txn_partitions = set()
+        prod.txn_failed = None
+
+    def commit_transaction(self, name: str) -> None:
+        self._end_transaction(self._txn_producer(name, "in_transaction"), True)
+
+    def abort_transaction(self, name: str) -> None:
+        self._end_transaction(self._txn_producer(name, "in_transaction", "abortable_error"), False)
+
+    def _end_transaction(self, prod: Producer, commit: bool) -> None:
+        prod.txn_state = "committing" if commit else "aborting"
+        self._send_end_txn(prod.name)
+
+    def _send_end_txn(self, name: str) -> None:
+        """EndTxn once the producer's sends are done (commitTransaction flushes first)."""
+        from .transactions import transaction_service
+        prod = self.producers[name]
+        if prod.txn_waiting or any(s.producer == name for s in self._sends.values()):
+            self.scheduler.schedule(5, self._send_end_txn, name, name="txn-flush")
+            return
+        if prod.txn_state == "committing" and prod.txn_failed is not None:
+            # commitTransaction after a failed send: Kafka throws and only an abort is allowed.
+            prod.txn_state = "abortable_error"
+            return
+        transaction_service(self).request(prod, "end_txn", {"producer_id": prod.producer_id,
+                                                            "producer_epoch": prod.producer_epoch,
+                                                            "commit": prod.txn_state == "committing"})
+
+    def on_txn_answer(self, name: str, api: str, error: str, result: dict) -> None:
+        """A coordinator's answer to a transactional producer."""
+        from .transactions import transaction_service
+        prod = self.producers[name]
+        retriable = error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "CONCURRENT_TRANSACTIONS",
+                              "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
+        if error in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"):
+            prod.txn_state = "fenced"
+            return
+        if api == "init_producer_id":
+            if error == "NONE":
+                prod.producer_id, prod.producer_epoch = result["producer_id"], result["producer_epoch"]
+                prod.next_sequence = {}
+                prod.txn_state = "ready"
+            elif retriable:
+                self.scheduler.schedule(prod.retry_backoff_ms, transaction_service(self).request, prod,
+                                        "init_producer_id", {"timeout_ms": prod.transaction_timeout_ms},
+                                        name="txn-init-retry")
+            else:
+                prod.txn_state = f"error:{error}"
+        elif api == "add_partitions":
+            if error == "NONE":
+                for tp in sorted(prod.txn_adding):
+                    prod.txn_partitions.add(tp)
+                    for args in prod.txn_waiting.pop(tp, []):
+                        self._attempt(*args)
+                prod.txn_adding = set()
+                if prod.txn_waiting:          # partitions that came while the request was out
+                    self._add_partitions(name)
+            elif retriable:
+                self.scheduler.schedule(prod.retry_backoff_ms, self._add_partitions, name, name="txn-add-retry")
+            else:
+                for tp in sorted(prod.txn_waiting):
+                    for rid, topic, partition, values, key, acks, _, _, sent in prod.txn_waiting.pop(tp):
+                        self._finish(rid, topic, partition, acks, error, "AddPartitionsToTxn failed", None, None,
+                                     None, sent, values)
+                prod.txn_adding = set()
+        elif api == "end_txn":
+            if error == "NONE":
+                prod.txn_state = "ready"
+                prod.txn_partitions = set()
+            elif retriable:
+                self.scheduler.schedule(prod.retry_backoff_ms, self._send_end_txn, name, name="txn-end-retry")
+            else:
+                prod.txn_state = f"error:{error}"
+
+    def _add_partitions(self, name: str) -> None:
+        from .transactions import transaction_service
+        prod = self.producers[name]
+        prod.txn_adding = set(prod.txn_waiting)
+        transaction_service(self).request(prod, "add_partitions", {
+            "producer_id": prod.producer_id, "producer_epoch": prod.producer_epoch,
+            "partitions": [list(tp) for tp in sorted(prod.txn_adding)]})
+
     def produce(self, topic: str, partition: int, values: Any, *, key: Any = None, acks: int = -1,
-                timeout_ms: int | None = None, broker: int | None = None) -> int:
+                timeout_ms: int | None = None, broker: int | None = None, producer: str | None = None) -> int:
         """Send one batch (``values``: a value or a list of values; str/bytes/None) to the
         partition's current leader as the metadata says — or to ``broker`` (a client with
         stale metadata, e.g. still writing to a zombie leader). Returns the request id; the
-        outcome lands in ``produce_results[id]`` once the response (or a timeout) arrives."""
-        pm = self.controller.partition(topic, partition)
+        outcome lands in ``produce_results[id]`` once the response (or a timeout) arrives.
+        With ``producer`` (see :meth:`create_producer`) failed attempts are retried and the
+        final outcome lands under the first attempt's id."""
+        self.controller.partition(topic, partition)
         target = None if broker is None else self._broker(broker).id
         if acks not in (-1, 0, 1) or isinstance(acks, bool):
             raise InvalidRequestError(f"acks must be -1 (all), 0 or 1, got {acks!r}")
+        prod = None
+        if producer is not None:
+            prod = self.producers.get(producer)
+            if prod is None:
+                raise InvalidRequestError(f"unknown producer {producer!r}; create it first")
         if isinstance(values, (str, bytes)) or values is None:
             values = [values]
         values = tuple(_as_bytes(v) for v in values)
@@ -217,35 +368,106 @@ class Cluster:
         timeout = self.config.request_timeout_ms if timeout_ms is None else _int("timeout_ms", timeout_ms, 1)
         rid = self._next_request_id
         self._next_request_id += 1
-        self._keys[rid] = key
         now = self.now_ms()
+        if prod is not None and prod.transactional_id is not None:
+            if prod.txn_state != "in_transaction":
+                raise InvalidTxnStateError(f"producer {prod.name!r} is {prod.txn_state}: begin a transaction "
+                                           f"before sending (INVALID_TXN_STATE)")
+            if acks != -1:
+                raise InvalidRequestError("a transactional producer sends with acks=all")
+        if prod is not None:
+            seq = prod.take_sequence(topic, partition, len(values))
+            self._sends[rid] = PendingSend(rid, prod.name, topic, partition, seq, now, target)
+        args = (rid, topic, partition, values, key, acks, timeout, target, now)
+        if prod is not None and prod.transactional_id is not None and (topic, partition) not in prod.txn_partitions:
+            # AddPartitionsToTxn before the first write to a partition; the batch waits for it.
+            prod.txn_waiting.setdefault((topic, partition), []).append(args)
+            if not prod.txn_adding:
+                self._add_partitions(prod.name)
+            return rid
+        self._attempt(*args)
+        return rid
+
+    def _attempt(self, rid: int, topic: str, partition: int, values: tuple, key: bytes | None, acks: int,
+                 timeout: int, target: int | None, sent_ms: int) -> None:
+        """Send attempt ``rid`` of a batch to the leader the metadata names (or ``target``)."""
+        self._keys[rid] = key
+        pm = self.controller.partition(topic, partition)
         dest = pm.leader if target is None else target
         if dest < 0:
             self._finish(rid, topic, partition, acks, "LEADER_NOT_AVAILABLE",
-                         f"{topic}-{partition} has no leader", None, None, None, now, values)
-            return rid
-        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout)
-        self._pending_produces[rid] = (topic, partition, acks, now, values, dest)
+                         f"{topic}-{partition} has no leader", None, None, None, sent_ms, values)
+            return
+        pid = epoch = seq = -1
+        txn = False
+        send = self._sends.get(rid)
+        if send is not None:
+            prod = self.producers[send.producer]
+            pid, epoch, seq = prod.producer_id, prod.producer_epoch, send.base_sequence
+            txn = prod.transactional_id is not None
+        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout, pid, epoch, seq, txn)
+        self._pending_produces[rid] = (topic, partition, acks, sent_ms, values, dest)
         self.network.send(CLIENT, dest, req)
         if acks == 0:
             self._finish(rid, topic, partition, 0, None, "acks=0: no response expected", None, None, dest,
-                         now, values)
+                         sent_ms, values)
         else:
             # The client's own request.timeout.ms (a little after the broker's, so a broker
             # timeout response wins when it can arrive).
             self.scheduler.schedule(timeout + 2 * self.config.network_latency_ms + 1, self._client_timeout, rid,
                                     name="produce-client-timeout")
-        return rid
+
+    def _retry(self, rid: int, topic: str, partition: int, acks: int, error: str, values: tuple) -> bool:
+        """Attempt ``rid`` failed with ``error``: send the batch again if its producer may."""
+        send = self._sends.get(rid)
+        if send is None:
+            return False
+        if error not in RETRIABLE_ERRORS and not (error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and any(
+                s.producer == send.producer and (s.topic, s.partition) == (send.topic, send.partition)
+                and s.base_sequence < send.base_sequence for s in self._sends.values())):
+            return False
+        prod = self.producers[send.producer]
+        now = self.now_ms()
+        if send.attempts > prod.retries or now + prod.retry_backoff_ms - send.first_sent_ms >= prod.delivery_timeout_ms:
+            return False
+        del self._sends[rid]
+        self._pending_produces.pop(rid, None)
+        key = self._keys.pop(rid, None)
+        new_rid = self._next_request_id
+        self._next_request_id += 1
+        send.attempts += 1
+        self._sends[new_rid] = send
+        self.events.emit(ProduceRetried(send.send_id, new_rid, prod.name, send.attempts, error, send.base_sequence,
+                                        prod.retry_backoff_ms))
+        timeout = self.config.request_timeout_ms
+        self.scheduler.schedule(prod.retry_backoff_ms, self._resend, new_rid, topic, partition, values, key, acks,
+                                timeout, send.target, name="produce-retry")
+        return True
+
+    def _resend(self, rid: int, topic: str, partition: int, values: tuple, key: bytes | None, acks: int,
+                timeout: int, target: int | None) -> None:
+        self._attempt(rid, topic, partition, values, key, acks, timeout, target, self.now_ms())
 
     def _finish(self, rid: int, topic: str, partition: int, acks: int, error: str | None, message: str,
                 base: int | None, last: int | None, broker: int | None, sent_ms: int, values: tuple) -> None:
         if rid in self.produce_results:
             return
+        if error is not None and self._retry(rid, topic, partition, acks, error, values):
+            return
         self._pending_produces.pop(rid, None)
         status = "ok" if error is None else "error"
         key = self._keys.pop(rid, None)
+        send = self._sends.pop(rid, None)
+        attempts = 1
+        if send is not None:       # a producer's batch: the outcome goes under its first id
+            rid, sent_ms, attempts = send.send_id, send.first_sent_ms, send.attempts
+            prod = self.producers[send.producer]
+            if error in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED") and prod.transactional_id is not None:
+                prod.txn_state = "fenced"     # fatal: a newer instance owns the transactional id
+            elif error is not None and prod.txn_state in ("in_transaction", "committing", "aborting"):
+                prod.txn_failed = error       # the transaction can no longer commit
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
-                                                  broker, sent_ms, self.now_ms(), values, key)
+                                                  broker, sent_ms, self.now_ms(), values, key, attempts)
         digests = [digest(v, key) for v in values]
         if error is None:
             self.events.emit(ProduceAcked(rid, broker, topic, partition, acks, base, last, digests))
@@ -269,11 +491,17 @@ class Cluster:
         self._finish(rid, topic, partition, acks, "REQUEST_TIMED_OUT",
                      f"no response from broker {leader} within the request timeout", None, None, leader, sent, values)
 
-    def consume(self, topic: str, partition: int, offset: int = 0, max_records: int = 100) -> list:
-        """Read committed records (below the leader's HW) from the current leader."""
+    def consume(self, topic: str, partition: int, offset: int = 0, max_records: int = 100,
+                isolation: str = "read_uncommitted") -> list:
+        """Read records from the current leader: below the high watermark
+        (``read_uncommitted``), or below the last stable offset skipping the batches of
+        aborted transactions (``read_committed``). Control records (transaction markers)
+        are never returned; they still take their offsets."""
         pm = self.controller.partition(topic, partition)
         _int("offset", offset, 0)
         _int("max_records", max_records, 1)
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise InvalidRequestError(f"isolation must be read_uncommitted or read_committed, got {isolation!r}")
         if pm.leader < 0:
             raise LeaderNotAvailableError(f"{topic}-{partition} has no leader")
         broker = self.brokers[pm.leader]
@@ -284,7 +512,20 @@ class Cluster:
         hw = part.hw
         if offset < log.log_start_offset or offset > hw:
             raise OffsetOutOfRangeError(offset, log.log_start_offset, hw, where=f"{topic}-{partition} (up to HW)")
-        records = [r for r in log.records(offset, hw) if offset <= r.offset < hw][:max_records]
+        bound = log.last_stable_offset if isolation == "read_committed" else hw
+        aborted: dict[int, list] = {}
+        if isolation == "read_committed":
+            for txn in log.aborted_transactions(offset, bound):
+                aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+        records = []
+        for batch in log.batches(offset, bound):
+            if batch.is_control or any(first <= batch.base_offset <= last
+                                       for first, last in aborted.get(batch.producer_id, ())):
+                continue
+            records.extend(r for r in batch.records if offset <= r.offset < bound)
+            if len(records) >= max_records:
+                break
+        records = records[:max_records]
         nxt = records[-1].offset + 1 if records else offset
         self.events.emit(ConsumerRead(broker.id, topic, partition, offset, len(records), nxt, hw,
                                       [digest(r.value, r.key) for r in records]))

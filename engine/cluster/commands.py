@@ -29,7 +29,8 @@ __all__ = [
     "record_digest", "MAX_ADVANCE_MS", "MAX_PRODUCE_COUNT", "MAX_VALUE_SIZE",
     "CreateTopic", "Produce", "Consume", "Crash", "Shutdown", "Restart", "Isolate", "CutLink", "HealLink",
     "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
-    "Advance", "Jump", "SetConfig", "ElectPreferredLeaders",
+    "Advance", "Jump", "SetConfig", "ElectPreferredLeaders", "CreateProducer",
+    "InitTransactions", "BeginTransaction", "CommitTransaction", "AbortTransaction", "ConfigureTransactions",
 ]
 
 CLIENT_NODE = -1  # the network node of producers and consumers
@@ -221,6 +222,8 @@ class Produce(Command):
                                    doc="generate values of exactly this many bytes")
     timeout_ms: int | None = _spec("int?", None, low=1, high=MAX_ADVANCE_MS,
                                    doc="request timeout (default request.timeout.ms)")
+    producer: str | None = _spec("str?", None, doc="send through this producer (see create_producer): "
+                                                   "retries, and sequence numbers when idempotent")
 
     def __post_init__(self) -> None:
         given = [n for n in ("value", "values", "value_size") if getattr(self, n) is not None]
@@ -260,12 +263,15 @@ class Produce(Command):
 
     def validate(self, cluster: Any) -> None:
         _check_partition("produce", cluster, self.topic, self.partition)
+        if self.producer is not None and self.producer not in cluster.producers:
+            known = ", ".join(sorted(cluster.producers)) or "none yet"
+            raise InvalidRequestError(f"produce: unknown producer {self.producer!r} (producers: {known})")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
         values = self.record_values(cluster.events.seq)
         key = None if self.key is None else self.key.encode()
         request = cluster.produce(self.topic, self.partition, values, key=key, acks=self.acks,
-                                  timeout_ms=self.timeout_ms)
+                                  timeout_ms=self.timeout_ms, producer=self.producer)
         return {"request_id": _plain_id(request), "topic": self.topic, "partition": self.partition,
                 "acks": self.acks, "records": [{"key": self.key, "value": v.decode(),
                                                "digest": record_digest(key, v)} for v in values]}
@@ -279,12 +285,14 @@ class Consume(Command):
     partition: int = _spec("int", 0, low=0, doc="partition number")
     offset: int = _spec("int", 0, low=0, doc="first offset to read")
     max_records: int = _spec("int", 100, low=1, high=MAX_CONSUME_RECORDS, doc="most records to return")
+    isolation: str = _spec("str", "read_uncommitted", choices=("read_uncommitted", "read_committed"),
+                           doc="isolation.level: read_committed reads below the LSO and skips aborted records")
 
     def validate(self, cluster: Any) -> None:
         _check_partition("consume", cluster, self.topic, self.partition)
 
     def apply(self, cluster: Any) -> dict[str, Any]:
-        records = cluster.consume(self.topic, self.partition, self.offset, self.max_records)
+        records = cluster.consume(self.topic, self.partition, self.offset, self.max_records, self.isolation)
         return {"topic": self.topic, "partition": self.partition, "offset": self.offset,
                 "records": [record_to_dict(r) for r in records]}
 
@@ -503,6 +511,122 @@ class ElectPreferredLeaders(Command):
     def apply(self, cluster: Any) -> dict[str, Any]:
         out = cluster.elect_preferred_leaders()
         return {"elected": _plain_id(out)} if out is not None else {}
+
+
+# ---- producers (retries, idempotence) ------------------------------------------------------
+
+@dataclass(frozen=True)
+class CreateProducer(Command):
+    cmd: ClassVar[str] = "create_producer"
+    summary: ClassVar[str] = ("Create a producer on the client: it retries failed sends; with idempotence it "
+                              "gets a producer id and sequence numbers, so a retry is never written twice.")
+    name: str = _spec("str", doc="the producer's name, used by produce's `producer` field")
+    idempotent: bool = _spec("bool", True, doc="enable.idempotence")
+    retries: int = _spec("int", 1000, low=0, high=1000, doc="retries")
+    retry_backoff_ms: int = _spec("int", 100, low=0, high=60_000, doc="retry.backoff.ms")
+    delivery_timeout_ms: int = _spec("int", 120_000, low=1, high=MAX_ADVANCE_MS, doc="delivery.timeout.ms")
+    transactional_id: str | None = _spec("str?", None, doc="transactional.id: makes the producer transactional "
+                                                           "(and idempotent); run init_transactions next")
+    transaction_timeout_ms: int = _spec("int", 60_000, low=1, high=900_000, doc="transaction.timeout.ms")
+
+    def validate(self, cluster: Any) -> None:
+        if not self.name or len(self.name) > 64:
+            raise InvalidRequestError(f"create_producer: name must have 1-64 characters, got {self.name!r}")
+        if self.name in cluster.producers:
+            raise InvalidRequestError(f"create_producer: producer {self.name!r} already exists")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        prod = cluster.create_producer(self.name, idempotent=self.idempotent, retries=self.retries,
+                                       retry_backoff_ms=self.retry_backoff_ms,
+                                       delivery_timeout_ms=self.delivery_timeout_ms,
+                                       transactional_id=self.transactional_id,
+                                       transaction_timeout_ms=self.transaction_timeout_ms)
+        return prod.to_dict()
+
+
+@dataclass(frozen=True)
+class _TxnCommand(Command):
+    """A transactional producer's call, checked against its state before anything is sent."""
+
+    name: str = _spec("str", doc="a producer created with a transactional_id")
+    states: ClassVar[tuple] = ()
+    call: ClassVar[str] = ""
+
+    def validate(self, cluster: Any) -> None:
+        from ..errors import InvalidTxnStateError
+        prod = cluster.producers.get(self.name)
+        if prod is None or prod.transactional_id is None:
+            raise InvalidRequestError(f"{self.cmd}: {self.name!r} is not a transactional producer")
+        if prod.txn_state not in self.states:
+            raise InvalidTxnStateError(f"{self.cmd}: producer {self.name!r} is {prod.txn_state}; "
+                                       f"{self.cmd} needs {' or '.join(self.states)} (INVALID_TXN_STATE)")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        self.run(cluster)
+        return cluster.producers[self.name].to_dict()
+
+    def run(self, cluster: Any) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class InitTransactions(_TxnCommand):
+    cmd: ClassVar[str] = "init_transactions"
+    summary: ClassVar[str] = ("InitProducerId at the transaction coordinator: a producer id and a bumped epoch, "
+                              "which fences any older instance with the same transactional_id.")
+    states: ClassVar[tuple] = ("uninitialized", "ready", "fenced")
+
+    def run(self, cluster: Any) -> None:
+        cluster.init_transactions(self.name)
+
+
+@dataclass(frozen=True)
+class BeginTransaction(_TxnCommand):
+    cmd: ClassVar[str] = "begin_transaction"
+    summary: ClassVar[str] = "Start a transaction (client side only: partitions join it on first write)."
+    states: ClassVar[tuple] = ("ready",)
+
+    def run(self, cluster: Any) -> None:
+        cluster.begin_transaction(self.name)
+
+
+@dataclass(frozen=True)
+class CommitTransaction(_TxnCommand):
+    cmd: ClassVar[str] = "commit_transaction"
+    summary: ClassVar[str] = ("Flush, then EndTxn(commit): the coordinator writes PrepareCommit, the leaders "
+                              "write COMMIT markers, then CompleteCommit.")
+    states: ClassVar[tuple] = ("in_transaction",)
+
+    def run(self, cluster: Any) -> None:
+        cluster.commit_transaction(self.name)
+
+
+@dataclass(frozen=True)
+class AbortTransaction(_TxnCommand):
+    cmd: ClassVar[str] = "abort_transaction"
+    summary: ClassVar[str] = ("EndTxn(abort): ABORT markers, an entry in each partition's .txnindex; "
+                              "read_committed consumers skip the transaction's records.")
+    states: ClassVar[tuple] = ("in_transaction", "abortable_error")
+
+    def run(self, cluster: Any) -> None:
+        cluster.abort_transaction(self.name)
+
+
+@dataclass(frozen=True)
+class ConfigureTransactions(Command):
+    cmd: ClassVar[str] = "configure_transactions"
+    summary: ClassVar[str] = "Broker transaction settings; only before the first transactional producer."
+    transaction_state_log_num_partitions: int = _spec("int", 50, low=1, high=MAX_PARTITIONS,
+                                                      doc="transaction.state.log.num.partitions")
+
+    def validate(self, cluster: Any) -> None:
+        if getattr(cluster, "transactions", None) is not None:
+            raise InvalidRequestError("configure_transactions: transactions are already in use")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        from .transactions import transaction_service
+        transaction_service(cluster, num_partitions=self.transaction_state_log_num_partitions)
+        return {"transaction_state_log_num_partitions": self.transaction_state_log_num_partitions}
 
 
 # ---- parsing and applying ------------------------------------------------------------------

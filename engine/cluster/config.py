@@ -48,6 +48,9 @@ class ClusterConfig:
     # NOT_ENOUGH_REPLICAS_AFTER_APPEND after the ISR shrank during its wait.
     hw_min_isr_guard: bool = _f(True, kafka="hw.min.isr.guard")
     controller_check_interval_ms: int = _f(1000, 1, INT_MAX, kafka="controller.check.interval.ms")
+    # Emit an event for every step of the brokers' purgatory timing wheels (lesson 15); off by
+    # default because an acks=all produce would then cost several more events.
+    timer_events: bool = _f(False, kafka="timer.events")
     # Per-topic defaults that Kafka also has as broker settings; None = take them from ``log``.
     min_insync_replicas: int | None = field(default=None, metadata={"kafka": "min.insync.replicas"})
     unclean_leader_election_enable: bool | None = field(

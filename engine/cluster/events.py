@@ -21,6 +21,7 @@ __all__ = [
     "EpochRequestSent", "EpochRequestAnswered", "ReplicaTruncated", "ProduceReceived",
     "ProduceAppended", "ProduceWaiting", "ProduceAcked", "ProduceFailed", "ConsumerRead",
     "CheckpointWritten", "LinkChanged", "MessageDropped", "ConfigChanged", "LogsLoaded",
+    "ProducerCreated", "ProduceRetried", "ProduceDuplicate",
 ]
 
 
@@ -465,3 +466,43 @@ class ConfigChanged(Event):
     scope: str
     target: str
     changes: dict
+
+
+# ---- producers: retries and idempotence -------------------------------------------------
+
+@event("producer_created")
+class ProducerCreated(Event):
+    """A producer on the client node; ``producer_id`` -1 unless idempotent (InitProducerId)."""
+    name: str
+    idempotent: bool
+    producer_id: int
+    producer_epoch: int
+    retries: int
+
+
+@event("produce_retried")
+class ProduceRetried(Event):
+    """Attempt ``attempt`` of send ``send_id`` failed with ``error``; it goes again as
+    ``request_id`` after ``backoff_ms`` with the same ``base_sequence``."""
+    send_id: int
+    request_id: int
+    producer: str
+    attempt: int
+    error: str
+    base_sequence: int
+    backoff_ms: int
+
+
+@event("produce_duplicate")
+class ProduceDuplicate(Event):
+    """The leader recognised a retried batch (same producer id, epoch and sequences as one
+    of the last five) and answered with the first write's offsets, writing nothing."""
+    request_id: int
+    broker: int
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    base_offset: int
+    last_offset: int

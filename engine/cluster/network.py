@@ -99,6 +99,10 @@ class ProduceRequest:
     key: bytes | None
     acks: int
     timeout_ms: int
+    producer_id: int = -1         # idempotent producers: the same three on every retry
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    is_transactional: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine.timer import DelayedOperation
 from engine.errors import KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, RequestTimedOutError
 
 from .events import (AlterPartitionSent, BecameFollower, BecameLeader, EpochRequestAnswered, FetchAnswered,
-                     FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended, ProduceFailed,
+                     FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended, ProduceDuplicate, ProduceFailed,
                      ProduceReceived, ProduceWaiting, RemoteLeoUpdated)
 from .network import (AlterPartitionRequest, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -78,16 +79,30 @@ class ParkedFetch:
     task: Any = None
 
 
-@dataclass
-class DelayedProduce:
-    """An acks=all produce waiting for HW >= ``required_offset``."""
+class DelayedProduce(DelayedOperation):
+    """An acks=all produce waiting in the broker's produce purgatory for HW >= ``required_offset``
+    (Kafka's ``DelayedProduce``): completed when the HW passes it, when this replica stops
+    leading (NOT_LEADER_OR_FOLLOWER), or by its timeout on the timing wheel (REQUEST_TIMED_OUT)."""
 
-    request: ProduceRequest
-    src: int
-    base_offset: int
-    last_offset: int
-    required_offset: int
-    task: Any = None
+    def __init__(self, partition: "Partition", request: ProduceRequest, src: int, base_offset: int,
+                 last_offset: int, required_offset: int) -> None:
+        super().__init__(request.timeout_ms, name=f"produce#{request.request_id}")
+        self.partition = partition
+        self.request = request
+        self.src = src
+        self.base_offset = base_offset
+        self.last_offset = last_offset
+        self.required_offset = required_offset
+        self.leader_epoch = partition.leader_epoch
+
+    def try_complete(self) -> bool:
+        p = self.partition
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.hw >= self.required_offset:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self.partition.complete_produce(self)
 
 
 @dataclass
@@ -115,13 +130,17 @@ class Partition:
         self.remotes: dict[int, RemoteReplica] = {}
         self.pending_isr: PendingIsr | None = None
         self.parked_fetches: list[ParkedFetch] = []
-        self.delayed_produces: list[DelayedProduce] = []
         self.fetcher = ReplicaFetcher(self)
 
     # ---- helpers ------------------------------------------------------------------
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """What the broker's purgatories watch this partition under."""
+        return (self.topic, self.partition)
 
     @property
     def leo(self) -> int:
@@ -210,6 +229,11 @@ class Partition:
         self.emit(BecameLeader(self.broker.id, self.topic, self.partition, self.leader_epoch, self.leo, self.hw,
                                list(self.isr)))
         self.maybe_increment_hw("became_leader")
+        txns = getattr(self.broker.cluster, "transactions", None)
+        if txns is not None and self.topic == txns.topic:
+            # Kafka's coordinator loads its transactions when it is elected (onElection).
+            self.broker.scheduler.schedule(0, txns.load_on_election, self.broker.id, self.partition,
+                                           name="txn-coordinator-load")
 
     def make_follower(self, msg: LeaderAndIsr, leader: int | None) -> None:
         was_leader = self.role == "leader"
@@ -218,7 +242,8 @@ class Partition:
         self.leader_epoch = msg.leader_epoch
         self.remotes = {}
         if was_leader:
-            self.fail_delayed("NOT_LEADER_OR_FOLLOWER", f"broker {self.broker.id} is no longer the leader")
+            # Waiting produces see the lost leadership and answer NOT_LEADER_OR_FOLLOWER.
+            self.broker.produce_purgatory.check_and_complete(self.key)
         self.drop_parked_fetches()
         self.emit(BecameFollower(self.broker.id, self.topic, self.partition, leader, self.leader_epoch, self.leo,
                                  self.hw, self.cfg.truncation))
@@ -230,9 +255,7 @@ class Partition:
         for p in self.parked_fetches:
             self.broker.scheduler.cancel(p.task)
         self.parked_fetches = []
-        for d in self.delayed_produces:
-            self.broker.scheduler.cancel(d.task)
-        self.delayed_produces = []
+        # Waiting produces die with the broker's purgatory (Broker.stop_tasks): nobody answers them.
 
     # ---- leader: high watermark -----------------------------------------------------
     def is_caught_up(self, r: RemoteReplica, now: int) -> bool:
@@ -260,7 +283,7 @@ class Partition:
         return False
 
     def on_hw_increased(self) -> None:
-        self.complete_delayed_produces()
+        self.broker.produce_purgatory.check_and_complete(self.key)
         self.wake_parked_fetches(hw_changed=True)
 
     # ---- leader: fetch ---------------------------------------------------------------
@@ -428,63 +451,49 @@ class Partition:
             return
         old = self.leo
         try:
-            info = self.log.append_as_leader(records, self.leader_epoch)
+            info = self.log.append_as_leader(records, self.leader_epoch, producer_id=req.producer_id,
+                                             producer_epoch=req.producer_epoch, base_sequence=req.base_sequence,
+                                             is_transactional=req.is_transactional)
         except KafkaError as exc:
             self.reply_produce(src, req, exc.name, str(exc), None, None, False)
             return
-        self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
-                                  info.last_offset, self.leader_epoch, digests))
-        self.leo_changed(old, "append")
-        self.wake_parked_fetches()
-        # A single-replica ISR commits at once.
-        self.maybe_increment_hw("append")
+        if info.duplicate:
+            self.emit(ProduceDuplicate(req.request_id, self.broker.id, self.topic, self.partition, req.producer_id,
+                                       req.producer_epoch, req.base_sequence, info.first_offset, info.last_offset))
+        else:
+            self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
+                                      info.last_offset, self.leader_epoch, digests))
+            self.leo_changed(old, "append")
+            self.wake_parked_fetches()
+            # A single-replica ISR commits at once.
+            self.maybe_increment_hw("append")
         if req.acks == -1:
             required = info.last_offset + 1
-            if self.hw >= required:
-                self.complete_produce(DelayedProduce(req, src, info.first_offset, info.last_offset, required))
-                return
-            d = DelayedProduce(req, src, info.first_offset, info.last_offset, required)
-            d.task = self.broker.scheduler.schedule(req.timeout_ms, self.expire_produce, req.request_id,
-                                                    name="delayed-produce")
-            self.delayed_produces.append(d)
-            self.emit(ProduceWaiting(req.request_id, self.broker.id, self.topic, self.partition, required,
-                                     req.timeout_ms))
+            d = DelayedProduce(self, req, src, info.first_offset, info.last_offset, required)
+            if not self.broker.produce_purgatory.try_complete_else_watch(d, [self.key]):
+                self.broker.produce_timer_driver.arm()
+                self.emit(ProduceWaiting(req.request_id, self.broker.id, self.topic, self.partition, required,
+                                         req.timeout_ms))
         elif req.acks == 1:
             self.reply_produce(src, req, None, "", info.first_offset, info.last_offset, True)
 
-    def complete_delayed_produces(self) -> None:
-        done = [d for d in self.delayed_produces if self.hw >= d.required_offset]
-        if not done:
-            return
-        self.delayed_produces = [d for d in self.delayed_produces if self.hw < d.required_offset]
-        for d in done:
-            self.broker.scheduler.cancel(d.task)
-            self.complete_produce(d)
-
     def complete_produce(self, d: DelayedProduce) -> None:
-        if len(self.maximal_isr()) < self.effective_min_isr():
+        """Answer a produce whose wait is over, saying why it ended."""
+        if d.expired:
+            exc = RequestTimedOutError(
+                f"{self.name}: HW {self.hw} did not reach {d.required_offset} within {d.request.timeout_ms} ms "
+                f"(ISR {list(self.isr)})")
+            self.reply_produce(d.src, d.request, exc.name, str(exc), d.base_offset, d.last_offset, True)
+        elif self.role != "leader" or self.leader_epoch != d.leader_epoch:
+            self.reply_produce(d.src, d.request, "NOT_LEADER_OR_FOLLOWER",
+                               f"broker {self.broker.id} is no longer the leader", d.base_offset, d.last_offset, True)
+        elif len(self.maximal_isr()) < self.effective_min_isr():
             exc = NotEnoughReplicasAfterAppendError(
                 f"{self.name}: records {d.base_offset}..{d.last_offset} are committed but the ISR "
                 f"{list(self.maximal_isr())} shrank below min.insync.replicas={self.effective_min_isr()}")
             self.reply_produce(d.src, d.request, exc.name, str(exc), d.base_offset, d.last_offset, True)
         else:
             self.reply_produce(d.src, d.request, None, "", d.base_offset, d.last_offset, True)
-
-    def expire_produce(self, request_id: int) -> None:
-        for i, d in enumerate(self.delayed_produces):
-            if d.request.request_id == request_id:
-                del self.delayed_produces[i]
-                exc = RequestTimedOutError(
-                    f"{self.name}: HW {self.hw} did not reach {d.required_offset} within {d.request.timeout_ms} ms "
-                    f"(ISR {list(self.isr)})")
-                self.reply_produce(d.src, d.request, exc.name, str(exc), d.base_offset, d.last_offset, True)
-                return
-
-    def fail_delayed(self, error: str, message: str) -> None:
-        for d in self.delayed_produces:
-            self.broker.scheduler.cancel(d.task)
-            self.reply_produce(d.src, d.request, error, message, d.base_offset, d.last_offset, True)
-        self.delayed_produces = []
 
     def reply_produce(self, src: int, req: ProduceRequest, error: str | None, message: str,
                       base: int | None, last: int | None, appended: bool) -> None:
@@ -511,6 +520,6 @@ class Partition:
             "remotes": {str(k): {"leo": v.leo, "last_fetch_ms": v.last_fetch_ms,
                                  "last_caught_up_ms": v.last_caught_up_ms}
                         for k, v in sorted(self.remotes.items())},
-            "waiting_produces": len(self.delayed_produces), "parked_fetches": len(self.parked_fetches),
+            "waiting_produces": self.broker.produce_purgatory.watched(self.key), "parked_fetches": len(self.parked_fetches),
         }
         return out

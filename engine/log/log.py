@@ -31,6 +31,7 @@ from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, 
 from .cleaner import require_keys
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
+from .producers import LogProducerState
 from .recovery import LogRecovery
 from .retention import LogRetention
 from .time_index import TimestampOffset
@@ -56,6 +57,7 @@ class LogAppendInfo(NamedTuple):
     records_count: int
     leader_epoch: int
     log_append_time: int
+    duplicate: bool = False     # an idempotent producer's retry: nothing was written
 
 
 class FetchDataInfo(NamedTuple):
@@ -82,7 +84,7 @@ class FileInfo:
     deleted: bool
 
 
-class Log(LogRecovery, LogRetention):
+class Log(LogRecovery, LogRetention, LogProducerState):
     """A partition's log (see module docstring). Opening it runs recovery."""
 
     def __init__(self, disk: Disk, dir_rel: str, topic: str, partition: int, config: LogConfig,
@@ -112,7 +114,9 @@ class Log(LogRecovery, LogRetention):
         self.leader_epoch_cache = LeaderEpochFileCache(disk, f"{self.dir}/{LEADER_EPOCH_CHECKPOINT}",
                                                        events=events, ident=self._ident)
         self.had_clean_shutdown = clean_shutdown   # Kafka skips recovery after a clean shutdown
+        self._init_producer_state()
         self._load(recovery_point, log_start_offset, high_watermark)
+        self._reload_producer_state()
         if schedule_tasks:
             self._schedule_tasks()
 
@@ -169,9 +173,14 @@ class Log(LogRecovery, LogRetention):
 
     # ---- appending -----------------------------------------------------------
     def append_as_leader(self, records: Sequence | bytes, leader_epoch: int, *,
-                         compression: CompressionType | int = CompressionType.NONE) -> LogAppendInfo:
+                         compression: CompressionType | int = CompressionType.NONE,
+                         producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                         is_transactional: bool = False) -> LogAppendInfo:
         """Append producer records (encoded here as one batch) or client batches (bytes): offsets
-        are assigned from LEO, the leader epoch is stamped, LogAppendTime applied per config."""
+        are assigned from LEO, the leader epoch is stamped, LogAppendTime applied per config.
+        Batches with a producer id pass the idempotence checks first (``producer_*`` and
+        ``base_sequence`` describe the batch built from ``records``); a retried duplicate
+        returns the original offsets with ``duplicate=True`` and writes nothing."""
         if "compact" in self.config.cleanup_policy and not isinstance(records, (bytes, bytearray, memoryview)):
             # INVALID_RECORD for a keyless record, nothing appended (client bytes: validate_client_batches)
             require_keys(self.name, records)
@@ -195,9 +204,16 @@ class Log(LogRecovery, LogRetention):
             data, header = encode_batch(
                 records, base_offset=offset, compression=compression,
                 timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
-                now_ms=now, partition_leader_epoch=leader_epoch)
+                now_ms=now, partition_leader_epoch=leader_epoch, producer_id=producer_id,
+                producer_epoch=producer_epoch, base_sequence=base_sequence, is_transactional=is_transactional)
             parsed = self._check_sizes([(0, header)])   # built here: nothing to parse or CRC-check again
+        dup = self._check_producers(parsed)
+        if dup is not None:
+            h = parsed[0][1]
+            return LogAppendInfo(dup.first_offset, dup.last_offset, dup.timestamp, -1, 0, -1, h.records_count,
+                                 leader_epoch, -1, True)
         info = self._append(data, parsed, now, now if append_time else -1)
+        self._track_producers(data, parsed, "client")
         if leader_epoch >= 0 and (self.leader_epoch_cache.latest_epoch is None
                                   or leader_epoch > self.leader_epoch_cache.latest_epoch):
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
@@ -218,7 +234,9 @@ class Log(LogRecovery, LogRetention):
             if h.base_offset <= prev and pos:
                 raise InvalidRecordError(f"{self.name}: batch at position {pos} starts at {h.base_offset}, not after {prev}")
             prev = h.base_offset + h.last_offset_delta
-        return self._append(batches, parsed, self._now(), -1)
+        info = self._append(batches, parsed, self._now(), -1)
+        self._track_producers(batches, parsed, "replication")
+        return info
 
     def _parse(self, data: bytes) -> list[tuple[int, BatchHeader]]:
         """Validate whole batches (lengths, magic, CRC) and sizes before anything is written."""
@@ -400,6 +418,7 @@ class Log(LogRecovery, LogRetention):
             for kind, entries, before, after in old.on_become_inactive():
                 self._emit(IndexTrimmed(*self._ident, old.base_offset, kind, entries, before, after))
         seg = self._new_segment(new_base)
+        self._snapshot_producers_on_roll()
         self._emit(SegmentRolled(*self._ident, old.base_offset, new_base, reason, detail))
         if old.size:
             self.flush(new_base)
@@ -481,6 +500,18 @@ class Log(LogRecovery, LogRetention):
                                        probes, scan, headers[0].base_offset if headers else offset, pos, None))
         return FetchDataInfo(offset, data, headers, seg.base_offset, pos, self.log_start_offset,
                              self._log_end_offset, self.high_watermark)
+
+    def batches(self, start: int, end: int) -> list:
+        """Decoded batches holding offsets in ``[start, end)``, in order (consumers need the
+        batch: its control bit and producer id)."""
+        out = []
+        segs = self._segments
+        for i, seg in enumerate(segs):
+            upper = segs[i + 1].base_offset if i + 1 < len(segs) else self._log_end_offset
+            if upper <= start or seg.base_offset >= end or not seg.size:
+                continue
+            out.extend(b for b in seg.batches() if b.base_offset + b.last_offset_delta >= start and b.base_offset < end)
+        return out
 
     def records(self, start: int | None = None, end: int | None = None) -> list[Record]:
         """Decoded records with ``start <= offset < end`` (default: the whole visible log)."""
@@ -632,6 +663,7 @@ class Log(LogRecovery, LogRetention):
         self.high_watermark = offset
         self.recovery_point = offset
         self.leader_epoch_cache.clear()
+        self._reload_producer_state()
         self._emit(LogTruncated(*self._ident, old_leo, offset, reason or "truncate_fully_and_start_at"))
 
     def _after_truncation(self, old_leo: int, reason: str, target: int) -> None:
@@ -641,6 +673,8 @@ class Log(LogRecovery, LogRetention):
             self.log_start_offset = leo
         self.recovery_point = min(self.recovery_point, leo)
         self.high_watermark = min(self.high_watermark, leo)
+        self._truncate_txn_indexes(leo)
+        self._reload_producer_state()
         self._emit(LogTruncated(*self._ident, old_leo, leo, reason))
 
     def _remove_segment(self, seg: LogSegment, reason: str) -> None:

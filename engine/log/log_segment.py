@@ -421,7 +421,8 @@ class LogSegment:
     def rename_to_deleted(self) -> list[str]:
         """Rename every file of the segment to ``<name>.deleted`` at once; returns the new names."""
         out = []
-        for rel in (self.log_rel, self.offset_index.rel, self.time_index.rel):
+        txn_rel = self.log_rel[:-len(".log")] + ".txnindex"   # only segments that saw an abort have one
+        for rel in (self.log_rel, self.offset_index.rel, self.time_index.rel, txn_rel):
             if self.disk.exists(rel):
                 self.disk.rename(rel, rel + ".deleted")
                 out.append(rel.rsplit("/", 1)[-1] + ".deleted")

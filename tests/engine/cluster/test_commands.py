@@ -47,6 +47,10 @@ def test_to_dict_round_trips_every_command_with_its_defaults():
         {"cmd": "resume_follower", "broker": 2}, {"cmd": "advance", "ms": 10}, {"cmd": "jump", "to_ms": 100},
         {"cmd": "set_config", "scope": "topic", "target": "t", "changes": {"min.insync.replicas": 2}},
         {"cmd": "elect_preferred_leaders"},
+        {"cmd": "create_producer", "name": "p"},
+        {"cmd": "init_transactions", "name": "p"}, {"cmd": "begin_transaction", "name": "p"},
+        {"cmd": "commit_transaction", "name": "p"}, {"cmd": "abort_transaction", "name": "p"},
+        {"cmd": "configure_transactions", "transaction_state_log_num_partitions": 3},
         *GROUP_COMMAND_SAMPLES,
     ]
     assert {s["cmd"] for s in samples} == set(COMMANDS)
