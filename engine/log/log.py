@@ -228,13 +228,16 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             raise InvalidRequestError(
                 f"{self.name}: follower append starts at offset {first}, below the log end offset {self._log_end_offset}")
         if len(parsed) == 1:
-            return self._append_one(batches, parsed[0][1], self.scheduler.now_ms(), -1)
-        prev = first - 1
-        for pos, h in parsed:
-            if h.base_offset <= prev and pos:
-                raise InvalidRecordError(f"{self.name}: batch at position {pos} starts at {h.base_offset}, not after {prev}")
-            prev = h.base_offset + h.last_offset_delta
-        info = self._append(batches, parsed, self._now(), -1)
+            info = self._append_one(batches, parsed[0][1], self.scheduler.now_ms(), -1)
+        else:
+            prev = first - 1
+            for pos, h in parsed:
+                if h.base_offset <= prev and pos:
+                    raise InvalidRecordError(
+                        f"{self.name}: batch at position {pos} starts at {h.base_offset}, not after {prev}")
+                prev = h.base_offset + h.last_offset_delta
+            info = self._append(batches, parsed, self._now(), -1)
+        # Followers keep the same producer table, transactions and .txnindex as the leader.
         self._track_producers(batches, parsed, "replication")
         return info
 
