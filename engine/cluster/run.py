@@ -19,6 +19,8 @@ and the checker's findings.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import pickle
@@ -26,11 +28,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..disk import Disk
+from ..events import canonical_json
 from ..errors import InvalidRequestError, KafkaError
 from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
 from ..records import iter_batches
 from .commands import (Command, Consume, Produce, _text, _topics, apply_command, command_to_dict, parse_command,
-                       record_digest)
+                       record_digest, validate_command)
 from .config import ClusterConfig
 
 __all__ = ["Run", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
@@ -95,10 +98,17 @@ class Run:
     def apply(self, cmd: Mapping[str, Any] | Command) -> dict[str, Any]:
         """Apply one command (dict or Command) at the current position and append it to the
         log. Commands after the current position (left by a seek) are forgotten first.
-        Raises (and changes nothing, logs nothing) if the command is invalid."""
+
+        Atomic with respect to the run's record: either the command is applied and
+        recorded, or it raises and nothing happened — clock, events, files, checker and
+        :meth:`state_digest` are as before. A refusal (a Kafka-named error) comes from
+        validation, before anything is touched; should applying a validated command fail
+        anyway, the run is put back to the state before it (the nearest snapshot, then
+        the commands since, replayed) and the error is raised."""
         parsed = cmd if isinstance(cmd, Command) else parse_command(dict(cmd))
+        validate_command(self.cluster, parsed)
         # Apply first: a refused command raises here and must not cost the redo list.
-        result = self._apply(parsed)
+        result = self._apply_atomic(parsed)
         del self.log[self.position - 1:]
         for k in [k for k in self._snapshots if k > self.position]:
             del self._snapshots[k]
@@ -136,10 +146,48 @@ class Run:
         self.log.extend(command_to_dict(c) for c in parsed)
 
     def redo(self) -> dict[str, Any]:
-        """Step forward through the commands left after a seek (replaying the next one)."""
+        """Step forward through the commands left after a seek (replaying the next one);
+        atomic like :meth:`apply`."""
         if self.position >= len(self.log):
             raise InvalidRequestError(f"nothing to redo: at step {self.position} of {len(self.log)}")
-        return self._apply(parse_command(self.log[self.position]))
+        parsed = parse_command(self.log[self.position])
+        validate_command(self.cluster, parsed)
+        return self._apply_atomic(parsed)
+
+    def _apply_atomic(self, cmd: Command) -> dict[str, Any]:
+        step = self.position
+        try:
+            return self._apply(cmd)
+        except BaseException:
+            self._roll_back(step)
+            raise
+
+    def _roll_back(self, step: int) -> None:
+        """Put the run back to ``step`` after a command failed half-way: restore the nearest
+        snapshot at or before it and replay the recorded commands up to it. The engine is
+        deterministic, so this is exactly the state before the failed command."""
+        for k in [k for k in self._snapshots if k > step]:
+            del self._snapshots[k]
+        self._restore(max(k for k in self._snapshots if k <= step), self.disk_root)
+        while self.position < step:
+            self._apply(parse_command(self.log[self.position]))
+
+    def state_digest(self) -> str:
+        """SHA-256 over everything a run is: position, clock, the event stream's digest and
+        length, the cluster's whole state (every replica's records included), every file
+        of the data directory, the checker's findings and acknowledged records, and the
+        results so far. Equal digests = the same run state."""
+        h = hashlib.sha256()
+        events = self.cluster.events
+        h.update(canonical_json({"position": self.position, "time_ms": self.cluster_time_ms, "seq": events.seq,
+                                 "events": events.digest(), "state": self.cluster.state(),
+                                 "checker": self.checker.summary(), "acked": [list(_plain(a)) for a in
+                                                                               self.checker.acked],
+                                 "results": self.results[:self.position]}).encode())
+        for rel, image in sorted(self.cluster.disk.capture().items()):
+            h.update(f"{rel}|{image.size}|{image.is_dir}|".encode())
+            h.update(hashlib.sha256(image.data).digest())
+        return h.hexdigest()
 
     # ---- time travel ---------------------------------------------------------------------
     def _take_snapshot(self) -> None:
@@ -218,6 +266,10 @@ class Run:
         probe = pickle.loads(pickle.dumps(self.checker))
         probe.check(cluster_views(self.cluster, reader=self._reader), final=True)
         return build_summary(self, probe)
+
+
+def _plain(x: Any) -> Any:
+    return dataclasses.astuple(x) if dataclasses.is_dataclass(x) else x
 
 
 # ---- reading the cluster ----------------------------------------------------------------

@@ -106,8 +106,11 @@ KIP101_DATA_LOSS = Scenario(
     config=_TWO_REPLICA_CONFIG,
     steps=(
         _s("Topic t has one partition on brokers 1 (A, preferred leader) and 2 (B). Every append is fsync'd "
-           "(flush.messages=1), so crashes lose nothing from disk: whatever goes wrong is replication's doing.",
-           "create_topic", **_TOPIC_ON_A_B),
+           "(flush.messages=1), so crashes lose nothing from disk: whatever goes wrong is replication's doing. "
+           "unclean.leader.election.enable=true, Kafka 0.10's default: a 0.10 follower may only truncate below "
+           "its own log end when it is on.",
+           "create_topic", **{**_TOPIC_ON_A_B,
+                              "config": {**_TOPIC_ON_A_B["config"], "unclean.leader.election.enable": True}}),
         _s("A becomes leader at epoch 0; B starts its fetch loop.", "advance", ms=1000),
         _s("The producer sends m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
         _s("B fetches m1; its next fetch tells A that B's LEO is 1, so A's HW becomes 1 and m1 is acknowledged. "
