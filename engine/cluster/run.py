@@ -158,8 +158,12 @@ class Run:
         step = self.position
         try:
             return self._apply(cmd)
-        except BaseException:
+        except BaseException as exc:
             self._roll_back(step)
+            try:
+                exc.rolled_back = True    # a failure while applying, not a refusal
+            except AttributeError:  # pragma: no cover - exceptions without a __dict__
+                pass
             raise
 
     def _roll_back(self, step: int) -> None:
