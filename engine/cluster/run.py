@@ -506,13 +506,13 @@ def dump_command_log(commands: Iterable[Mapping[str, Any] | Command], *, seed: i
 
 def run_commands(log: CommandLog | Iterable[Mapping[str, Any] | Command], *, seed: int | None = None,
                  truncation: str | None = None, brokers: int | None = None, disk_root: str,
-                 config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 config: Mapping[str, Any] | None = None, fetch_protocol: str | None = None) -> dict[str, Any]:
     """Execute a command log on a fresh cluster and return its summary."""
     if not isinstance(log, CommandLog):
         log = CommandLog(None, {}, tuple(c if isinstance(c, Command) else parse_command(dict(c)) for c in log))
     base = dict(log.config)
     base.update(config or {})
-    cfg = make_config(base, truncation=truncation, brokers=brokers)
+    cfg = make_config(base, truncation=truncation, brokers=brokers, fetch_protocol=fetch_protocol)
     run = Run(seed if seed is not None else (log.seed or 0), cfg, disk_root)
     for i, cmd in enumerate(log.commands):
         try:

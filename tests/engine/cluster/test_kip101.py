@@ -218,6 +218,11 @@ def test_kip279_epoch_truncation_removes_unseen_epoch(tmp_path, protocol):
     assert [[e.epoch, e.start_offset] for e in c.replica(B, T, 0).log.leader_epoch_cache.entries] == [[0, 0], [2, 2]]
     # C asks about (or last fetched) epoch 1, which B never had: B answers with epoch 0, ending at 2.
     assert epoch_answers(c, C, protocol, leader=B)[0] == (1, 0, 2)
+    if protocol == "diverging_epoch":
+        # The diverged fetch (offset 2, epoch 1) did not count as C's position on B: the
+        # first remote LEO B records for C is where C truncated to.
+        ups = [e.new for e in c.events.of_kind("remote_leo_updated") if e.broker == B and e.follower == C]
+        assert ups[0] == 1
     assert logs(c, C) == logs(c, B) == [(0, "m1", 0), (1, "m2", 0), (2, "m3", 2)]
 
 
