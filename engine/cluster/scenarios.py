@@ -409,14 +409,15 @@ def run_scenario(scenario: Scenario, *, truncation: str = "epoch", seed: int | N
     summary = run.summary()
     summary["scenario"] = {"name": scenario.name, "title": scenario.title, "summary": scenario.summary,
                            "steps": [s.to_dict() for s in scenario.steps]}
-    summary["verdict"] = judge(summary, run.cluster.events, scenario.expected[truncation], truncation,
+    summary["verdict"] = judge(summary, run.checker.event_counts, scenario.expected[truncation], truncation,
                                fetch_protocol=run.config.fetch_protocol)
     return summary
 
 
-def judge(summary: dict, events: Any, expected: Expected, truncation: str,
+def judge(summary: dict, event_counts: dict, expected: Expected, truncation: str,
           fetch_protocol: str = "offsets_for_leader_epoch") -> dict[str, Any]:
-    """Compare a run summary with ``expected``; list every difference in words. With the
+    """Compare a run summary (and the number of events of each kind the run emitted,
+    ``checker.event_counts``) with ``expected``; list every difference in words. With the
     Fetch v12 protocol an expected ``epoch_request_answered`` is not looked for: the leader
     answers inside the fetch (``fetch_diverging``), and only when the logs diverge."""
     mismatches = []
@@ -453,7 +454,7 @@ def judge(summary: dict, events: Any, expected: Expected, truncation: str,
     for kind in expected.events:
         if kind == "epoch_request_answered" and fetch_protocol == "diverging_epoch":
             continue
-        if not events.of_kind(kind):
+        if not event_counts.get(kind):
             mismatches.append(f"no {kind} event")
     return {"truncation": truncation, "matches": not mismatches, "mismatches": mismatches,
             "expected": expected.to_dict()}

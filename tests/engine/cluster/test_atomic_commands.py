@@ -145,7 +145,7 @@ SEED_286 = """\
 
 def test_regression_seed_286_follower_log_end_inside_a_leader_batch(tmp_path):
     log = load_command_log(SEED_286)
-    run = Run(log.seed, log.config, str(tmp_path / "r"))
+    run = Run(log.seed, log.config, str(tmp_path / "r"), keep_events=None)
     for c in log.commands:
         run.apply(c)
     assert run.position == len(log.commands)
