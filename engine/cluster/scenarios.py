@@ -149,6 +149,43 @@ KIP101_DATA_LOSS = Scenario(
 )
 
 
+def _refused_truncation_steps() -> tuple:
+    """kip101-data-loss with unclean leader election off (Kafka's default since 0.11)."""
+    steps = list(KIP101_DATA_LOSS.steps)
+    steps[0] = _s("Topic t has one partition on brokers 1 (A, preferred leader) and 2 (B); every append is "
+                  "fsync'd. unclean.leader.election.enable=false, the default since Kafka 0.11 — and the "
+                  "setting under which a 0.10 follower refuses to truncate below its own log end.",
+                  "create_topic", **_TOPIC_ON_A_B)
+    a_restarts = next(i for i, st in enumerate(steps) if st.command == {"cmd": "restart", "broker": 1})
+    steps[a_restarts] = _s(
+        "A restarts and follows B. HW rule: A truncates to its own HW 2 (nothing to cut) and fetches from "
+        "offset 2 — above B's LEO 1. Cutting back to B's LEO would drop m2, which unclean election off "
+        "forbids: 0.10's fetcher stopped with 'Exiting because log truncation is not allowed' (it exited the "
+        "broker; here only A's fetcher for t-0 stops, replica_fetch_failed). Epoch rule: B answers that "
+        "epoch 0 ends at 2, A keeps m2 and fetches on.", "restart", broker=1)
+    steps[a_restarts + 1] = _s("HW rule: A stays behind, out of the ISR. Epoch rule: A catches up.",
+                               "advance", ms=2000)
+    return tuple(steps)
+
+
+HW_TRUNCATION_REFUSED = Scenario(
+    name="hw-truncation-refused",
+    title="Before 0.11, with unclean election off, a follower ahead of its leader stops instead of truncating",
+    summary="KIP-101 scenario 1 with unclean.leader.election.enable=false: the returning old leader is ahead "
+            "of the new leader, and the pre-0.11 fetcher treats the truncation as fatal for the partition.",
+    config=_TWO_REPLICA_CONFIG,
+    steps=_refused_truncation_steps(),
+    expected={
+        "hw": Expected(lost=("m2",), diverged=False, logs={1: ("m1", "m2"), 2: ("m1", "m3")}, leader=2,
+                       isr=(2,), events=("replica_fetch_failed",),
+                       note="B lost m2 (HW truncation); A still holds it but its fetcher for t-0 has stopped, so "
+                            "A never gets m3 and never rejoins the ISR until the next leader change."),
+        "epoch": Expected(lost=(), diverged=False, logs={1: ("m1", "m2", "m3"), 2: ("m1", "m2", "m3")},
+                          note="With leader epochs nothing diverges and nothing needs refusing."),
+    },
+)
+
+
 KIP101_DIVERGENCE = Scenario(
     name="kip101-divergence",
     title="KIP-101 scenario 2: two replicas end with different records at the same offset",
@@ -382,7 +419,7 @@ KIP279_DIVERGENCE = Scenario(
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     KIP101_DATA_LOSS, KIP101_DIVERGENCE, UNCLEAN_ELECTION_LOSS, ISR_SHRINK_ACKS_ALL, FOLLOWER_SLOW_OUT_OF_ISR,
-    CONTROLLER_FAILOVER, KIP279_DIVERGENCE)}
+    CONTROLLER_FAILOVER, KIP279_DIVERGENCE, HW_TRUNCATION_REFUSED)}
 
 
 def get_scenario(name: str) -> Scenario:
