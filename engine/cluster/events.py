@@ -18,8 +18,7 @@ __all__ = [
     "ControllerChanged", "TopicCreated", "LeaderElected", "PartitionOffline", "IsrShrunk",
     "IsrExpanded", "AlterPartitionSent", "AlterPartitionRejected", "BecameLeader", "BecameFollower",
     "FetchSent", "FetchParked", "FetchAnswered", "FetchReceived", "RemoteLeoUpdated", "LeoChanged", "HighWatermarkChanged",
-    "EpochRequestSent", "EpochRequestAnswered", "ReplicaTruncated", "FetchDiverging", "ReplicaFetchFailed",
-    "ProduceReceived",
+    "EpochRequestSent", "EpochRequestAnswered", "ReplicaTruncated", "ProduceReceived",
     "ProduceAppended", "ProduceWaiting", "ProduceAcked", "ProduceFailed", "ConsumerRead",
     "CheckpointWritten", "LinkChanged", "MessageDropped", "ConfigChanged", "LogsLoaded",
 ]
@@ -381,6 +380,9 @@ class ReplicaFetchFailed(Event):
     fetch_offset: int
     error: str
     detail: str
+
+
+__all__ += ["FetchDiverging", "ReplicaFetchFailed"]
 
 
 # ---- produce / consume ------------------------------------------------------------

@@ -7,8 +7,11 @@ checker — exactly as it was, and is not in the run's log.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from engine.cluster.cli import main
 from engine.cluster.replica_fetcher import ReplicaFetcher
 from engine.cluster.run import Run, load_command_log, run_commands
 from engine.errors import KafkaError
@@ -143,7 +146,7 @@ SEED_286 = """\
 """
 
 
-def test_regression_seed_286_follower_log_end_inside_a_leader_batch(tmp_path):
+def test_regression_seed_286_follower_log_end_inside_a_leader_batch(tmp_path, capsys):
     log = load_command_log(SEED_286)
     run = Run(log.seed, log.config, str(tmp_path / "r"), keep_events=None)
     for c in log.commands:
@@ -159,6 +162,10 @@ def test_regression_seed_286_follower_log_end_inside_a_leader_batch(tmp_path):
     summary = run_commands(log, disk_root=str(tmp_path / "cli"))
     assert summary["steps"] == len(log.commands)
     assert summary["event_digest"] == run.event_digest()
+    path = tmp_path / "seed-286.jsonl"
+    path.write_text(SEED_286)
+    assert main(["run", "--commands", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["event_digest"] == run.event_digest()
 
 
 def test_a_follower_with_an_empty_log_inside_a_leader_batch_starts_over_at_the_batch(tmp_path):
