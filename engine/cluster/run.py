@@ -243,9 +243,9 @@ class Run:
         step, so they stay dense near it and grow sparse (geometrically) far from it."""
         while len(self._snapshots) > self.max_snapshots:
             steps = sorted(self._snapshots)
-            here = max(self.position, steps[-1])
+            here = self.position
             victim = min(range(1, len(steps) - 1),
-                         key=lambda i: ((steps[i + 1] - steps[i - 1]) / (here - steps[i] + 1), steps[i]))
+                         key=lambda i: ((steps[i + 1] - steps[i - 1]) / (abs(here - steps[i]) + 1), steps[i]))
             self._drop_snapshot(steps[victim])
 
     def _restore(self, step: int, disk_root: str, history: list | None = None) -> None:
