@@ -163,6 +163,9 @@ class Checker:
     requests: dict = field(default_factory=dict)   # request id -> {topic, partition, acks, digests, outcome}
     _early: dict = field(default_factory=dict)     # acks seen before expect_produce (request id -> event dict)
     _acked_by_tp: dict = field(default_factory=dict)
+    # How many events of each kind the run emitted, over the whole stream (a run keeps only
+    # the most recent events; these counts do not forget).
+    event_counts: dict = field(default_factory=dict)
     _events: Any = None
     # Transient (not pickled): what was verified against which record dicts. Views whose
     # record dicts are the *same objects* as last time only grew at the end (see
@@ -183,6 +186,8 @@ class Checker:
     def _on_event(self, env: Envelope) -> None:
         ev = env.event
         kind = ev.kind
+        counts = self.event_counts
+        counts[kind] = counts.get(kind, 0) + 1
         if kind in ("produce_acked", "produce_failed"):
             outcome = ev.to_dict()
             outcome["time_ms"] = env.time_ms

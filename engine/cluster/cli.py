@@ -48,6 +48,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="RNG seed (default: the scenario's, or 0)")
     p.add_argument("--truncation", choices=("hw", "epoch"), default=None,
                    help="follower truncation rule: 'hw' (pre-KIP-101) or 'epoch' (default)")
+    p.add_argument("--fetch-protocol", choices=("offsets_for_leader_epoch", "diverging_epoch"), default=None,
+                   help="how an epoch follower finds its divergence: an OffsetsForLeaderEpoch round trip "
+                        "(Kafka 0.11-2.6, the default) or Fetch v12's DivergingEpoch (Kafka >= 2.7)")
     p.add_argument("--data-dir", default=None, help="directory for broker data (default: a temporary one)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -72,7 +75,7 @@ def run_command(args: argparse.Namespace) -> int:
         with _data_dir(args.data_dir) as root:
             summary = run_commands(commands, seed=args.seed,
                                    truncation=args.truncation, brokers=args.brokers,
-                                   disk_root=root)
+                                   disk_root=root, fetch_protocol=args.fetch_protocol)
     except KafkaError as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -98,7 +101,7 @@ def scenario_command(args: argparse.Namespace) -> int:
         scenario = get_scenario(args.name)
         with _data_dir(args.data_dir) as root:
             outcome = run_scenario(scenario, truncation=args.truncation or "epoch", seed=args.seed,
-                                   disk_root=root)
+                                   disk_root=root, fetch_protocol=args.fetch_protocol)
     except KafkaError as exc:
         return _fail(str(exc))
     except OSError as exc:

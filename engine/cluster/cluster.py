@@ -491,12 +491,12 @@ class Cluster:
         self._finish(rid, topic, partition, acks, "REQUEST_TIMED_OUT",
                      f"no response from broker {leader} within the request timeout", None, None, leader, sent, values)
 
-    def consume(self, topic: str, partition: int, offset: int = 0, max_records: int = 100,
-                isolation: str = "read_uncommitted") -> list:
-        """Read records from the current leader: below the high watermark
-        (``read_uncommitted``), or below the last stable offset skipping the batches of
-        aborted transactions (``read_committed``). Control records (transaction markers)
-        are never returned; they still take their offsets."""
+    def check_consume(self, topic: str, partition: int, offset: int = 0, max_records: int = 100,
+                      isolation: str = "read_uncommitted") -> Any:
+        """Everything that can refuse a consume, without changing anything: the leader's
+        replica (a Partition) that would serve it."""
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise InvalidRequestError(f"isolation must be read_uncommitted or read_committed, got {isolation!r}")
         pm = self.controller.partition(topic, partition)
         _int("offset", offset, 0)
         _int("max_records", max_records, 1)
@@ -508,10 +508,21 @@ class Cluster:
         part = broker.partitions.get((topic, partition)) if broker.alive else None
         if part is None:
             raise BrokerNotAvailableError(f"leader {pm.leader} of {topic}-{partition} is not reachable")
+        if offset < part.log.log_start_offset or offset > part.hw:
+            raise OffsetOutOfRangeError(offset, part.log.log_start_offset, part.hw,
+                                        where=f"{topic}-{partition} (up to HW)")
+        return part
+
+    def consume(self, topic: str, partition: int, offset: int = 0, max_records: int = 100,
+                isolation: str = "read_uncommitted") -> list:
+        """Read records from the current leader: below the high watermark
+        (``read_uncommitted``), or below the last stable offset skipping the batches of
+        aborted transactions (``read_committed``). Control records (transaction markers)
+        are never returned; they still take their offsets."""
+        part = self.check_consume(topic, partition, offset, max_records, isolation)
+        broker = part.broker
         log = part.log
         hw = part.hw
-        if offset < log.log_start_offset or offset > hw:
-            raise OffsetOutOfRangeError(offset, log.log_start_offset, hw, where=f"{topic}-{partition} (up to HW)")
         bound = log.last_stable_offset if isolation == "read_committed" else hw
         aborted: dict[int, list] = {}
         if isolation == "read_committed":
@@ -594,16 +605,36 @@ class Cluster:
     def elect_preferred_leaders(self) -> list:
         return self.controller.elect_preferred()
 
-    def set_config(self, scope: str, target: Any, changes: dict) -> None:
-        """``scope``: "cluster" (ClusterConfig fields; target ignored), "topic" (target = topic
-        name; LogConfig fields) or "broker" (target = broker id; LogConfig overrides applied on
-        top of the topic config on that broker only, e.g. flush_interval_messages)."""
+    def check_config(self, scope: str, target: Any, changes: dict) -> Any:
+        """Everything that can refuse :meth:`set_config`, without changing anything: the
+        new ClusterConfig (scope cluster), topic LogConfig (topic) or override dict (broker)."""
         if not isinstance(changes, dict) or not changes:
             raise InvalidRequestError("changes must be a non-empty dict")
         if scope == "cluster":
             new = ClusterConfig.from_mapping(changes, base=self.config)
             if new.brokers != self.config.brokers:
                 raise InvalidConfigError("the number of brokers cannot change in a running cluster")
+            return new
+        if scope == "topic":
+            meta = self.controller.topics.get(target)
+            if meta is None:
+                self.controller.partition(target, 0)  # raises UnknownTopicOrPartitionError
+            return config_from_mapping(LogConfig, changes, base=meta.config)
+        if scope == "broker":
+            b = self._broker(target)
+            config_from_mapping(LogConfig, changes, base=self.config.log)  # validate
+            merged = {**b.log_overrides, **_log_field_names(changes)}
+            config_from_mapping(LogConfig, merged, base=self.config.log)
+            return merged
+        raise InvalidRequestError(f"scope must be 'cluster', 'topic' or 'broker', got {scope!r}")
+
+    def set_config(self, scope: str, target: Any, changes: dict) -> None:
+        """``scope``: "cluster" (ClusterConfig fields; target ignored), "topic" (target = topic
+        name; LogConfig fields) or "broker" (target = broker id; LogConfig overrides applied on
+        top of the topic config on that broker only, e.g. flush_interval_messages)."""
+        checked = self.check_config(scope, target, changes)
+        if scope == "cluster":
+            new = checked
             self.config = new
             self.network.latency_ms = new.network_latency_ms
             # Topics take the (new) cluster defaults except where they override them, as in Kafka.
@@ -619,26 +650,17 @@ class Cluster:
                                                                      self.controller.tick, name="controller-check")
             target_name = "cluster"
         elif scope == "topic":
-            meta = self.controller.topics.get(target)
-            if meta is None:
-                self.controller.partition(target, 0)  # raises UnknownTopicOrPartitionError
-            new_cfg = config_from_mapping(LogConfig, changes, base=meta.config)
-            meta.config = new_cfg
+            meta = self.controller.topics[target]
+            meta.config = checked
             meta.config_changes = {**meta.config_changes, **changes}
             for i in sorted(self.brokers):
                 self.brokers[i].apply_log_overrides()
             target_name = str(target)
-        elif scope == "broker":
+        else:
             b = self._broker(target)
-            config_from_mapping(LogConfig, changes, base=self.config.log)  # validate
-            names = _log_field_names(changes)
-            merged = {**b.log_overrides, **names}
-            config_from_mapping(LogConfig, merged, base=self.config.log)
-            b.log_overrides = merged
+            b.log_overrides = checked
             b.apply_log_overrides()
             target_name = str(b.id)
-        else:
-            raise InvalidRequestError(f"scope must be 'cluster', 'topic' or 'broker', got {scope!r}")
         self.events.emit(ConfigChanged(scope, target_name, {k: v for k, v in sorted(changes.items())}))
         if scope in ("topic", "cluster"):
             # e.g. unclean.leader.election.enable turned on: offline partitions may now get a leader.

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Mapping
 
-from ..config import validate_topic_name
+from ..config import LogConfig, config_from_mapping, validate_topic_name
 from ..errors import BrokerNotAvailableError, InvalidRequestError, UnknownTopicOrPartitionError
 from .partition import record_digest  # re-exported: commands, events and the checker share one digest
 
@@ -197,6 +197,8 @@ class CreateTopic(Command):
                     raise InvalidRequestError(f"create_topic: partition {p} lists a broker twice: {list(replicas)}")
                 for b in replicas:
                     _check_broker("create_topic", cluster, b)
+        if self.config:
+            config_from_mapping(LogConfig, dict(self.config), base=cluster.config.log)
 
     def apply(self, cluster: Any) -> dict[str, Any]:
         rf = self._rf(cluster)
@@ -290,6 +292,9 @@ class Consume(Command):
 
     def validate(self, cluster: Any) -> None:
         _check_partition("consume", cluster, self.topic, self.partition)
+        check = getattr(cluster, "check_consume", None)
+        if check is not None:   # no leader, leader down, offset outside [log start, HW]
+            check(self.topic, self.partition, self.offset, self.max_records, self.isolation)
 
     def apply(self, cluster: Any) -> dict[str, Any]:
         records = cluster.consume(self.topic, self.partition, self.offset, self.max_records, self.isolation)
@@ -496,6 +501,9 @@ class SetConfig(Command):
             _check_broker("set_config", cluster, self.target)
         elif self.scope == "topic" and self.target not in _topics(cluster):
             raise UnknownTopicOrPartitionError(f"set_config: unknown topic {self.target!r}")
+        check = getattr(cluster, "check_config", None)
+        if check is not None:   # unknown names, values out of range
+            check(self.scope, self.target, dict(self.changes))
 
     def apply(self, cluster: Any) -> dict[str, Any]:
         cluster.set_config(self.scope, self.target, dict(self.changes))

@@ -5,7 +5,8 @@ overrides it; per-broker overrides of log settings, e.g. ``flush_interval_messag
 on one broker, are applied on top of both so a lesson can make one replica fsync
 and another not). ``truncation`` selects how a follower reconciles its log with a new
 leader: ``"hw"`` = before Kafka 0.11 (truncate to the checkpointed high watermark),
-``"epoch"`` = KIP-101 + KIP-279 (OffsetsForLeaderEpoch).
+``"epoch"`` = KIP-101 + KIP-279, by OffsetsForLeaderEpoch or, with ``fetch_protocol =
+"diverging_epoch"``, by the DivergingEpoch of Fetch v12.
 """
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ class ClusterConfig:
 
     brokers: int = _f(3, 1, MAX_BROKERS, kafka="brokers")
     truncation: str = _f("epoch", choices=("hw", "epoch"), kafka="truncation")
+    # How an epoch-truncating follower learns where its log diverges (docs/commands.md):
+    # "offsets_for_leader_epoch" (Kafka 0.11–2.6: an OffsetsForLeaderEpoch round trip before
+    # fetching) or "diverging_epoch" (Kafka >= 2.7, KIP-595/KAFKA-10554: Fetch v12 carries
+    # LastFetchedEpoch and the leader answers DivergingEpoch).
+    fetch_protocol: str = _f("offsets_for_leader_epoch", choices=("offsets_for_leader_epoch", "diverging_epoch"),
+                             kafka="fetch.protocol")
     initial_controller: int = _f(0, 0, MAX_BROKERS - 1, kafka="initial.controller")
     replica_lag_time_max_ms: int = _f(30000, 1, LONG_MAX, kafka="replica.lag.time.max.ms")
     replica_fetch_wait_max_ms: int = _f(500, 0, INT_MAX, kafka="replica.fetch.wait.max.ms")

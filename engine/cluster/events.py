@@ -336,8 +336,9 @@ class EpochRequestAnswered(Event):
 @event("replica_truncated")
 class ReplicaTruncated(Event):
     """A follower cut its log. ``reason``: "hw" (pre-0.11: to its high watermark),
-    "epoch" (KIP-101/279 divergence answer), "out_of_range" (leader LEO below its fetch
-    offset), "log_start" (fetch below the leader's log start). ``detail`` explains the min()."""
+    "epoch" (KIP-101/279 OffsetsForLeaderEpoch answer), "diverging_epoch" (a Fetch v12
+    DivergingEpoch), "out_of_range" (leader LEO below its fetch offset), "log_start" (fetch
+    below the leader's log start, or a first batch that starts below it). ``detail`` explains the min()."""
     broker: int
     topic: str
     partition: int
@@ -345,6 +346,44 @@ class ReplicaTruncated(Event):
     to_offset: int
     reason: str
     detail: str
+
+
+@event("fetch_diverging")
+class FetchDiverging(Event):
+    """Leader's reply to a Fetch v12 whose ``last_fetched_epoch`` does not end where the
+    follower's log does here (KIP-595, KAFKA-10554): DivergingEpoch = (``epoch``,
+    ``end_offset``), the largest epoch <= the follower's and where it ends on the leader.
+    No records are sent and the follower's remote LEO is not updated; the follower
+    truncates and fetches again."""
+    broker: int
+    follower: int
+    topic: str
+    partition: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    epoch: int
+    end_offset: int
+
+
+@event("replica_fetch_failed")
+class ReplicaFetchFailed(Event):
+    """The follower's fetcher stopped for this partition (Kafka's ``markPartitionFailed``);
+    the broker and its other partitions go on, and the partition is fetched again after the
+    next leader change or a restart. ``error``: "UNEXPECTED_APPEND_OFFSET" (the leader's
+    batch starts below this replica's log end: the logs disagree below the fetch offset),
+    "TRUNCATION_NOT_ALLOWED" (``truncation`` hw, unclean election off: the leader's log
+    ends below this replica's, which 0.10's fetcher treated as fatal), or the Kafka name
+    of the storage error."""
+    broker: int
+    leader: int | None
+    topic: str
+    partition: int
+    fetch_offset: int
+    error: str
+    detail: str
+
+
+__all__ += ["FetchDiverging", "ReplicaFetchFailed"]
 
 
 # ---- produce / consume ------------------------------------------------------------

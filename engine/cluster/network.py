@@ -32,7 +32,9 @@ __all__ = [
 @dataclass(frozen=True)
 class FetchRequest:
     """Follower → leader. ``fetch_offset`` is the follower's LEO; ``last_fetched_epoch``
-    the epoch of its last batch (-1 if empty)."""
+    the epoch of its last batch (Fetch v12's LastFetchedEpoch), -1 when absent: an empty
+    log, or a follower on the older protocol (``fetch.protocol`` offsets_for_leader_epoch,
+    or ``truncation`` hw), whose leader then does not check it."""
     api = "Fetch"
     replica_id: int
     topic: str
@@ -60,6 +62,10 @@ class FetchResponse:
     leader_epoch: int
     error: str | None
     session: int
+    # Fetch v12 DivergingEpoch: the follower's last fetched epoch does not end where its
+    # log does on the leader; epoch -1 = absent. Such a response carries no records.
+    diverging_epoch: int = -1
+    diverging_end_offset: int = -1
 
 
 @dataclass(frozen=True)

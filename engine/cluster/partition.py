@@ -21,7 +21,8 @@ from engine.timer import DelayedOperation
 from engine.errors import KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, RequestTimedOutError
 
 from .events import (AlterPartitionSent, BecameFollower, BecameLeader, EpochRequestAnswered, FetchAnswered,
-                     FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended, ProduceDuplicate, ProduceFailed,
+                     FetchDiverging, FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended,
+                     ProduceDuplicate, ProduceFailed,
                      ProduceReceived, ProduceWaiting, RemoteLeoUpdated)
 from .network import (AlterPartitionRequest, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -301,6 +302,10 @@ class Partition:
         error = self.error_for_epoch(req.leader_epoch)
         if error is None and req.replica_id not in self.remotes:
             error = "NOT_LEADER_OR_FOLLOWER"
+        if error is None and req.last_fetched_epoch >= 0:
+            error = self.check_last_fetched_epoch(src, req)
+            if error == "":
+                return   # answered with DivergingEpoch
         if error is None and not (self.log.log_start_offset <= req.fetch_offset <= self.leo):
             error = "OFFSET_OUT_OF_RANGE"
         if error is not None:
@@ -332,6 +337,26 @@ class Partition:
         self.parked_fetches.append(parked)
         self.emit(FetchParked(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
                               req.max_wait_ms))
+
+    def check_last_fetched_epoch(self, src: int, req: FetchRequest) -> str | None:
+        """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
+        fetched epoch end here? An error name; "" when the fetch was answered with
+        DivergingEpoch (the follower's epoch is unknown here or ends below its fetch
+        offset) — then without records and without moving the follower's remote LEO;
+        None to read normally."""
+        epoch, end = self.log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch, self.leo)
+        if epoch == UNKNOWN_OFFSET or end == UNKNOWN_OFFSET:
+            return "OFFSET_OUT_OF_RANGE"      # cannot place the follower's last fetched epoch
+        if req.fetch_offset < self.log.log_start_offset:
+            return "OFFSET_OUT_OF_RANGE"
+        if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+            self.emit(FetchDiverging(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                                     req.last_fetched_epoch, epoch, end))
+            self.broker.send(src, FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, b"",
+                                                self.hw, self.log.log_start_offset, self.leo, self.leader_epoch,
+                                                None, req.session, epoch, end))
+            return ""
+        return None
 
     def answer_fetch(self, src: int, req: FetchRequest, hw: int, waited_ms: int) -> None:
         try:

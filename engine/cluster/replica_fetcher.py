@@ -1,22 +1,42 @@
 """The follower side of replication (Kafka's ``ReplicaFetcherThread``, one per partition here).
 
 On becoming a follower it first reconciles its log with the leader, the way the
-cluster's ``truncation`` setting says:
+cluster's ``truncation`` and ``fetch.protocol`` settings say:
 
-* ``"hw"`` (before Kafka 0.11): truncate to its own high watermark, then fetch;
-* ``"epoch"`` (KIP-101 + KIP-279): send OffsetsForLeaderEpoch with its latest epoch and
-  apply the divergence algorithm of reference §5.6, asking again after each KIP-279 step.
+* ``truncation = "hw"`` (before Kafka 0.11): truncate to its own high watermark, then
+  fetch (no epochs in the protocol);
+* ``truncation = "epoch"``, ``fetch.protocol = "offsets_for_leader_epoch"`` (Kafka
+  0.11–2.6, KIP-101 + KIP-279): send OffsetsForLeaderEpoch with its latest epoch and apply
+  the divergence algorithm of reference §5.6, asking again after each KIP-279 step;
+* ``truncation = "epoch"``, ``fetch.protocol = "diverging_epoch"`` (Kafka >= 2.7, KIP-595,
+  KAFKA-10554): fetch at once from its log end with LastFetchedEpoch = its latest epoch;
+  when the leader answers DivergingEpoch (epoch, end offset) it truncates with the same
+  algorithm and fetches again (a replica without epochs truncates to its high watermark).
 
-Then it loops: Fetch(fetch_offset = LEO, last_fetched_epoch) → append → HW = min(leader
-HW, own LEO) → next Fetch. OFFSET_OUT_OF_RANGE above the leader's LEO truncates to that
-LEO (below its log start: starts over at the leader's log start). A lost request is
-retried after ``request.timeout.ms``; errors back off ``replica.fetch.backoff.ms``.
+Then it loops: Fetch(fetch_offset = LEO) → append → HW = min(leader HW, own LEO) → next
+Fetch. OFFSET_OUT_OF_RANGE above the leader's LEO truncates to that LEO (with ``hw``
+truncation and unclean election off that is fatal for the partition, as in Kafka 0.10);
+below its log start: starts over at the leader's log start. A lost request is retried after
+``request.timeout.ms``; errors back off ``replica.fetch.backoff.ms``.
+
+What Kafka's ``AbstractFetcherThread`` does with a response it cannot apply, this does too:
+a corrupt batch is retried after the backoff; a first batch starting below the log end (the
+leader answered from the start of a batch our log end falls inside) starts the log over at
+that batch when our log is empty (Kafka's ``UnexpectedAppendOffsetException`` case), and
+otherwise — the two logs disagree below the fetch offset — marks the partition failed on
+this follower (``replica_fetch_failed``): its fetcher stops, the broker and its other
+partitions go on, and the next leader change (or a restart) starts it again. No error of
+one partition's fetch ever escapes to the caller that moved the clock.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .events import EpochRequestSent, FetchReceived, FetchSent, ReplicaTruncated
+from engine.errors import CorruptRecordError, InvalidRecordError, KafkaError
+from engine.records import read_header
+
+from .events import (EpochRequestSent, FetchReceived, FetchSent, HighWatermarkChanged, ReplicaFetchFailed,
+                     ReplicaTruncated)
 from .network import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,8 +49,9 @@ class ReplicaFetcher:
     """Fetch state machine of one follower partition.
 
     ``state``: "idle" (not a follower / no leader), "truncating" (waiting for an
-    OffsetsForLeaderEpoch answer), "fetching". ``session`` numbers requests so a reply
-    to an older request (previous leader, timed-out request) is ignored.
+    OffsetsForLeaderEpoch answer), "fetching", "failed" (stopped by an error that retrying
+    cannot fix; ``failure`` says which). ``session`` numbers requests so a reply to an older
+    request (previous leader, timed-out request) is ignored.
     """
 
     def __init__(self, partition: "Partition") -> None:
@@ -43,16 +64,24 @@ class ReplicaFetcher:
         self.task: Any = None        # pending send / timeout
         self.paused = False
         self.delay_ms = 0            # slow follower: wait this long before each fetch
+        self.failure: dict | None = None
 
     # ---- lifecycle ---------------------------------------------------------------
     @property
     def broker(self):
         return self.p.broker
 
+    @property
+    def diverging_epoch_protocol(self) -> bool:
+        """Fetch v12: LastFetchedEpoch in the fetch, DivergingEpoch in the answer."""
+        cfg = self.broker.cluster.config
+        return cfg.truncation == "epoch" and cfg.fetch_protocol == "diverging_epoch"
+
     def stop(self) -> None:
         self.broker.scheduler.cancel(self.task)
         self.task = None
         self.state_name = "idle"
+        self.failure = None
         self.in_flight = False
         self.session += 1
         self.leader = None
@@ -63,8 +92,16 @@ class ReplicaFetcher:
         self.leader_epoch = leader_epoch
         if leader is None:
             return
+        p = self.p
         if self.broker.cluster.config.truncation == "hw":
-            self.truncate(self.p.hw, "hw", f"truncate to own high watermark {self.p.hw} (pre-0.11 rule)")
+            self.truncate(p.hw, "hw", f"truncate to own high watermark {p.hw} (pre-0.11 rule)")
+            self.state_name = "fetching"
+            self.send_fetch()
+        elif self.diverging_epoch_protocol:
+            # Kafka >= 2.7 (ReplicaManager.initialFetchOffset): with epochs, fetch from the log
+            # end and let the leader say where we diverge; without, truncate to the HW first.
+            if p.log.leader_epoch_cache.latest_epoch is None:
+                self.truncate(p.hw, "hw", f"no leader epochs in this log: truncate to own high watermark {p.hw}")
             self.state_name = "fetching"
             self.send_fetch()
         else:
@@ -90,9 +127,29 @@ class ReplicaFetcher:
         self.broker.events.emit(ReplicaTruncated(self.broker.id, p.topic, p.partition, old, p.leo, reason, detail))
         p.leo_changed(old, "truncate")
         if p.hw != old_hw:
-            from .events import HighWatermarkChanged
             self.broker.events.emit(HighWatermarkChanged(self.broker.id, p.topic, p.partition, old_hw, p.hw,
                                                          p.role, "truncate", {}))
+
+    def start_over_at(self, offset: int, detail: str) -> None:
+        """Drop the whole log and start it empty at ``offset`` (Kafka's truncateFullyAndStartAt)."""
+        p = self.p
+        old = p.leo
+        p.log.truncate_fully_and_start_at(offset)
+        self.broker.events.emit(ReplicaTruncated(self.broker.id, p.topic, p.partition, old, p.leo, "log_start",
+                                                 detail))
+        p.leo_changed(old, "truncate")
+
+    def fail(self, fetch_offset: int, error: str, detail: str) -> None:
+        """Kafka's markPartitionFailed: stop fetching this partition; nothing else stops."""
+        p = self.p
+        self.broker.scheduler.cancel(self.task)
+        self.task = None
+        self.in_flight = False
+        self.session += 1
+        self.state_name = "failed"
+        self.failure = {"error": error, "detail": detail, "fetch_offset": fetch_offset}
+        self.broker.events.emit(ReplicaFetchFailed(self.broker.id, self.leader, p.topic, p.partition, fetch_offset,
+                                                   error, detail))
 
     # ---- sending -------------------------------------------------------------------
     def _next_session(self) -> int:
@@ -140,7 +197,8 @@ class ReplicaFetcher:
         p = self.p
         cfg = self.broker.cluster.config
         latest = p.log.leader_epoch_cache.latest_epoch
-        last_epoch = -1 if latest is None else latest
+        # LastFetchedEpoch exists from Fetch v12 on; the older protocols send none.
+        last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
         session = self._next_session()
         self.in_flight = True
         self.broker.events.emit(FetchSent(self.broker.id, self.leader, p.topic, p.partition, p.leo, last_epoch,
@@ -159,6 +217,37 @@ class ReplicaFetcher:
         self.task = None
         self.send_next(self.session)
 
+    # ---- divergence ----------------------------------------------------------------
+    def truncate_to_epoch_end(self, leader_epoch: int, leader_end: int, requested_epoch: int,
+                              reason: str) -> bool:
+        """Apply a leader's (epoch, end offset) answer — OffsetsForLeaderEpoch or a fetch's
+        DivergingEpoch — with Kafka's ``getOffsetTruncationState`` (reference §5.6). Returns
+        True when truncation is complete, False after a KIP-279 step that must ask again."""
+        p = self.p
+        my_leo = p.leo
+        cache = p.log.leader_epoch_cache
+        if leader_end == -1:
+            self.truncate(p.hw, reason, f"leader has no end offset for epoch {requested_epoch}: "
+                                        f"fall back to own HW {p.hw}")
+            return True
+        if not cache.entries:
+            self.truncate(min(leader_end, my_leo), reason,
+                          f"no local epochs: min(leader end {leader_end}, LEO {my_leo})")
+            return True
+        my_epoch, my_end = cache.end_offset_for(leader_epoch, my_leo)
+        if my_epoch == leader_epoch:
+            target = min(leader_end, my_end, my_leo)
+            self.truncate(target, reason, f"leader: epoch {leader_epoch} ends at {leader_end}; mine ends at {my_end}; "
+                                          f"LEO {my_leo} → min = {target}")
+            return True
+        # KIP-279: the leader's epoch is one this replica never had; cut back to where our
+        # largest epoch <= it ends and ask again with our new latest epoch.
+        target = min(my_end, my_leo)
+        self.truncate(target, reason,
+                      f"leader answered epoch {leader_epoch} (end {leader_end}) which this replica "
+                      f"does not have; my epoch {my_epoch} ends at {my_end} → truncate to {target}, ask again")
+        return False
+
     # ---- responses -----------------------------------------------------------------
     def on_epoch_response(self, resp: OffsetsForLeaderEpochResponse) -> None:
         if resp.session != self.session or self.state_name != "truncating":
@@ -171,34 +260,13 @@ class ReplicaFetcher:
         if resp.error is not None:
             self.schedule_next(self.broker.cluster.config.replica_fetch_backoff_ms)
             return
-        p = self.p
-        leader_epoch, leader_end = resp.epoch, resp.end_offset
-        my_leo = p.leo
-        cache = p.log.leader_epoch_cache
-        if leader_end == -1:
-            self.truncate(p.hw, "epoch", f"leader has no end offset for epoch {resp.requested_epoch}: "
-                                         f"fall back to own HW {p.hw}")
-        elif not cache.entries:
-            self.truncate(min(leader_end, my_leo), "epoch",
-                          f"no local epochs: min(leader end {leader_end}, LEO {my_leo})")
-        else:
-            my_epoch, my_end = cache.end_offset_for(leader_epoch, my_leo)
-            if my_epoch == leader_epoch:
-                self.truncate(min(leader_end, my_end, my_leo), "epoch",
-                              f"leader: epoch {leader_epoch} ends at {leader_end}; mine ends at {my_end}; "
-                              f"LEO {my_leo} → min = {min(leader_end, my_end, my_leo)}")
-            else:
-                # KIP-279: the leader's epoch is one this replica never had; cut back to where
-                # our largest epoch <= it ends and ask again with our new latest epoch.
-                target = min(my_end, my_leo)
-                self.truncate(target, "epoch",
-                              f"leader answered epoch {leader_epoch} (end {leader_end}) which this replica "
-                              f"does not have; my epoch {my_epoch} ends at {my_end} → truncate to {target}, ask again")
-                # Ask again while our latest epoch changed: each round drops at least one
-                # cache entry, so this ends.
-                if cache.latest_epoch is not None and cache.latest_epoch != resp.requested_epoch:
-                    self.schedule_next(0)
-                    return
+        cache = self.p.log.leader_epoch_cache
+        if not self.truncate_to_epoch_end(resp.epoch, resp.end_offset, resp.requested_epoch, "epoch"):
+            # Ask again while our latest epoch changed: each round drops at least one
+            # cache entry, so this ends.
+            if cache.latest_epoch is not None and cache.latest_epoch != resp.requested_epoch:
+                self.schedule_next(0)
+                return
         self.state_name = "fetching"
         self.schedule_next(0)
 
@@ -213,39 +281,28 @@ class ReplicaFetcher:
         if self.paused:
             return   # a stuck fetcher thread: whatever was in flight is not applied
         if resp.error == "OFFSET_OUT_OF_RANGE":
-            self.broker.events.emit(FetchReceived(self.broker.id, resp.leader_id, p.topic, p.partition,
-                                                  resp.fetch_offset, 0, resp.high_watermark, resp.error))
-            if p.leo > resp.leader_leo:
-                self.truncate(resp.leader_leo, "out_of_range",
-                              f"fetch offset {p.leo} is above the leader's LEO {resp.leader_leo}")
-            elif p.leo < resp.log_start_offset:
-                old = p.leo
-                p.log.truncate_fully_and_start_at(resp.log_start_offset)
-                self.broker.events.emit(ReplicaTruncated(self.broker.id, p.topic, p.partition, old, p.leo,
-                                                         "log_start",
-                                                         f"fetch offset {old} is below the leader's log start "
-                                                         f"{resp.log_start_offset}"))
-                p.leo_changed(old, "truncate")
-            self.schedule_next(0)
+            self._received(resp, 0, resp.error)
+            self.on_out_of_range(resp)
             return
         if resp.error is not None:
-            self.broker.events.emit(FetchReceived(self.broker.id, resp.leader_id, p.topic, p.partition,
-                                                  resp.fetch_offset, 0, resp.high_watermark, resp.error))
+            self._received(resp, 0, resp.error)
             self.schedule_next(cfg.replica_fetch_backoff_ms)
             return
         if resp.fetch_offset != p.leo:
             self.schedule_next(0)   # our log moved under the request (truncation); refetch
             return
+        if resp.diverging_epoch >= 0:
+            self.on_diverging_epoch(resp)
+            return
         count = 0
         if resp.records:
-            old = p.leo
-            info = p.log.append_as_follower(resp.records)
-            count = info.records_count if hasattr(info, "records_count") else p.leo - old
-            p.leo_changed(old, "append")
+            appended = self.append(resp)
+            if appended is None:
+                return        # failed, or retrying after the backoff
+            count = appended
         # Follower HW = min(leader HW, own LEO); it only moves forward.
         new_hw = min(resp.high_watermark, p.leo)
-        self.broker.events.emit(FetchReceived(self.broker.id, resp.leader_id, p.topic, p.partition,
-                                              resp.fetch_offset, count, resp.high_watermark, None))
+        self._received(resp, count, None)
         if new_hw > p.hw:
             p.set_hw(new_hw, "leader_hw", {"leader": resp.high_watermark, "own_leo": p.leo})
         # Retention/DeleteRecords on the leader move the follower's log start too (bounded by its HW).
@@ -253,6 +310,92 @@ class ReplicaFetcher:
             p.log.delete_records(resp.log_start_offset)
         self.schedule_next(0)
 
+    def _received(self, resp: FetchResponse, count: int, error: str | None) -> None:
+        p = self.p
+        self.broker.events.emit(FetchReceived(self.broker.id, resp.leader_id, p.topic, p.partition,
+                                              resp.fetch_offset, count, resp.high_watermark, error))
+
+    def append(self, resp: FetchResponse) -> int | None:
+        """Append the fetched batches; the number of records, or None when nothing was
+        appended (the fetcher then retries after the backoff or has failed)."""
+        p = self.p
+        backoff = self.broker.cluster.config.replica_fetch_backoff_ms
+        try:
+            first = read_header(resp.records)
+        except CorruptRecordError as exc:
+            self._received(resp, 0, exc.name)
+            self.schedule_next(backoff)
+            return None
+        if first.base_offset < p.leo:
+            last = first.base_offset + first.last_offset_delta
+            if p.leo == p.log.log_start_offset and last >= p.leo:
+                # Kafka's Partition.appendRecordsToFollowerOrFutureReplica: our (empty) log
+                # starts inside the leader's first batch; start it at that batch instead.
+                self.start_over_at(first.base_offset,
+                                   f"log start {p.leo} falls inside the leader's batch {first.base_offset}..{last}: "
+                                   f"the log starts over at {first.base_offset}")
+            else:
+                self._received(resp, 0, "UNEXPECTED_APPEND_OFFSET")
+                self.fail(resp.fetch_offset, "UNEXPECTED_APPEND_OFFSET",
+                          f"the leader answered a fetch at {resp.fetch_offset} with a batch "
+                          f"{first.base_offset}..{last} that starts below this replica's log end {p.leo}: "
+                          f"the two logs disagree below the fetch offset")
+                return None
+        old = p.leo
+        try:
+            p.log.append_as_follower(resp.records)
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            # AbstractFetcherThread: log and retry; a transient state usually fixes itself.
+            self._received(resp, 0, exc.name)
+            self.schedule_next(backoff)
+            return None
+        except KafkaError as exc:
+            self._received(resp, 0, exc.name)
+            self.fail(resp.fetch_offset, exc.name, str(exc))
+            return None
+        p.leo_changed(old, "append")
+        return p.leo - old
+
+    def on_diverging_epoch(self, resp: FetchResponse) -> None:
+        """Fetch v12: the leader says our last fetched epoch diverges. Truncate (no HW or log
+        start update from this response: Kafka applies them with the next fetch) and fetch
+        again with the new latest epoch."""
+        p = self.p
+        cache = p.log.leader_epoch_cache
+        before = (p.leo, cache.latest_epoch, len(cache.entries))
+        requested = -1 if cache.latest_epoch is None else cache.latest_epoch
+        self.truncate_to_epoch_end(resp.diverging_epoch, resp.diverging_end_offset, requested, "diverging_epoch")
+        if (p.leo, cache.latest_epoch, len(cache.entries)) == before:
+            # Nothing moved, so the leader would answer the same again: back off rather than spin.
+            self.schedule_next(self.broker.cluster.config.replica_fetch_backoff_ms)
+            return
+        self.schedule_next(0)
+
+    def on_out_of_range(self, resp: FetchResponse) -> None:
+        p = self.p
+        cfg = self.broker.cluster.config
+        if p.leo > resp.leader_leo:
+            if cfg.truncation == "hw" and not self.broker.cluster.controller.topic_config(
+                    p.topic).unclean_leader_election_enable:
+                # Kafka 0.10's ReplicaFetcherThread.handleOffsetOutOfRange: truncating below what
+                # this replica holds is only allowed with unclean election ("Exiting because log
+                # truncation is not allowed"; 0.10 exited the whole broker — here the partition stops).
+                self.fail(resp.fetch_offset, "TRUNCATION_NOT_ALLOWED",
+                          f"the leader's log ends at {resp.leader_leo}, below this replica's log end {p.leo}, "
+                          f"and unclean.leader.election.enable is false: truncating would drop records this "
+                          f"replica holds")
+                return
+            self.truncate(resp.leader_leo, "out_of_range",
+                          f"fetch offset {p.leo} is above the leader's LEO {resp.leader_leo}")
+        elif p.leo < resp.log_start_offset:
+            self.start_over_at(resp.log_start_offset,
+                               f"fetch offset {p.leo} is below the leader's log start {resp.log_start_offset}")
+        else:
+            # In range by now, or the leader could not place our last fetched epoch: retry later.
+            self.schedule_next(cfg.replica_fetch_backoff_ms)
+            return
+        self.schedule_next(0)
+
     def state(self) -> dict:
         return {"state": self.state_name, "leader": self.leader, "in_flight": self.in_flight,
-                "paused": self.paused, "delay_ms": self.delay_ms}
+                "paused": self.paused, "delay_ms": self.delay_ms, "failure": self.failure}

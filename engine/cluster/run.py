@@ -2,13 +2,27 @@
 
 Because the engine is deterministic, the triple is the whole truth: replaying the
 commands on a fresh cluster with the same seed and config gives the same event stream,
-byte for byte. A :class:`Run` keeps that log and, every ``snapshot_every`` steps, a
-snapshot of the whole cluster (engine state *and* file contents) together with its
-checker, which gives the lesson UI cheap time travel:
+byte for byte. A :class:`Run` keeps that log and, for cheap time travel, **checkpoints**:
 
-* :meth:`Run.seek` (alias :meth:`Run.rewind`) to step *k*: restore the nearest snapshot at
-  or before *k* and replay the commands after it — the event stream after a seek is the
-  one the run had at *k*; the commands after *k* stay in the log, so :meth:`Run.redo`
+* every ``snapshot_every`` steps a checkpoint of the whole cluster — its engine state
+  (pickled without the event history, zlib-compressed) and its files. File contents go
+  into a content-addressed, reference-counted block store shared by all checkpoints
+  (copy-on-write: a block that did not change since an earlier checkpoint is stored
+  once; segments only grow at the end, so a new checkpoint adds little more than the
+  last block of each file that grew). The steps between two checkpoints are their
+  commands — the run's own redo log — replayed on demand;
+* at most ``max_snapshots`` checkpoints are kept: step 0 and the newest always, the
+  others thinned so they stay dense near the current step and sparse far from it;
+* the event stream is kept in a bounded ring (``keep_events`` envelopes; the running
+  digest still covers the whole stream); :attr:`Run.events_dropped` counts what fell
+  out, and ``checker.event_counts`` counts every kind over the whole stream.
+
+Memory per run is therefore bounded by the number of checkpoints, not by its length
+(the command log itself, a few hundred bytes a step, is what the run *is*).
+
+* :meth:`Run.seek` (alias :meth:`Run.rewind`) to step *k*: restore the nearest checkpoint
+  at or before *k* and replay the commands after it — the event stream after a seek is
+  the one the run had at *k*; the commands after *k* stay in the log, so :meth:`Run.redo`
   steps forward through them again, and :meth:`Run.apply` of a new command forgets them;
 * :meth:`Run.fork` to start a new run (in a new data directory) from step *k*: same
   history up to *k*, its own future.
@@ -19,22 +33,27 @@ and the checker's findings.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import pickle
+import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from ..disk import Disk
+from ..clock import VirtualClock
+from ..disk import Disk, FileImage
+from ..events import EventLog, canonical_json
 from ..errors import InvalidRequestError, KafkaError
 from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
 from ..records import iter_batches
 from .commands import (Command, Consume, Produce, _text, _topics, apply_command, command_to_dict, parse_command,
-                       record_digest)
+                       record_digest, validate_command)
 from .config import ClusterConfig
 
 __all__ = ["Run", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
-           "make_config", "CommandLog"]
+           "make_config", "CommandLog", "Checkpoint", "BlockStore"]
 
 
 @dataclass(frozen=True)
@@ -63,28 +82,35 @@ class Run:
     """A replicated cluster plus its command log, its checker and periodic snapshots."""
 
     def __init__(self, seed: int = 0, config: ClusterConfig | Mapping[str, Any] | None = None,
-                 disk_root: str | None = None, *, snapshot_every: int = 10, max_snapshots: int = 64) -> None:
+                 disk_root: str | None = None, *, snapshot_every: int = 10, max_snapshots: int = 16,
+                 keep_events: int | None = 1000) -> None:
         from .cluster import Cluster
 
         if disk_root is None:
             raise InvalidRequestError("a run needs a data directory (disk_root)")
         if snapshot_every < 1:
             raise InvalidRequestError(f"snapshot_every must be >= 1, got {snapshot_every}")
+        if keep_events is not None and keep_events < 1:
+            raise InvalidRequestError(f"keep_events must be >= 1 or None, got {keep_events}")
         if os.path.isdir(disk_root) and os.listdir(disk_root):
             raise InvalidRequestError(f"the data directory {disk_root} is not empty; a run starts from nothing")
         self.seed = int(seed)
         self.config = make_config(config)
         self.disk_root = str(disk_root)
         self.snapshot_every = snapshot_every
-        self.max_snapshots = max(2, max_snapshots)
-        self.cluster = Cluster(Disk(self.disk_root), self.config, self.seed)
+        self.max_snapshots = max(3, max_snapshots)
+        self.cluster = Cluster(Disk(self.disk_root), self.config, self.seed,
+                               events=EventLog(VirtualClock(), keep=keep_events))
         self.checker = Checker()
+        for env in self.cluster.events.envelopes:     # the cluster's start-up, before the checker
+            self.checker.event_counts[env.event.kind] = self.checker.event_counts.get(env.event.kind, 0) + 1
         self.checker.attach(self.cluster.events)
         self._reader = ReplicaReader(self.cluster.events)
         self.log: list[dict] = []       # normalised command dicts, including the "future" after a seek
-        self.results: list[dict] = []   # result of log[i], for i < position
+        self.results: list[dict] = []   # result of log[i], for every step applied at least once
         self.position = 0
-        self._snapshots: dict[int, bytes] = {}
+        self._store = BlockStore()
+        self._snapshots: dict[int, Checkpoint] = {}
         self._take_snapshot()
 
     # ---- commands ----------------------------------------------------------------------
@@ -95,13 +121,21 @@ class Run:
     def apply(self, cmd: Mapping[str, Any] | Command) -> dict[str, Any]:
         """Apply one command (dict or Command) at the current position and append it to the
         log. Commands after the current position (left by a seek) are forgotten first.
-        Raises (and changes nothing, logs nothing) if the command is invalid."""
+
+        Atomic with respect to the run's record: either the command is applied and
+        recorded, or it raises and nothing happened — clock, events, files, checker and
+        :meth:`state_digest` are as before. A refusal (a Kafka-named error) comes from
+        validation, before anything is touched; should applying a validated command fail
+        anyway, the run is put back to the state before it (the nearest snapshot, then
+        the commands since, replayed) and the error is raised."""
         parsed = cmd if isinstance(cmd, Command) else parse_command(dict(cmd))
+        validate_command(self.cluster, parsed)
         # Apply first: a refused command raises here and must not cost the redo list.
-        result = self._apply(parsed)
+        result = self._apply_atomic(parsed)
         del self.log[self.position - 1:]
+        del self.results[self.position:]
         for k in [k for k in self._snapshots if k > self.position]:
-            del self._snapshots[k]
+            self._drop_snapshot(k)
         self.log.append(command_to_dict(parsed))
         return result
 
@@ -117,8 +151,10 @@ class Run:
                 [ConsumedRecord(cmd.topic, cmd.partition, r["offset"], r["digest"]) for r in result["records"]],
                 views)
         self.checker.check(views)
-        del self.results[self.position:]
-        self.results.append(result)
+        if self.position < len(self.results):
+            self.results[self.position] = result     # replaying a step: the same result
+        else:
+            self.results.append(result)
         self.position += 1
         if self.position % self.snapshot_every == 0:
             self._take_snapshot()
@@ -136,33 +172,101 @@ class Run:
         self.log.extend(command_to_dict(c) for c in parsed)
 
     def redo(self) -> dict[str, Any]:
-        """Step forward through the commands left after a seek (replaying the next one)."""
+        """Step forward through the commands left after a seek (replaying the next one);
+        atomic like :meth:`apply`."""
         if self.position >= len(self.log):
             raise InvalidRequestError(f"nothing to redo: at step {self.position} of {len(self.log)}")
-        return self._apply(parse_command(self.log[self.position]))
+        parsed = parse_command(self.log[self.position])
+        validate_command(self.cluster, parsed)
+        return self._apply_atomic(parsed)
+
+    def _apply_atomic(self, cmd: Command) -> dict[str, Any]:
+        step = self.position
+        results = len(self.results)
+        try:
+            return self._apply(cmd)
+        except BaseException as exc:
+            del self.results[max(results, step):]
+            self._roll_back(step)
+            try:
+                exc.rolled_back = True    # a failure while applying, not a refusal
+            except AttributeError:  # pragma: no cover - exceptions without a __dict__
+                pass
+            raise
+
+    def _roll_back(self, step: int) -> None:
+        """Put the run back to ``step`` after a command failed half-way: restore the nearest
+        snapshot at or before it and replay the recorded commands up to it. The engine is
+        deterministic, so this is exactly the state before the failed command."""
+        for k in [k for k in self._snapshots if k > step]:
+            self._drop_snapshot(k)
+        self._restore(max(k for k in self._snapshots if k <= step), self.disk_root)
+        while self.position < step:
+            self._apply(parse_command(self.log[self.position]))
+
+    def state_digest(self) -> str:
+        """SHA-256 over everything a run is: position, clock, the event stream's digest and
+        length, the cluster's whole state (every replica's records included), every file
+        of the data directory, the checker's findings and acknowledged records, and the
+        results so far. Equal digests = the same run state."""
+        h = hashlib.sha256()
+        events = self.cluster.events
+        h.update(canonical_json({"position": self.position, "time_ms": self.cluster_time_ms, "seq": events.seq,
+                                 "events": events.digest(), "state": self.cluster.state(),
+                                 "checker": self.checker.summary(), "acked": [list(_plain(a)) for a in
+                                                                               self.checker.acked],
+                                 "results": self.results[:self.position]}).encode())
+        for rel, image in sorted(self.cluster.disk.capture().items()):
+            h.update(f"{rel}|{image.size}|{image.is_dir}|".encode())
+            h.update(hashlib.sha256(image.data).digest())
+        return h.hexdigest()
 
     # ---- time travel ---------------------------------------------------------------------
+    @property
+    def events_dropped(self) -> int:
+        """Events emitted by this run that the bounded ring no longer holds."""
+        events = self.cluster.events
+        return events.seq - len(events.envelopes)
+
     def _take_snapshot(self) -> None:
-        self._snapshots[self.position] = pickle.dumps(
-            {"cluster": self.cluster.snapshot(), "checker": self.checker, "results": self.results[:]},
-            protocol=pickle.HIGHEST_PROTOCOL)
-        if len(self._snapshots) > self.max_snapshots:
-            # Bounded memory for long free play: thin out every other older snapshot (step 0
-            # and the newest stay), so recent steps stay cheap to reach and old ones replay longer.
-            older = sorted(k for k in self._snapshots if 0 < k < self.position)
-            for k in older[::2]:
-                del self._snapshots[k]
+        if self.position in self._snapshots:
+            self._drop_snapshot(self.position)
+        self._snapshots[self.position] = Checkpoint.take(self.position, self.cluster, self.checker, self._store)
+        self._thin()
 
-    def _restore(self, step: int, disk_root: str) -> None:
-        from .cluster import Cluster
+    def _drop_snapshot(self, step: int) -> None:
+        self._snapshots.pop(step).release(self._store)
 
-        data = pickle.loads(self._snapshots[step])
-        self.cluster = _cluster_restore(Cluster, data["cluster"], disk_root)
-        self.checker = data["checker"]
+    def _thin(self) -> None:
+        """Keep at most ``max_snapshots``: step 0 and the newest stay; otherwise drop the
+        checkpoint whose removal leaves the smallest gap for its distance from the current
+        step, so they stay dense near it and grow sparse (geometrically) far from it."""
+        while len(self._snapshots) > self.max_snapshots:
+            steps = sorted(self._snapshots)
+            here = self.position
+            victim = min(range(1, len(steps) - 1),
+                         key=lambda i: ((steps[i + 1] - steps[i - 1]) / (abs(here - steps[i]) + 1), steps[i]))
+            self._drop_snapshot(steps[victim])
+
+    def _restore(self, step: int, disk_root: str, history: list | None = None) -> None:
+        """Make the run the one it was at checkpoint ``step``, its files under ``disk_root``.
+        The event ring keeps what ``history`` (default: this run's ring) holds up to that
+        point — the same events, the history up to a checkpoint being one."""
+        if history is None:
+            history = self.cluster.events.envelopes
+        cluster, checker = self._snapshots[step].restore(disk_root, self._store)
+        events = cluster.events
+        # Only a history that reaches the checkpoint leaves no hole (a checkpoint ahead of
+        # the ring's newest event starts an empty ring: the events between were dropped).
+        kept = [e for e in history if e.seq <= events.seq] if history and history[-1].seq >= events.seq else []
+        if events.keep is not None:
+            kept = kept[-events.keep:]
+        events.envelopes = kept
+        self.cluster = cluster
+        self.checker = checker
         self.checker.attach(self.cluster.events)
         self._reader = ReplicaReader(self.cluster.events)
-        self.results = data["results"]
-        self.position = step
+        self.position = step      # results (of the whole log) stay: replay gives the same ones
 
     def snapshot_steps(self) -> list[int]:
         return sorted(self._snapshots)
@@ -196,8 +300,10 @@ class Run:
         other.seed, other.config, other.disk_root = self.seed, self.config, str(disk_root)
         other.snapshot_every, other.max_snapshots = self.snapshot_every, self.max_snapshots
         other.log = [dict(c) for c in self.log[:step]]
-        other._snapshots = {k: v for k, v in self._snapshots.items() if k <= step}
-        other._restore(max(other._snapshots), other.disk_root)
+        other.results = list(self.results[:step])
+        other._store = BlockStore()
+        other._snapshots = {k: cp.adopt(self._store, other._store) for k, cp in self._snapshots.items() if k <= step}
+        other._restore(max(other._snapshots), other.disk_root, history=self.cluster.events.envelopes)
         while other.position < step:
             other._apply(parse_command(other.log[other.position]))
         return other
@@ -220,11 +326,113 @@ class Run:
         return build_summary(self, probe)
 
 
+class BlockStore:
+    """File contents of checkpoints, cut into ``BLOCK``-byte blocks, each stored once
+    (zlib-compressed) under its BLAKE2b digest with a count of the checkpoints using it:
+    unchanged data is shared between checkpoints, and a block goes when the last
+    checkpoint holding it does."""
+
+    BLOCK = 1024
+
+    def __init__(self) -> None:
+        self._blocks: dict[bytes, list] = {}     # digest -> [compressed bytes, references]
+
+    def put(self, data: bytes) -> tuple:
+        keys = []
+        blocks = self._blocks
+        for i in range(0, len(data), self.BLOCK):
+            chunk = data[i:i + self.BLOCK]
+            key = hashlib.blake2b(chunk, digest_size=16).digest()
+            entry = blocks.get(key)
+            if entry is None:
+                blocks[key] = [zlib.compress(chunk, 1), 1]
+            else:
+                entry[1] += 1
+            keys.append(key)
+        return tuple(keys)
+
+    def get(self, keys: tuple) -> bytes:
+        blocks = self._blocks
+        return b"".join(zlib.decompress(blocks[k][0]) for k in keys)
+
+    def release(self, keys: tuple) -> None:
+        blocks = self._blocks
+        for k in keys:
+            entry = blocks[k]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del blocks[k]
+
+    def copy_from(self, other: "BlockStore", keys: tuple) -> None:
+        """Reference ``keys`` here, taking the (immutable) blocks from ``other``."""
+        for k in keys:
+            entry = self._blocks.get(k)
+            if entry is None:
+                self._blocks[k] = [other._blocks[k][0], 1]
+            else:
+                entry[1] += 1
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(e[0]) for e in self._blocks.values())
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+
+@dataclass
+class Checkpoint:
+    """One step's full state: the cluster and checker pickled without the event history
+    and compressed, and each file as (size, is_dir, block digests) in a :class:`BlockStore`."""
+
+    step: int
+    state: bytes
+    files: dict       # path -> (size, is_dir, keys)
+    durable: dict
+
+    @classmethod
+    def take(cls, step: int, cluster: Any, checker: Checker, store: BlockStore) -> "Checkpoint":
+        events = cluster.events
+        ring = events.envelopes
+        events.envelopes = []          # the history is not part of a checkpoint
+        try:
+            state = zlib.compress(pickle.dumps({"cluster": cluster, "checker": checker},
+                                               protocol=pickle.HIGHEST_PROTOCOL), 1)
+        finally:
+            events.envelopes = ring
+        files = {rel: (image.size, image.is_dir, store.put(image.data))
+                 for rel, image in cluster.disk.capture().items()}
+        return cls(step, state, files, dict(cluster.disk._durable))
+
+    def restore(self, disk_root: str, store: BlockStore) -> tuple[Any, Checker]:
+        """A live (cluster, checker) of this checkpoint whose files live under ``disk_root``."""
+        data = pickle.loads(zlib.decompress(self.state))
+        cluster = data["cluster"]
+        cluster.disk.relocate(disk_root)
+        cluster.disk.restore({rel: FileImage(size, store.get(keys), is_dir)
+                              for rel, (size, is_dir, keys) in self.files.items()}, self.durable)
+        return cluster, data["checker"]
+
+    def release(self, store: BlockStore) -> None:
+        for _, _, keys in self.files.values():
+            store.release(keys)
+
+    def adopt(self, source: BlockStore, target: BlockStore) -> "Checkpoint":
+        """This checkpoint for another run whose blocks live in ``target``."""
+        for _, _, keys in self.files.values():
+            target.copy_from(source, keys)
+        return self
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.state) + sum(16 * len(keys) for _, _, keys in self.files.values())
+
+
+def _plain(x: Any) -> Any:
+    return dataclasses.astuple(x) if dataclasses.is_dataclass(x) else x
+
+
 # ---- reading the cluster ----------------------------------------------------------------
-
-def _cluster_restore(cls: Any, blob: bytes, disk_root: str) -> Any:
-    return cls.restore(blob, disk_root)
-
 
 def log_entries(log: Any) -> list[tuple[int, int, bytes | None, bytes | None]]:
     """Every record of a replica's Log as (offset, leader epoch of its batch, key, value),
@@ -387,7 +595,8 @@ def build_summary(run: Run, checker: Checker | None = None) -> dict[str, Any]:
     return {
         "seed": run.seed, "truncation": run.config.truncation, "brokers": run.config.brokers,
         "steps": run.position, "time_ms": cluster.scheduler.now_ms(),
-        "events": cluster.events.seq, "event_digest": cluster.events.digest(),
+        "events": cluster.events.seq, "events_dropped": cluster.events.seq - len(cluster.events.envelopes),
+        "event_digest": cluster.events.digest(),
         "controller": _controller_id(cluster),
         "alive": [b for b in sorted(cluster.brokers) if cluster.brokers[b].alive],
         "partitions": partitions, "produce": produce,
@@ -450,13 +659,13 @@ def dump_command_log(commands: Iterable[Mapping[str, Any] | Command], *, seed: i
 
 def run_commands(log: CommandLog | Iterable[Mapping[str, Any] | Command], *, seed: int | None = None,
                  truncation: str | None = None, brokers: int | None = None, disk_root: str,
-                 config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 config: Mapping[str, Any] | None = None, fetch_protocol: str | None = None) -> dict[str, Any]:
     """Execute a command log on a fresh cluster and return its summary."""
     if not isinstance(log, CommandLog):
         log = CommandLog(None, {}, tuple(c if isinstance(c, Command) else parse_command(dict(c)) for c in log))
     base = dict(log.config)
     base.update(config or {})
-    cfg = make_config(base, truncation=truncation, brokers=brokers)
+    cfg = make_config(base, truncation=truncation, brokers=brokers, fetch_protocol=fetch_protocol)
     run = Run(seed if seed is not None else (log.seed or 0), cfg, disk_root)
     for i, cmd in enumerate(log.commands):
         try:

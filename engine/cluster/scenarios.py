@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BrokerNotAvailableError, InvalidRequestError, LeaderNotAvailableError, OffsetOutOfRangeError
+from ..errors import InvalidRequestError, KafkaError
 from .commands import parse_command, record_digest
 
 __all__ = ["Step", "Expected", "Scenario", "SCENARIOS", "get_scenario", "run_scenario", "judge",
@@ -106,8 +106,11 @@ KIP101_DATA_LOSS = Scenario(
     config=_TWO_REPLICA_CONFIG,
     steps=(
         _s("Topic t has one partition on brokers 1 (A, preferred leader) and 2 (B). Every append is fsync'd "
-           "(flush.messages=1), so crashes lose nothing from disk: whatever goes wrong is replication's doing.",
-           "create_topic", **_TOPIC_ON_A_B),
+           "(flush.messages=1), so crashes lose nothing from disk: whatever goes wrong is replication's doing. "
+           "unclean.leader.election.enable=true, Kafka 0.10's default: a 0.10 follower may only truncate below "
+           "its own log end when it is on.",
+           "create_topic", **{**_TOPIC_ON_A_B,
+                              "config": {**_TOPIC_ON_A_B["config"], "unclean.leader.election.enable": True}}),
         _s("A becomes leader at epoch 0; B starts its fetch loop.", "advance", ms=1000),
         _s("The producer sends m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
         _s("B fetches m1; its next fetch tells A that B's LEO is 1, so A's HW becomes 1 and m1 is acknowledged. "
@@ -142,6 +145,43 @@ KIP101_DATA_LOSS = Scenario(
         "epoch": Expected(lost=(), diverged=False, logs={1: ("m1", "m2", "m3"), 2: ("m1", "m2", "m3")},
                           events=("epoch_request_answered",),
                           note="With leader epochs B keeps m2; nothing acknowledged is lost."),
+    },
+)
+
+
+def _refused_truncation_steps() -> tuple:
+    """kip101-data-loss with unclean leader election off (Kafka's default since 0.11)."""
+    steps = list(KIP101_DATA_LOSS.steps)
+    steps[0] = _s("Topic t has one partition on brokers 1 (A, preferred leader) and 2 (B); every append is "
+                  "fsync'd. unclean.leader.election.enable=false, the default since Kafka 0.11 — and the "
+                  "setting under which a 0.10 follower refuses to truncate below its own log end.",
+                  "create_topic", **_TOPIC_ON_A_B)
+    a_restarts = next(i for i, st in enumerate(steps) if st.command == {"cmd": "restart", "broker": 1})
+    steps[a_restarts] = _s(
+        "A restarts and follows B. HW rule: A truncates to its own HW 2 (nothing to cut) and fetches from "
+        "offset 2 — above B's LEO 1. Cutting back to B's LEO would drop m2, which unclean election off "
+        "forbids: 0.10's fetcher stopped with 'Exiting because log truncation is not allowed' (it exited the "
+        "broker; here only A's fetcher for t-0 stops, replica_fetch_failed). Epoch rule: B answers that "
+        "epoch 0 ends at 2, A keeps m2 and fetches on.", "restart", broker=1)
+    steps[a_restarts + 1] = _s("HW rule: A stays behind, out of the ISR. Epoch rule: A catches up.",
+                               "advance", ms=2000)
+    return tuple(steps)
+
+
+HW_TRUNCATION_REFUSED = Scenario(
+    name="hw-truncation-refused",
+    title="Before 0.11, with unclean election off, a follower ahead of its leader stops instead of truncating",
+    summary="KIP-101 scenario 1 with unclean.leader.election.enable=false: the returning old leader is ahead "
+            "of the new leader, and the pre-0.11 fetcher treats the truncation as fatal for the partition.",
+    config=_TWO_REPLICA_CONFIG,
+    steps=_refused_truncation_steps(),
+    expected={
+        "hw": Expected(lost=("m2",), diverged=False, logs={1: ("m1", "m2"), 2: ("m1", "m3")}, leader=2,
+                       isr=(2,), events=("replica_fetch_failed",),
+                       note="B lost m2 (HW truncation); A still holds it but its fetcher for t-0 has stopped, so "
+                            "A never gets m3 and never rejoins the ISR until the next leader change."),
+        "epoch": Expected(lost=(), diverged=False, logs={1: ("m1", "m2", "m3"), 2: ("m1", "m2", "m3")},
+                          note="With leader epochs nothing diverges and nothing needs refusing."),
     },
 )
 
@@ -379,7 +419,7 @@ KIP279_DIVERGENCE = Scenario(
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     KIP101_DATA_LOSS, KIP101_DIVERGENCE, UNCLEAN_ELECTION_LOSS, ISR_SHRINK_ACKS_ALL, FOLLOWER_SLOW_OUT_OF_ISR,
-    CONTROLLER_FAILOVER, KIP279_DIVERGENCE)}
+    CONTROLLER_FAILOVER, KIP279_DIVERGENCE, HW_TRUNCATION_REFUSED)}
 
 
 def get_scenario(name: str) -> Scenario:
@@ -390,26 +430,33 @@ def get_scenario(name: str) -> Scenario:
 
 
 def run_scenario(scenario: Scenario, *, truncation: str = "epoch", seed: int | None = None, disk_root: str,
-                 snapshot_every: int = 5) -> dict[str, Any]:
-    """Play ``scenario`` under ``truncation`` and return the run summary with the
-    scenario, the step narration and a ``verdict`` against the expected outcome."""
+                 snapshot_every: int = 5, fetch_protocol: str | None = None) -> dict[str, Any]:
+    """Play ``scenario`` under ``truncation`` (and ``fetch_protocol``, see ClusterConfig)
+    and return the run summary with the scenario, the step narration and a ``verdict``
+    against the expected outcome."""
     from .run import Run, make_config
 
     if truncation not in scenario.expected:
         raise InvalidRequestError(f"truncation must be one of {', '.join(sorted(scenario.expected))}, "
                                   f"got {truncation!r}")
-    run = Run(scenario.seed if seed is None else seed, make_config(scenario.config, truncation=truncation),
+    run = Run(scenario.seed if seed is None else seed,
+              make_config(scenario.config, truncation=truncation, fetch_protocol=fetch_protocol),
               disk_root, snapshot_every=snapshot_every)
     run.apply_all(scenario.commands())
     summary = run.summary()
     summary["scenario"] = {"name": scenario.name, "title": scenario.title, "summary": scenario.summary,
                            "steps": [s.to_dict() for s in scenario.steps]}
-    summary["verdict"] = judge(summary, run.cluster.events, scenario.expected[truncation], truncation)
+    summary["verdict"] = judge(summary, run.checker.event_counts, scenario.expected[truncation], truncation,
+                               fetch_protocol=run.config.fetch_protocol)
     return summary
 
 
-def judge(summary: dict, events: Any, expected: Expected, truncation: str) -> dict[str, Any]:
-    """Compare a run summary with ``expected``; list every difference in words."""
+def judge(summary: dict, event_counts: dict, expected: Expected, truncation: str,
+          fetch_protocol: str = "offsets_for_leader_epoch") -> dict[str, Any]:
+    """Compare a run summary (and the number of events of each kind the run emitted,
+    ``checker.event_counts``) with ``expected``; list every difference in words. With the
+    Fetch v12 protocol an expected ``epoch_request_answered`` is not looked for: the leader
+    answers inside the fetch (``fetch_diverging``), and only when the logs diverge."""
     mismatches = []
     part = next((p for p in summary["partitions"] if p["topic"] == "t" and p["partition"] == 0), None)
     # Lost = acknowledged and not in the final leader's log (the checker also reports records
@@ -442,7 +489,9 @@ def judge(summary: dict, events: Any, expected: Expected, truncation: str) -> di
     if expected.controller is not None and summary["controller"] != expected.controller:
         mismatches.append(f"controller: expected {expected.controller}, got {summary['controller']}")
     for kind in expected.events:
-        if not events.of_kind(kind):
+        if kind == "epoch_request_answered" and fetch_protocol == "diverging_epoch":
+            continue
+        if not event_counts.get(kind):
             mismatches.append(f"no {kind} event")
     return {"truncation": truncation, "matches": not mismatches, "mismatches": mismatches,
             "expected": expected.to_dict()}
@@ -457,85 +506,160 @@ FAULT_CONFIG = {
     "broker.heartbeat.interval.ms": 300,
 }
 
+FETCH_PROTOCOLS = ("offsets_for_leader_epoch", "diverging_epoch")
+
+def schedule_config(seed: int, *, truncation: str = "epoch", brokers: int = 3,
+                    fetch_protocol: str | None = None) -> dict[str, Any]:
+    """The cluster config a schedule runs under: :data:`FAULT_CONFIG` with the truncation
+    rule, the number of brokers and the fetch protocol (by default alternating with the
+    seed, so both ways of finding a divergence are exercised)."""
+    protocol = fetch_protocol or FETCH_PROTOCOLS[seed % len(FETCH_PROTOCOLS)]
+    return {**FAULT_CONFIG, "brokers": brokers, "truncation": truncation, "fetch.protocol": protocol}
+
 
 def run_schedule(seed: int, disk_root: str, *, truncation: str = "epoch", acks: int | str = "all",
-                 **kwargs: Any) -> Any:
-    """Play :func:`fault_schedule` on a fresh :class:`Run` (config :data:`FAULT_CONFIG`) and
-    run the final check. A consume refused for want of a leader is skipped (and so is not in
-    ``run.log``, which therefore replays exactly). Returns the run."""
+                 fetch_protocol: str | None = None, **kwargs: Any) -> Any:
+    """Play :func:`fault_schedule` on a fresh :class:`Run` (config :func:`schedule_config`)
+    and run the final check. A command the cluster refuses (a Kafka-named error from
+    validation: a ``consume`` with no leader at that moment, say) is skipped — it changed
+    nothing and is not in ``run.log``, which therefore replays exactly — and listed in
+    ``run.refusals`` as (step, cmd, error name). Anything else a command raises propagates.
+    Returns the run."""
     from .run import Run, make_config
 
-    # The cluster has as many brokers as the schedule draws from.
-    config = {**FAULT_CONFIG, "brokers": kwargs.get("brokers", FAULT_CONFIG["brokers"])}
-    run = Run(seed, make_config(config, truncation=truncation), disk_root, snapshot_every=10**9)
-    for c in fault_schedule(seed, acks=acks, **kwargs):
+    config = schedule_config(seed, truncation=truncation, brokers=kwargs.get("brokers", 3),
+                             fetch_protocol=fetch_protocol)
+    run = Run(seed, make_config(config), disk_root, snapshot_every=10**9)
+    run.schedule_config = config
+    run.refusals = []
+    for i, c in enumerate(fault_schedule(seed, acks=acks, **kwargs)):
         try:
             run.apply(c)
-        except (LeaderNotAvailableError, BrokerNotAvailableError, OffsetOutOfRangeError):
-            if c["cmd"] != "consume":
-                raise
+        except KafkaError as exc:
+            if getattr(exc, "rolled_back", False):
+                raise       # not a refusal: the command failed while it ran
+            run.refusals.append((i, c["cmd"], exc.name))
     run.finish()
     return run
 
 
 def fault_schedule(seed: int, *, acks: int | str = "all", min_isr: int = 2, unclean: bool = False,
                    steps: int = 8, brokers: int = 3, flush: bool = True) -> list[dict]:
-    """A seeded random command log: a topic with RF 3, then ``steps`` actions drawn from
-    produce / advance / crash / shutdown / restart / bounce / consume / isolate / cut / heal
-    (a ``consume`` may be refused when the partition has no leader at that moment; run it
-    with :func:`run_schedule`, which skips refused consumes), then a settling
-    tail (heal everything, restart everything, wait) so the final check sees a quiet
-    cluster. With ``flush`` every append is fsync'd, so a crash loses nothing from disk and
-    any loss is replication's fault."""
+    """A seeded random command log: a topic with RF 3 on ``brokers`` brokers, then ``steps``
+    actions drawn from: produce, advance, crash, clean shutdown,
+    restart, bounce (crash and restart at once or a few ms later, sometimes with a second
+    broker crashing right after, KIP-101 style), consume, cut links between brokers (both
+    ways or one way), cut the client off a broker, isolate, delays and drop probabilities on
+    broker and client links, slow and paused followers, preferred-leader election, heal —
+    then a settling tail (heal everything, restart and resume everything, wait) so the final
+    check sees a quiet cluster. A ``consume`` may be refused when the partition has no leader
+    at that moment (run it with :func:`run_schedule`, which skips refusals). With ``flush``
+    every append is fsync'd, so a crash loses nothing from disk and any loss is
+    replication's fault."""
     rng = random.Random(seed)
     config: dict[str, Any] = {"min.insync.replicas": min_isr}
     if flush:
         config["flush.messages"] = 1
     if unclean:
         config["unclean.leader.election.enable"] = True
+    nodes = list(range(brokers))
     cmds: list[dict] = [{"cmd": "create_topic", "topic": "t", "partitions": 1, "replication_factor": 3,
-                         "assignment": [rng.sample(range(brokers), 3)], "config": config},
+                         "assignment": [rng.sample(nodes, 3)], "config": config},
                         {"cmd": "advance", "ms": 300}]
     down: set = set()
+    paused: set = set()
+    slowed: set = set()
+    max_down = max(2, (brokers - 1) // 2)
     n = 0
+    # (kind, weight): the weights sum to 100.
+    table = (("produce", 30), ("advance", 20), ("crash", 5), ("bounce", 7), ("restart", 8), ("consume", 3),
+             ("cut_link", 2), ("client_cut", 2), ("isolate", 2), ("link_delay", 3), ("client_delay", 3),
+             ("drop", 2), ("client_drop", 2), ("slow_follower", 2), ("pause_follower", 2),
+             ("elect_preferred_leaders", 2), ("heal", 5))
+    kinds = [k for k, _ in table]
+    weights = [w for _, w in table]
     for _ in range(steps):
-        roll = rng.random()
-        live = sorted(set(range(brokers)) - down)
-        if roll < 0.35:
+        kind = rng.choices(kinds, weights)[0]
+        live = sorted(set(nodes) - down)
+        if kind == "produce":
+            # One record, or a batch of two or three (so a follower's log end can fall inside
+            # a leader's batch, as in issue 12's seed 286).
             n += 1
-            cmds.append({"cmd": "produce", "topic": "t", "acks": acks, "value": f"v{n}"})
-        elif roll < 0.60:
+            size = rng.choice((1, 1, 2, 3))
+            if size == 1:
+                cmds.append({"cmd": "produce", "topic": "t", "acks": acks, "value": f"v{n}"})
+            else:
+                cmds.append({"cmd": "produce", "topic": "t", "acks": acks,
+                             "values": [f"v{n}.{i}" for i in range(size)]})
+        elif kind == "advance":
             cmds.append({"cmd": "advance", "ms": rng.choice([1, 2, 3, 5, 10, 30, 100, 300, 800])})
-        elif roll < 0.66 and len(down) < 2 and live:
+        elif kind == "crash" and len(down) < max_down and live:
             b = rng.choice(live)
             cmds.append({"cmd": "crash" if rng.random() < 0.8 else "shutdown", "broker": b})
             down.add(b)
-        elif roll < 0.74 and live:
-            # A bounce: crash and restart at the same instant (the KIP-101 follower restart),
-            # sometimes with a second broker crashing right after (KIP-101 step 7).
+        elif kind == "bounce" and live:
+            # A bounce: crash and restart at the same instant (the KIP-101 follower restart) or
+            # a few ms later, sometimes with a second broker crashing right after (KIP-101 step 7).
             b = rng.choice(live)
-            cmds += [{"cmd": "crash", "broker": b}, {"cmd": "restart", "broker": b}]
+            cmds.append({"cmd": "crash", "broker": b})
+            if rng.random() < 0.4:
+                cmds.append({"cmd": "advance", "ms": rng.choice([1, 2, 5, 20])})
+            cmds.append({"cmd": "restart", "broker": b})
             others = [x for x in live if x != b]
-            if others and len(down) < 2 and rng.random() < 0.5:
+            if others and len(down) < max_down and rng.random() < 0.5:
                 c = rng.choice(others)
                 cmds.append({"cmd": "crash", "broker": c})
                 down.add(c)
-        elif roll < 0.84 and down:
+        elif kind == "restart" and down:
             b = rng.choice(sorted(down))
             cmds.append({"cmd": "restart", "broker": b})
             down.discard(b)
-        elif roll < 0.87:
+        elif kind == "consume":
             # May be refused (no leader right now): the harness then drops it from the log.
             cmds.append({"cmd": "consume", "topic": "t", "offset": 0})
-        elif roll < 0.90:
-            a, b = rng.sample(range(brokers), 2)
-            cmds.append({"cmd": "cut_link", "a": a, "b": b, "both": rng.random() < 0.7})
-        elif roll < 0.94:
-            cmds.append({"cmd": "isolate", "broker": rng.randrange(brokers)})
-        else:
-            cmds.append({"cmd": "heal_all"})
+        elif kind == "cut_link":
+            a, b = rng.sample(nodes, 2)
+            cmds.append({"cmd": "cut_link", "a": a, "b": b, "both": rng.random() < 0.6})
+        elif kind == "client_cut":
+            cmds.append({"cmd": "cut_link", "a": -1, "b": rng.choice(nodes), "both": rng.random() < 0.5})
+        elif kind == "isolate":
+            cmds.append({"cmd": "isolate", "broker": rng.choice(nodes)})
+        elif kind in ("link_delay", "client_delay"):
+            a = -1 if kind == "client_delay" else rng.choice(nodes)
+            b = rng.choice([x for x in nodes if x != a])
+            cmds.append({"cmd": "set_link_delay", "a": a, "b": b, "delay_ms": rng.choice([5, 20, 50, 200, 700]),
+                         "both": rng.random() < 0.6})
+        elif kind in ("drop", "client_drop"):
+            a = -1 if kind == "client_drop" else rng.choice(nodes)
+            b = rng.choice([x for x in nodes if x != a])
+            cmds.append({"cmd": "set_drop_probability", "a": a, "b": b,
+                         "probability": rng.choice([0.1, 0.3, 0.5, 0.9]), "both": rng.random() < 0.6})
+        elif kind == "slow_follower":
+            b = rng.choice(nodes)
+            cmds.append({"cmd": "slow_follower", "broker": b, "delay_ms": rng.choice([50, 300, 1500])})
+            slowed.add(b)
+        elif kind == "pause_follower":
+            b = rng.choice(nodes)
+            if b in paused:
+                cmds.append({"cmd": "resume_follower", "broker": b})
+                paused.discard(b)
+            else:
+                cmds.append({"cmd": "pause_follower", "broker": b})
+                paused.add(b)
+        elif kind == "elect_preferred_leaders":
+            cmds.append({"cmd": "elect_preferred_leaders"})
+        elif kind == "heal":
+            if rng.random() < 0.5:
+                cmds.append({"cmd": "heal_all"})
+            else:
+                a, b = rng.sample([-1] + nodes, 2)
+                cmds.append({"cmd": "heal_link", "a": a, "b": b, "both": rng.random() < 0.7})
     cmds.append({"cmd": "heal_all"})
     for b in sorted(down):
         cmds.append({"cmd": "restart", "broker": b})
+    for b in sorted(paused):
+        cmds.append({"cmd": "resume_follower", "broker": b})
+    for b in sorted(slowed):
+        cmds.append({"cmd": "slow_follower", "broker": b, "delay_ms": 0})
     cmds.append({"cmd": "advance", "ms": 1500})
     return cmds

@@ -8,7 +8,7 @@ import pytest
 
 from engine.cli import main
 from engine.cluster.run import dump_command_log
-from engine.cluster.scenarios import FAULT_CONFIG, SCENARIOS, run_schedule
+from engine.cluster.scenarios import SCENARIOS, run_schedule
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
@@ -69,16 +69,16 @@ def test_run_is_deterministic(tmp_path, capsys):
 
 
 def _first_hw_loss(root):
-    for seed in range(200):
-        run = run_schedule(seed, f"{root}/s{seed}", truncation="hw")
+    for seed in range(300):
+        run = run_schedule(seed, f"{root}/s{seed}", truncation="hw", brokers=3 + seed % 5, steps=8 + seed % 13)
         if any(f["kind"] == "check_acked_record_lost" for f in run.checker.findings):
-            return seed, run.log
+            return seed, run.log, run.schedule_config
     raise AssertionError("no schedule lost a record under truncation=hw")
 
 
 def test_a_failing_fault_schedule_replays_from_its_jsonl(tmp_path, capsys):
-    seed, log = _first_hw_loss(tmp_path / "search")
-    path = write(tmp_path, dump_command_log(log, seed=seed, config=FAULT_CONFIG))
+    seed, log, config = _first_hw_loss(tmp_path / "search")
+    path = write(tmp_path, dump_command_log(log, seed=seed, config=config))
     assert main(["run", "--commands", path, "--truncation", "hw", "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert not s["ok"] and any(f["kind"] == "check_acked_record_lost" for f in s["findings"])

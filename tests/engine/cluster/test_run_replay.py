@@ -259,3 +259,73 @@ def test_snapshots_are_thinned_but_every_step_stays_reachable(tmp_path):
     for k in (3, 11, 0, 7):
         run.seek(k)
         assert run.event_digest() == digests[k]
+
+
+# ---- bounded memory: checkpoints, shared file blocks, the event ring --------------------------
+
+FREE_PLAY = [{"cmd": "produce", "topic": "t", "value": f"f{i}"} if i % 2 else {"cmd": "advance", "ms": 700}
+             for i in range(60)]
+
+
+def test_checkpoints_share_unchanged_file_blocks(tmp_path):
+    """Copy-on-write: a checkpoint adds only the blocks that changed since the others, so
+    the block store holds little more than one copy of the data, not one per checkpoint."""
+    run = Run(3, CONFIG, str(tmp_path / "a"), snapshot_every=1, max_snapshots=30)
+    run.apply_all(COMMANDS + FREE_PLAY)
+    cps = [run._snapshots[k] for k in run.snapshot_steps()]
+    assert len(cps) == 30
+    total = sum(size for cp in cps for size, is_dir, _ in cp.files.values() if not is_dir)
+    one_copy = sum(image.size for image in run.cluster.disk.capture().values())
+    assert run._store.nbytes < one_copy < total / 10
+
+
+def test_the_newest_checkpoints_stay_dense_and_step_0_stays(tmp_path):
+    run = Run(3, CONFIG, str(tmp_path / "a"), snapshot_every=1, max_snapshots=8)
+    run.apply_all(COMMANDS + FREE_PLAY)
+    steps = run.snapshot_steps()
+    end = len(COMMANDS + FREE_PLAY)
+    assert len(steps) == 8 and steps[0] == 0 and steps[-1] == end
+    assert end - 1 in steps                                  # one step back restores, no replay
+    gaps = [b - a for a, b in zip(steps, steps[1:])]
+    assert gaps == sorted(gaps, reverse=True) and gaps[0] > 4 * gaps[-1]   # sparse far back, dense near the end
+
+
+def test_the_event_ring_is_bounded_and_counts_what_it_dropped(tmp_path):
+    whole, digests = play(tmp_path / "whole")
+    run = Run(3, CONFIG, str(tmp_path / "ring"), snapshot_every=4, keep_events=40)
+    for c in COMMANDS:
+        run.apply(c)
+    events = run.cluster.events
+    assert len(events.envelopes) == 40
+    assert run.events_dropped == events.seq - 40 > 0
+    assert [e.to_dict() for e in events.envelopes] == [e.to_dict() for e in whole.cluster.events.envelopes[-40:]]
+    assert run.event_digest() == digests[-1]                  # the digest covers the whole stream
+    kinds = {}
+    for e in whole.cluster.events.envelopes:
+        kinds[e.event.kind] = kinds.get(e.event.kind, 0) + 1
+    assert run.checker.event_counts == kinds                  # counts forget nothing
+    # Time travel with a ring: the ring after a seek holds the run's events up to that step.
+    run.seek(5)
+    assert run.event_digest() == digests[5]
+    assert all(e.seq <= events.seq for e in run.cluster.events.envelopes)
+    whole.seek(5)
+    tail = [e.to_dict() for e in run.cluster.events.envelopes]
+    assert tail == [e.to_dict() for e in whole.cluster.events.envelopes[-len(tail):]]
+    run.seek(len(COMMANDS))     # forward from a checkpoint past the ring: no hole, the newest events
+    assert run.event_digest() == digests[-1]
+    seqs = [e.seq for e in run.cluster.events.envelopes]
+    assert seqs and seqs == list(range(seqs[0], run.cluster.events.seq + 1))
+    assert run.events_dropped == run.cluster.events.seq - len(seqs)
+
+
+def test_checkpoint_memory_does_not_grow_with_the_run(tmp_path):
+    """The design this replaced kept a full pickle (event history included) per step: 30 MiB
+    and more for a long lesson. Checkpoints are bounded in number and share file blocks."""
+    run = Run(3, CONFIG, str(tmp_path / "a"), snapshot_every=1)
+    held = []
+    for i, c in enumerate(COMMANDS + FREE_PLAY * 3):
+        run.apply(c)
+        if i + 1 in (60, len(COMMANDS) + 3 * len(FREE_PLAY)):
+            held.append(sum(run._snapshots[k].nbytes for k in run.snapshot_steps()) + run._store.nbytes)
+    assert len(run.snapshot_steps()) <= run.max_snapshots
+    assert held[1] < 1.8 * held[0] and held[1] < 1_000_000, held

@@ -44,6 +44,14 @@ def test_scenario_ends_as_expected(name, truncation, outcome):
     assert verdict["matches"], "\n".join(verdict["mismatches"])
 
 
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_ends_the_same_with_fetch_v12_diverging_epoch(name, tmp_path):
+    """Kafka >= 2.7 finds the divergence inside the fetch; the outcome is the same."""
+    summary = run_scenario(SCENARIOS[name], truncation="epoch", disk_root=str(tmp_path),
+                           fetch_protocol="diverging_epoch")
+    assert summary["verdict"]["matches"], "\n".join(summary["verdict"]["mismatches"])
+
+
 def _values(summary, broker):
     part = summary["partitions"][0]
     return [r["value"] for r in next(x for x in part["replicas"] if x["broker"] == broker)["records"]]
