@@ -1,0 +1,76 @@
+"""Words the page's scripts show (buttons they relabel, diagram labels), translated
+with Django's gettext like the templates' ``{% trans %}`` strings. Sent to the page
+once, in the lesson's JSON data; scripts read them with ``KV.t(key, {vars})``."""
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+
+__all__ = ["ui_strings"]
+
+
+def ui_strings() -> dict[str, str]:
+    return {
+        "connected": _("Connected to the engine"),
+        "reconnecting": _("Disconnected — reconnecting…"),
+        "conn_error": _("Connection error — retrying…"),
+        "step_of": _("Step {step} of {total}"),
+        "start": _("Start"),
+        "play": _("Play"),
+        "pause": _("Pause"),
+        "at_start": _("This is the start of the run"),
+        "at_end": _("The run is at its end"),
+        "done": _("✓ Done"),
+        "not_yet": _("Not yet"),
+        "task_done": _("Task done: {text}"),
+        "your_command": _("Your command"),
+        "what_happened": _("What the engine did in this step"),
+        "nothing_happened": _("No events: nothing happens until the clock moves."),
+        "back_to": _("Back to step {step}."),
+        "correct": _("Right."),
+        "wrong": _("Not quite."),
+        "look_at": _("Look at the highlighted part of the diagram."),
+        "offset": _("offset"),
+        "segments": _("segments"),
+        "files_of": _("Files of partition {p}"),
+        "skipped": _("… {n} earlier event(s) arrived too fast to list; the diagram shows their result."),
+        "behind": _("… {n} event(s) not shown (this page fell behind)."),
+        "log_start": _("log start offset"),
+        "log_end": _("log end offset"),
+        "marked_deleted": _("marked .deleted"),
+        "active": _("active"),
+        "broker": _("Broker"),
+        "up": _("up"),
+        "down": _("DOWN"),
+        "fenced": _("fenced"),
+        "controller": _("controller"),
+        "leads": _("leads"),
+        "holds": _("holds a replica"),
+        "no_replica": _("no replica"),
+        "started_times": _("started {n}×"),
+        "leader": _("leader"),
+        "follower": _("follower"),
+        "no_role": _("no role yet"),
+        "in_isr": _("in ISR"),
+        "not_in_isr": _("not in ISR"),
+        "epoch": _("epoch"),
+        "start_offset": _("start offset"),
+        "new": _("new"),
+        "removed": _("removed"),
+        "empty_cache": _("empty (nothing written yet)"),
+        "down_cache": _("down: the checkpoint file is read again when it restarts"),
+        "producer_told": _("Producer was told"),
+        "acked": _("✓ acked"),
+        "lost": _("✗ LOST"),
+        "no_topic": _("No topic yet: step forward to create it."),
+        "verdict_lost": _("✗ Acknowledged but lost: {values}."),
+        "verdict_ok": _("✓ Every acknowledged record is in the leader's log."),
+        "verdict_no_leader": _("No broker leads the partition now, so no acknowledged record can be read: "
+                               "the partition is offline until a replica comes back."),
+        "verdict_none_acked": _("Nothing has been acknowledged yet."),
+        "verdict_diverged": _("✗ The replicas diverged: same offset, different records."),
+        "checker": _("Checker: {text}"),
+        "link_cut": _("cut"),
+        "link_one_way": _("cut one way"),
+        "link_slow": _("slow +{ms} ms"),
+        "link_lossy": _("lossy p={p}"),
+    }
