@@ -104,11 +104,6 @@
       const n = $(id);
       if (n) n.addEventListener(id === "scrubber" ? "input" : "click", function () { setPlaying(false); });
     });
-    // aria-disabled buttons stay focusable; don't send what the server would refuse anyway.
-    document.addEventListener("htmx:wsConfigSend", function (e) {
-      const btn = e.detail && e.detail.triggeringEvent && e.detail.triggeringEvent.submitter;
-      if (btn && btn.getAttribute("aria-disabled") === "true") e.preventDefault();
-    });
   });
 
   document.addEventListener("keydown", function (e) {
