@@ -68,7 +68,7 @@
     const say = $("step-say");
     if (say) {
       say.textContent = cur ? KV.t("step_of", { step: st.step, total: st.total }) + " — " +
-        (cur.say || KV.t("your_command") + ": " + cur.label + ".") : "";
+        (cur.say || (cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label) + ".") : "";
     }
     const box = $("step-happened-box"), list = $("step-happened");
     if (list) {
@@ -80,7 +80,7 @@
     const next = $("next-step");
     if (next) {
       const n = st.steps[st.step];
-      next.textContent = n ? "→ " + (n.say || n.label) : "";
+      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : "";
     }
     if (st.step >= st.total && playing) setPlaying(false);
   }
