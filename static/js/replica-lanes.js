@@ -7,7 +7,7 @@
  * shows only what the engine's state and events say. */
 (function () {
   "use strict";
-  const CELL_W = 64, CELL_H = 42, LABEL_W = 210, ROW_GAP = 42, TOP = 34, ARROW_W = 360;
+  const CELL_W = 64, CELL_H = 42, LABEL_W = 170, ROW_GAP = 42, TOP = 34, ARROW_W = 110;
   const el = KV.el, brokerName = KV.brokerName, shortName = KV.shortName;
 
   // The previous frame's lanes, to draw what a truncation cut (the new state no longer has it).
@@ -115,14 +115,14 @@
     }
     for (let o = 0; o < cols; o++) {
       svg.append(el("text", { x: LABEL_W + o * CELL_W + (CELL_W - 4) / 2, y: 16, class: "le-offset" + (differ[o] ? " le-differ" : ""),
-        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + "offset " + o));
+        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + KV.t("offset") + " " + o));
       if (differ[o]) desc.push("the replicas hold different records at offset " + o);
     }
 
     // The producer's row: what the client was told.
     const py = TOP;
     svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, KV.t("producer_told")));
-    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, "acks=all, acknowledged"));
+    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, KV.t("acks_acked")));
     const prodG = el("g", {});
     acked.forEach(function (a) {
       const rec = { offset: a.offset, value: a.value, epoch: 0, digest: a.digest };
@@ -162,7 +162,7 @@
       const text = [brokerName(lane.broker) + (lane.alive ? "" : " is down")];
       if (!lane.alive) {
         g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
-          "✗ broker down: log closed"));
+          "✗ " + KV.t("down_log_closed")));
       } else {
         const recs = lane.records || [];
         recs.forEach(function (r) {
@@ -188,7 +188,7 @@
             g.append(gc);
           }
           g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
-            "truncated " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
+            "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
           text.push("truncated from offset " + cut.from + " to " + cut.to);
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.
@@ -204,8 +204,11 @@
       svg.append(g);
     });
 
-    // Requests of this frame, as arrows in the right margin between the lanes.
+    // Requests of this frame, as numbered arrows in the right margin between the lanes; their
+    // words go in the numbered list under the diagram (readable at any width).
     const ax = LABEL_W + cols * CELL_W + 20;
+    const arrowList = document.getElementById("lanes-arrows");
+    if (arrowList) arrowList.replaceChildren();
     const alive = {};
     lanes.forEach(function (l) { alive[l.broker] = l.alive; });
     msgs.forEach(function (m, i) {
@@ -217,10 +220,11 @@
       const path = el("path", { d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
         class: "le-arrow le-arrow-" + m.kind + (KV.reducedMotion() ? "" : " le-draw"), "marker-end": "url(#le-head)" });
       svg.append(path);
-      // Labels as a list beside the arrows, in the order the engine sent them.
-      const first = Math.min.apply(null, Object.keys(laneY).map(function (k) { return laneY[k]; }));
-      svg.append(el("text", { x: ax + 4 * 14 + 26, y: first + 4 + i * 17, class: "le-arrow-label le-arrow-label-" + m.kind },
-        shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      svg.append(el("text", { x: x + 26, y: (a + b) / 2 + 4, class: "le-arrow-label le-arrow-label-" + m.kind }, String(i + 1)));
+      if (arrowList) {
+        arrowList.append(KV.html("li", { class: "le-arrow-item le-arrow-label-" + m.kind },
+          shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      }
       desc.push(brokerName(m.from) + " to " + brokerName(m.to) + ": " + m.label);
     });
     const defs = el("defs", {});
@@ -232,8 +236,8 @@
 
     container.replaceChildren(svg);
     const summary = document.getElementById("lanes-text") || KV.html("p");
-    summary.textContent = "Leader: " + (part.leader === null || part.leader === undefined ? "none" : brokerName(part.leader)) +
-      " at epoch " + part.leader_epoch + "; ISR [" + (part.isr || []).join(", ") + "]; HW " +
+    summary.textContent = KV.t("leader") + ": " + (part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader)) +
+      " · " + KV.t("epoch") + " " + part.leader_epoch + " · ISR [" + (part.isr || []).join(", ") + "] · HW " +
       (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
       ((st.verdict && st.verdict.lost.length) ? "; acknowledged but lost: " + st.verdict.lost.join(", ") : "");
     const lanesDl = document.createElement("ul");
