@@ -37,7 +37,7 @@ from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import get_scenario
 
 from .kinds import MAX_STEPS, SandboxKind, command
-from .validation import CommandError, CommandSpec, Field
+from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
 
@@ -231,6 +231,54 @@ class ReplicationSandbox(SandboxKind):
         self.run.seek(step)
         self._sync_events()
         del self.step_seqs[step + 1:]
+
+    # ---- export / import -------------------------------------------------------------
+    def export_run(self) -> dict[str, Any]:
+        return {"scenario": self.scenario_def.name, "truncation": self.truncation,
+                "log": [dict(c) for c in self.run.log], "step": self.run.position}
+
+    def import_run(self, run: Any) -> None:
+        from .kinds import _checked_run
+
+        log, step = _checked_run(run, MAX_STEPS)
+        _, choice = validate_command(self.commands, {"type": "load", "scenario": run.get("scenario"),
+                                                     "truncation": run.get("truncation")})
+        allowed = set(self.scenario.get("commands") or ())
+        script = [command_to_dict(parse_command(c)) for c in get_scenario(choice["scenario"]).commands()]
+        for i, cmd in enumerate(log):
+            if not isinstance(cmd, dict):
+                raise CommandError("invalid", f"Step {i + 1} of the run is not a command.", command="import")
+            on_script = i < len(script) and cmd == script[i]
+            if not on_script and cmd.get("cmd") not in allowed:
+                raise CommandError("invalid", f"Step {i + 1}: {cmd.get('cmd')!r} is not a command of this lesson.",
+                                   command="import")
+        # Build the new run beside the current one, muted; keep the current one until the
+        # new one has replayed, so a refused file leaves the learner's run untouched.
+        keep = ("run", "run_id", "scenario_def", "truncation", "script", "step_seqs", "_subscribed", "events")
+        saved = {name: getattr(self, name) for name in keep}
+        self.run = None
+        self._muted = True
+        try:
+            self._start(choice["scenario"], choice["truncation"])
+            self.run.queue(log)          # the engine parses every command here
+            while self.run.position < step:
+                self.step()              # ... and checks each against the cluster as it runs
+        except Exception:
+            self._close_run()
+            for name, value in saved.items():
+                setattr(self, name, value)
+            raise
+        finally:
+            self._muted = False
+        new_run, new_id = self.run, self.run_id
+        self.run, self.run_id = saved["run"], saved["run_id"]
+        self._close_run()
+        self.run, self.run_id = new_run, new_id
+        self._subscribed = self.events = new_run.cluster.events   # subscribed once, in _start
+        self.tracker.own = any(not self._on_script(i + 1) for i in range(len(self.run.log)))
+        for env in list(self.run.cluster.events.envelopes):
+            self._emit(env)
+        self._moved(0, "load")
 
     # ---- state ---------------------------------------------------------------------
     def _on_script(self, upto: int) -> bool:
