@@ -101,6 +101,8 @@
     const url = new URL(window.location.href);
     url.search = "?run=" + encodeURIComponent(msg.share_id) + (KV.data.lang && KV.data.lang !== "en" ? "&lang=" + KV.data.lang : "");
     input.value = url.toString();
+    const fork = $("fork-link");
+    if (fork) fork.href = "/sandbox/?run=" + encodeURIComponent(msg.share_id) + (KV.data.lang && KV.data.lang !== "en" ? "&lang=" + KV.data.lang : "");
     box.hidden = false;
     input.focus();
     input.select();

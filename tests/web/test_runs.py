@@ -24,8 +24,9 @@ def make_runtime(tmp_path):
 
 
 def comparable(state):
-    """The state a learner sees, minus try-it progress (a watcher's own achievement)."""
-    return json.dumps({k: v for k, v in state.items() if k != "tasks"}, sort_keys=True)
+    """The state a learner sees, minus try-it progress (a watcher's own achievement) and the
+    run counter browsers use to notice a new run."""
+    return json.dumps({k: v for k, v in state.items() if k not in ("tasks", "run_id")}, sort_keys=True)
 
 
 async def two_sandboxes(tmp_path, slug):
@@ -105,4 +106,44 @@ async def test_a_lesson_two_file_with_a_forged_step_command_is_refused(tmp_path)
                               "step": 1}}
     with pytest.raises(CommandError, match="between 1 and 50"):
         await rt.command(a, {"type": "import", "run": json.dumps(forged)})
+    rt.close_all()
+
+
+async def test_sandbox_builds_a_cluster_and_the_engine_refuses_an_impossible_one(tmp_path):
+    rt = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    reply = await rt.command(sid, {"type": "shape", "brokers": "4", "partitions": "2", "replication_factor": "3",
+                                   "min_insync_replicas": "2", "truncation": "hw", "unclean": "true"})
+    assert reply["text"].startswith("Your cluster: 4 brokers, 2 partition(s), RF 3")
+    st = rt.sandboxes[sid].engine.state()
+    assert len(st["brokers"]) == 4 and len(st["partition"]["isr"]) == 3 and st["truncation"] == "hw"
+    before = comparable(st)
+    with pytest.raises(CommandError) as err:
+        await rt.command(sid, {"type": "shape", "brokers": "2", "replication_factor": "3"})
+    assert err.value.code == "engine" and "replication factor 3 is larger than the number of brokers (2)" in \
+        err.value.message
+    assert comparable(rt.sandboxes[sid].engine.state()) == before
+    # A shaped run round-trips through export/import like any other.
+    exported = (await rt.command(sid, {"type": "export"}))["data"]
+    await rt.command(sid, {"type": "crash", "broker": "1"})
+    await rt.command(sid, {"type": "import", "run": json.dumps(exported)})
+    assert comparable(rt.sandboxes[sid].engine.state()) == before
+    rt.close_all()
+
+
+async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(tmp_path):
+    rt = make_runtime(tmp_path)
+    lesson, sandbox, other = new_sandbox_id(), new_sandbox_id(), new_sandbox_id()
+    await rt.attach(lesson, "leader-epoch")
+    await rt.attach(sandbox, "sandbox")
+    await rt.attach(other, "segments")
+    for _ in range(6):
+        await rt.command(lesson, {"type": "step"})
+    share_id = (await rt.command(lesson, {"type": "share"}))["share_id"]
+    reply = await rt.command(sandbox, {"type": "open_shared", "id": share_id})
+    assert reply["text"] == "Run loaded: step 6 of 16."
+    assert comparable(rt.sandboxes[sandbox].engine.state()) == comparable(rt.sandboxes[lesson].engine.state())
+    with pytest.raises(CommandError, match="share link is unknown"):
+        await rt.command(other, {"type": "open_shared", "id": share_id})
     rt.close_all()
