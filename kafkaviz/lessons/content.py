@@ -88,7 +88,7 @@ class LessonContent:
     tasks: tuple[Task, ...]
     quiz: tuple[Question, ...]
     text: dict = field(default_factory=dict)   # lesson-specific UI text (labels of scenario choices etc.)
-    notes: dict = field(default_factory=dict)  # "<scenario>:<step>" -> what to look at in that step
+    notes: dict = field(default_factory=dict)  # "<scenario>:<step>[:<rule>]" -> what to look at in that step
     languages: tuple[str, ...] = ("en",)
 
     @property
@@ -204,7 +204,7 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
     notes = {}
     for i, n in enumerate(base.get("notes", [])):
         w = f"{where} notes[{i}]"
-        key = f"{_need(n, 'scenario', str, w)}:{_need(n, 'step', int, w)}"
+        key = f"{_need(n, 'scenario', str, w)}:{_need(n, 'step', int, w)}" + (f":{n['rule']}" if n.get("rule") else "")
         notes[key] = ((over.get("notes") or {}).get(key) or {}).get("say") or _need(n, "say", str, w)
     return LessonContent(
         slug=slug, lang=lang, number=_need(base, "number", int, where), title=text("title"),

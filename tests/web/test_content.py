@@ -91,7 +91,8 @@ def test_scenario_notes_point_at_steps_that_exist(slug):
 
     content = load_content(slug)
     for key in content.notes:
-        name, step = key.rsplit(":", 1)
+        name, step, *rule = key.split(":")
+        assert rule in ([], ["hw"], ["epoch"]), key
         assert name in content.scenario.get("choices", ()), key
         assert 1 <= int(step) <= len(get_scenario(name).steps), key
     for lang in LANGUAGES:
