@@ -117,6 +117,11 @@ WHITENOISE_USE_FINDERS = not _flag("KAFKAVIZ_STATIC_MANIFEST", "0")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LANGUAGE_CODE = "en"
+# The lesson pages pick their language from ?lang= (en | zh); UI strings are translated
+# through locale/<lang>/LC_MESSAGES/django.po (compiled .mo files are committed; `make messages`
+# rebuilds them).
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -137,7 +142,7 @@ KAFKAVIZ_RUNTIME = {
     "MAX_DISK_BYTES": 5 * 1024 * 1024,
     "COMMANDS_PER_SECOND": 8.0,
     "COMMAND_BURST": 20,
-    "MAX_MESSAGE_BYTES": 4096,  # a WebSocket message from the browser
+    "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
 }
 
 LOGGING = {

@@ -180,7 +180,7 @@ def replay_run(command_log: str) -> dict:
     checker findings it raised, plus the final state. A run of a sweep is small (tens of
     commands), so this is cheap enough for a request."""
     from engine.cluster.run import Run, load_command_log, make_config
-    from kafkaviz.live.replication import finding_text
+    from engine.narration import finding_text
 
     log = load_command_log(command_log)
     with tempfile.TemporaryDirectory(prefix="kafkaviz-replay-") as root:

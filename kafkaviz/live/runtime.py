@@ -27,6 +27,10 @@ from typing import Any, Callable
 
 from engine.errors import KafkaError
 
+from django.utils import translation
+
+from kafkaviz.lessons.content import DJANGO_LANG, load_content
+
 from .frames import FrameBuilder
 from .kinds import Limits, SandboxKind, get_kind
 from .validation import CommandError, CommandSpec, Field, validate_command
@@ -42,7 +46,16 @@ COMMON_COMMANDS: dict[str, CommandSpec] = {
     "reset": CommandSpec("reset", (), help="Throw the sandbox away and start again."),
     "mode": CommandSpec("mode", (Field("step", "bool", "Step mode", default=False),),
                         help="Step mode: one frame per engine event."),
+    "export": CommandSpec("export", (), help="The run as JSON (seed, lesson, command log, step)."),
+    "import": CommandSpec("import", (Field("run", "str", "Run file", required=True, max_length=64 * 1024),),
+                          help="Replace the run with an exported one."),
+    "share": CommandSpec("share", (), help="Store the run under a short id and get its link."),
+    "open_shared": CommandSpec("open_shared", (Field("id", "str", "Share id", required=True, max_length=8,
+                                                     pattern=r"[A-Za-z0-9_-]{8}",
+                                                     pattern_help="is not a share id"),),
+                               help="Replace the run with a shared one."),
 }
+RUN_FORMAT = "kafkaviz-run"
 
 
 def new_sandbox_id() -> str:
@@ -72,6 +85,7 @@ class TokenBucket:
 @dataclass
 class Sandbox:
     id: str
+    slug: str                  # the lesson whose sandbox this is
     kind_name: str
     data_dir: Path
     engine: SandboxKind
@@ -124,11 +138,11 @@ class Runtime:
     def _limits(self) -> Limits:
         return Limits(self.settings["MAX_MESSAGES"], self.settings["MAX_DISK_BYTES"])
 
-    def _build(self, sandbox_id: str, kind_name: str, seed: int, frames: FrameBuilder) -> SandboxKind:
+    def _build(self, sandbox_id: str, lesson: Any, seed: int, frames: FrameBuilder) -> SandboxKind:
         data_dir = self.data_root / sandbox_id
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.mkdir(parents=True)
-        cls = get_kind(kind_name)
+        cls = get_kind(lesson.kind)
         # The frame builder listens from the start, so the events of opening the
         # engine (recovery, the first segment) reach the browser too. In step mode each
         # event carries the state right after it (once the engine is fully built).
@@ -138,17 +152,21 @@ class Runtime:
             engine = box.get("engine")
             frames.add(env, engine.state if engine is not None and frames.step_mode else None)
 
-        engine = cls(data_dir, seed=seed, limits=self._limits(), listener=on_event)
+        engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
+        engine.cut_hook = lambda: frames.cut(engine.state())
         box["engine"] = engine
         return engine
 
-    def _create(self, sandbox_id: str, kind_name: str) -> Sandbox:
+    def _create(self, sandbox_id: str, slug: str, lang: str) -> Sandbox:
         if not SANDBOX_ID_RE.match(sandbox_id):
             raise CommandError("not_found", "This sandbox id is not one the server issued.")
+        lesson = load_content(slug, lang)
+        if lesson is None or lesson.kind is None:
+            raise CommandError("not_found", f"Lesson {slug!r} has no live sandbox.")
         with self._create_lock:
             sb = self.sandboxes.get(sandbox_id)
             if sb is not None:
-                if sb.kind_name != kind_name:
+                if sb.slug != slug:
                     raise CommandError("not_found", "This sandbox belongs to another lesson.")
                 # Count the watcher under the lock, so a concurrent reap cannot take it.
                 sb.watchers += 1
@@ -158,15 +176,15 @@ class Runtime:
             if len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]:
                 raise CommandError("quota", "The server is running as many sandboxes as it allows right now; "
                                    "please try again in a few minutes.")
-            frames = FrameBuilder(kind_name, max_events=self.settings["MAX_EVENTS_PER_FRAME"])
+            frames = FrameBuilder(lesson.kind, max_events=self.settings["MAX_EVENTS_PER_FRAME"], lang=lesson.lang)
             seed = int(sandbox_id[:8], 16)
-            engine = self._build(sandbox_id, kind_name, seed, frames)
+            engine = self._build(sandbox_id, lesson, seed, frames)
             now = self.now()
-            sb = Sandbox(sandbox_id, kind_name, self.data_root / sandbox_id, engine, frames,
+            sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
                          last_active=now, watchers=1, seed=seed)
             self.sandboxes[sandbox_id] = sb
-            log.info("sandbox %s (%s) created", sandbox_id, kind_name)
+            log.info("sandbox %s (%s) created", sandbox_id, slug)
             return sb
 
     def _ensure_reaper(self) -> None:
@@ -179,10 +197,11 @@ class Runtime:
             await asyncio.sleep(every)
             await asyncio.to_thread(self.reap_idle)
 
-    async def attach(self, sandbox_id: str, kind_name: str) -> dict[str, Any]:
-        """A watcher arrives: create the sandbox if needed; return its snapshot frame."""
+    async def attach(self, sandbox_id: str, slug: str, lang: str = "en") -> dict[str, Any]:
+        """A watcher of lesson ``slug`` arrives: create the sandbox if needed (narrated
+        in ``lang``); return its snapshot frame."""
         self._ensure_reaper()
-        sb = await asyncio.to_thread(self._create, sandbox_id, kind_name)
+        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang)
         return await asyncio.to_thread(self._snapshot, sb)
 
     def _snapshot(self, sb: Sandbox) -> dict[str, Any]:
@@ -233,7 +252,8 @@ class Runtime:
         now = self.now()
         sb.last_active = now
         specs = {**COMMON_COMMANDS, **sb.engine.commands}
-        spec, values = validate_command(specs, message)
+        with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
+            spec, values = validate_command(specs, message)
         if not sb.bucket.take(now):
             raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
                                f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
@@ -244,20 +264,24 @@ class Runtime:
             # Even a refused command may have changed something first (e.g. the first
             # of several appends): watchers see whatever the engine did.
             await self._after_command(sb)
-        return {"type": "ack", "command": spec.type, "text": text}
+        reply = {"type": "ack", "command": spec.type}
+        reply.update(text if isinstance(text, dict) else {"text": text})
+        return reply
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
-        with sb.lock:
+        with sb.lock, translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
             if spec.type == "reset":
                 sb.engine.close()
                 sb.frames.mark_reset()
-                sb.engine = self._build(sb.id, sb.kind_name, sb.seed, sb.frames)
+                sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames)
                 return "The sandbox started over."
             if spec.type == "mode":
                 sb.frames.step_mode = values["step"]
                 return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
+            if spec.type in RUN_COMMANDS:
+                return RUN_COMMANDS[spec.type](self, sb, values)
             try:
-                return getattr(sb.engine, spec.handler)(**values)
+                return sb.engine.execute(spec, values)
             except KafkaError as exc:
                 # The engine refused (and left its state as it was): tell the sender in its words.
                 raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
@@ -293,6 +317,82 @@ class Runtime:
             for frame in frames:
                 await self.publish(group_name(sb.id), {"type": "sandbox.frame", "frame": frame})
         return len(frames)
+
+
+# ---- runs: export, import, share --------------------------------------------------------
+
+def _export(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    data = {"format": RUN_FORMAT, "version": 1, "lesson": sb.slug, "kind": sb.kind_name, "seed": sb.seed,
+            "run": sb.engine.export_run()}
+    # "file" is the JSON text to save as it is: browsers' numbers lose digits past 2**53
+    # (a scenario's flush.messages=Long.MAX_VALUE), so the page must not re-serialise "data".
+    return {"text": "Here is the run as JSON.", "data": data, "file": json.dumps(data, indent=1)}
+
+
+def _import_payload(sb: Sandbox, data: Any) -> str:
+    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT or data.get("version") != 1:
+        raise CommandError("invalid", "This is not a kafkaviz run file (format \"kafkaviz-run\", version 1).",
+                           "run", "import")
+    # The sandbox forks any run of a lesson with the same kind of engine.
+    fork = sb.slug == "sandbox" and data.get("kind") == sb.kind_name
+    if data.get("lesson") != sb.slug and not fork:
+        raise CommandError("invalid", f"This run belongs to lesson {str(data.get('lesson'))[:40]!r}, not to "
+                           f"{sb.slug!r}; open it there.", "run", "import")
+    try:
+        sb.engine.import_run(data.get("run"))
+    except KafkaError as exc:
+        raise CommandError("engine", f"The run could not be replayed: {type(exc).__name__}: {exc}",
+                           "run", "import") from exc
+    st = sb.engine.state()["run"]
+    return f"Run loaded: step {st['step']} of {st['total']}."
+
+
+def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    import json
+
+    try:
+        data = json.loads(values["run"])
+    except ValueError:
+        raise CommandError("invalid", "The file is not valid JSON.", "run", "import") from None
+    return _import_payload(sb, data)
+
+
+def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    from django.db import connections
+
+    from .models import MAX_RUN_BYTES, SharedRun
+
+    data = _export(rt, sb, values)["data"]
+    if len(json.dumps(data)) > MAX_RUN_BYTES:
+        raise CommandError("quota", "This run is too long to share; step back or reset first.", command="share")
+    try:
+        shared = SharedRun.objects.create(lesson=sb.slug, payload=data)
+    finally:
+        connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
+    return {"text": "Share link created.", "share_id": shared.id}
+
+
+def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    from django.db import connections
+
+    from .models import SharedRun
+
+    try:
+        shared = SharedRun.objects.filter(pk=values["id"]).first()
+    finally:
+        connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
+    if shared is None or (shared.lesson != sb.slug and sb.slug != "sandbox"):
+        raise CommandError("not_found", "This share link is unknown (mistyped, or made for another lesson).",
+                           "id", "open_shared")
+    return _import_payload(sb, shared.payload)
+
+
+RUN_COMMANDS: dict[str, Callable[[Runtime, Sandbox, dict[str, Any]], Any]] = {
+    "export": _export, "import": _import, "share": _share, "open_shared": _open_shared}
 
 
 def _log_failure(task: asyncio.Future) -> None:
