@@ -79,4 +79,5 @@ def get_kind(name: str) -> type[SandboxKind]:
     # wherever it is used.
     from . import segments  # noqa: F401
     from . import replication  # noqa: F401  (lesson 10)
+    from . import inside_segment  # noqa: F401  (lessons 3, 4)
     return SANDBOX_KINDS[name]
