@@ -79,5 +79,8 @@ def get_kind(name: str) -> type[SandboxKind]:
     # wherever it is used.
     from . import segments  # noqa: F401
     from . import replication  # noqa: F401  (lesson 10)
+    from . import topic  # noqa: F401  (lesson 1)
     from . import inside_segment  # noqa: F401  (lessons 3, 4)
+    from . import retention  # noqa: F401  (lesson 5)
+    from . import page_cache  # noqa: F401  (lesson 7)
     return SANDBOX_KINDS[name]

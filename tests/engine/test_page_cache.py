@@ -70,3 +70,79 @@ def test_flush_messages_makes_every_nth_append_durable(tmp_path):
     log2 = _open(disk, sched, events, recovery_point=6)
     assert log2.log_end_offset == 6      # the 7th record was only in the page cache
     log2.close()
+
+
+# ---- the standalone broker of lesson 7 -------------------------------------------
+from engine.page_cache import StandaloneBroker  # noqa: E402
+
+
+def _broker(tmp_path, **cfg):
+    clock = VirtualClock()
+    sched = Scheduler(clock)
+    events = EventLog(clock)
+    config = LogConfig().replace(segment_index_bytes=1024, **cfg)
+    return StandaloneBroker(Disk(tmp_path), "events", config, sched, events), sched, events
+
+
+def _send(b, n, size=300):
+    for _ in range(n):
+        b.log.append_as_leader([SimpleRecord(value=b"v" * size)], leader_epoch=0)
+
+
+def test_power_loss_without_flush_loses_every_record_a_process_kill_loses_none(tmp_path):
+    b, sched, events = _broker(tmp_path / "a")
+    _send(b, 5)
+    lost = b.crash(power_loss=True)
+    assert any(f["file"].endswith(".log") and f["size_after"] == 0 for f in lost)
+    assert b.restart().log_end_offset == 0          # seed 001: Kafka practically never fsyncs by itself
+    b2, _, _ = _broker(tmp_path / "b")
+    _send(b2, 5)
+    assert b2.crash(power_loss=False) == []
+    assert b2.restart().log_end_offset == 5          # the page cache survived the process
+
+
+def test_flush_then_crash_keeps_what_was_flushed_and_the_page_cache_view_shows_it(tmp_path):
+    b, sched, events = _broker(tmp_path)
+    _send(b, 3)
+    b.flush()
+    _send(b, 2)
+    log_file = next(f for f in b.page_cache() if f["name"].endswith(".log"))
+    assert log_file["durable"] < log_file["size"]
+    b.crash()
+    assert b.restart().log_end_offset == 3
+    assert events.of_kind("recovery_checkpoint_written")[-1].recovery_point == 3
+
+
+def test_writeback_then_power_loss_tears_a_batch_and_recovery_cuts_it(tmp_path):
+    b, sched, events = _broker(tmp_path)
+    _send(b, 20, size=300)          # ~370-byte batches: page 4096 ends inside one
+    moved = b.writeback()
+    assert any(m["file"].endswith(".log") and m["to"] % 4096 == 0 for m in moved)
+    b.crash()
+    log = b.restart()
+    cut = events.of_kind("recovery_truncated")
+    assert cut and cut[-1].from_bytes > cut[-1].to_bytes
+    assert log.active_segment.size == cut[-1].to_bytes and log.active_segment.size < 4096 * (log.active_segment.size // 4096 + 1)
+    assert [r.offset for r in log.records()] == list(range(log.log_end_offset))
+    assert 0 < log.log_end_offset < 20
+
+
+def test_flush_messages_1_loses_nothing(tmp_path):
+    b, sched, events = _broker(tmp_path, flush_interval_messages=1)
+    _send(b, 7)
+    b.crash()
+    assert b.restart().log_end_offset == 7
+
+
+def test_commands_on_a_dead_broker_are_refused(tmp_path):
+    import pytest
+    from engine.errors import InvalidRequestError
+    b, sched, events = _broker(tmp_path)
+    b.crash()
+    with pytest.raises(InvalidRequestError):
+        b.flush()
+    with pytest.raises(InvalidRequestError):
+        b.crash()
+    b.restart()
+    with pytest.raises(InvalidRequestError):
+        b.restart()
