@@ -36,16 +36,16 @@ class InsideSegmentSandbox(SingleLogSandbox):
         "produce": produce_spec(600),
         "advance": advance_spec(),
         "lookup_offset": CommandSpec("lookup_offset", (
-            Field("offset", "int", "Offset", required=True, min=0, max=10**12),
+            Field("offset", "int", "Offset", required=True, min=0, max=10**12 - 1),
         ), handler="lookup_offset", help="Find the batch holding an offset, as a fetch does."),
         "lookup_time": CommandSpec("lookup_time", (
-            Field("timestamp", "int", "Timestamp (ms)", required=True, min=0, max=10**13),
+            Field("timestamp", "int", "Timestamp (ms)", required=True, min=0, max=10**12 - 1),
         ), handler="lookup_time", help="Find the first offset with a timestamp >= the target (ListOffsets)."),
         "set_index_interval": CommandSpec("set_index_interval", (
             Field("bytes", "int", "index.interval.bytes", required=True, choices=INTERVAL_CHOICES),
         ), handler="set_index_interval", help="Change how many bytes go between .index entries (new entries only)."),
         "select_segment": CommandSpec("select_segment", (
-            Field("segment", "int", "Segment base offset", required=True, min=0, max=10**12),
+            Field("segment", "int", "Segment base offset", required=True, min=0, max=10**12 - 1),
         ), handler="select_segment", help="Show another segment in the diagram."),
     }
 

@@ -1,0 +1,215 @@
+"""The storage lessons' sandbox kinds (1, 3, 4, 5, 7) driven directly, as the runtime's worker
+thread would: each test checks a seed fact against what the engine did, and that bad input is
+refused with a message while the sandbox keeps working."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafkaviz.live.kinds import Limits, get_kind
+from kafkaviz.live.validation import CommandError, validate_command
+
+
+def make(name, tmp_path, seed=3, max_messages=5000):
+    return get_kind(name)(tmp_path / name, seed=seed, limits=Limits(max_messages, 50_000_000))
+
+
+def run(kind, message):
+    spec, values = validate_command(type(kind).commands, message)
+    return getattr(kind, spec.handler)(**values)
+
+
+# ---- lesson 1: topics, partitions, offsets --------------------------------------------
+def test_lesson1_same_key_same_partition_and_offsets_count_from_zero(tmp_path):
+    """Seed 001 ordering + seed-claims #113: keyed records go to murmur2(key) % partitions."""
+    k = make("topic", tmp_path)
+    run(k, {"type": "produce", "count": "6", "key_mode": "fixed", "key": "user-1"})
+    parts = [p for p in k.state()["partitions"] if p["records"]]
+    assert len(parts) == 1 and [r[0] for r in parts[0]["records"]] == list(range(6))
+    assert {"id": "same-key", "done": True}.items() <= {**k.tasks()[0]}.items()
+
+
+def test_lesson1_keyless_records_stick_then_switch_kip480(tmp_path):
+    """Seed 001 says keyless records go round-robin one by one; since Kafka 2.4 (KIP-480) a
+    whole batch fills one partition first."""
+    k = make("topic", tmp_path)
+    run(k, {"type": "produce", "count": "20", "key_mode": "none"})
+    placements = k.state()["placements"]
+    runs = []
+    for pl in placements:
+        if not runs or runs[-1][0] != pl["partition"]:
+            runs.append([pl["partition"], 0])
+        runs[-1][1] += 1
+    assert len(runs) >= 2 and all(n >= 4 for _, n in runs[:-1])
+    assert k.tasks()[1]["done"]
+
+
+def test_lesson1_two_consumers_order_per_partition_only(tmp_path):
+    """Seed 001: order is guaranteed only within a partition."""
+    k = make("topic", tmp_path)
+    run(k, {"type": "produce", "count": "12", "key_mode": "cycle"})
+    run(k, {"type": "produce", "count": "12", "key_mode": "none"})
+    for _ in range(12):
+        run(k, {"type": "poll", "consumer": "A", "max_records": "3"})
+        run(k, {"type": "poll", "consumer": "B", "max_records": "3"})
+    st = k.state()
+    assert st["orders_differ"] and k.tasks()[2]["done"]
+    a, b = st["consumers"]
+    for p in range(3):
+        assert [r for r in a["received"] if r[0] == p] == [r for r in b["received"] if r[0] == p]
+
+
+def test_lesson1_bad_input_is_refused_and_changes_nothing(tmp_path):
+    k = make("topic", tmp_path)
+    with pytest.raises(CommandError) as e:
+        run(k, {"type": "produce", "count": "5", "key_mode": "fixed", "key": ""})
+    assert e.value.field == "key"
+    with pytest.raises(CommandError):
+        run(k, {"type": "poll", "consumer": "C"})
+    with pytest.raises(CommandError):
+        run(k, {"type": "produce", "count": "500"})
+    assert k.messages_sent == 0
+
+
+# ---- lessons 3 and 4: inside a segment --------------------------------------------------
+def test_lesson3_offset_lookup_picks_segment_probes_index_then_scans(tmp_path):
+    """Seed 000 §1.2's six steps; seed 001 lookup #1-#3: floor by file name, binary search in the
+    sparse .index (largest entry <= target), then scan the .log from that position."""
+    k = make("inside-segment", tmp_path)
+    run(k, {"type": "produce", "count": "40", "value_size": "100"})
+    run(k, {"type": "lookup_offset", "offset": "19"})
+    st = k.state()
+    lk = st["lookup"]
+    assert lk["mode"] == "offset" and lk["segment"] == max(b for b in lk["candidates"] if b <= 19)
+    entries = st["layout"]["offset_index"]
+    floor = max((e for e in entries if e[1] <= 19), key=lambda e: e[1])
+    assert lk["probes"][-1][3] <= 19 and any(p[3] == floor[1] for p in lk["probes"])
+    assert lk["scan"][0][0] == floor[2]                # the scan starts where the entry points
+    assert lk["scan"][-1][4] and lk["scan"][-1][1] <= 19 <= lk["scan"][-1][2]
+    assert st["layout"]["files"]["log"] == f"{lk['segment']:020d}.log"
+    # sparse (seed-claims #7: seed 000's figure shows an entry per message; Kafka's index is sparse)
+    assert len(entries) < len(st["layout"]["batches"])
+
+
+def test_lesson3_index_interval_changes_density_of_new_entries(tmp_path):
+    """Seed 001 seg #6: one entry per index.interval.bytes of messages."""
+    k = make("inside-segment", tmp_path)
+    run(k, {"type": "set_index_interval", "bytes": "4096"})
+    run(k, {"type": "produce", "count": "12", "value_size": "100"})
+    sparse = len(k.state()["layout"]["offset_index"])
+    k2 = make("inside-segment", tmp_path / "b")
+    run(k2, {"type": "set_index_interval", "bytes": "64"})
+    run(k2, {"type": "produce", "count": "12", "value_size": "100"})
+    dense = len(k2.state()["layout"]["offset_index"])
+    assert sparse == 0 and dense >= 10
+    assert k2.tasks()[2]["done"]
+    with pytest.raises(CommandError):
+        run(k2, {"type": "set_index_interval", "bytes": "100"})   # not one of the offered values
+
+
+def test_lesson4_time_lookup_four_steps_between_entries_and_past_the_end(tmp_path):
+    """Seed 002 §1.2's four steps; seed-claims #32: step 2 takes the largest entry <= target
+    (the seed says >=); #34: every record has a timestamp, so the answer is exact."""
+    k = make("inside-segment", tmp_path)
+    run(k, {"type": "produce", "count": "30", "value_size": "100", "ms_between": "100"})
+    run(k, {"type": "select_segment", "segment": "0"})
+    ti = k.state()["layout"]["time_index"]
+    target = ti[1][0] + 50                                  # between entries 1 and 2
+    run(k, {"type": "lookup_time", "timestamp": str(target)})
+    lk = k.state()["lookup"]
+    assert lk["mode"] == "timestamp" and lk["time_probes"]
+    assert all(p[3] != target for p in lk["time_probes"])
+    assert lk["timestamp"] >= target and lk["offset"] == next(
+        b[1] for b in k.state()["layout"]["batches"] if b[3] >= target)
+    assert k.tasks()[3]["done"]
+    text = run(k, {"type": "lookup_time", "timestamp": str(10**9)})
+    assert "-1" in text and k.state()["lookup"]["offset"] == -1 and k.tasks()[4]["done"]
+
+
+def test_lesson3_lookup_outside_the_log_is_a_clear_error(tmp_path):
+    k = make("inside-segment", tmp_path)
+    with pytest.raises(CommandError, match="empty"):
+        run(k, {"type": "lookup_offset", "offset": "0"})
+    run(k, {"type": "produce", "count": "3"})
+    with pytest.raises(CommandError, match="0–2"):
+        run(k, {"type": "lookup_offset", "offset": "7"})
+    with pytest.raises(CommandError):
+        run(k, {"type": "produce", "count": "1", "value_size": "5000"})
+
+
+# ---- lesson 5: retention ------------------------------------------------------------------
+def test_lesson5_three_rules_active_segment_kept_deleted_then_gone(tmp_path):
+    """Seed 000 §1.3/§1.4 and seed 002 §1.3: whole segments go by size and by time; the log start
+    offset (DeleteRecords) removes segments below it; .deleted first, removed after the delay;
+    the active segment is never deleted."""
+    k = make("retention", tmp_path)
+    run(k, {"type": "produce", "count": "20", "value_size": "100"})
+    run(k, {"type": "advance", "seconds": "5"})
+    assert k.deleted_by.get("size") == 1
+    assert any(f["deleted"] for f in k.state()["log"]["files"])
+    run(k, {"type": "delete_records", "offset": "14"})
+    run(k, {"type": "advance", "seconds": "5"})
+    assert k.deleted_by.get("log_start_offset") == 1
+    run(k, {"type": "advance", "seconds": "70"})
+    st = k.state()
+    assert k.deleted_by.get("time", 0) >= 1
+    assert len(st["log"]["segments"]) == 1 and st["log"]["active_segment"] == st["log"]["log_end_offset"]
+    assert not any(f["deleted"] for f in st["log"]["files"])
+    assert all(t["done"] for t in k.tasks())
+    # the chart's history: size never above retention.bytes after a check, bounded length
+    assert len(st["history"]) <= 600 and st["history"][0][1] == 0
+
+
+def test_lesson5_delete_records_bounds(tmp_path):
+    k = make("retention", tmp_path)
+    run(k, {"type": "produce", "count": "5"})
+    with pytest.raises(Exception, match="high watermark"):
+        run(k, {"type": "delete_records", "offset": "9"})
+    run(k, {"type": "delete_records", "offset": "3"})
+    with pytest.raises(CommandError, match="forward"):
+        run(k, {"type": "delete_records", "offset": "1"})
+    assert k.state()["log"]["log_start_offset"] == 3
+
+
+def test_lesson5_history_is_bounded(tmp_path):
+    k = make("retention", tmp_path)
+    for _ in range(10):
+        run(k, {"type": "produce", "count": "40", "value_size": "50"})
+        run(k, {"type": "advance", "seconds": "60"})
+    assert len(k.history) <= 600
+    assert len(json.dumps(k.state())) < 60_000
+
+
+# ---- lesson 7: flush, page cache, crash -------------------------------------------------
+def test_lesson7_power_loss_loses_unflushed_and_recovery_cuts_the_torn_batch(tmp_path):
+    """Seed 001 flush: Kafka leaves flushing to the OS (flush.messages/flush.ms default to never);
+    a power loss loses what was not fsync'd; recovery keeps every whole batch before the damage."""
+    k = make("page-cache", tmp_path)
+    run(k, {"type": "produce", "count": "12", "value_size": "300"})
+    run(k, {"type": "writeback"})
+    run(k, {"type": "crash", "power_loss": "true"})
+    with pytest.raises(CommandError, match="down"):
+        run(k, {"type": "produce", "count": "1"})
+    run(k, {"type": "restart"})
+    st = k.state()
+    assert st["crashes"][-1]["lost_records"] >= 1
+    assert st["log"]["log_end_offset"] < 12
+    done = {t["id"]: t["done"] for t in st["tasks"]}
+    assert done["lose-unflushed"] and done["torn-batch"]
+
+
+def test_lesson7_flush_messages_one_loses_nothing_and_fetch_names_the_sendfile_range(tmp_path):
+    k = make("page-cache", tmp_path)
+    run(k, {"type": "set_flush", "flush_messages": "1", "flush_ms": "0"})
+    run(k, {"type": "produce", "count": "5", "value_size": "200"})
+    assert all(f["durable"] == f["size"] for f in k.state()["files"] if f["name"].endswith(".log"))
+    run(k, {"type": "fetch", "offset": "2"})
+    fetch = k.state()["fetch"]
+    batches = k.state()["log"]["batches"]
+    assert fetch["position"] == batches[2][0] and fetch["length"] == sum(b[3] for b in batches[2:])
+    run(k, {"type": "crash", "power_loss": "true"})
+    run(k, {"type": "restart"})
+    assert k.state()["crashes"][-1]["lost_records"] == 0
+    with pytest.raises(CommandError):
+        run(k, {"type": "set_flush", "flush_messages": "3", "flush_ms": "0"})
