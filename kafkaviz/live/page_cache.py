@@ -76,8 +76,12 @@ class PageCacheSandbox(SandboxKind):
         self.broker = StandaloneBroker(self.disk, TOPIC, self.config, self.scheduler, self.events)
 
     def on_event(self, env: Envelope) -> None:
-        if env.event.kind == "recovery_truncated" and env.event.from_bytes > env.event.to_bytes:
+        ev = env.event
+        if ev.kind == "recovery_truncated" and ev.from_bytes > ev.to_bytes:
             self.torn += 1
+            if self.crashes and self.crashes[-1]["leo_after"] is None:
+                self.crashes[-1]["recovery_cut"] = {"segment": ev.segment, "from": ev.from_bytes, "to": ev.to_bytes,
+                                                    "reason": ev.reason}
 
     # ---- commands ----------------------------------------------------------
     def produce(self, count: int, value_size: int) -> str:
