@@ -129,6 +129,7 @@ class RetentionSandbox(SingleLogSandbox):
             upper = segs[i + 1].base_offset if i + 1 < len(segs) else self.log.log_end_offset
             rows.append({"base": seg.base_offset, "end": upper, "size": seg.size, "active": i == len(segs) - 1,
                          "largest_timestamp": seg.largest_timestamp, "age_ms": now - seg.largest_timestamp})
-        return {**self.base_state(), "segment_rows": rows, "retention_bytes": self.config.retention_bytes,
+        base = self.base_state()
+        return {**base, "partitions": [base["log"]], "segment_rows": rows, "retention_bytes": self.config.retention_bytes,
                 "retention_ms": self.config.retention_ms, "checks": self.checks, "history": self.history,
                 "deleted_by": self.deleted_by, "tasks": self.tasks()}

@@ -127,6 +127,7 @@ class SingleLogSandbox(SandboxKind):
     def log_state(self) -> dict[str, Any]:
         log = self.log
         return {
+            "partition": log.partition,
             "dir": log.name,
             "log_start_offset": log.log_start_offset,
             "log_end_offset": log.log_end_offset,
