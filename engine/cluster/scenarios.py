@@ -610,10 +610,12 @@ ACKS_COMPARED = Scenario(
         _s("The followers wake up.", "resume_follower", broker=1),
         _s("So does broker 2.", "resume_follower", broker=2),
         _s("The controller fences broker 0 and elects broker 1 (in the ISR) at epoch 1. Its log ends at m0: the "
-           "acknowledged 'one' is gone, and the checker flags it. 'all' fails at the producer instead of being "
-           "lost, so it can be retried.", "advance", ms=10000),
+           "acknowledged 'one' is gone, and the checker flags it. 'all' is still waiting for an answer.",
+           "advance", ms=10000),
         _s("Broker 0 restarts and follows broker 1, cutting its three extra records.", "restart", broker=0),
-        _s("All replicas agree on [m0].", "advance", ms=3000),
+        _s("All replicas agree on [m0]. The acks=all request for 'all' never got an answer; when "
+           "request.timeout.ms (30 s) runs out the producer reports it as failed and can retry it.",
+           "advance", ms=20000),
     ),
     expected={m: Expected(lost=("one",), diverged=False, isr=(0, 1, 2), leader=1,
                           logs={b: ("m0",) for b in (0, 1, 2)},

@@ -1,0 +1,46 @@
+/* The leader's high-watermark arithmetic (lesson 8): its own LEO, the remote LEO it holds for
+ * each follower (what that follower's last fetch offset said), which of them are in the ISR,
+ * and HW = the smallest of those. From frame.state.hw_view, read from the engine's partition. */
+(function () {
+  "use strict";
+  function h(tag, attrs, text) {
+    const n = document.createElement(tag);
+    for (const k in attrs || {}) n.setAttribute(k, attrs[k]);
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+  KV.register("hw-calc", {
+    update: function (root, frame) {
+      const st = frame.state || {};
+      if (!("hw_view" in st)) return;
+      const v = st.hw_view;
+      root.textContent = "";
+      if (!v) { root.appendChild(h("p", { class: "note" }, "No leader right now: nobody computes a high watermark.")); return; }
+      const isr = new Set(v.isr.map(String));
+      const table = h("table", { class: "hw-table", id: "hw-table" });
+      const head = h("tr");
+      ["", "broker " + v.leader + " (leader)"].concat(Object.keys(v.remote_leos).map(function (b) { return "broker " + b; }))
+        .forEach(function (t, i) { head.appendChild(h(i ? "th" : "td", i ? { scope: "col" } : {}, t)); });
+      table.appendChild(h("thead")).appendChild(head);
+      const body = table.appendChild(h("tbody"));
+      const row = h("tr");
+      row.appendChild(h("th", { scope: "row" }, "LEO the leader knows"));
+      row.appendChild(h("td", { class: "hw-own", id: "hw-leo-" + v.leader }, String(v.leo) + " (own)"));
+      Object.keys(v.remote_leos).forEach(function (b) {
+        const leo = v.remote_leos[b];
+        const cell = h("td", { id: "hw-remote-" + b, class: isr.has(b) ? "in-isr" : "out-isr" },
+          (leo < 0 ? "unknown" : String(leo)) + " (remote)" + (isr.has(b) ? "" : " — not in ISR"));
+        if (isr.has(b) && leo === v.min_isr_leo) cell.classList.add("is-min");
+        row.appendChild(cell);
+      });
+      body.appendChild(row);
+      root.appendChild(table);
+      const terms = [String(v.leo)].concat(Object.keys(v.remote_leos).filter(function (b) { return isr.has(b) && v.remote_leos[b] >= 0; })
+        .map(function (b) { return String(v.remote_leos[b]); }));
+      root.appendChild(h("p", { class: "hw-formula", id: "hw-formula" },
+        "HW = min over the ISR {" + v.isr.join(", ") + "} = min(" + terms.join(", ") + ") = " + v.min_isr_leo +
+        (v.high_watermark !== v.min_isr_leo ? " · the leader's HW is " + v.high_watermark + " (it moves on the next fetch or append)"
+          : " · the leader's HW is " + v.high_watermark)));
+    },
+  });
+})();
