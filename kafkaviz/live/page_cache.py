@@ -1,89 +1,54 @@
-"""Lesson 7's sandbox: flush, page cache and zero copy on one broker with one partition
-(:class:`engine.page_cache.StandaloneBroker`). Produce, and the bytes sit in the modelled
-page cache; flush (by hand, ``flush.messages``, ``flush.ms``) makes them durable; the
-kernel's writeback makes whole pages durable; a power loss drops the rest and the restart's
-recovery cuts the log at the last whole batch. A fetch shows the byte range the broker
-would hand to ``sendfile``: file, position, length, straight from the page cache.
+"""The ``page-cache`` sandbox kind (lesson 7): flush, page cache and zero copy on one broker
+with one partition (:class:`engine.page_cache.StandaloneBroker`). Produce, and the bytes sit
+in the modelled page cache; flush (by hand, ``flush.messages``, ``flush.ms``) makes them
+durable; the OS's writeback makes whole pages durable; a power loss drops the rest and the
+restart's recovery cuts the log at the last whole batch. A fetch shows the byte range the
+broker hands to ``sendfile``: file, position, length, straight from the page cache.
+
+Scenario keys: ``topic``, ``page_size``, ``config`` (Kafka names). Everything the frame
+shows is derived in the command handlers, so replaying the steps rebuilds it exactly.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine.config import LONG_MAX, LogConfig
 from engine.disk import Disk
-from engine.events import Envelope
 from engine.page_cache import StandaloneBroker
 from engine.records import SimpleRecord
 
-from .kinds import Limits, SandboxKind, register
-from .single_log import config_kwargs
-from .validation import CommandError, CommandSpec, Field
+from .kinds import SandboxKind, command
+from .validation import CommandError, Field
 
-__all__ = ["PageCacheSandbox", "LESSON_CONFIG"]
+__all__ = ["PageCacheSandbox"]
 
-TOPIC = "payments"
-LESSON_CONFIG: dict[str, Any] = {
-    "segment.bytes": 16384,
-    "segment.index.bytes": 1024,
-    "index.interval.bytes": 4096,
-    "retention.ms": -1,
-    "flush.messages": LONG_MAX,
-    "flush.ms": LONG_MAX,
-}
 FLUSH_MESSAGES_CHOICES = (0, 1, 5, 10)     # 0 = Kafka's default (Long.MAX: never)
 FLUSH_MS_CHOICES = (0, 1000, 5000)         # 0 = Kafka's default (never)
+MS_PER_MESSAGE = 100
 
 
-@register
 class PageCacheSandbox(SandboxKind):
-    name = "page-cache"
-    commands = {
-        "produce": CommandSpec("produce", (
-            Field("count", "int", "Number of messages", default=3, min=1, max=40),
-            Field("value_size", "int", "Value size (bytes)", default=300, min=1, max=2000),
-        ), handler="produce", help="Append messages (acks=1: acknowledged once in the leader's page cache)."),
-        "advance": CommandSpec("advance", (
-            Field("seconds", "int", "Jump", default=5, required=True, min=1, max=3600),
-        ), handler="advance", help="Move the virtual clock; flush.ms and the checkpoint task run when due."),
-        "flush": CommandSpec("flush", (), handler="flush", help="fsync the log now (what flush.messages/flush.ms do)."),
-        "writeback": CommandSpec("writeback", (), handler="writeback",
-                                 help="The kernel writes whole dirty 4 KiB pages back on its own."),
-        "crash": CommandSpec("crash", (
-            Field("power_loss", "bool", "Power loss (the OS goes down too)", default=True),
-        ), handler="crash", help="Kill the broker; with power loss the page cache is lost."),
-        "restart": CommandSpec("restart", (), handler="restart", help="Start the broker: recovery runs."),
-        "set_flush": CommandSpec("set_flush", (
-            Field("flush_messages", "int", "flush.messages", required=True, choices=FLUSH_MESSAGES_CHOICES),
-            Field("flush_ms", "int", "flush.ms", required=True, choices=FLUSH_MS_CHOICES),
-        ), handler="set_flush", help="fsync every N messages / every T ms (0: never, Kafka's default)."),
-        "fetch": CommandSpec("fetch", (
-            Field("offset", "int", "Offset", required=True, min=0, max=10**12),
-        ), handler="fetch", help="A consumer fetch: the byte range the broker sends with sendfile."),
-    }
+    """One broker, one partition; faults that show where the bytes are."""
 
-    def __init__(self, data_dir: Path, *, seed: int, limits: Limits,
-                 listener: Callable[[Envelope], None] | None = None) -> None:
-        super().__init__(data_dir, seed=seed, limits=limits, listener=listener)
-        self.config = LogConfig().replace(**config_kwargs(LESSON_CONFIG))
-        self.disk = Disk(data_dir)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open()
+
+    def open(self) -> None:
+        sc = self.scenario
+        self.config = LogConfig().replace(**(sc.get("config") or {}))
+        self.disk = Disk(self.data_dir)
         self.messages_sent = 0
-        self.acked = 0                 # records acknowledged (acks=1) since the log began
+        self.acked = 0
         self.crashes: list[dict[str, Any]] = []
         self.last_fetch: dict[str, Any] | None = None
-        self.torn = 0
-        self.events.subscribe(self.on_event)
-        self.broker = StandaloneBroker(self.disk, TOPIC, self.config, self.scheduler, self.events)
-
-    def on_event(self, env: Envelope) -> None:
-        ev = env.event
-        if ev.kind == "recovery_truncated" and ev.from_bytes > ev.to_bytes:
-            self.torn += 1
-            if self.crashes and self.crashes[-1]["leo_after"] is None:
-                self.crashes[-1]["recovery_cut"] = {"segment": ev.segment, "from": ev.from_bytes, "to": ev.to_bytes,
-                                                    "reason": ev.reason}
+        self.broker = StandaloneBroker(self.disk, sc.get("topic", "payments"), self.config, self.scheduler,
+                                       self.events, page_size=int(sc.get("page_size", 4096)))
 
     # ---- commands ----------------------------------------------------------
+    @command(Field("count", "int", "Number of messages", required=True, min=1, max=40),
+             Field("value_size", "int", "Value size (bytes)", required=True, min=1, max=2000),
+             help="Append messages (acks=1: acknowledged once in the leader's page cache).")
     def produce(self, count: int, value_size: int) -> str:
         log = self._log("produce")
         if self.messages_sent + count > self.limits.max_messages:
@@ -94,7 +59,7 @@ class PageCacheSandbox(SandboxKind):
                                "value_size", "produce")
         first = None
         for _ in range(count):
-            self.scheduler.advance(100)
+            self.scheduler.advance(MS_PER_MESSAGE)
             log = self._log("produce")
             n = self.messages_sent
             info = log.append_as_leader([SimpleRecord(value=f"pay-{n:04d}|".ljust(value_size, ".").encode())],
@@ -105,15 +70,19 @@ class PageCacheSandbox(SandboxKind):
         last = self.broker.log.log_end_offset - 1
         return f"Appended and acknowledged offsets {first}–{last} (acks=1: in the page cache, not yet on disk)."
 
+    @command(Field("seconds", "int", "Jump", required=True, min=1, max=3600),
+             help="Move the virtual clock; flush.ms and the checkpoint task run when due.")
     def advance(self, seconds: int) -> str:
         ran = self.scheduler.advance(seconds * 1000)
         return f"Clock moved {seconds} s; {ran} scheduled task(s) ran."
 
+    @command(help="fsync the log now (what flush.messages / flush.ms do).")
     def flush(self) -> str:
         self._log("flush")
         self.broker.flush()
         return f"fsync done: everything below offset {self.broker.log.recovery_point} is on disk."
 
+    @command(help="The OS writes whole dirty pages back on its own.")
     def writeback(self) -> str:
         self._log("writeback")
         moved = self.broker.writeback()
@@ -121,7 +90,9 @@ class PageCacheSandbox(SandboxKind):
             return "No whole dirty page to write back."
         return "The kernel wrote back " + ", ".join(f"{m['file']} up to byte {m['to']}" for m in moved) + "."
 
-    def crash(self, power_loss: bool) -> str:
+    @command(Field("power_loss", "bool", "Power loss (the OS goes down too)", default=True),
+             help="Kill the broker; with power loss the page cache is lost.")
+    def crash(self, power_loss: bool = True) -> str:
         self._log("crash")
         leo = self.broker.log.log_end_offset
         lost_files = self.broker.crash(power_loss)
@@ -131,12 +102,19 @@ class PageCacheSandbox(SandboxKind):
             (", ".join(f"{f['file']} {f['size_before']} → {f['size_after']} B" for f in lost_files) or "no bytes lost") + \
             ". Restart the broker to run recovery."
 
+    @command(help="Start the broker: recovery runs.")
     def restart(self) -> str:
         if self.broker.alive:
             raise CommandError("invalid", "The broker is running.", None, "restart")
+        seq = self.events.seq
         log = self.broker.restart()
         if self.crashes and self.crashes[-1]["leo_after"] is None:
             c = self.crashes[-1]
+            cut = [e.event for e in self.events.since(seq)
+                   if e.event.kind == "recovery_truncated" and e.event.from_bytes > e.event.to_bytes]
+            if cut:
+                c["recovery_cut"] = {"segment": cut[-1].segment, "from": cut[-1].from_bytes, "to": cut[-1].to_bytes,
+                                     "reason": cut[-1].reason}
             c["leo_after"] = log.log_end_offset
             c["lost_records"] = max(0, c["acked_before"] - log.log_end_offset)
         self.acked = log.log_end_offset
@@ -144,14 +122,19 @@ class PageCacheSandbox(SandboxKind):
         return (f"Recovered: the log ends at offset {log.log_end_offset}"
                 + (f"; {lost} acknowledged record(s) are gone." if lost else "; nothing acknowledged was lost."))
 
+    @command(Field("flush_messages", "int", "flush.messages (0: never)", required=True, choices=FLUSH_MESSAGES_CHOICES),
+             Field("flush_ms", "int", "flush.ms (0: never)", required=True, choices=FLUSH_MS_CHOICES),
+             help="fsync every N messages / every T ms (0: never, Kafka's default).")
     def set_flush(self, flush_messages: int, flush_ms: int) -> str:
-        self.config = self.config.replace(**config_kwargs({
-            "flush.messages": flush_messages or LONG_MAX, "flush.ms": flush_ms or LONG_MAX}))
+        self.config = self.config.replace(flush_interval_messages=flush_messages or LONG_MAX,
+                                          flush_interval_ms=flush_ms or LONG_MAX)
         self.broker.config = self.config
         if self.broker.log is not None:
             self.broker.log.update_config(self.config)
         return (f"flush.messages={flush_messages or 'never'}, flush.ms={flush_ms or 'never'}.")
 
+    @command(Field("offset", "int", "Offset", required=True, min=0, max=10**12 - 1),
+             help="A consumer fetch: the byte range the broker sends with sendfile.")
     def fetch(self, offset: int) -> str:
         log = self._log("fetch")
         if offset >= log.log_end_offset:
@@ -169,20 +152,15 @@ class PageCacheSandbox(SandboxKind):
         return self.broker.log
 
     # ---- state -------------------------------------------------------------
-    def tasks(self) -> list[dict[str, Any]]:
+    def facts(self) -> dict[str, Any]:
         done = [c for c in self.crashes if c["leo_after"] is not None]
-        return [
-            {"id": "lose-unflushed", "text": "Lose acknowledged messages: produce, then cut the power before a flush.",
-             "done": any(c["power_loss"] and c.get("lost_records", 0) > 0 for c in done)},
-            {"id": "process-kill", "text": "Kill only the process (no power loss): nothing is lost, the page cache "
-                                           "still holds every byte.",
-             "done": any(not c["power_loss"] and c["acked_before"] > 0 and c.get("lost_records", 0) == 0 for c in done)},
-            {"id": "torn-batch", "text": "Tear a batch: let the kernel write pages back, cut the power, and watch "
-                                         "recovery cut the log at the last whole batch.",
-             "done": self.torn > 0},
-        ]
+        return {
+            "lost_acked": max((c.get("lost_records", 0) for c in done if c["power_loss"]), default=0),
+            "kill_kept_all": any(not c["power_loss"] and c["acked_before"] > 0 and c.get("lost_records", 0) == 0
+                                 for c in done),
+        }
 
-    def state(self) -> dict[str, Any]:
+    def kind_state(self) -> dict[str, Any]:
         b = self.broker
         log = b.log
         return {
@@ -197,7 +175,7 @@ class PageCacheSandbox(SandboxKind):
             "files": b.page_cache(),
             "crashes": self.crashes[-5:],
             "fetch": self.last_fetch,
-            "tasks": self.tasks(),
+            "facts": self.facts(),
         }
 
     def close(self) -> None:

@@ -6,9 +6,10 @@
  * entries sit on the row of the batch they point at, so "entry → position" is the row
  * itself. Above it, the segment files as buttons (the lookup's first step chooses one).
  *
- * A lookup (frame.state.lookup, one log_lookup event) is replayed step by step: the
- * segment choice, every .timeindex probe, every .index probe (low, high, mid and the way
- * the search went), every batch the scan walked, and the answer. The steps are also an
+ * A lookup (frame.state.lookup, one log_lookup event; its steps worded by the engine's
+ * narration in frame.state.lookup_steps) is replayed step by step: the segment choice,
+ * every .timeindex probe, every .index probe (low, high, mid and the way the search
+ * went), every batch the scan walked, and the answer. The steps are also an
  * ordered list (the text alternative; click a step to show it). With reduced motion the
  * replay jumps to the answer; the list still names every step. Elements are keyed by id
  * and updated in place. */
@@ -28,83 +29,20 @@
   function pad20(n) { return String(n).padStart(20, "0"); }
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
 
-  // ---- the steps of one lookup, in the order the engine took them -------------
-  function lookupSteps(lk, layout) {
-    const steps = [];
-    const segName = lk.segment === null ? null : pad20(lk.segment);
-    const cands = (lk.candidates || []).map(pad20);
-    if (lk.mode === "offset") {
-      steps.push({ kind: "segment", segment: lk.segment,
-        text: "Pick the segment: the largest base offset ≤ " + lk.target + " among the file names [" +
-          (lk.candidates || []).join(", ") + "] is " + (lk.segment === null ? "none" : lk.segment) +
-          (segName ? " → " + segName + ".log" : "") + "." });
-    } else {
-      steps.push({ kind: "segment", segment: lk.segment,
-        text: lk.segment === null
-          ? "Step 1: no segment's largest timestamp is ≥ " + lk.target + ": every record is older. Answer: -1."
-          : "Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ " + lk.target +
-            " is " + segName + "." });
-    }
-    (lk.time_probes || []).forEach(function (p, i) {
-      steps.push({ kind: "tprobe", probe: p, index: "time",
-        text: (lk.mode === "timestamp" ? "Step 2, " : "") + ".timeindex probe " + (i + 1) + ": entries " + p[0] + "–" + p[1] +
-          ", middle #" + p[2] + " = (" + p[3] + " → offset " + p[4] + "): " +
-          went(p[3], lk.target, p[5]) + "." });
-    });
-    if (lk.mode === "timestamp" && lk.segment !== null) {
-      const tp = (lk.time_probes || []);
-      steps.push({ kind: "tfloor",
-        text: "The .timeindex floor (largest entry with timestamp ≤ " + lk.target + ") gives a start offset" +
-          (tp.length ? "" : " — no entry is that small, so the segment's base offset " + lk.segment) + "." });
-    }
-    const target = lk.mode === "offset" ? lk.target : "that offset";
-    (lk.probes || []).forEach(function (p, i) {
-      steps.push({ kind: "probe", probe: p, index: "offset",
-        text: (lk.mode === "timestamp" ? "Step 3, " : "") + ".index probe " + (i + 1) + ": entries " + p[0] + "–" + p[1] +
-          ", middle #" + p[2] + " = (offset " + p[3] + " → position " + p[4] + "): " +
-          went(p[3], target, p[5]) + "." });
-    });
-    if (lk.segment !== null && !(lk.probes || []).length) {
-      steps.push({ kind: "probe-none", text: "The .index has no entry ≤ " + target + ": start at position 0." });
-    }
-    (lk.scan || []).forEach(function (s, i) {
-      const hit = s[4];
-      steps.push({ kind: "scan", scan: s,
-        text: (lk.mode === "timestamp" ? "Step 4, " : "") + "scan batch " + (i + 1) + " at position " + s[0] +
-          " (offsets " + s[1] + "–" + s[2] + (lk.mode === "timestamp" ? ", largest timestamp " + s[3] : "") + "): " +
-          (hit ? "it holds the answer." : "not yet, next batch at position " + (s[0] + batchSize(layout, s[0])) + ".") });
-    });
-    steps.push({ kind: "answer",
-      text: lk.offset >= 0 && lk.position !== null
-        ? "Answer: offset " + lk.offset + (lk.timestamp !== null && lk.timestamp !== undefined ? " (timestamp " + lk.timestamp + ")" : "") +
-          ", read from position " + lk.position + " of " + (segName || "") + ".log."
-        : "Answer: none (offset -1)." });
-    return steps;
-  }
-  function went(key, target, dir) {
-    if (dir === "left") return key + " > " + target + ", go left";
-    if (dir === "right") return key + " < " + target + ", remember it and go right";
-    return key + " = " + target + ", found: stop";
-  }
-  function batchSize(layout, pos) {
-    const b = (layout.batches || []).find(function (x) { return x[0] === pos; });
-    return b ? b[4] : 0;
-  }
-
   // ---- drawing ----------------------------------------------------------------
   function ensure(root) {
     if (root.querySelector(".ss")) return;
     root.appendChild(h("div", { class: "ss" }, [
-      h("div", { class: "ss-files", id: "ss-files", role: "group", "aria-label": "Segments (click to show one)" }),
+      h("div", { class: "ss-files", id: "ss-files", role: "group", "aria-label": KV.t("ss_segments") }),
       h("p", { class: "ss-caption", id: "ss-caption" }),
       h("div", { class: "ss-lookup", id: "ss-lookup", hidden: "" }, [
         h("div", { class: "ss-lookup-head" }, [
           h("strong", { id: "ss-lookup-title" }),
           h("span", { class: "ss-lookup-nav" }, [
-            h("button", { type: "button", class: "secondary small", id: "ss-prev", "aria-label": "Previous lookup step", text: "◀" }),
+            h("button", { type: "button", class: "secondary small", id: "ss-prev", "aria-label": KV.t("ss_prev"), text: "◀" }),
             h("span", { id: "ss-stepno", class: "ss-stepno", "aria-live": "polite" }),
-            h("button", { type: "button", class: "secondary small", id: "ss-next", "aria-label": "Next lookup step", text: "▶" }),
-            h("button", { type: "button", class: "secondary small", id: "ss-replay", text: "Replay" }),
+            h("button", { type: "button", class: "secondary small", id: "ss-next", "aria-label": KV.t("ss_next"), text: "▶" }),
+            h("button", { type: "button", class: "secondary small", id: "ss-replay", text: KV.t("ss_replay") }),
           ]),
         ]),
         h("ol", { class: "ss-steps", id: "ss-steps" }),
@@ -113,10 +51,10 @@
         h("table", { class: "ss-table", id: "ss-table" }, [
           h("caption", { class: "visually-hidden", id: "ss-table-caption" }),
           h("thead", {}, [h("tr", {}, [
-            h("th", { scope: "col", class: "col-tindex", text: ".timeindex entry" }),
-            h("th", { scope: "col", class: "col-index", text: ".index entry" }),
-            h("th", { scope: "col", class: "col-pos", text: "position" }),
-            h("th", { scope: "col", class: "col-batch", text: ".log batch" }),
+            h("th", { scope: "col", class: "col-tindex", text: KV.t("ss_col_time") }),
+            h("th", { scope: "col", class: "col-index", text: KV.t("ss_col_index") }),
+            h("th", { scope: "col", class: "col-pos", text: KV.t("ss_col_pos") }),
+            h("th", { scope: "col", class: "col-batch", text: KV.t("ss_col_batch") }),
           ])]),
           h("tbody", { id: "ss-rows" }),
         ]),
@@ -147,9 +85,9 @@
         b = h("button", { type: "button", class: "ss-file", id: "ss-file-" + s.base, "data-segment": s.base });
         box.appendChild(b);
       }
-      b.textContent = pad20(s.base) + ".log" + (s.active ? " (active)" : "");
+      b.textContent = pad20(s.base) + ".log" + (s.active ? " (" + KV.t("active") + ")" : "");
       b.setAttribute("aria-pressed", String(s.base === st.selected));
-      b.title = fmt(s.size) + " B, " + s.entries + " .index entries, largest timestamp " + s.largest_timestamp;
+      b.title = KV.t("ss_file_title", { size: fmt(s.size), entries: s.entries, ts: s.largest_timestamp });
     });
   }
 
@@ -180,27 +118,26 @@
       const cells = tr.children;
       const ie = byPos[b[0]];
       cells[1].textContent = ie ? "#" + ie.i + "  " + ie.e[0] + " → " + ie.e[2] : "";
-      cells[1].title = ie ? "relative offset " + ie.e[0] + " = offset " + ie.e[1] + " − base " + lay.base : "";
+      cells[1].title = ie ? KV.t("ss_rel_title", { rel: ie.e[0], off: ie.e[1], base: lay.base }) : "";
       tr.dataset.indexEntry = ie ? ie.i : "";
       const te = byOff[b[2]];
       cells[0].textContent = te ? "#" + te.i + "  " + te.e[0] + " → " + te.e[1] : "";
-      cells[0].title = te ? "timestamp " + te.e[0] + " → relative offset " + te.e[1] + " (offset " + te.e[2] + ")" : "";
+      cells[0].title = te ? KV.t("ss_time_title", { ts: te.e[0], rel: te.e[1], off: te.e[2] }) : "";
       tr.dataset.timeEntry = te ? te.i : "";
       cells[2].textContent = fmt(b[0]);
       const bar = cells[3].firstChild;
       bar.style.width = Math.max(2, Math.round(100 * b[4] / (st.segment_bytes || 1))) + "%";
-      cells[3].lastChild.textContent = (b[1] === b[2] ? "offset " + b[1] : "offsets " + b[1] + "–" + b[2]) +
+      cells[3].lastChild.textContent = (b[1] === b[2] ? KV.t("offset") + " " + b[1] : KV.t("offsets") + " " + b[1] + "–" + b[2]) +
         " · " + b[4] + " B · ts " + b[3];
       tr.classList.toggle("has-index", !!ie);
     });
     Array.from(body.children).forEach(function (tr) { if (!want.has(tr.id)) tr.remove(); });
     const entries = (lay.offset_index || []).length;
-    root.querySelector("#ss-caption").textContent = lay.files.log + ": " + fmt(lay.size) + " of " +
-      fmt(st.segment_bytes) + " bytes, " + lay.batches.length + " batches; " + lay.files.index + ": " + entries +
-      " entr" + (entries === 1 ? "y" : "ies") + " (8 bytes each); " + lay.files.timeindex + ": " +
-      (lay.time_index || []).length + " (12 bytes each). index.interval.bytes = " + lay.index_interval_bytes +
-      (lay.truncated ? " (first batches only)" : "") + ".";
-    root.querySelector("#ss-table-caption").textContent = "Batches of " + lay.files.log;
+    root.querySelector("#ss-caption").textContent = KV.t("ss_caption", { log: lay.files.log, size: fmt(lay.size),
+      max: fmt(st.segment_bytes), batches: lay.batches.length, index: lay.files.index, entries: entries,
+      timeindex: lay.files.timeindex, tentries: (lay.time_index || []).length, interval: lay.index_interval_bytes }) +
+      (lay.truncated ? " " + KV.t("ss_truncated") : "");
+    root.querySelector("#ss-table-caption").textContent = KV.t("ss_batches_of", { log: lay.files.log });
   }
 
   function clearMarks(root) {
@@ -208,7 +145,7 @@
       tr.classList.remove("probe-index", "probe-time", "scan", "hit", "answer", "range");
       delete tr.dataset.mark;
     });
-    root.querySelectorAll(".ss-file").forEach(function (b) { b.classList.remove("chosen", "candidate"); });
+    root.querySelectorAll(".ss-file").forEach(function (b) { b.classList.remove("chosen", "candidate"); delete b.dataset.mark; });
   }
 
   function rowsOf(root) { return Array.from(root.querySelectorAll(".ss-row")); }
@@ -226,7 +163,10 @@
     // the chosen segment stays marked after step 1
     (lk.candidates || []).forEach(function (c) {
       const b = document.getElementById("ss-file-" + c);
-      if (b) b.classList.add(c === lk.segment ? "chosen" : "candidate");
+      if (b) {
+        b.classList.add(c === lk.segment ? "chosen" : "candidate");
+        if (c === lk.segment) b.dataset.mark = KV.t("ss_chosen");
+      }
     });
     function mark(pred, cls, label) {
       rows.forEach(function (tr) { if (pred(tr)) { tr.classList.add(cls); if (label) tr.dataset.mark = label; } });
@@ -235,24 +175,24 @@
       const p = step.probe;
       mark(function (tr) { const i = tr.dataset.timeEntry; return i !== "" && +i >= p[0] && +i <= p[1]; }, "range");
       mark(function (tr) { return tr.dataset.timeEntry !== "" && +tr.dataset.timeEntry === p[2]; }, "probe-time",
-        p[5] === "left" ? "probe ← " : p[5] === "right" ? "probe → " : "probe");
+        p[5] === "left" ? KV.t("ss_probe") + " ←" : p[5] === "right" ? KV.t("ss_probe") + " →" : KV.t("ss_probe"));
     } else if (step.kind === "probe") {
       const p = step.probe;
       mark(function (tr) { const i = tr.dataset.indexEntry; return i !== "" && +i >= p[0] && +i <= p[1]; }, "range");
       mark(function (tr) { return tr.dataset.indexEntry !== "" && +tr.dataset.indexEntry === p[2]; }, "probe-index",
-        p[5] === "left" ? "probe ← " : p[5] === "right" ? "probe → " : "probe");
+        p[5] === "left" ? KV.t("ss_probe") + " ←" : p[5] === "right" ? KV.t("ss_probe") + " →" : KV.t("ss_probe"));
     } else if (step.kind === "scan") {
       const s = step.scan;
-      mark(function (tr) { return +tr.dataset.position === s[0]; }, s[4] ? "hit" : "scan", s[4] ? "found" : "scan ↓");
+      mark(function (tr) { return +tr.dataset.position === s[0]; }, s[4] ? "hit" : "scan", s[4] ? KV.t("ss_found") : KV.t("ss_scan") + " ↓");
     } else if (step.kind === "answer" && lk.position !== null && lk.position !== undefined) {
-      mark(function (tr) { return +tr.dataset.position === lk.position; }, "answer", "answer");
+      mark(function (tr) { return +tr.dataset.position === lk.position; }, "answer", KV.t("ss_answer"));
     }
     root.querySelectorAll("#ss-steps li").forEach(function (li, i) {
       li.classList.toggle("current", i === n);
       li.classList.toggle("past", i < n);
       if (i === n) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
     });
-    root.querySelector("#ss-stepno").textContent = "step " + (n + 1) + " of " + steps.length;
+    root.querySelector("#ss-stepno").textContent = KV.t("ss_step_of", { n: n + 1, total: steps.length });
     root.querySelector("#ss-prev").disabled = n === 0;
     root.querySelector("#ss-next").disabled = n === steps.length - 1;
     const cur = rows.find(function (tr) { return tr.dataset.mark; });
@@ -281,9 +221,9 @@
     if (!isNew) { show(root, root._step); return; }   // the table may have been redrawn: re-mark
     box.hidden = false;
     root._lookup = lk;
-    root._steps = lookupSteps(lk, st.layout);
-    root.querySelector("#ss-lookup-title").textContent = lk.mode === "offset"
-      ? "Lookup of offset " + lk.target : "Lookup of timestamp " + lk.target;
+    root._steps = st.lookup_steps || [];   // worded by engine/narration.py (en, zh)
+    root.querySelector("#ss-lookup-title").textContent = KV.t(lk.mode === "offset" ? "ss_lookup_offset" : "ss_lookup_time",
+      { target: lk.target });
     const ol = root.querySelector("#ss-steps");
     ol.textContent = "";
     root._steps.forEach(function (s, i) {
@@ -301,6 +241,5 @@
       drawRows(root, st);
       drawLookup(root, st);
     },
-    steps: lookupSteps,   // exposed for tests and the timeline
   });
 })();

@@ -7,17 +7,24 @@ import json
 
 import pytest
 
+from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits, get_kind
 from kafkaviz.live.validation import CommandError, validate_command
 
+SLUG = {"topic": "topics-partitions-offsets", "inside-segment": "offset-index", "retention": "retention",
+        "page-cache": "flush-and-page-cache"}
 
-def make(name, tmp_path, seed=3, max_messages=5000):
-    return get_kind(name)(tmp_path / name, seed=seed, limits=Limits(max_messages, 50_000_000))
+
+def make(name, tmp_path, seed=3, max_messages=5000, slug=None):
+    lesson = load_content(slug or SLUG[name])
+    d = tmp_path / name
+    d.mkdir(parents=True, exist_ok=True)
+    return get_kind(name)(d, seed=seed, limits=Limits(max_messages, 50_000_000), lesson=lesson)
 
 
 def run(kind, message):
-    spec, values = validate_command(type(kind).commands, message)
-    return getattr(kind, spec.handler)(**values)
+    spec, values = validate_command(kind.commands, message)
+    return kind.execute(spec, values)
 
 
 # ---- lesson 1: topics, partitions, offsets --------------------------------------------
@@ -27,7 +34,7 @@ def test_lesson1_same_key_same_partition_and_offsets_count_from_zero(tmp_path):
     run(k, {"type": "produce", "count": "6", "key_mode": "fixed", "key": "user-1"})
     parts = [p for p in k.state()["partitions"] if p["records"]]
     assert len(parts) == 1 and [r[0] for r in parts[0]["records"]] == list(range(6))
-    assert {"id": "same-key", "done": True}.items() <= {**k.tasks()[0]}.items()
+    assert k.state()["tasks"][0] == {"id": "same-key", "done": True, "progress": ""}
 
 
 def test_lesson1_keyless_records_stick_then_switch_kip480(tmp_path):
@@ -42,7 +49,7 @@ def test_lesson1_keyless_records_stick_then_switch_kip480(tmp_path):
             runs.append([pl["partition"], 0])
         runs[-1][1] += 1
     assert len(runs) >= 2 and all(n >= 4 for _, n in runs[:-1])
-    assert k.tasks()[1]["done"]
+    assert k.state()["tasks"][1]["done"]
 
 
 def test_lesson1_two_consumers_order_per_partition_only(tmp_path):
@@ -54,7 +61,7 @@ def test_lesson1_two_consumers_order_per_partition_only(tmp_path):
         run(k, {"type": "poll", "consumer": "A", "max_records": "3"})
         run(k, {"type": "poll", "consumer": "B", "max_records": "3"})
     st = k.state()
-    assert st["orders_differ"] and k.tasks()[2]["done"]
+    assert st["orders_differ"] and st["tasks"][2]["done"]
     a, b = st["consumers"]
     for p in range(3):
         assert [r for r in a["received"] if r[0] == p] == [r for r in b["received"] if r[0] == p]
@@ -103,7 +110,7 @@ def test_lesson3_index_interval_changes_density_of_new_entries(tmp_path):
     run(k2, {"type": "produce", "count": "12", "value_size": "100"})
     dense = len(k2.state()["layout"]["offset_index"])
     assert sparse == 0 and dense >= 10
-    assert k2.tasks()[2]["done"]
+    assert k2.state()["tasks"][2]["done"]
     with pytest.raises(CommandError):
         run(k2, {"type": "set_index_interval", "bytes": "100"})   # not one of the offered values
 
@@ -111,8 +118,8 @@ def test_lesson3_index_interval_changes_density_of_new_entries(tmp_path):
 def test_lesson4_time_lookup_four_steps_between_entries_and_past_the_end(tmp_path):
     """Seed 002 §1.2's four steps; seed-claims #32: step 2 takes the largest entry <= target
     (the seed says >=); #34: every record has a timestamp, so the answer is exact."""
-    k = make("inside-segment", tmp_path)
-    run(k, {"type": "produce", "count": "30", "value_size": "100", "ms_between": "100"})
+    k = make("inside-segment", tmp_path, slug="time-index")
+    run(k, {"type": "produce", "count": "30", "value_size": "100"})
     run(k, {"type": "select_segment", "segment": "0"})
     ti = k.state()["layout"]["time_index"]
     target = ti[1][0] + 50                                  # between entries 1 and 2
@@ -122,16 +129,18 @@ def test_lesson4_time_lookup_four_steps_between_entries_and_past_the_end(tmp_pat
     assert all(p[3] != target for p in lk["time_probes"])
     assert lk["timestamp"] >= target and lk["offset"] == next(
         b[1] for b in k.state()["layout"]["batches"] if b[3] >= target)
-    assert k.tasks()[3]["done"]
+    tasks = {t["id"]: t["done"] for t in k.state()["tasks"]}
+    assert tasks["time-between"]
     text = run(k, {"type": "lookup_time", "timestamp": str(10**9)})
-    assert "-1" in text and k.state()["lookup"]["offset"] == -1 and k.tasks()[4]["done"]
+    assert "-1" in text and k.state()["lookup"]["offset"] == -1
+    assert {t["id"]: t["done"] for t in k.state()["tasks"]}["time-past-end"]
 
 
 def test_lesson3_lookup_outside_the_log_is_a_clear_error(tmp_path):
     k = make("inside-segment", tmp_path)
     with pytest.raises(CommandError, match="empty"):
         run(k, {"type": "lookup_offset", "offset": "0"})
-    run(k, {"type": "produce", "count": "3"})
+    run(k, {"type": "produce", "count": "3", "value_size": "100"})
     with pytest.raises(CommandError, match="0–2"):
         run(k, {"type": "lookup_offset", "offset": "7"})
     with pytest.raises(CommandError):
@@ -146,30 +155,31 @@ def test_lesson5_three_rules_active_segment_kept_deleted_then_gone(tmp_path):
     k = make("retention", tmp_path)
     run(k, {"type": "produce", "count": "20", "value_size": "100"})
     run(k, {"type": "advance", "seconds": "5"})
-    assert k.deleted_by.get("size") == 1
-    assert any(f["deleted"] for f in k.state()["log"]["files"])
+    deleted = lambda: [e.reason for e in k.events.of_kind("segment_deleted")]  # noqa: E731
+    assert deleted() == ["retention:size"]
+    assert any(f["deleted"] for f in k.state()["partitions"][0]["files"])
     run(k, {"type": "delete_records", "offset": "14"})
     run(k, {"type": "advance", "seconds": "5"})
-    assert k.deleted_by.get("log_start_offset") == 1
+    assert deleted().count("retention:log_start_offset") == 1
     run(k, {"type": "advance", "seconds": "70"})
     st = k.state()
-    assert k.deleted_by.get("time", 0) >= 1
-    assert len(st["log"]["segments"]) == 1 and st["log"]["active_segment"] == st["log"]["log_end_offset"]
-    assert not any(f["deleted"] for f in st["log"]["files"])
-    assert all(t["done"] for t in k.tasks())
+    assert deleted().count("retention:time") >= 1
+    assert len(st["partitions"][0]["segments"]) == 1 and st["partitions"][0]["active_segment"] == st["partitions"][0]["log_end_offset"]
+    assert not any(f["deleted"] for f in st["partitions"][0]["files"])
+    assert all(t["done"] for t in st["tasks"])
     # the chart's history: size never above retention.bytes after a check, bounded length
     assert len(st["history"]) <= 600 and st["history"][0][1] == 0
 
 
 def test_lesson5_delete_records_bounds(tmp_path):
     k = make("retention", tmp_path)
-    run(k, {"type": "produce", "count": "5"})
+    run(k, {"type": "produce", "count": "5", "value_size": "100"})
     with pytest.raises(Exception, match="high watermark"):
         run(k, {"type": "delete_records", "offset": "9"})
     run(k, {"type": "delete_records", "offset": "3"})
     with pytest.raises(CommandError, match="forward"):
         run(k, {"type": "delete_records", "offset": "1"})
-    assert k.state()["log"]["log_start_offset"] == 3
+    assert k.state()["partitions"][0]["log_start_offset"] == 3
 
 
 def test_lesson5_history_is_bounded(tmp_path):
@@ -190,10 +200,10 @@ def test_lesson7_power_loss_loses_unflushed_and_recovery_cuts_the_torn_batch(tmp
     run(k, {"type": "writeback"})
     run(k, {"type": "crash", "power_loss": "true"})
     with pytest.raises(CommandError, match="down"):
-        run(k, {"type": "produce", "count": "1"})
+        run(k, {"type": "produce", "count": "1", "value_size": "10"})
     run(k, {"type": "restart"})
     st = k.state()
-    assert st["crashes"][-1]["lost_records"] >= 1
+    assert st["crashes"][-1]["lost_records"] >= 1 and st["crashes"][-1]["recovery_cut"]["to"] < 4096
     assert st["log"]["log_end_offset"] < 12
     done = {t["id"]: t["done"] for t in st["tasks"]}
     assert done["lose-unflushed"] and done["torn-batch"]
