@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine import narration
 from engine.log.layout import segment_layout
 
 from .kinds import command
@@ -123,6 +124,7 @@ class InsideSegmentSandbox(SegmentsSandbox):
             "layout": segment_layout(segs[bases.index(selected)]),
             "index_interval_bytes": self.config.index_interval_bytes,
             "lookup": self.lookups[-1] if self.lookups else None,
+            "lookup_steps": narration.lookup_steps(self.lookups[-1], self.lang) if self.lookups else [],
             "facts": self.facts(),
         })
         return st
