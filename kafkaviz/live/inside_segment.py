@@ -38,7 +38,7 @@ class InsideSegmentSandbox(SegmentsSandbox):
 
     def open(self) -> None:
         super().open()
-        self.log = self.logs[0]
+        self.plog = self.logs[0]
         self.lookups: list[dict[str, Any]] = []
         self.selected: int | None = None
 
@@ -46,7 +46,7 @@ class InsideSegmentSandbox(SegmentsSandbox):
     @command(Field("offset", "int", "Offset", required=True, min=0, max=OFFSET_MAX),
              help="Find the batch holding an offset, as a fetch does.")
     def lookup_offset(self, offset: int) -> str:
-        log = self.log
+        log = self.plog
         if not log.log_end_offset:
             raise CommandError("invalid", "The log is empty: produce some messages first.", "offset", "lookup_offset")
         if not log.log_start_offset <= offset < log.log_end_offset:
@@ -60,9 +60,9 @@ class InsideSegmentSandbox(SegmentsSandbox):
     @command(Field("timestamp", "int", "Timestamp (ms)", required=True, min=0, max=OFFSET_MAX),
              help="Find the first offset with a timestamp >= the target (ListOffsets).")
     def lookup_time(self, timestamp: int) -> str:
-        if not self.log.log_end_offset:
+        if not self.plog.log_end_offset:
             raise CommandError("invalid", "The log is empty: produce some messages first.", "timestamp", "lookup_time")
-        found = self.log.offset_for_timestamp(timestamp)
+        found = self.plog.offset_for_timestamp(timestamp)
         self._take_lookup()
         if found is None:
             return (f"No record has a timestamp >= {timestamp}: ListOffsets answers offset -1 "
@@ -72,14 +72,14 @@ class InsideSegmentSandbox(SegmentsSandbox):
     @command(_interval_fields, help="Change how many bytes go between .index entries (new entries only).")
     def set_index_interval(self, bytes: int) -> str:  # noqa: A002 - the form field's name
         self.config = self.config.replace(index_interval_bytes=bytes)
-        self.log.update_config(self.config)
+        self.plog.update_config(self.config)
         return (f"index.interval.bytes is now {bytes}: from the next append, an .index entry is written once more "
                 f"than {bytes} bytes went in since the last one. Existing entries stay.")
 
     @command(Field("segment", "int", "Segment base offset", required=True, min=0, max=OFFSET_MAX),
              help="Show another segment in the diagram.")
     def select_segment(self, segment: int) -> str:
-        if segment not in [s.base_offset for s in self.log.segments]:
+        if segment not in [s.base_offset for s in self.plog.segments]:
             raise CommandError("invalid", f"There is no segment {segment}.", "segment", "select_segment")
         self.selected = segment
         return f"Showing segment {segment:020d}."
@@ -95,7 +95,7 @@ class InsideSegmentSandbox(SegmentsSandbox):
 
     # ---- state -------------------------------------------------------------
     def facts(self) -> dict[str, Any]:
-        segs = self.log.segments
+        segs = self.plog.segments
         active = segs[-1].base_offset
         entries = {s.base_offset: set(s.offset_index.keys) for s in segs}
         by_offset = [lk for lk in self.lookups if lk["mode"] == "offset" and lk["segment"] is not None]
@@ -113,7 +113,7 @@ class InsideSegmentSandbox(SegmentsSandbox):
 
     def kind_state(self) -> dict[str, Any]:
         st = super().kind_state()
-        segs = self.log.segments
+        segs = self.plog.segments
         bases = [s.base_offset for s in segs]
         selected = self.selected if self.selected in bases else bases[-1]
         st.update({

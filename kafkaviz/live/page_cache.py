@@ -164,7 +164,7 @@ class PageCacheSandbox(SandboxKind):
         b = self.broker
         log = b.log
         return {
-            "clock_ms": self.clock.now_ms(), "topic": TOPIC, "alive": b.alive, "incarnation": b.incarnation,
+            "clock_ms": self.clock.now_ms(), "topic": self.broker.topic, "alive": b.alive, "incarnation": b.incarnation,
             "page_size": b.page_size,
             "flush_messages": None if self.config.flush_interval_messages == LONG_MAX else self.config.flush_interval_messages,
             "flush_ms": None if self.config.flush_interval_ms == LONG_MAX else self.config.flush_interval_ms,

@@ -223,3 +223,25 @@ def test_lesson7_flush_messages_one_loses_nothing_and_fetch_names_the_sendfile_r
     assert k.state()["crashes"][-1]["lost_records"] == 0
     with pytest.raises(CommandError):
         run(k, {"type": "set_flush", "flush_messages": "3", "flush_ms": "0"})
+
+
+# ---- every storage lesson's guided steps, forwards and back -------------------------------
+@pytest.mark.parametrize("slug", ["topics-partitions-offsets", "offset-index", "time-index", "retention",
+                                  "flush-and-page-cache"])
+def test_guided_steps_run_to_the_end_and_back_to_the_same_states(slug, tmp_path):
+    lesson = load_content(slug)
+    d = tmp_path / slug
+    d.mkdir()
+    kind = get_kind(lesson.kind)(d, seed=7, limits=Limits(5000, 50_000_000), lesson=lesson)
+    states = [json.loads(json.dumps(kind.kind_state()))]
+    for i in range(len(lesson.steps)):
+        run(kind, {"type": "step"})
+        states.append(json.loads(json.dumps(kind.kind_state())))
+    with pytest.raises(CommandError):
+        run(kind, {"type": "step"})
+    for i in range(len(lesson.steps) - 1, -1, -1):
+        run(kind, {"type": "back"})
+        assert json.loads(json.dumps(kind.kind_state())) == states[i], f"step {i} after going back"
+    run(kind, {"type": "seek", "step": str(len(lesson.steps))})
+    assert json.loads(json.dumps(kind.kind_state())) == states[-1]
+    kind.close()
