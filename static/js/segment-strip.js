@@ -144,6 +144,7 @@
     root.querySelectorAll(".ss-row").forEach(function (tr) {
       tr.classList.remove("probe-index", "probe-time", "scan", "hit", "answer", "range");
       delete tr.dataset.mark;
+      delete tr.children[2].dataset.mark;
     });
     root.querySelectorAll(".ss-file").forEach(function (b) { b.classList.remove("chosen", "candidate"); delete b.dataset.mark; });
   }
@@ -169,7 +170,11 @@
       }
     });
     function mark(pred, cls, label) {
-      rows.forEach(function (tr) { if (pred(tr)) { tr.classList.add(cls); if (label) tr.dataset.mark = label; } });
+      rows.forEach(function (tr) {
+        if (!pred(tr)) return;
+        tr.classList.add(cls);
+        if (label) { tr.dataset.mark = label; tr.children[2].dataset.mark = label; }
+      });
     }
     if (step.kind === "tprobe") {
       const p = step.probe;
