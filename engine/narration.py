@@ -242,23 +242,6 @@ _EN: dict[str, Callable[[Ev], str]] = {
     "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} wrote recovery-point-offset-checkpoint: "
                                               f"{_tp(e)} recovery point {e['recovery_point']}"),
     # cluster (engine/cluster/events.py, checker.py)
-    # 第 1、7 课
-    "record_partitioned": lambda e: (
-        f"生产者：{e['value']} " + (f"键 {e['key']}：murmur2 = {e['hash']}，取正后 % {e['partitions']} → 分区 {e['partition']}"
-                                     if e["rule"] == "key" else
-                                     f"（无键）：分区 {e['switched_from']} 上的批次已满，换到分区 {e['partition']}"
-                                     if e["rule"] == "sticky-switch" else
-                                     f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
-                                     f"→ 分区 {e['partition']}（生产者指定）")),
-    "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
-                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
-    "consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
-                                   + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
-                                   + f"；下一个偏移量 {e['next_offset']}"),
-    "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
-        f"{f['file']} 持久化到第 {f['to']} 字节" for f in e["files"]) or "没有完整的脏页")),
-    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} 写入 recovery-point-offset-checkpoint："
-                                              f"{_tp(e)} 恢复点 {e['recovery_point']}"),
     "broker_started": lambda e: (f"broker {e['broker']} started" + (" again" if e["restart"] else "")
                                  + (" after a clean shutdown" if e["clean_shutdown"] else "")),
     "broker_crashed": lambda e: (f"broker {e['broker']} crashed" + (" (power loss: un-fsynced bytes lost"
@@ -367,6 +350,23 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                               + ("——命中" if e.get("matched") else "")),
     "lookup_finished": lambda e: (f"{_where(e, True)}：查找 {e['mode']} {e['target']} → "
                                   + ("没有找到" if e["offset"] == -1 else f"偏移量 {e['offset']}，字节 {e.get('position')}")),
+    # 第 1、7 课
+    "record_partitioned": lambda e: (
+        f"生产者：{e['value']} " + (f"键 {e['key']}：murmur2 = {e['hash']}，取正后 % {e['partitions']} → 分区 {e['partition']}"
+                                     if e["rule"] == "key" else
+                                     f"（无键）：分区 {e['switched_from']} 上的批次已满，换到分区 {e['partition']}"
+                                     if e["rule"] == "sticky-switch" else
+                                     f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
+                                     f"→ 分区 {e['partition']}（生产者指定）")),
+    "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
+                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
+    "consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
+                                   + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
+                                   + f"；下一个偏移量 {e['next_offset']}"),
+    "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
+        f"{f['file']} 持久化到第 {f['to']} 字节" for f in e["files"]) or "没有完整的脏页")),
+    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} 写入 recovery-point-offset-checkpoint："
+                                              f"{_tp(e)} 恢复点 {e['recovery_point']}"),
     "broker_started": lambda e: (f"broker {e['broker']} " + ("重新" if e["restart"] else "") + "启动"
                                  + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
     "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
