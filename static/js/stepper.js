@@ -68,7 +68,7 @@
     const say = $("step-say");
     if (say) {
       say.textContent = cur ? KV.t("step_of", { step: st.step, total: st.total }) + " — " +
-        (cur.say || KV.t("your_command") + ": " + cur.label + ".") : "";
+        (cur.say || (cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label) + ".") : "";
     }
     const box = $("step-happened-box"), list = $("step-happened");
     if (list) {
