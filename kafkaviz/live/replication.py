@@ -64,6 +64,8 @@ def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | No
             continue
         web_kind = _FIELD_KINDS.get(kind)
         if web_kind is None:
+            if kind.endswith("?"):
+                continue          # an optional field a form cannot fill (a list): leave it out
             return None
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
         default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else None)

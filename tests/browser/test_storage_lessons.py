@@ -9,7 +9,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-pytestmark = [pytest.mark.browser]
+# Each walk takes 5-16 s on this box: marked slow (``make test-slow``); the smoke test below
+# keeps one lesson's lookup in the default run.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture
@@ -33,8 +35,8 @@ def step(page: Page, n: int, total: int) -> None:
     expect(page.locator("#step-counter")).to_have_text(f"Step {n} of {total}")
 
 
-def back_to_start(page: Page, total: int) -> None:
-    for n in range(total - 1, -1, -1):
+def back_to_start(page: Page, total: int, at: int | None = None) -> None:
+    for n in range((total if at is None else at) - 1, -1, -1):
         page.click("#back-button")
         expect(page.locator("#step-counter")).to_have_text(f"Step {n} of {total}" if n else f"Start · 0/{total}")
 
