@@ -23,6 +23,7 @@ def ui_strings() -> dict[str, str]:
         "not_yet": _("Not yet"),
         "task_done": _("Task done: {text}"),
         "your_command": _("Your command"),
+        "next": _("Next"),
         "what_happened": _("What the engine did in this step"),
         "nothing_happened": _("No events: nothing happens until the clock moves."),
         "back_to": _("Back to step {step}."),

@@ -52,7 +52,8 @@ _FIELD_KINDS = {"int": "int", "int?": "int", "str": "str", "str?": "str", "topic
 
 def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | None:
     """A :class:`CommandSpec` for engine command ``name``, its fields generated from the
-    engine's field metadata; None when a field cannot come from a form (lists, objects).
+    engine's field metadata; optional fields a form cannot send (lists, objects) are left
+    out, and a command needing one is not offered (None).
     ``defaults`` fills fields the page leaves out (the lesson's topic)."""
     cls = ENGINE_COMMANDS[name]
     fields = []
@@ -63,11 +64,11 @@ def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | No
             fields.append(Field(f.name, "str", "acks", default="all", choices=("all", "-1", "0", "1")))
             continue
         web_kind = _FIELD_KINDS.get(kind)
-        if web_kind is None:
-            if kind.endswith("?"):
-                continue          # an optional field a form cannot fill (a list): leave it out
-            return None
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        if web_kind is None:
+            if has_default:
+                continue      # a list or object a form cannot send: the engine's default applies
+            return None
         default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else None)
         high = meta.get("high")
         cap = WEB_CAPS.get(f.name)
@@ -314,8 +315,8 @@ def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, An
     a leader to read from at all. The page words it; the facts are decided here."""
     if part is None or not part["acknowledged"]:
         kind = "none_acked"
-    elif part["leader"] is None:
-        kind = "no_leader"
+    elif part["leader"] is None or not any(r["broker"] == part["leader"] and r["alive"] for r in part["replicas"]):
+        kind = "no_leader"      # no leader, or the one the metadata names is down: nothing can be read
     else:
         kind = "lost" if any(a["lost"] for a in part["acknowledged"]) else "ok"
     return {"kind": kind,

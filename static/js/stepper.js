@@ -80,7 +80,7 @@
     const next = $("next-step");
     if (next) {
       const n = st.steps[st.step];
-      next.textContent = n ? "→ " + (n.say || n.label) : "";
+      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : "";
     }
     if (st.step >= st.total && playing) setPlaying(false);
   }
@@ -103,11 +103,6 @@
     ["back-button", "scrubber", "reset-button"].forEach(function (id) {
       const n = $(id);
       if (n) n.addEventListener(id === "scrubber" ? "input" : "click", function () { setPlaying(false); });
-    });
-    // aria-disabled buttons stay focusable; don't send what the server would refuse anyway.
-    document.addEventListener("htmx:wsConfigSend", function (e) {
-      const btn = e.detail && e.detail.triggeringEvent && e.detail.triggeringEvent.submitter;
-      if (btn && btn.getAttribute("aria-disabled") === "true") e.preventDefault();
     });
   });
 
