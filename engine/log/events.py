@@ -91,7 +91,8 @@ class LogLookup(Event):
     went]``; ``probes`` the steps in the ``.index``, each ``[low, high, mid, entry_offset,
     entry_position, went]`` ("went": "left" | "right" | "hit"). ``scan`` lists the batches
     walked in the ``.log`` from the index floor, each ``[position, base_offset, last_offset,
-    max_timestamp, matched]``. ``offset`` is -1 when nothing was found (a timestamp beyond
+    max_timestamp, matched]``. (In the engine the rows are tuples, made cheaply per step; the
+    event's dict, and so the browser, gets lists.) ``offset`` is -1 when nothing was found (a timestamp beyond
     the log); ``position`` is the byte position of the batch found; ``timestamp`` is the
     matching record's timestamp (timestamp mode)."""
     broker: int | None
@@ -108,6 +109,20 @@ class LogLookup(Event):
     offset: int
     position: int | None
     timestamp: int | None
+
+    def digest_values(self) -> tuple:
+        """Every field, but the step lists reduced: a lookup walks dozens of batches, and
+        serialising every row for the digest would cost more than the lookup itself. The
+        probes and the scanned batches are a function of the index entries and batches the
+        stream already recorded and of the target, so the digest keeps their counts and the
+        ``hash`` of the scanned rows (tuples of ints and bools hash alike in every process)."""
+        try:
+            rows = hash(tuple(self.scan))
+        except TypeError:               # rows as lists (an event rebuilt from its dict)
+            rows = hash(tuple(map(tuple, self.scan)))
+        return (self.broker, self.topic, self.partition, self.mode, self.target, tuple(self.candidates), self.segment,
+                self.rule, len(self.time_probes), len(self.probes), len(self.scan), rows, self.offset, self.position,
+                self.timestamp)
 
 
 @event("retention_check")

@@ -114,11 +114,9 @@ class LogSegment:
     # ---- appending -----------------------------------------------------------
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
-        pos = self.disk.append(self.log_rel, data)
-        out = (pos,) + self._account(pos, header, len(data), now_ms, True)
-        self.offset_index.sync()
-        self.time_index.sync()
-        return out
+        pos = self.size
+        self.disk.write_at(self.log_rel, pos, data)
+        return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
         """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
@@ -127,31 +125,31 @@ class LogSegment:
         return (pos,) + self._account(pos, header, size, now_ms, True)
 
     def write(self, data) -> None:
-        """Append bytes previously accounted for with :meth:`reserve`."""
-        pos = self.disk.append(self.log_rel, data)
-        assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
-        self.offset_index.sync()
-        self.time_index.sync()
+        """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
+        the segment's size, which is kept in memory (no seek to the file's end)."""
+        self.disk.write_at(self.log_rel, self.size - len(data), data)
 
     def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
         """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
         ts = header.max_timestamp
+        last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = ts
         if ts > self.max_timestamp_so_far:
             self.max_timestamp_so_far = ts
-            self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
+            self.offset_of_max_timestamp = last
         wrote_o = wrote_t = False
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             if write:
-                self.offset_index.append(header.base_offset + header.last_offset_delta, pos, defer=True)
+                self.offset_index.append(last, pos, defer=True)
                 wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                                        defer=True)
                 wrote_o = True
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += size
+            since = 0
+        self.bytes_since_last_index_entry = since + size
         self.size = pos + size
-        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        self.next_offset = last + 1
         self.last_modified_ms = now_ms
         return wrote_o, wrote_t
 
@@ -234,29 +232,31 @@ class LogSegment:
         """``(position, size)`` of the first batch at or after byte ``start`` whose last offset is
         >= ``target``, or None. Walks header fields with ``struct.unpack_from`` over one read of a
         window (the index floor puts the batch within about ``index.interval.bytes``); with
-        ``scan``, appends ``[position, base_offset, last_offset, max_timestamp, matched]`` per
+        ``scan``, appends ``(position, base_offset, last_offset, max_timestamp, matched)`` per
         batch walked."""
-        if scan is not None:
-            for pos, base, last, max_ts, size in self.walk(start):
-                hit = last >= target
-                scan.append([pos, base, last, max_ts, hit])
-                if hit:
-                    return pos, size
-            return None
+        found = self._find_offset(target, start, scan)
+        return None if found is None else found[:2]
+
+    def _find_offset(self, target: int, start: int, scan: list | None) -> tuple[int, int, bytes, int] | None:
+        """:meth:`find_offset`, also returning the window read and where the batch found starts in it."""
         end = self.size
         pos = start
         unpack = _WALK.unpack_from
         window = min(max(2 * self.index_interval_bytes, 8192), _CHUNK)
+        record = None if scan is None else scan.append
         while pos < end:
             buf = self.disk.read(self.log_rel, pos, min(window, end - pos))
             n, rel = len(buf), 0
             while rel + _WALK_SIZE <= n:
-                base, length, magic, delta, _ = unpack(buf, rel)
+                base, length, magic, delta, max_ts = unpack(buf, rel)
                 size = length + 12
                 if magic != 2 or size < _MIN_BATCH:
                     self._corrupt_at(pos + rel)
-                if base + delta >= target:
-                    return pos + rel, size
+                last = base + delta
+                if record is not None:
+                    record((pos + rel, base, last, max_ts, last >= target))
+                if last >= target:
+                    return pos + rel, size, buf, rel
                 rel += size
             if rel == 0:
                 self._corrupt_at(pos)
@@ -282,14 +282,22 @@ class LogSegment:
         self._header_at(pos)   # raises the precise error
         raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}")
 
-    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None) -> tuple[bytes, tuple]:
+    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None,
+                     window: bytes = b"", at: int = 0) -> tuple[bytes, tuple]:
         """Whole batches from ``pos``: the first always, then as many as fit ``max_bytes`` and end
         below ``max_offset`` (exclusive). Returns (bytes, headers), read with one read when the
-        first window covers them."""
+        first window covers them; ``window``, bytes already read with ``pos`` at ``at``, saves it."""
         end = self.size
         headers = []
+        if window and at + BATCH_OVERHEAD <= len(window):
+            h = read_header(window, at)
+            size = h.batch_length + 12
+            if size >= max_bytes and at + size <= len(window) and (
+                    max_offset is None or h.base_offset + h.last_offset_delta < max_offset):
+                return window[at:at + size], (h,)     # a one-batch answer, all in the window
         total = 0
-        buf = self.disk.read(self.log_rel, pos, min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
+        buf = window[at:] if window else self.disk.read(self.log_rel, pos,
+                                                        min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
         while pos + total < end:
             rel = total
             if rel + BATCH_OVERHEAD > len(buf):
