@@ -99,4 +99,15 @@ def ui_strings() -> dict[str, str]:
         "ss_step_of": _("step {n} of {total}"),
         "ss_lookup_offset": _("Lookup of offset {target}"),
         "ss_lookup_time": _("Lookup of timestamp {target}"),
+        # replication extras (hw-calc.js, replication-chart.js)
+        "hw_no_leader": _("No leader right now: nobody computes a high watermark."),
+        "hw_broker_leader": _("broker {b} (leader)"),
+        "hw_broker": _("broker {b}"),
+        "hw_row": _("LEO the leader knows"),
+        "hw_own": _("{leo} (own)"),
+        "hw_remote": _("{leo} (remote)"),
+        "hw_is": _("the leader's HW is {hw}"),
+        "hw_is_moving": _("the leader's HW is {hw} (it moves on the next fetch or append)"),
+        "rpc_now": _("Now — {list}."),
+        "rpc_time": _("virtual time (s)"),
     }

@@ -15,21 +15,21 @@
       if (!("hw_view" in st)) return;
       const v = st.hw_view;
       root.textContent = "";
-      if (!v) { root.appendChild(h("p", { class: "note" }, "No leader right now: nobody computes a high watermark.")); return; }
+      if (!v) { root.appendChild(h("p", { class: "note" }, KV.t("hw_no_leader"))); return; }
       const isr = new Set(v.isr.map(String));
       const table = h("table", { class: "hw-table", id: "hw-table" });
       const head = h("tr");
-      ["", "broker " + v.leader + " (leader)"].concat(Object.keys(v.remote_leos).map(function (b) { return "broker " + b; }))
+      ["", KV.t("hw_broker_leader", { b: v.leader })].concat(Object.keys(v.remote_leos).map(function (b) { return KV.t("hw_broker", { b: b }); }))
         .forEach(function (t, i) { head.appendChild(h(i ? "th" : "td", i ? { scope: "col" } : {}, t)); });
       table.appendChild(h("thead")).appendChild(head);
       const body = table.appendChild(h("tbody"));
       const row = h("tr");
-      row.appendChild(h("th", { scope: "row" }, "LEO the leader knows"));
-      row.appendChild(h("td", { class: "hw-own", id: "hw-leo-" + v.leader }, String(v.leo) + " (own)"));
+      row.appendChild(h("th", { scope: "row" }, KV.t("hw_row")));
+      row.appendChild(h("td", { class: "hw-own", id: "hw-leo-" + v.leader }, KV.t("hw_own", { leo: v.leo })));
       Object.keys(v.remote_leos).forEach(function (b) {
         const leo = v.remote_leos[b];
         const cell = h("td", { id: "hw-remote-" + b, class: isr.has(b) ? "in-isr" : "out-isr" },
-          (leo < 0 ? "unknown" : String(leo)) + " (remote)" + (isr.has(b) ? "" : " — not in ISR"));
+          KV.t("hw_remote", { leo: leo < 0 ? "?" : leo }) + (isr.has(b) ? "" : " — " + KV.t("not_in_isr")));
         if (isr.has(b) && leo === v.min_isr_leo) cell.classList.add("is-min");
         row.appendChild(cell);
       });
@@ -38,9 +38,8 @@
       const terms = [String(v.leo)].concat(Object.keys(v.remote_leos).filter(function (b) { return isr.has(b) && v.remote_leos[b] >= 0; })
         .map(function (b) { return String(v.remote_leos[b]); }));
       root.appendChild(h("p", { class: "hw-formula", id: "hw-formula" },
-        "HW = min over the ISR {" + v.isr.join(", ") + "} = min(" + terms.join(", ") + ") = " + v.min_isr_leo +
-        (v.high_watermark !== v.min_isr_leo ? " · the leader's HW is " + v.high_watermark + " (it moves on the next fetch or append)"
-          : " · the leader's HW is " + v.high_watermark)));
+        "HW = min(ISR {" + v.isr.join(", ") + "}) = min(" + terms.join(", ") + ") = " + v.min_isr_leo + " · " +
+        KV.t(v.high_watermark !== v.min_isr_leo ? "hw_is_moving" : "hw_is", { hw: v.high_watermark })));
     },
   });
 })();

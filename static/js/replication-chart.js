@@ -23,19 +23,19 @@
         root.appendChild(cap);
       }
       const words = (st.lanes || []).filter(function (l) { return l.alive; }).map(function (l) {
-        return "broker " + l.broker + ": LEO " + l.leo + ", HW " + l.high_watermark;
+        return KV.t("hw_broker", { b: l.broker }) + ": LEO " + l.leo + ", HW " + l.high_watermark;
       });
-      root.querySelector("#rpc-caption").textContent = words.length ? "Now — " + words.join("; ") + "." : "";
+      root.querySelector("#rpc-caption").textContent = words.length ? KV.t("rpc_now", { list: words.join("; ") }) : "";
       if (!window.Plotly) return;
       const traces = st.series.map(function (s) {
         const c = COLOURS[s.broker % COLOURS.length];
         return { x: s.points.map(function (p) { return p[0] / 1000; }), y: s.points.map(function (p) { return p[1]; }),
-          name: "broker " + s.broker + " " + (s.what === "leo" ? "LEO" : "HW"), mode: "lines+markers",
+          name: KV.t("hw_broker", { b: s.broker }) + " " + (s.what === "leo" ? "LEO" : "HW"), mode: "lines+markers",
           line: { shape: "hv", color: c, width: s.what === "leo" ? 2.5 : 2, dash: s.what === "leo" ? "solid" : "dash" },
           marker: { symbol: SYMBOLS[s.broker % SYMBOLS.length], size: 6, color: c } };
       });
       const layout = { margin: { l: 44, r: 10, t: 8, b: 40 }, height: 260,
-        xaxis: { title: { text: "virtual time (s)" } }, yaxis: { title: { text: "offset" }, rangemode: "tozero", dtick: 1 },
+        xaxis: { title: { text: KV.t("rpc_time") } }, yaxis: { title: { text: KV.t("offset") }, rangemode: "tozero", dtick: 1 },
         legend: { orientation: "h", y: -0.3 } };
       window.Plotly.react(plot, traces, layout, { displayModeBar: false, responsive: true });
     },
