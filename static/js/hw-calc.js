@@ -3,12 +3,7 @@
  * and HW = the smallest of those. From frame.state.hw_view, read from the engine's partition. */
 (function () {
   "use strict";
-  function h(tag, attrs, text) {
-    const n = document.createElement(tag);
-    for (const k in attrs || {}) n.setAttribute(k, attrs[k]);
-    if (text !== undefined) n.textContent = text;
-    return n;
-  }
+  const h = KV.html;
   KV.register("hw-calc", {
     update: function (root, frame) {
       const st = frame.state || {};

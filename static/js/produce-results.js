@@ -5,12 +5,7 @@
 (function () {
   "use strict";
   const STATUS = { acked: "✓ acknowledged", error: "✕ error", waiting: "… waiting", sent: "→ sent, no answer (acks=0)" };
-  function h(tag, attrs, text) {
-    const n = document.createElement(tag);
-    for (const k in attrs || {}) n.setAttribute(k, attrs[k]);
-    if (text !== undefined) n.textContent = text;
-    return n;
-  }
+  const h = KV.html;
   KV.register("produce-results", {
     update: function (root, frame) {
       const st = frame.state || {};

@@ -17,15 +17,7 @@
   "use strict";
   const STEP_MS = 900;
 
-  function h(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const k in attrs || {}) {
-      if (k === "text") node.textContent = attrs[k];
-      else if (attrs[k] !== null && attrs[k] !== undefined) node.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
-    return node;
-  }
+  const h = KV.tree;
   function pad20(n) { return String(n).padStart(20, "0"); }
   function fmt(n) { return Number(n).toLocaleString("en-US"); }
 

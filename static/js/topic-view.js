@@ -7,15 +7,7 @@
   "use strict";
   const KEY_CLASSES = 6;
 
-  function h(tag, attrs, children) {
-    const node = document.createElement(tag);
-    for (const k in attrs || {}) {
-      if (k === "text") node.textContent = attrs[k];
-      else if (attrs[k] !== null && attrs[k] !== undefined) node.setAttribute(k, attrs[k]);
-    }
-    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
-    return node;
-  }
+  const h = KV.tree;
   function keyClass(key) {
     if (key === null || key === undefined) return "k-none";
     let n = 0;

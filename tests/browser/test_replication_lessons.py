@@ -9,18 +9,10 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from .test_storage_lessons import answer, back_to_start, open_lesson, step, task_done
+from .test_storage_lessons import answer, back_to_start, open_lesson, page, step, task_done  # noqa: F401 (fixture)
 
 # Each walk takes 10-16 s on this box: marked slow (``make test-slow``).
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(reduced_motion="reduce", viewport={"width": 1366, "height": 900})
-    pg = context.new_page()
-    yield pg
-    context.close()
 
 
 def load(page: Page, scenario: str, total: int) -> None:
