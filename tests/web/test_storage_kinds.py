@@ -245,3 +245,98 @@ def test_guided_steps_run_to_the_end_and_back_to_the_same_states(slug, tmp_path)
     run(kind, {"type": "seek", "step": str(len(lesson.steps))})
     assert json.loads(json.dumps(kind.kind_state())) == states[-1]
     kind.close()
+
+
+# ---- what each guided step's words claim, checked against the engine after that step -------
+def _walk(slug, tmp_path):
+    lesson = load_content(slug)
+    d = tmp_path / slug
+    d.mkdir()
+    kind = get_kind(lesson.kind)(d, seed=7, limits=Limits(5000, 50_000_000), lesson=lesson)
+    ids = [s.id for s in lesson.steps]
+
+    def at(step_id):
+        run(kind, {"type": "seek", "step": str(ids.index(step_id) + 1)})
+        return kind.kind_state()
+    return kind, at
+
+
+def test_lesson3_step_claims(tmp_path):
+    kind, at = _walk("offset-index", tmp_path)
+    st = at("fill")
+    assert len(st["layout"]["batches"]) == 14 and {b[4] for b in st["layout"]["batches"]} == {170}
+    assert [e[1] for e in st["layout"]["offset_index"]] == [2, 4, 6, 8, 10, 12]        # every second batch
+    st = at("roll")
+    assert st["partitions"][0]["segments"] == [0, 14]
+    assert st["layout"]["offset_index"][0] == [2, 16, 340]                              # '2 → 340' = offset 16
+    lk = at("lookup-19")["lookup"]
+    assert lk["segment"] == 14 and lk["offset"] == 19 and len(lk["scan"]) == 2
+    lk = at("lookup-5")["lookup"]
+    assert lk["segment"] == 0 and lk["probes"][-1][3] == 4 and len(lk["scan"]) == 2      # entry for 4, one batch further
+    st = at("denser")
+    assert st["index_interval_bytes"] == 64
+    lk = at("lookup-dense")["lookup"]
+    assert lk["offset"] == 29 and len(lk["scan"]) == 1
+
+
+def test_lesson4_step_claims(tmp_path):
+    kind, at = _walk("time-index", tmp_path)
+    at("fill")
+    lk = at("between")["lookup"]
+    assert lk["segment"] == 14 and lk["offset"] == 18 and lk["timestamp"] == 1900
+    assert max(p[3] for p in lk["time_probes"] if p[5] != "left") < 1850                 # the floor, not the ceiling
+    lk = at("exact")["lookup"]
+    assert lk["time_probes"][-1][5] == "hit" and lk["offset"] == 6
+    lk = at("before-all")["lookup"]
+    assert lk["segment"] == 0 and lk["offset"] == 0
+    assert all(p[5] == "left" for p in lk["time_probes"] + lk["probes"]) and lk["scan"][0][0] == 0
+    lk = at("past-end")["lookup"]
+    assert lk["segment"] is None and lk["offset"] == -1
+
+
+def test_lesson5_step_claims(tmp_path):
+    kind, at = _walk("retention", tmp_path)
+    p = at("fill")["partitions"][0]
+    assert p["segments"] == [0, 5, 10, 15] and p["size_bytes"] == 3400
+    p = at("size-check")["partitions"][0]
+    assert p["segments"] == [5, 10, 15] and any(f["name"] == "00000000000000000000.log.deleted" for f in p["files"])
+    p = at("delete-records")["partitions"][0]
+    assert p["log_start_offset"] == 12 and p["segments"] == [5, 10, 15]
+    p = at("start-check")["partitions"][0]
+    assert p["segments"] == [10, 15]
+    p = at("files-gone")["partitions"][0]
+    assert not any(f["deleted"] for f in p["files"])
+    p = at("all-expire")["partitions"][0]
+    assert p["segments"] == [20] and p["log_start_offset"] == 20
+
+
+def test_lesson7_step_claims(tmp_path):
+    kind, at = _walk("flush-and-page-cache", tmp_path)
+    st = at("append")
+    log_file = next(f for f in st["files"] if f["name"].endswith(".log"))
+    assert log_file["durable"] == 0 and log_file["size"] == 12 * 370
+    assert not at("power-loss")["alive"]
+    st = at("recover-empty")
+    assert st["log"]["log_end_offset"] == 0 and st["crashes"][-1]["lost_records"] == 12
+    st = at("writeback")
+    log_file = next(f for f in st["files"] if f["name"].endswith(".log"))
+    assert log_file["durable"] == 4096
+    cut = at("torn")["crashes"][-1]["recovery_cut"]
+    assert (cut["segment"], cut["from"], cut["to"]) == (0, 4096, 11 * 370)
+    assert at("flush-every")["crashes"][-1]["lost_records"] == 0
+    st = at("kill")
+    assert st["crashes"][-1]["power_loss"] is False and st["crashes"][-1]["lost_records"] == 0
+    st = at("fetch")
+    assert st["fetch"]["position"] == st["log"]["batches"][3][0]
+
+
+def test_lesson1_step_claims(tmp_path):
+    kind, at = _walk("topics-partitions-offsets", tmp_path)
+    st = at("keyed")
+    holding = [p for p in st["partitions"] if p["records"]]
+    assert len(holding) == 1 and [r[0] for r in holding[0]["records"]] == list(range(6))
+    st = at("keyless")
+    rules = [pl["rule"] for pl in st["placements"] if pl["key"] is None]
+    assert "sticky-switch" in rules
+    st = at("consume-b")
+    assert st["orders_differ"]
