@@ -649,13 +649,18 @@ def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
         steps.append({"kind": "tprobe", "probe": p, "text": text + _went(ts, target, went, zh) + ("。" if zh else ".")})
     if mode == "timestamp" and seg is not None:
         if ev.get("time_probes") and any(p[5] != "left" for p in ev["time_probes"]):
-            text = (f".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量。" if zh else
-                    f"The .timeindex floor (the largest entry with timestamp ≤ {target}) gives the offset to start from.")
+            start = [p[4] for p in ev["time_probes"] if p[5] != "left"][-1]
+            text = (f".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。" if zh else
+                    f"The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.")
         else:
             text = (f"没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。" if zh else
                     f"No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.")
         steps.append({"kind": "tfloor", "text": text})
-    tgt = target if mode == "offset" else ("该偏移量" if zh else "that offset")
+    if mode == "offset":
+        tgt = target
+    else:       # step 3 looks up the offset the .timeindex floor gave (the segment's base if none)
+        floors = [p[4] for p in ev.get("time_probes") or [] if p[5] != "left"]
+        tgt = floors[-1] if floors else seg
     for i, p in enumerate(ev.get("probes") or []):
         lo, hi, mid, off, pos, went = p
         head = ("第 3 步，" if zh else "Step 3, ") if mode == "timestamp" else ""

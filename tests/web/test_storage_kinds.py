@@ -340,3 +340,19 @@ def test_lesson1_step_claims(tmp_path):
     assert "sticky-switch" in rules
     st = at("consume-b")
     assert st["orders_differ"]
+
+
+def test_lookup_steps_are_worded_from_the_event_in_both_languages(tmp_path):
+    """engine/narration.lookup_steps: one step per thing the engine did, in the engine's order."""
+    from engine.narration import lookup_steps
+    kind, at = _walk("time-index", tmp_path)
+    at("fill")
+    lk = at("between")["lookup"]
+    en, zh = lookup_steps(lk, "en"), lookup_steps(lk, "zh")
+    kinds = [s["kind"] for s in en]
+    assert kinds == (["segment"] + ["tprobe"] * len(lk["time_probes"]) + ["tfloor"] + ["probe"] * len(lk["probes"])
+                     + ["scan"] * len(lk["scan"]) + ["answer"])
+    assert [s["kind"] for s in zh] == kinds
+    assert "gives offset 16 to start from" in en[len(lk["time_probes"]) + 1]["text"]
+    assert en[-1]["text"] == "Answer: offset 18 (timestamp 1900), read from position 680 of 00000000000000000014.log."
+    assert zh[-1]["text"].startswith("答案：偏移量 18")
