@@ -60,6 +60,8 @@ def ui_strings() -> dict[str, str]:
         "empty_cache": _("empty (nothing written yet)"),
         "down_cache": _("down: the checkpoint file is read again when it restarts"),
         "producer_told": _("Producer was told"),
+        "acks_acked": _("acknowledged (acks)"),
+        "down_log_closed": _("broker down: log closed"),
         "acked": _("✓ acked"),
         "lost": _("✗ LOST"),
         "no_topic": _("No topic yet: step forward to create it."),

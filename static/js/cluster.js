@@ -6,13 +6,16 @@
  * marked aria-disabled (they stay focusable; the engine's refusal explains why). */
 (function () {
   "use strict";
-  const W = 560, H = 232, BOX_W = 150, BOX_H = 96;
+  const BOX_H = 96;
+  let BOX_W = 150;
+  let W = 560;
   const el = KV.el;
   const $ = function (id) { return document.getElementById(id); };
 
+  // Boxes per row follow the space the diagram has, so text stays near its real size on a phone.
   function positions(n) {
     const out = {};
-    const perRow = Math.min(n, 3);
+    const perRow = Math.max(1, Math.min(n, 3, Math.floor((W - 20) / (BOX_W + 10))));
     for (let i = 0; i < n; i++) {
       const row = Math.floor(i / perRow), col = i % perRow;
       out[i] = { x: 20 + col * ((W - 40 - BOX_W) / Math.max(perRow - 1, 1)), y: 50 + row * (BOX_H + 80) };
@@ -55,7 +58,10 @@
   function draw(container, st) {
     const brokers = st.brokers || [];
     const pos = positions(brokers.length);
-    const rows = Math.ceil(brokers.length / 3);
+    W = Math.max(340, Math.min(560, container.clientWidth || 560));
+    BOX_W = W < 420 ? 140 : 150;
+    const perRow = Math.max(1, Math.min(brokers.length, 3, Math.floor((W - 20) / (BOX_W + 10))));
+    const rows = Math.ceil(brokers.length / perRow);
     const svg = KV.keep(container, "cl-svg", function () {
       const s = el("svg", { class: "cl-svg", role: "img", "aria-labelledby": "cl-title cl-desc" });
       s.append(el("title", { id: "cl-title" }, ""), el("desc", { id: "cl-desc" }, ""));
@@ -66,7 +72,7 @@
       s.append(defs, el("g", { id: "cl-links" }), el("g", { id: "cl-boxes" }));
       return s;
     });
-    svg.setAttribute("viewBox", "0 0 " + W + " " + (H + (rows - 1) * (BOX_H + 80)));
+    svg.setAttribute("viewBox", "0 0 " + W + " " + (50 + rows * BOX_H + (rows - 1) * 80 + 90));
     $("cl-title").textContent = KV.t("broker") + " 0–" + (brokers.length - 1);
     const desc = [];
     const linksG = $("cl-links"), boxesG = $("cl-boxes");

@@ -5,8 +5,16 @@
  * file fades out. With prefers-reduced-motion everything just appears/disappears. */
 (function () {
   "use strict";
-  const W = 600, ROW = 20, GAP = 8, HEAD = 50;
-  const COL_NAME = 14, COL_INFO = 300, COL_BAR = 452, BAR_W = 84, COL_SIZE = 592;
+  const ROW = 20, GAP = 8, HEAD = 50, INFO = 16;
+  // Two geometries: wide (info in its own column) and narrow (a phone: the segment's
+  // offsets go on a line above its files, so names, bars and sizes keep a readable size).
+  const WIDE = { W: 600, COL_NAME: 14, COL_INFO: 300, COL_BAR: 452, BAR_W: 84, COL_SIZE: 592, narrow: false };
+  const NARROW = { W: 400, COL_NAME: 10, COL_INFO: 10, COL_BAR: 270, BAR_W: 56, COL_SIZE: 394, narrow: true };
+  let G = WIDE, W = G.W, COL_NAME = G.COL_NAME, COL_INFO = G.COL_INFO, COL_BAR = G.COL_BAR, BAR_W = G.BAR_W,
+    COL_SIZE = G.COL_SIZE;
+  function setGeometry(g) {
+    G = g; W = g.W; COL_NAME = g.COL_NAME; COL_INFO = g.COL_INFO; COL_BAR = g.COL_BAR; BAR_W = g.BAR_W; COL_SIZE = g.COL_SIZE;
+  }
 
   const el = KV.el;
   function part_label(p) { return KV.t("files_of", { p: p }); }
@@ -70,10 +78,12 @@
         const end = idx + 1 < segs.length ? segs[idx + 1] - 1 : part.log_end_offset - 1;
         range = end > seg ? KV.t("offset") + " " + seg + "–" + end : end === seg ? KV.t("offset") + " " + seg : "—";
       }
+      if (G.narrow && seg !== null) y += INFO;
+      const deleted = files.some(function (f) { return f.deleted; });
       files.forEach(function (f, fi) {
         rows.push({ file: f, seg: seg, y: y, first: fi === 0, last: fi === files.length - 1, group: gi,
           range: range, active: seg === part.active_segment && !f.deleted,
-          groupRows: files.length });
+          groupRows: files.length, groupDeleted: deleted });
         y += ROW;
       });
       y += GAP;
@@ -92,9 +102,15 @@
     g.replaceChildren();
     g.setAttribute("class", "pd-row kind-" + kind + (f.deleted ? " is-deleted" : "") + (row.active ? " is-active" : "") +
       (g.classList.contains("pd-enter") ? " pd-enter" : "") + (g.classList.contains("pd-new") ? " pd-new" : ""));
+    const head = G.narrow && row.seg !== null ? INFO : 0;
     if (row.first) {
-      g.appendChild(el("rect", { x: 4, y: -14, width: W - 8, height: row.groupRows * ROW + 2, rx: 4,
+      g.appendChild(el("rect", { x: 4, y: -14 - head, width: W - 8, height: row.groupRows * ROW + 2 + head, rx: 4,
         class: "seg-bg" + (row.group % 2 ? " alt" : "") }));
+      if (head) {
+        const label = row.groupDeleted ? "✗ " + KV.t("marked_deleted") :
+          (row.range || "") + (row.seg === cfg.active ? " · " + KV.t("active") : "");
+        g.appendChild(el("text", { x: COL_NAME, y: -16, class: "pd-info pd-group-info" }, label));
+      }
     }
     g.appendChild(el("text", { x: COL_NAME, y: 0, class: "pd-name" }, f.name));
     // The .log row carries the segment's offsets; the others stay quiet unless deleted.
@@ -102,7 +118,7 @@
     if (f.deleted) info = "✗ " + KV.t("marked_deleted");
     else if (kind === "log") info = (row.range || "") + (row.active ? " · " + KV.t("active") : "");
     else if (kind === "other" && f.kind && f.kind !== f.name) info = f.kind.replace(/[_-]/g, " ");
-    g.appendChild(el("text", { x: COL_INFO, y: 0, class: "pd-info" }, info));
+    if (!G.narrow) g.appendChild(el("text", { x: COL_INFO, y: 0, class: "pd-info" }, info));
     const cap = capacity(kind, cfg);
     g.appendChild(el("rect", { x: COL_BAR, y: -10, width: BAR_W, height: 12, class: "bar-track" }));
     if (cap > 0) {
@@ -176,10 +192,13 @@
     update: function (root, frame) {
       const st = frame.state || {};
       const cfg = { segmentBytes: st.segment_bytes || 1, indexBytes: st.index_bytes || 1 };
+      const geometry = (root.clientWidth || 600) < 540 ? NARROW : WIDE;
+      if (geometry !== G) { setGeometry(geometry); root.replaceChildren(); }
       const reduced = KV.reducedMotion();
       if (frame.reset) root.replaceChildren();
       const noted = frame.snapshot ? null : noteEvents(frame);
       ((frame.state && frame.state.partitions) || []).forEach(function (part) {
+        cfg.active = part.active_segment;
         render(root, part, cfg, reduced, noted);
       });
     },

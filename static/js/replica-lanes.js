@@ -7,7 +7,7 @@
  * shows only what the engine's state and events say. */
 (function () {
   "use strict";
-  const CELL_W = 64, CELL_H = 42, LABEL_W = 210, ROW_GAP = 42, TOP = 34, ARROW_W = 360;
+  const CELL_W = 64, CELL_H = 42, LABEL_W = 170, ROW_GAP = 42, TOP = 34, ARROW_W = 110;
   const el = KV.el, brokerName = KV.brokerName, shortName = KV.shortName;
 
   // The previous frame's lanes, to draw what a truncation cut (the new state no longer has it).
@@ -49,8 +49,11 @@
     return Object.keys(out).map(function (k) { return out[k]; });
   }
 
-  function cell(g, x, y, rec, cls, extra) {
-    const c = el("g", { class: "le-cell " + cls, transform: "translate(" + x + "," + y + ")" });
+  // Cells, markers and lanes carry stable ids and a style transform, and each frame is
+  // morphed into the SVG already on the page (KV.morph): a record that moves, a HW that
+  // advances, slide there instead of being redrawn.
+  function cell(g, x, y, rec, cls, extra, id) {
+    const c = el("g", { class: "le-cell " + cls, id: id, style: "transform: translate(" + x + "px," + y + "px)" });
     c.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "le-cell-bg epoch-" + (rec.epoch % 4) }));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 18, class: "le-cell-value", "text-anchor": "middle" }, rec.value || rec.digest));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 34, class: "le-cell-epoch", "text-anchor": "middle" },
@@ -115,18 +118,19 @@
     }
     for (let o = 0; o < cols; o++) {
       svg.append(el("text", { x: LABEL_W + o * CELL_W + (CELL_W - 4) / 2, y: 16, class: "le-offset" + (differ[o] ? " le-differ" : ""),
-        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + "offset " + o));
+        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + KV.t("offset") + " " + o));
       if (differ[o]) desc.push("the replicas hold different records at offset " + o);
     }
 
     // The producer's row: what the client was told.
     const py = TOP;
     svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, KV.t("producer_told")));
-    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, "acks=all, acknowledged"));
+    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, KV.t("acks_acked")));
     const prodG = el("g", {});
     acked.forEach(function (a) {
       const rec = { offset: a.offset, value: a.value, epoch: 0, digest: a.digest };
-      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""));
+      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""),
+        "", "le-acked-" + a.offset + "-" + a._row);
       // Replace the epoch line: the client does not know epochs; it knows ✓ or LOST.
       c.querySelector(".le-cell-epoch").textContent = a.lost ? KV.t("lost") : KV.t("acked");
       c.querySelector(".le-cell-bg").setAttribute("class", "le-cell-bg " + (a.lost ? "le-lost-bg" : "le-acked-bg"));
@@ -162,11 +166,11 @@
       const text = [brokerName(lane.broker) + (lane.alive ? "" : " is down")];
       if (!lane.alive) {
         g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
-          "✗ broker down: log closed"));
+          "✗ " + KV.t("down_log_closed")));
       } else {
         const recs = lane.records || [];
         recs.forEach(function (r) {
-          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "");
+          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "", "le-cell-" + lane.broker + "-" + r.offset);
         });
         text.push((isLeader ? "leader at epoch " + lane.leader_epoch : lane.role === "follower" ? "follower at epoch " + lane.leader_epoch : "no role yet") + ", " + (inIsr ? "in ISR" : "not in ISR") +
           ", log " + (recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || "empty") +
@@ -180,7 +184,8 @@
           const sy = y + CELL_H + 22;
           for (let o = cut.to; o < cut.from; o++) {
             const old = before.find(function (r) { return r.offset === o; }) || { offset: o, value: "?", epoch: "?", digest: "?" };
-            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
+            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), id: "le-ghost-" + frame.frame_seq + "-" + lane.broker + "-" + o,
+              transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
             gc.append(el("rect", { width: CELL_W - 4, height: 24, rx: 4, class: "le-cell-bg" }));
             gc.append(el("text", { x: (CELL_W - 4) / 2, y: 16, class: "le-cell-value le-ghost-value", "text-anchor": "middle" },
               "✂ " + (old.value || old.digest) + " e" + old.epoch));
@@ -188,24 +193,31 @@
             g.append(gc);
           }
           g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
-            "truncated " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
+            "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
           text.push("truncated from offset " + cut.from + " to " + cut.to);
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.
         const leoX = LABEL_W + lane.leo * CELL_W - 2;
-        g.append(el("path", { d: "M" + (leoX - 6) + "," + (y - 10) + " l12,0 l-6,9 z", class: "le-leo" }));
-        g.append(el("text", { x: leoX + 8, y: y - 3, class: "le-marker-text" }, "LEO " + lane.leo));
+        const leo = el("g", { id: "le-leo-" + lane.broker, class: "le-marker", style: "transform: translate(" + leoX + "px," + y + "px)" });
+        leo.append(el("path", { d: "M-6,-10 l12,0 l-6,9 z", class: "le-leo" }),
+          el("text", { x: 8, y: -3, class: "le-marker-text" }, "LEO " + lane.leo));
+        g.append(leo);
         const hwX = LABEL_W + lane.high_watermark * CELL_W - 2;
-        g.append(el("line", { x1: hwX, x2: hwX, y1: y - 4, y2: y + CELL_H + 4, class: "le-hw-line" }));
-        g.append(el("path", { d: "M" + (hwX - 6) + "," + (y + CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }));
-        g.append(el("text", { x: hwX + 8, y: y + CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+        const hw = el("g", { id: "le-hw-" + lane.broker, class: "le-marker", style: "transform: translate(" + hwX + "px," + y + "px)" });
+        hw.append(el("line", { x1: 0, x2: 0, y1: -4, y2: CELL_H + 4, class: "le-hw-line" }),
+          el("path", { d: "M-6," + (CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }),
+          el("text", { x: 8, y: CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+        g.append(hw);
       }
       desc.push(text.join(": "));
       svg.append(g);
     });
 
-    // Requests of this frame, as arrows in the right margin between the lanes.
+    // Requests of this frame, as numbered arrows in the right margin between the lanes; their
+    // words go in the numbered list under the diagram (readable at any width).
     const ax = LABEL_W + cols * CELL_W + 20;
+    const arrowList = document.getElementById("lanes-arrows");
+    if (arrowList) arrowList.replaceChildren();
     const alive = {};
     lanes.forEach(function (l) { alive[l.broker] = l.alive; });
     msgs.forEach(function (m, i) {
@@ -214,13 +226,15 @@
       if (!alive[m.to]) m.label += " (" + shortName(m.to) + " is down: lost)";
       const x = ax + (i % 4) * 14;
       const a = y1 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6), b = y2 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6);
-      const path = el("path", { d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
+      const path = el("path", { id: "le-arrow-" + frame.frame_seq + "-" + i,
+        d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
         class: "le-arrow le-arrow-" + m.kind + (KV.reducedMotion() ? "" : " le-draw"), "marker-end": "url(#le-head)" });
       svg.append(path);
-      // Labels as a list beside the arrows, in the order the engine sent them.
-      const first = Math.min.apply(null, Object.keys(laneY).map(function (k) { return laneY[k]; }));
-      svg.append(el("text", { x: ax + 4 * 14 + 26, y: first + 4 + i * 17, class: "le-arrow-label le-arrow-label-" + m.kind },
-        shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      svg.append(el("text", { x: x + 26, y: (a + b) / 2 + 4, class: "le-arrow-label le-arrow-label-" + m.kind }, String(i + 1)));
+      if (arrowList) {
+        arrowList.append(KV.html("li", { class: "le-arrow-item le-arrow-label-" + m.kind },
+          shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      }
       desc.push(brokerName(m.from) + " to " + brokerName(m.to) + ": " + m.label);
     });
     const defs = el("defs", {});
@@ -230,16 +244,15 @@
     svg.prepend(defs);
     svg.append(el("desc", { id: "lanes-svg-desc" }, desc.join(". ")));
 
-    container.replaceChildren(svg);
+    const old = container.querySelector("svg.le-svg");
+    if (old && !frame.reset) KV.morph(old, svg); else container.replaceChildren(svg);
     const summary = document.getElementById("lanes-text") || KV.html("p");
-    summary.textContent = "Leader: " + (part.leader === null || part.leader === undefined ? "none" : brokerName(part.leader)) +
-      " at epoch " + part.leader_epoch + "; ISR [" + (part.isr || []).join(", ") + "]; HW " +
+    summary.textContent = KV.t("leader") + ": " + (part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader)) +
+      " · " + KV.t("epoch") + " " + part.leader_epoch + " · ISR [" + (part.isr || []).join(", ") + "] · HW " +
       (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
       ((st.verdict && st.verdict.lost.length) ? "; acknowledged but lost: " + st.verdict.lost.join(", ") : "");
-    const lanesDl = document.createElement("ul");
-    lanesDl.className = "visually-hidden";
-    desc.forEach(function (d) { const li = document.createElement("li"); li.textContent = d; lanesDl.append(li); });
-    container.append(lanesDl);
+    const lanesDl = KV.keep(container, "lanes-desc-list", function () { return KV.html("ul", { class: "visually-hidden" }); });
+    lanesDl.replaceChildren.apply(lanesDl, desc.map(function (d) { return KV.html("li", {}, d); }));
 
     previous.lanes = {};
     lanes.forEach(function (l) { previous.lanes[l.broker] = l; });
