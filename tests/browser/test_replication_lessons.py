@@ -47,6 +47,13 @@ def test_lesson8_fetch_loop_hw_arithmetic_chart_and_own_produce(page: Page, live
         page.wait_for_timeout(300)
     task_done(page, "own-produce")
     expect(page.locator("#rpc-caption")).to_contain_text("broker 1: LEO 4, HW 4")
+    # pause broker 2's fetching, then an acks=all produce waits for it
+    page.select_option("#broker-pick", "2")
+    page.click("#pause_follower-button")
+    page.click("#produce-button")
+    page.click("#advance-button")
+    task_done(page, "paused-waits")
+    expect(page.locator("#hw-formula")).to_contain_text("min(5, 5, 4) = 4")
     answer(page, "hw", 1, "hw-calc")
 
 
@@ -73,6 +80,11 @@ def test_lesson9_acks_compared_flags_the_lost_acks1_write(page: Page, live_serve
         step(page, n, 19)
     expect(page.locator("#pr-table")).to_contain_text("NOT_ENOUGH_REPLICAS")
     task_done(page, "not-enough")
+    load(page, "follower-slow-out-of-isr", 9)
+    for n in range(1, 6):
+        step(page, n, 9)
+    task_done(page, "drop-out")
+    expect(page.locator("#replica-lanes")).to_contain_text("not in ISR")
     answer(page, "all", 1, "produce-results")
 
 
