@@ -34,9 +34,9 @@
           line: { shape: "hv", color: c, width: s.what === "leo" ? 2.5 : 2, dash: s.what === "leo" ? "solid" : "dash" },
           marker: { symbol: SYMBOLS[s.broker % SYMBOLS.length], size: 6, color: c } };
       });
-      const layout = { margin: { l: 44, r: 10, t: 8, b: 40 }, height: 260,
+      const layout = { margin: { l: 44, r: 10, t: 8, b: 96 }, height: 320,
         xaxis: { title: { text: KV.t("rpc_time") } }, yaxis: { title: { text: KV.t("offset") }, rangemode: "tozero", dtick: 1 },
-        legend: { orientation: "h", y: -0.3 } };
+        legend: { orientation: "h", y: -0.42 } };
       window.Plotly.react(plot, traces, layout, { displayModeBar: false, responsive: true });
     },
   });

@@ -41,9 +41,9 @@
         y1: st.retention_bytes, line: { color: "#555d66", width: 2, dash: "dash" } }] : [];
       const annotations = st.retention_bytes >= 0 ? [{ xref: "paper", x: 0, y: st.retention_bytes, xanchor: "left",
         yanchor: "bottom", text: "retention.bytes = " + st.retention_bytes, showarrow: false, font: { size: 11 } }] : [];
-      const layout = { margin: { l: 56, r: 12, t: 8, b: 40 }, height: 260, shapes: shapes, annotations: annotations,
+      const layout = { margin: { l: 56, r: 12, t: 8, b: 84 }, height: 300, shapes: shapes, annotations: annotations,
         xaxis: { title: { text: "virtual time (s)" }, zeroline: false }, yaxis: { title: { text: "bytes" }, rangemode: "tozero" },
-        legend: { orientation: "h", y: -0.25 }, transition: KV.reducedMotion() ? undefined : { duration: 200 } };
+        legend: { orientation: "h", y: -0.38 }, transition: KV.reducedMotion() ? undefined : { duration: 200 } };
       window.Plotly.react(plot, traces, layout, { displayModeBar: false, responsive: true, staticPlot: false });
     },
   });
