@@ -59,6 +59,13 @@
       const li = e.target.closest("li");
       if (li) show(root, Number(li.dataset.step), true);
     });
+    root.querySelector("#ss-steps").addEventListener("keydown", function (e) {
+      const li = e.target.closest("li");
+      if (!li || (e.key !== "Enter" && e.key !== " ")) return;
+      e.preventDefault();
+      e.stopPropagation();       // the page's own keys (Space = play) must not fire too
+      show(root, Number(li.dataset.step), true);
+    });
     root.querySelector("#ss-files").addEventListener("click", function (e) {
       const b = e.target.closest("button[data-segment]");
       if (!b) return;
