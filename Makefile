@@ -58,14 +58,14 @@ test-web: deps-dev
 test-browser: system-deps deps-dev
 	$(BIN)/python -m pytest tests/browser
 
+## Re-extract the UI strings into locale/*/django.po and compile the .mo files (committed).
+messages: deps
+	$(BIN)/python manage.py makemessages -l zh_Hans -i ".venv/*" -i "tests/*" -i "bench/*"
+	$(BIN)/python manage.py compilemessages
+
 ## Every benchmark in bench/, each figure printed beside its goal (a few minutes; see bench/README.md).
 .PHONY: bench
 bench: deps-dev
 	@for b in bench_codec bench_log bench_cluster bench_frames; do \
 	  echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit $$?; \
 	done
-
-## Re-extract the UI strings into locale/*/django.po and compile the .mo files (committed).
-messages: deps
-	$(BIN)/python manage.py makemessages -l zh_Hans -i ".venv/*" -i "tests/*" -i "bench/*"
-	$(BIN)/python manage.py compilemessages

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text"]
+__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps"]
 
 LANGS = ("en", "zh")
 Ev = dict[str, Any]
@@ -224,6 +224,23 @@ _EN: dict[str, Callable[[Ev], str]] = {
     "lookup_finished": lambda e: (f"{_where(e, False)}: lookup of {e['mode']} {e['target']} → "
                                   + ("nothing found" if e["offset"] == -1 else
                                      f"offset {e['offset']} at byte {e.get('position')}")),
+    # lessons 1 and 7 (engine/topic.py, engine/page_cache.py)
+    "record_partitioned": lambda e: (
+        f"producer: {e['value']} " + (f"key {e['key']}: murmur2 = {e['hash']}, positive % {e['partitions']} → partition {e['partition']}"
+                                      if e["rule"] == "key" else
+                                      f"(no key): the batch on partition {e['switched_from']} was full, switched to partition {e['partition']}"
+                                      if e["rule"] == "sticky-switch" else
+                                      f"(no key) → sticky partition {e['partition']}" if e["rule"] == "sticky" else
+                                      f"→ partition {e['partition']} (chosen by the producer)")),
+    "producer_batch_sent": lambda e: (f"producer sent a batch of {e['records']} record(s) ({e['bytes']} bytes) to partition "
+                                      f"{e['partition']}: offsets {e['first_offset']}–{e['last_offset']} ({e['reason']})"),
+    "consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
+                                   + (f"offsets {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "nothing new")
+                                   + f"; next offset {e['next_offset']}"),
+    "pages_written_back": lambda e: ("the OS wrote dirty pages back: " + (", ".join(
+        f"{f['file']} durable up to byte {f['to']}" for f in e["files"]) or "no whole dirty page")),
+    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} wrote recovery-point-offset-checkpoint: "
+                                              f"{_tp(e)} recovery point {e['recovery_point']}"),
     # cluster (engine/cluster/events.py, checker.py)
     "broker_started": lambda e: (f"broker {e['broker']} started" + (" again" if e["restart"] else "")
                                  + (" after a clean shutdown" if e["clean_shutdown"] else "")),
@@ -333,6 +350,23 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                               + ("——命中" if e.get("matched") else "")),
     "lookup_finished": lambda e: (f"{_where(e, True)}：查找 {e['mode']} {e['target']} → "
                                   + ("没有找到" if e["offset"] == -1 else f"偏移量 {e['offset']}，字节 {e.get('position')}")),
+    # 第 1、7 课
+    "record_partitioned": lambda e: (
+        f"生产者：{e['value']} " + (f"键 {e['key']}：murmur2 = {e['hash']}，取正后 % {e['partitions']} → 分区 {e['partition']}"
+                                     if e["rule"] == "key" else
+                                     f"（无键）：分区 {e['switched_from']} 上的批次已满，换到分区 {e['partition']}"
+                                     if e["rule"] == "sticky-switch" else
+                                     f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
+                                     f"→ 分区 {e['partition']}（生产者指定）")),
+    "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
+                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
+    "consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
+                                   + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
+                                   + f"；下一个偏移量 {e['next_offset']}"),
+    "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
+        f"{f['file']} 持久化到第 {f['to']} 字节" for f in e["files"]) or "没有完整的脏页")),
+    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} 写入 recovery-point-offset-checkpoint："
+                                              f"{_tp(e)} 恢复点 {e['recovery_point']}"),
     "broker_started": lambda e: (f"broker {e['broker']} " + ("重新" if e["restart"] else "") + "启动"
                                  + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
     "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
@@ -499,6 +533,39 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
     the replicated cluster's (``cmd``, engine/cluster/commands.py)."""
     zh = lang == "zh"
     c = cmd.get("cmd") or cmd.get("type")
+    if c == "crash" and "broker" not in cmd:      # lesson 7's one broker
+        if zh:
+            return "断电" if cmd.get("power_loss", True) else "杀掉 broker 进程"
+        return "cut the power" if cmd.get("power_loss", True) else "kill the broker process"
+    if c == "restart" and "broker" not in cmd:
+        return "重启 broker" if zh else "restart the broker"
+    if c == "produce" and "key_mode" in cmd:      # lesson 1's producer
+        n, mode, key = cmd.get("count", 1), cmd.get("key_mode", "none"), cmd.get("key")
+        if zh:
+            return f"发送 {n} 条消息" + {"none": "（无键）", "fixed": f"（键 {key}）", "cycle": "（键轮流）"}.get(mode, "")
+        return f"produce {n} message(s)" + {"none": " without a key", "fixed": f" with key {key}",
+                                             "cycle": " with keys in turn"}.get(mode, "")
+    simple = {
+        "lookup_offset": ("查找偏移量 {offset}", "look up offset {offset}"),
+        "lookup_time": ("查找时间戳 {timestamp}", "look up timestamp {timestamp}"),
+        "set_index_interval": ("设置 index.interval.bytes = {bytes}", "set index.interval.bytes = {bytes}"),
+        "select_segment": ("显示段 {segment}", "show segment {segment}"),
+        "delete_records": ("DeleteRecords：删除偏移量 {offset} 之前的消息", "DeleteRecords before offset {offset}"),
+        "set_retention": ("设置 retention.bytes = {retention_bytes}，retention.ms = {retention_ms}",
+                          "set retention.bytes = {retention_bytes}, retention.ms = {retention_ms}"),
+        "poll": ("消费者 {consumer} 拉取一次", "consumer {consumer} polls"),
+        "rewind": ("消费者 {consumer} 回到开头", "rewind consumer {consumer}"),
+        "flush": ("立即 fsync", "fsync now"),
+        "writeback": ("操作系统写回脏页", "the OS writes dirty pages back"),
+        "set_flush": ("设置 flush.messages = {flush_messages}，flush.ms = {flush_ms}（0 = 从不）",
+                      "set flush.messages = {flush_messages}, flush.ms = {flush_ms} (0 = never)"),
+        "fetch": ("消费者从偏移量 {offset} 拉取", "consumer fetch from offset {offset}"),
+    }
+    if c in simple:
+        try:
+            return simple[c][0 if zh else 1].format(**cmd)
+        except (KeyError, IndexError):
+            return str(c).replace("_", " ")
     if c in ("crash", "restart", "shutdown", "isolate", "pause_follower", "resume_follower"):
         if zh:
             verb = {"crash": "让 broker {b} 崩溃", "restart": "重启 broker {b}", "shutdown": "正常关闭 broker {b}",
@@ -541,3 +608,88 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
         return (f"在分区 {cmd.get('partition', 0)} 查找偏移量 {cmd.get('offset')}" if zh else
                 f"look up offset {cmd.get('offset')} in partition {cmd.get('partition', 0)}")
     return str(c).replace("_", " ")
+
+
+# ---- a lookup, step by step (the inside-a-segment diagram replays these) --------------------
+
+def _went(key: Any, target: Any, went: str, zh: bool) -> str:
+    if went == "left":
+        return f"{key} > {target}，向左" if zh else f"{key} > {target}, go left"
+    if went == "right":
+        return f"{key} < {target}，记下它，向右" if zh else f"{key} < {target}, remember it and go right"
+    return f"{key} = {target}，找到，停止" if zh else f"{key} = {target}, found: stop"
+
+
+def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
+    """A ``log_lookup`` event as the steps the broker took, in order: ``{"kind", "text"}`` plus
+    ``probe`` (an index probe: low, high, mid, key, value, went) or ``scan`` (a batch walked:
+    position, base offset, last offset, max timestamp, matched). Kinds: "segment", "tprobe",
+    "tfloor", "probe", "probe-none", "scan", "answer"."""
+    zh = lang == "zh"
+    seg, target, mode = ev.get("segment"), ev.get("target"), ev.get("mode")
+    cands = ev.get("candidates") or []
+    name = _seg(seg) if seg is not None else None
+    steps: list[dict[str, Any]] = []
+    if mode == "offset":
+        if zh:
+            text = (f"选段：文件名的基准偏移量 {cands} 中 ≤ {target} 的最大者是 "
+                    f"{seg if seg is not None else '无'}" + (f" → {name}.log。" if name else "。"))
+        else:
+            text = (f"Pick the segment: the largest base offset ≤ {target} among the file names {cands} is "
+                    f"{seg if seg is not None else 'none'}" + (f" → {name}.log." if name else "."))
+    elif seg is None:
+        text = (f"第 1 步：没有哪个段的最大时间戳 ≥ {target}：所有消息都更早。答案：-1。" if zh else
+                f"Step 1: no segment's largest timestamp is ≥ {target}: every record is older. Answer: -1.")
+    else:
+        text = (f"第 1 步：从最旧的段开始，第一个最大时间戳 ≥ {target} 的段是 {name}。" if zh else
+                f"Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ {target} is {name}.")
+    steps.append({"kind": "segment", "text": text})
+    for i, p in enumerate(ev.get("time_probes") or []):
+        lo, hi, mid, ts, off, went = p
+        text = (f"第 2 步，.timeindex 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = ({ts} → 偏移量 {off})：" if zh else
+                f"Step 2, .timeindex probe {i + 1}: entries {lo}–{hi}, middle #{mid} = ({ts} → offset {off}): ")
+        steps.append({"kind": "tprobe", "probe": p, "text": text + _went(ts, target, went, zh) + ("。" if zh else ".")})
+    if mode == "timestamp" and seg is not None:
+        if ev.get("time_probes") and any(p[5] != "left" for p in ev["time_probes"]):
+            start = [p[4] for p in ev["time_probes"] if p[5] != "left"][-1]
+            text = (f".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。" if zh else
+                    f"The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.")
+        else:
+            text = (f"没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。" if zh else
+                    f"No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.")
+        steps.append({"kind": "tfloor", "text": text})
+    if mode == "offset":
+        tgt = target
+    else:       # step 3 looks up the offset the .timeindex floor gave (the segment's base if none)
+        floors = [p[4] for p in ev.get("time_probes") or [] if p[5] != "left"]
+        tgt = floors[-1] if floors else seg
+    for i, p in enumerate(ev.get("probes") or []):
+        lo, hi, mid, off, pos, went = p
+        head = ("第 3 步，" if zh else "Step 3, ") if mode == "timestamp" else ""
+        text = (f"{head}.index 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = (偏移量 {off} → 位置 {pos})：" if zh else
+                f"{head}.index probe {i + 1}: entries {lo}–{hi}, middle #{mid} = (offset {off} → position {pos}): ")
+        steps.append({"kind": "probe", "probe": p, "text": text + _went(off, tgt, went, zh) + ("。" if zh else ".")})
+    if seg is not None and not ev.get("probes"):
+        steps.append({"kind": "probe-none", "text": (f".index 里没有 ≤ {tgt} 的索引项：从位置 0 开始。" if zh else
+                                                     f"The .index has no entry ≤ {tgt}: start at position 0.")})
+    for i, s in enumerate(ev.get("scan") or []):
+        pos, base, last, max_ts, hit = s
+        head = ("第 4 步，" if zh else "Step 4, ") if mode == "timestamp" else ""
+        offs = (f"偏移量 {base}–{last}" if zh else f"offsets {base}–{last}") if base != last else \
+            (f"偏移量 {base}" if zh else f"offset {base}")
+        ts = ((f"，最大时间戳 {max_ts}" if zh else f", largest timestamp {max_ts}") if mode == "timestamp" else "")
+        if zh:
+            text = f"{head}扫描批次 {i + 1}（位置 {pos}，{offs}{ts}）：" + ("答案就在这个批次里。" if hit else "还不是，看下一个批次。")
+        else:
+            text = f"{head}scan batch {i + 1} at position {pos} ({offs}{ts}): " + ("it holds the answer." if hit else "not yet, next batch.")
+        steps.append({"kind": "scan", "scan": s, "text": text})
+    off, pos, ts = ev.get("offset"), ev.get("position"), ev.get("timestamp")
+    if off is not None and off >= 0 and pos is not None:
+        if zh:
+            text = f"答案：偏移量 {off}" + (f"（时间戳 {ts}）" if ts is not None else "") + f"，从 {name}.log 的位置 {pos} 读取。"
+        else:
+            text = f"Answer: offset {off}" + (f" (timestamp {ts})" if ts is not None else "") + f", read from position {pos} of {name}.log."
+    else:
+        text = "答案：没有（偏移量 -1）。" if zh else "Answer: none (offset -1)."
+    steps.append({"kind": "answer", "text": text})
+    return steps

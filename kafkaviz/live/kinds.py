@@ -41,6 +41,10 @@ __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "Run
 SANDBOX_KINDS: dict[str, str] = {
     "segments": "kafkaviz.live.segments:SegmentsSandbox",
     "replication": "kafkaviz.live.replication:ReplicationSandbox",
+    "topic": "kafkaviz.live.topic:TopicSandbox",
+    "inside-segment": "kafkaviz.live.inside_segment:InsideSegmentSandbox",
+    "retention": "kafkaviz.live.retention:RetentionSandbox",
+    "page-cache": "kafkaviz.live.page_cache:PageCacheSandbox",
 }
 
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded

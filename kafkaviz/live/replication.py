@@ -37,6 +37,7 @@ from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
 
 from .kinds import MAX_STEPS, SandboxKind, command
+from .replication_views import hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
@@ -404,7 +405,20 @@ class ReplicationSandbox(SandboxKind):
             "verdict": _verdict(part, summary["findings"], self.lang),
             "expected_note": expected.note if expected is not None and at_end and self._on_script(len(run.log))
             and self.lang == "en" else None,
+            **self._extra_views(cluster, part),
         }
+
+    def _extra_views(self, cluster: Any, part: dict | None) -> dict[str, Any]:
+        """Views only some lessons draw (replication_views.py), computed when a diagram asks."""
+        diagrams = set(self.lesson.diagrams)
+        out: dict[str, Any] = {}
+        if "hw-calc" in diagrams:
+            out["hw_view"] = hw_view(cluster, self.topic, self.partition)
+        if "replication-chart" in diagrams:
+            out["series"] = offset_series(cluster.events, self.topic, self.partition)
+        if "produce-results" in diagrams:
+            out["produce"] = produce_table(cluster, part["acknowledged"] if part else [], self.topic, self.partition)
+        return out
 
     def close(self) -> None:
         self._close_run()

@@ -1,7 +1,8 @@
 /* kafkaviz shared helpers, loaded before every other script (window.KV):
  *   KV.data            the lesson's facts, from <script id="lesson-data"> (steps, tasks, quiz, broker names, ui words)
  *   KV.t(key, vars)    a UI word in the page's language, "{name}" placeholders filled from vars
- *   KV.el(tag, attrs, text)   an SVG element; KV.html(tag, attrs, text) an HTML element
+ *   KV.el(tag, attrs, text)   an SVG element; KV.html(tag, attrs, text) an HTML element;
+ *                      KV.tree(tag, attrs, children) an HTML element with children (attrs.text: its text)
  *   KV.keep(parent, id, make) the element with this id, created by make() and appended once (update by id)
  *   KV.morph(to, from) make element `to` look like a freshly drawn `from`, keeping elements by id
  *   KV.alias(b) / KV.brokerName(b)   "A" / "Broker 1 (A)" from the lesson's broker names
@@ -41,6 +42,15 @@
   }
   KV.el = function (tag, attrs, text) { return build(document.createElementNS(SVGNS, tag), attrs, text); };
   KV.html = function (tag, attrs, text) { return build(document.createElement(tag), attrs, text); };
+  // An HTML element with children: attrs.text (if any) is its text, children (nodes or null) follow.
+  KV.tree = function (tag, attrs, children) {
+    const a = Object.assign({}, attrs);
+    const text = a.text;
+    delete a.text;
+    const node = build(document.createElement(tag), a, text);
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  };
 
   KV.keep = function (parent, id, make) {
     let node = document.getElementById(id);

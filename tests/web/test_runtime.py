@@ -76,8 +76,10 @@ def test_describe_tells_a_traced_lookup_in_one_line():
                      "probes": [[0, 2, 1, 15, 300, "right"], [2, 2, 2, 19, 450, "left"]],
                      "scan": [[300, 16, 16, 5, False], [377, 17, 17, 6, True]], "offset": 17, "position": 377,
                      "timestamp": None})
-    assert text == ("partition 0: looked up offset 17: segment 00000000000000000012 (largest base offset <= target), "
-                    "2 probe(s) in .index, 2 batch header(s) read in .log → found offset 17 at byte 377")
+    # one line, worded by engine/narration.py
+    assert text == ("partition 0: lookup of offset 17: segment 00000000000000000012 chosen among 2 (largest base offset "
+                    "<= target); 2 binary-search probe(s) in the offset index, ending at entry 2 (offset 19 → byte 450); "
+                    "then scanned 2 batch(es) from byte 300; found offset 17 at byte 377")
 
 
 @pytest.mark.asyncio
