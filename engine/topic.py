@@ -29,7 +29,7 @@ from .log.log import Log
 from .partitioner import DefaultPartitioner
 from .records import SimpleRecord, iter_batches
 
-__all__ = ["Topic", "Producer", "SimpleConsumer", "RecordPartitioned", "ProducerBatchSent", "ConsumerFetched"]
+__all__ = ["Topic", "Producer", "SimpleConsumer", "RecordPartitioned", "ProducerBatchSent", "SimpleConsumerFetched"]
 
 
 @event("record_partitioned")
@@ -55,8 +55,9 @@ class ProducerBatchSent(Event):
     last_offset: int
 
 
-@event("consumer_fetched")
-class ConsumerFetched(Event):
+@event("offset_consumer_fetched")
+class SimpleConsumerFetched(Event):
+    """A lesson-1 consumer (no group) read a partition from its own position."""
     consumer: str
     topic: str
     partition: int
@@ -188,7 +189,7 @@ class SimpleConsumer:
                     got.append(r.offset)
             if got:
                 self.positions[p] = got[-1] + 1
-            self.topic.events.emit(ConsumerFetched(self.name, self.topic.name, p, pos, got, self.positions[p],
+            self.topic.events.emit(SimpleConsumerFetched(self.name, self.topic.name, p, pos, got, self.positions[p],
                                                    log.high_watermark))
         self.received.extend(out)
         return out
