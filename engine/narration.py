@@ -288,6 +288,11 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                          f"ends at offset {e['end_offset']}"
                                          + (f" (answered for epoch {e['epoch']})" if e["epoch"] != e["requested_epoch"] else "")),
     "replica_truncated": _truncated_en,
+    "fetch_diverging": lambda e: (f"broker {e['broker']} → broker {e['follower']}: its fetch at {e['fetch_offset']} "
+                                  f"names epoch {e['last_fetched_epoch']}, which here ends at {e['end_offset']} "
+                                  f"(DivergingEpoch {e['epoch']}); no records, truncate first"),
+    "replica_fetch_failed": lambda e: (f"broker {e['broker']} stops fetching {e['topic']}-{e['partition']} at "
+                                       f"{e['fetch_offset']}: {e['error']} ({e['detail']}); the broker goes on"),
     "produce_received": lambda e: f"broker {e['broker']} got produce request {e['request_id']} ({e['records']} record(s), acks={e['acks']})",
     "produce_appended": lambda e: (f"broker {e['broker']} appended request {e['request_id']} at offset(s) "
                                    f"{e['base_offset']}–{e['last_offset']}, epoch {e['leader_epoch']}"),
@@ -406,6 +411,11 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}：epoch {e['requested_epoch']} 结束于偏移量 "
                                          f"{e['end_offset']}" + (f"（按 epoch {e['epoch']} 回答）" if e["epoch"] != e["requested_epoch"] else "")),
     "replica_truncated": _truncated_zh,
+    "fetch_diverging": lambda e: (f"broker {e['broker']} → broker {e['follower']}：偏移量 {e['fetch_offset']} 处的拉取"
+                                  f"声明 epoch {e['last_fetched_epoch']}，它在这里结束于 {e['end_offset']}"
+                                  f"（DivergingEpoch {e['epoch']}）；不发送记录，先截断"),
+    "replica_fetch_failed": lambda e: (f"broker {e['broker']} 停止拉取 {e['topic']}-{e['partition']}（偏移量 "
+                                       f"{e['fetch_offset']}）：{e['error']}（{e['detail']}）；broker 照常运行"),
     "produce_received": lambda e: f"broker {e['broker']} 收到生产请求 {e['request_id']}（{e['records']} 条消息，acks={e['acks']}）",
     "produce_appended": lambda e: f"broker {e['broker']} 把请求 {e['request_id']} 写到偏移量 {e['base_offset']}–{e['last_offset']}，epoch {e['leader_epoch']}",
     "produce_waiting": lambda e: f"请求 {e['request_id']} 等待 HW 越过偏移量 {e['required_offset'] - 1}",

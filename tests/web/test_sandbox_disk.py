@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 
+from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.replication import ReplicationSandbox
 from kafkaviz.live.segments import SegmentsSandbox
+
+
+def segments_box(path):
+    return SegmentsSandbox(path, seed=1, limits=Limits(1000, 5 << 20), lesson=load_content("segments"))
 
 
 def du_bytes(root) -> int:
@@ -23,7 +28,7 @@ def apparent_bytes(root) -> int:
 
 
 def test_segments_quota_equals_du_after_producing(tmp_path):
-    box = SegmentsSandbox(tmp_path / "box", seed=1, limits=Limits(1000, 5 << 20))
+    box = segments_box(tmp_path / "box")
     try:
         for i in range(12):
             box.produce(i % 2, 5, 120, "k")
@@ -38,7 +43,7 @@ def test_segments_quota_equals_du_after_producing(tmp_path):
 
 
 def test_segments_quota_counts_the_preallocated_active_indexes(tmp_path):
-    box = SegmentsSandbox(tmp_path / "box", seed=1, limits=Limits(1000, 5 << 20))
+    box = segments_box(tmp_path / "box")
     try:
         seg = box.logs[0].active_segment
         assert box.disk.size(seg.offset_index.rel) == 1024          # preallocated, no entry yet
@@ -49,7 +54,8 @@ def test_segments_quota_counts_the_preallocated_active_indexes(tmp_path):
 
 
 def test_replication_run_is_not_tens_of_mib_of_holes(tmp_path):
-    kind = ReplicationSandbox(tmp_path / "box", seed=7, limits=Limits(100, 10**7))
+    kind = ReplicationSandbox(tmp_path / "box", seed=7, limits=Limits(100, 10**7),
+                              lesson=load_content("leader-epoch"))
     try:
         while kind.run.position < len(kind.run.log):
             kind.step()
