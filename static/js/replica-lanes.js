@@ -7,18 +7,8 @@
  * shows only what the engine's state and events say. */
 (function () {
   "use strict";
-  const NS = "http://www.w3.org/2000/svg";
-  const CELL_W = 64, CELL_H = 42, LABEL_W = 210, ROW_GAP = 42, TOP = 34, ARROW_W = 360;
-  const ALIAS = { 1: "A", 2: "B" };
-
-  function el(name, attrs, text) {
-    const n = document.createElementNS(NS, name);
-    Object.keys(attrs || {}).forEach(function (k) { n.setAttribute(k, attrs[k]); });
-    if (text !== undefined) n.textContent = text;
-    return n;
-  }
-  function brokerName(b) { return "Broker " + b + (ALIAS[b] ? " (" + ALIAS[b] + ")" : ""); }
-  function shortName(b) { return ALIAS[b] || "broker " + b; }
+  const CELL_W = 64, CELL_H = 42, LABEL_W = 170, ROW_GAP = 42, TOP = 34, ARROW_W = 110;
+  const el = KV.el, brokerName = KV.brokerName, shortName = KV.shortName;
 
   // The previous frame's lanes, to draw what a truncation cut (the new state no longer has it).
   const previous = { runId: null, lanes: {} };
@@ -77,12 +67,11 @@
     const lanes = st.lanes || [];
     const part = st.partition;
     if (previous.runId !== st.run_id) { previous.lanes = {}; previous.runId = st.run_id; }
+    verdict(st);
     if (!part) {
-      container.replaceChildren();
-      const p = document.createElement("p");
-      p.className = "note";
-      p.textContent = "No topic yet: step forward to create topic t on brokers 1 and 2.";
-      container.append(p);
+      container.replaceChildren(KV.html("p", { class: "note" }, KV.t("no_topic")));
+      const t = document.getElementById("lanes-text");
+      if (t) t.textContent = "";
       return;
     }
     const cuts = frame.snapshot ? {} : cutsOf(frame);
@@ -111,7 +100,7 @@
     const height = yAcc + 10;
     const svg = el("svg", { viewBox: "0 0 " + width + " " + height, class: "le-svg", role: "img",
       "aria-labelledby": "lanes-svg-title lanes-svg-desc" });
-    svg.append(el("title", { id: "lanes-svg-title" }, "Replicas of partition t-0"));
+    svg.append(el("title", { id: "lanes-svg-title" }, part.topic + "-" + part.partition));
     const desc = [];
 
     // Offsets header; where the checker found the replicas diverged, the offsets whose
@@ -126,20 +115,20 @@
     }
     for (let o = 0; o < cols; o++) {
       svg.append(el("text", { x: LABEL_W + o * CELL_W + (CELL_W - 4) / 2, y: 16, class: "le-offset" + (differ[o] ? " le-differ" : ""),
-        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + "offset " + o));
+        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + KV.t("offset") + " " + o));
       if (differ[o]) desc.push("the replicas hold different records at offset " + o);
     }
 
     // The producer's row: what the client was told.
     const py = TOP;
-    svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, "Producer was told"));
-    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, "acks=all, acknowledged"));
+    svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, KV.t("producer_told")));
+    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, KV.t("acks_acked")));
     const prodG = el("g", {});
     acked.forEach(function (a) {
       const rec = { offset: a.offset, value: a.value, epoch: 0, digest: a.digest };
       const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""));
       // Replace the epoch line: the client does not know epochs; it knows ✓ or LOST.
-      c.querySelector(".le-cell-epoch").textContent = a.lost ? "✗ LOST" : "✓ acked";
+      c.querySelector(".le-cell-epoch").textContent = a.lost ? KV.t("lost") : KV.t("acked");
       c.querySelector(".le-cell-bg").setAttribute("class", "le-cell-bg " + (a.lost ? "le-lost-bg" : "le-acked-bg"));
       c.querySelector("title").textContent = "The producer was told " + a.value + " is written at offset " + a.offset +
         (a.lost ? "; no leader holds it there any more: LOST" : "");
@@ -156,15 +145,15 @@
       const inIsr = (part.isr || []).indexOf(lane.broker) >= 0;
       g.append(el("text", { x: 8, y: y + 17, class: "le-lane-name" }, (isLeader ? "♛ " : "") + brokerName(lane.broker)));
       let sub;
-      if (!lane.alive) sub = "DOWN — log closed";
-      else if (isLeader) sub = "leader · epoch " + lane.leader_epoch;
-      else if (lane.role === "follower") sub = "follower · epoch " + lane.leader_epoch;
-      else sub = "no role yet";
+      if (!lane.alive) sub = KV.t("down");
+      else if (isLeader) sub = KV.t("leader") + " · " + KV.t("epoch") + " " + lane.leader_epoch;
+      else if (lane.role === "follower") sub = KV.t("follower") + " · " + KV.t("epoch") + " " + lane.leader_epoch;
+      else sub = KV.t("no_role");
       g.append(el("text", { x: 8, y: y + 34, class: "le-lane-sub" + (isLeader ? " le-crown" : "") }, sub));
       // ISR badge, text not colour.
       const badge = el("g", { class: "le-isr " + (inIsr ? "in" : "out"), transform: "translate(8," + (y + 40) + ")" });
       badge.append(el("rect", { width: inIsr ? 58 : 86, height: 17, rx: 8 }));
-      badge.append(el("text", { x: 6, y: 12.5 }, inIsr ? "in ISR" : "not in ISR"));
+      badge.append(el("text", { x: 6, y: 12.5 }, inIsr ? KV.t("in_isr") : KV.t("not_in_isr")));
       g.append(badge);
 
       const laneW = cols * CELL_W;
@@ -173,7 +162,7 @@
       const text = [brokerName(lane.broker) + (lane.alive ? "" : " is down")];
       if (!lane.alive) {
         g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
-          "✗ broker down: log closed"));
+          "✗ " + KV.t("down_log_closed")));
       } else {
         const recs = lane.records || [];
         recs.forEach(function (r) {
@@ -199,7 +188,7 @@
             g.append(gc);
           }
           g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
-            "truncated " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
+            "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
           text.push("truncated from offset " + cut.from + " to " + cut.to);
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.
@@ -215,8 +204,11 @@
       svg.append(g);
     });
 
-    // Requests of this frame, as arrows in the right margin between the lanes.
+    // Requests of this frame, as numbered arrows in the right margin between the lanes; their
+    // words go in the numbered list under the diagram (readable at any width).
     const ax = LABEL_W + cols * CELL_W + 20;
+    const arrowList = document.getElementById("lanes-arrows");
+    if (arrowList) arrowList.replaceChildren();
     const alive = {};
     lanes.forEach(function (l) { alive[l.broker] = l.alive; });
     msgs.forEach(function (m, i) {
@@ -228,10 +220,11 @@
       const path = el("path", { d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
         class: "le-arrow le-arrow-" + m.kind + (KV.reducedMotion() ? "" : " le-draw"), "marker-end": "url(#le-head)" });
       svg.append(path);
-      // Labels as a list beside the arrows, in the order the engine sent them.
-      const first = Math.min.apply(null, Object.keys(laneY).map(function (k) { return laneY[k]; }));
-      svg.append(el("text", { x: ax + 4 * 14 + 26, y: first + 4 + i * 17, class: "le-arrow-label le-arrow-label-" + m.kind },
-        shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      svg.append(el("text", { x: x + 26, y: (a + b) / 2 + 4, class: "le-arrow-label le-arrow-label-" + m.kind }, String(i + 1)));
+      if (arrowList) {
+        arrowList.append(KV.html("li", { class: "le-arrow-item le-arrow-label-" + m.kind },
+          shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      }
       desc.push(brokerName(m.from) + " to " + brokerName(m.to) + ": " + m.label);
     });
     const defs = el("defs", {});
@@ -242,14 +235,11 @@
     svg.append(el("desc", { id: "lanes-svg-desc" }, desc.join(". ")));
 
     container.replaceChildren(svg);
-    const summary = document.createElement("p");
-    summary.className = "le-lanes-text";
-    summary.id = "lanes-text";
-    summary.textContent = "Leader: " + (part.leader === null || part.leader === undefined ? "none" : brokerName(part.leader)) +
-      " at epoch " + part.leader_epoch + "; ISR [" + (part.isr || []).join(", ") + "]; HW " +
+    const summary = document.getElementById("lanes-text") || KV.html("p");
+    summary.textContent = KV.t("leader") + ": " + (part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader)) +
+      " · " + KV.t("epoch") + " " + part.leader_epoch + " · ISR [" + (part.isr || []).join(", ") + "] · HW " +
       (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
-      ((st.lost || []).length ? "; acknowledged but lost: " + st.lost.join(", ") : "");
-    container.append(summary);
+      ((st.verdict && st.verdict.lost.length) ? "; acknowledged but lost: " + st.verdict.lost.join(", ") : "");
     const lanesDl = document.createElement("ul");
     lanesDl.className = "visually-hidden";
     desc.forEach(function (d) { const li = document.createElement("li"); li.textContent = d; lanesDl.append(li); });
@@ -257,6 +247,24 @@
 
     previous.lanes = {};
     lanes.forEach(function (l) { previous.lanes[l.broker] = l; });
+  }
+
+  // The verdict on the partition right now (decided by the server; worded here).
+  function verdict(st) {
+    const box = document.getElementById("verdict");
+    const v = st.verdict;
+    if (!box || !v) return;
+    const lines = [];
+    if (v.kind === "lost") lines.push(KV.t("verdict_lost", { values: v.lost.join(", ") }));
+    else if (v.kind === "ok") lines.push(KV.t("verdict_ok"));
+    else if (v.kind === "no_leader") lines.push(KV.t("verdict_no_leader"));
+    else lines.push(KV.t("verdict_none_acked"));
+    if (v.kind === "no_leader" && v.lost.length) lines.push(KV.t("verdict_lost", { values: v.lost.join(", ") }));
+    if (v.diverged) lines.push(KV.t("verdict_diverged"));
+    (v.findings || []).forEach(function (f) { lines.push(KV.t("checker", { text: f })); });
+    if (st.expected_note) lines.push(st.expected_note);
+    box.className = "verdict " + (v.kind === "lost" || v.diverged ? "bad" : v.kind === "ok" ? "good" : "neutral");
+    box.replaceChildren.apply(box, lines.map(function (t) { return KV.html("p", {}, t); }));
   }
 
   KV.register("replica-lanes", {
