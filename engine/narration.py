@@ -39,6 +39,8 @@ def _tp(ev: Ev) -> str:
 
 def _where(ev: Ev, zh: bool) -> str:
     p = ev.get("partition")
+    if p is not None and str(ev.get("topic", "")).startswith("__"):
+        p = f"{ev['topic']}-{p}"      # an internal topic's partition is named in full
     if zh:
         where = f"分区 {p}" if p is not None else str(ev.get("topic", ""))
         return f"broker {ev['broker']}，{where}" if isinstance(ev.get("broker"), int) else where
@@ -331,7 +333,7 @@ _EN: dict[str, Callable[[Ev], str]] = {
                              f"{e['records']} record(s)"
                              + (f"; it finishes {', '.join(e['resumed'])}" if e.get("resumed") else "")),
     # the timing wheel
-    "timer_task_added": lambda e: (f"{e['timer']} timer: {e['name']} (due at {_s(e['expiration_ms'])}) goes into "
+    "timer_task_added": lambda e: (f"{e['timer']} timer: {e['name']} (due at {e['expiration_ms']} ms) goes into "
                                    f"level {e['level']}, bucket {e['slot']} (expires at {_s(e['bucket_expiration_ms'])})"),
     "timer_bucket_queued": lambda e: (f"{e['timer']} timer: level {e['level']} bucket {e['slot']} joins the delay "
                                       f"queue, due at {_s(e['expiration_ms'])}"),
@@ -341,7 +343,7 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                        f"at {_s(e['expiration_ms'])}; {e['tasks']} task(s) taken out"),
     "timer_task_cascaded": lambda e: (f"{e['timer']} timer: {e['name']} moves from level {e['from_level']} down to "
                                       f"level {e['to_level']}, bucket {e['slot']}"),
-    "timer_task_expired": lambda e: f"{e['timer']} timer: {e['name']} timed out (due at {_s(e['expiration_ms'])})",
+    "timer_task_expired": lambda e: f"{e['timer']} timer: {e['name']} timed out (due at {e['expiration_ms']} ms)",
     "timer_task_cancelled": lambda e: (f"{e['timer']} timer: {e['name']} completed before its timeout and "
                                        f"left the wheel"),
     "run_moved": lambda e: (f"rewound to step {e['step']} (the engine is as it was after that step)"
@@ -461,17 +463,17 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                      f"{e['producer_id']} 的 {'COMMIT' if e['commit'] else 'ABORT'} 标记"),
     "txn_loaded": lambda e: (f"broker {e['broker']} 成为 __transaction_state-{e['txn_partition']} 的 leader，读回 "
                              f"{e['records']} 条记录" + (f"；继续完成 {', '.join(e['resumed'])}" if e.get("resumed") else "")),
-    "timer_task_added": lambda e: (f"{e['timer']} 定时器：{e['name']}（{_s(e['expiration_ms'])} 到期）放入第 {e['level']} 层"
+    "timer_task_added": lambda e: (f"{e['timer']} 定时器：{e['name']}（{e['expiration_ms']} ms 到期）放入第 {e['level']} 层"
                                    f"第 {e['slot']} 个桶（桶在 {_s(e['bucket_expiration_ms'])} 到期）"),
     "timer_bucket_queued": lambda e: (f"{e['timer']} 定时器：第 {e['level']} 层第 {e['slot']} 个桶进入延迟队列，"
                                       f"{_s(e['expiration_ms'])} 到期"),
     "timer_overflow_wheel_created": lambda e: (f"{e['timer']} 定时器：创建第 {e['level']} 层溢出时间轮（每格 "
                                                f"{e['tick_ms']} 毫秒，一圈 {e['interval_ms']} 毫秒）"),
-    "timer_bucket_expired": lambda e: (f"{e['timer']} 定时器：指针在 {_s(e['expiration_ms'])} 走到第 {e['level']} 层"
+    "timer_bucket_expired": lambda e: (f"{e['timer']} 定时器：指针在 {e['expiration_ms']} ms 走到第 {e['level']} 层"
                                        f"第 {e['slot']} 个桶，取出 {e['tasks']} 个任务"),
     "timer_task_cascaded": lambda e: (f"{e['timer']} 定时器：{e['name']} 从第 {e['from_level']} 层降到第 "
                                       f"{e['to_level']} 层第 {e['slot']} 个桶"),
-    "timer_task_expired": lambda e: f"{e['timer']} 定时器：{e['name']} 超时（{_s(e['expiration_ms'])} 到期）",
+    "timer_task_expired": lambda e: f"{e['timer']} 定时器：{e['name']} 超时（{e['expiration_ms']} ms 到期）",
     "timer_task_cancelled": lambda e: f"{e['timer']} 定时器：{e['name']} 在超时前完成，离开时间轮",
     "run_moved": lambda e: (f"回到第 {e['step']} 步（引擎恢复到那一步之后的状态）" if e["how"] == "back"
                             else f"运行到第 {e['step']} 步"),

@@ -39,6 +39,7 @@ __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "Run
 SANDBOX_KINDS: dict[str, str] = {
     "segments": "kafkaviz.live.segments:SegmentsSandbox",
     "replication": "kafkaviz.live.replication:ReplicationSandbox",
+    "guided-cluster": "kafkaviz.live.guided_cluster:GuidedClusterSandbox",
 }
 
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded
