@@ -7,7 +7,7 @@
  * state comes from kafkaviz/live/guided_cluster.py, which reads the engine's logs. */
 (function () {
   "use strict";
-  const CELL_W = 66, CELL_H = 54, LABEL_W = 104, ROW_GAP = 12, TOP = 22, MARK_H = 40;
+  const CELL_W = 72, CELL_H = 64, LABEL_W = 104, ROW_GAP = 12, TOP = 22, MARK_H = 40;
   const el = KV.el, html = KV.html;
 
   const TXN_STATUS = { open: true, committed: true, aborted: true };
@@ -23,9 +23,12 @@
       c.control ? "◆" + c.control : String(c.value)));
     node.append(el("text", { x: (CELL_W - 4) / 2, y: 32, "text-anchor": "middle", class: "tl-ids" },
       "pid " + c.producer_id + (c.producer_id >= 0 ? " e" + c.producer_epoch : "")));
-    node.append(el("text", { x: (CELL_W - 4) / 2, y: 46, "text-anchor": "middle", class: "tl-status" },
-      c.control ? KV.t("tl_marker") : c.sequence >= 0 ? "seq " + c.sequence + (TXN_STATUS[c.status] ? " " + KV.t("tl_" + c.status) : "")
-        : KV.t("tl_no_seq")));
+    node.append(el("text", { x: (CELL_W - 4) / 2, y: 45, "text-anchor": "middle", class: "tl-ids" },
+      c.control ? KV.t("tl_marker") : c.sequence >= 0 ? "seq " + c.sequence : KV.t("tl_no_seq")));
+    if (TXN_STATUS[c.status]) {
+      node.append(el("text", { x: (CELL_W - 4) / 2, y: 58, "text-anchor": "middle", class: "tl-status" },
+        KV.t("tl_" + c.status)));
+    }
     node.append(el("title", {}, KV.t("offset") + " " + c.offset + ": " + (c.control ? c.control + " marker" : c.value) +
       ", producer id " + c.producer_id + ", epoch " + c.producer_epoch + ", sequence " + c.sequence +
       (c.status !== "plain" && c.status !== "marker" ? ", " + c.status : "")));
@@ -46,7 +49,7 @@
     lanes.forEach(function (l) { if (l.alive) cols = Math.max(cols, (l.cells || []).length ? l.cells[l.cells.length - 1].offset + 2 : 1); });
     const first = Math.min.apply(null, lanes.filter(function (l) { return l.alive && l.cells && l.cells.length; })
       .map(function (l) { return l.cells[0].offset; }).concat([0]));
-    const head = html("h3", { class: "tl-title" }, topic + "-" + p.partition + " · " + KV.t("tl_leader") + " " +
+    const head = html("h3", { class: "tl-title" }, topic + "-" + p.partition + " · " + KV.t("leader") + " " +
       (p.leader >= 0 ? KV.t("broker") + " " + p.leader : "—") + " · HW " + p.high_watermark + " · LSO " +
       p.last_stable_offset + " · LEO " + p.leo);
     sec.append(head);
@@ -71,7 +74,7 @@
       const y = TOP + i * (CELL_H + ROW_GAP);
       svg.append(el("text", { x: 4, y: y + 20, class: "tl-lane-name" }, (l.leader ? "♛ " : "") + KV.t("broker") + " " + l.broker));
       svg.append(el("text", { x: 4, y: y + 38, class: "tl-lane-sub" },
-        !l.alive ? KV.t("down") : (l.leader ? KV.t("tl_leader") : KV.t("tl_follower")) + (p.isr.indexOf(l.broker) >= 0 ? " · ISR" : "")));
+        !l.alive ? KV.t("down") : (l.leader ? KV.t("leader") : KV.t("follower")) + (p.isr.indexOf(l.broker) >= 0 ? " · ISR" : "")));
       if (!l.alive) return;
       const g = el("g", {});
       (l.cells || []).forEach(function (c) { cellOf(g, LABEL_W + (c.offset - first) * CELL_W, y, c); });
