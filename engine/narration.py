@@ -334,13 +334,13 @@ _EN: dict[str, Callable[[Ev], str]] = {
                              + (f"; it finishes {', '.join(e['resumed'])}" if e.get("resumed") else "")),
     # the timing wheel
     "timer_task_added": lambda e: (f"{e['timer']} timer: {e['name']} (due at {e['expiration_ms']} ms) goes into "
-                                   f"level {e['level']}, bucket {e['slot']} (expires at {_s(e['bucket_expiration_ms'])})"),
+                                   f"level {e['level']}, bucket {e['slot']} (expires at {e['bucket_expiration_ms']} ms)"),
     "timer_bucket_queued": lambda e: (f"{e['timer']} timer: level {e['level']} bucket {e['slot']} joins the delay "
-                                      f"queue, due at {_s(e['expiration_ms'])}"),
+                                      f"queue, due at {e['expiration_ms']} ms"),
     "timer_overflow_wheel_created": lambda e: (f"{e['timer']} timer: overflow wheel level {e['level']} created "
                                                f"({e['tick_ms']} ms per bucket, {e['interval_ms']} ms around)"),
     "timer_bucket_expired": lambda e: (f"{e['timer']} timer: the hand reached level {e['level']} bucket {e['slot']} "
-                                       f"at {_s(e['expiration_ms'])}; {e['tasks']} task(s) taken out"),
+                                       f"at {e['expiration_ms']} ms; {e['tasks']} task(s) taken out"),
     "timer_task_cascaded": lambda e: (f"{e['timer']} timer: {e['name']} moves from level {e['from_level']} down to "
                                       f"level {e['to_level']}, bucket {e['slot']}"),
     "timer_task_expired": lambda e: f"{e['timer']} timer: {e['name']} timed out (due at {e['expiration_ms']} ms)",
@@ -464,9 +464,9 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "txn_loaded": lambda e: (f"broker {e['broker']} 成为 __transaction_state-{e['txn_partition']} 的 leader，读回 "
                              f"{e['records']} 条记录" + (f"；继续完成 {', '.join(e['resumed'])}" if e.get("resumed") else "")),
     "timer_task_added": lambda e: (f"{e['timer']} 定时器：{e['name']}（{e['expiration_ms']} ms 到期）放入第 {e['level']} 层"
-                                   f"第 {e['slot']} 个桶（桶在 {_s(e['bucket_expiration_ms'])} 到期）"),
+                                   f"第 {e['slot']} 个桶（桶在 {e['bucket_expiration_ms']} ms 到期）"),
     "timer_bucket_queued": lambda e: (f"{e['timer']} 定时器：第 {e['level']} 层第 {e['slot']} 个桶进入延迟队列，"
-                                      f"{_s(e['expiration_ms'])} 到期"),
+                                      f"{e['expiration_ms']} ms 到期"),
     "timer_overflow_wheel_created": lambda e: (f"{e['timer']} 定时器：创建第 {e['level']} 层溢出时间轮（每格 "
                                                f"{e['tick_ms']} 毫秒，一圈 {e['interval_ms']} 毫秒）"),
     "timer_bucket_expired": lambda e: (f"{e['timer']} 定时器：指针在 {e['expiration_ms']} ms 走到第 {e['level']} 层"
