@@ -3,6 +3,7 @@
  *   KV.t(key, vars)    a UI word in the page's language, "{name}" placeholders filled from vars
  *   KV.el(tag, attrs, text)   an SVG element; KV.html(tag, attrs, text) an HTML element
  *   KV.keep(parent, id, make) the element with this id, created by make() and appended once (update by id)
+ *   KV.morph(to, from) make element `to` look like a freshly drawn `from`, keeping elements by id
  *   KV.alias(b) / KV.brokerName(b)   "A" / "Broker 1 (A)" from the lesson's broker names
  *   KV.setDisabled(button, off, why) aria-disabled (stays focusable; the server explains refusals)
  *   KV.reducedMotion() prefers-reduced-motion
@@ -45,6 +46,39 @@
     let node = document.getElementById(id);
     if (!node) { node = make(); node.id = id; parent.appendChild(node); }
     return node;
+  };
+
+  // Make `to` look like `from` while keeping `to`'s elements: children are matched by id
+  // (or, without ids, by position and tag), attributes and text updated in place. A diagram
+  // can draw each frame from scratch and morph it in: elements persist, so CSS transitions
+  // (a marker's style transform, a cell's fill) animate the change. Elements whose id
+  // changes every frame (e.g. "...-<frame_seq>") are new each time, so their entry
+  // animation plays.
+  KV.morph = function (to, from) {
+    if (to.nodeType === 3 || to.nodeType === 8) {
+      if (to.nodeValue !== from.nodeValue) to.nodeValue = from.nodeValue;
+      return;
+    }
+    Array.from(from.attributes).forEach(function (a) {
+      if (to.getAttribute(a.name) !== a.value) to.setAttribute(a.name, a.value);
+    });
+    Array.from(to.attributes).forEach(function (a) { if (!from.hasAttribute(a.name)) to.removeAttribute(a.name); });
+    const byId = {};
+    Array.from(to.childNodes).forEach(function (k) { if (k.id) byId[k.id] = k; });
+    let i = 0;
+    Array.from(from.childNodes).forEach(function (fk) {
+      const here = to.childNodes[i] || null;
+      let match = fk.id ? byId[fk.id] : null;
+      if (!match && !fk.id && here && !here.id && here.nodeName === fk.nodeName) match = here;
+      if (match) {
+        if (match !== here) to.insertBefore(match, here);
+        KV.morph(match, fk);
+      } else {
+        to.insertBefore(fk, here);
+      }
+      i++;
+    });
+    while (to.childNodes.length > i) to.removeChild(to.lastChild);
   };
 
   KV.alias = function (b) { return (KV.data.brokers || {})[String(b)] || ""; };

@@ -104,7 +104,11 @@
   function dispatch(msg) {
     if (msg.type === "frame") onAnyFrame(msg);
     else if (msg.type === "error") showError(msg);
-    else if (msg.type === "ack") { const ack = $("ack"); if (ack) ack.textContent = msg.text; }
+    else if (msg.type === "ack") {
+      // Stepping is shown by the step counter and narration; other commands get their ack.
+      const ack = $("ack");
+      if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
+    }
   }
   KV.dispatch = dispatch;
 

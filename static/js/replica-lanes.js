@@ -49,8 +49,11 @@
     return Object.keys(out).map(function (k) { return out[k]; });
   }
 
-  function cell(g, x, y, rec, cls, extra) {
-    const c = el("g", { class: "le-cell " + cls, transform: "translate(" + x + "," + y + ")" });
+  // Cells, markers and lanes carry stable ids and a style transform, and each frame is
+  // morphed into the SVG already on the page (KV.morph): a record that moves, a HW that
+  // advances, slide there instead of being redrawn.
+  function cell(g, x, y, rec, cls, extra, id) {
+    const c = el("g", { class: "le-cell " + cls, id: id, style: "transform: translate(" + x + "px," + y + "px)" });
     c.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "le-cell-bg epoch-" + (rec.epoch % 4) }));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 18, class: "le-cell-value", "text-anchor": "middle" }, rec.value || rec.digest));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 34, class: "le-cell-epoch", "text-anchor": "middle" },
@@ -126,7 +129,8 @@
     const prodG = el("g", {});
     acked.forEach(function (a) {
       const rec = { offset: a.offset, value: a.value, epoch: 0, digest: a.digest };
-      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""));
+      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""),
+        "", "le-acked-" + a.offset + "-" + a._row);
       // Replace the epoch line: the client does not know epochs; it knows ✓ or LOST.
       c.querySelector(".le-cell-epoch").textContent = a.lost ? KV.t("lost") : KV.t("acked");
       c.querySelector(".le-cell-bg").setAttribute("class", "le-cell-bg " + (a.lost ? "le-lost-bg" : "le-acked-bg"));
@@ -166,7 +170,7 @@
       } else {
         const recs = lane.records || [];
         recs.forEach(function (r) {
-          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "");
+          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "", "le-cell-" + lane.broker + "-" + r.offset);
         });
         text.push((isLeader ? "leader at epoch " + lane.leader_epoch : lane.role === "follower" ? "follower at epoch " + lane.leader_epoch : "no role yet") + ", " + (inIsr ? "in ISR" : "not in ISR") +
           ", log " + (recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || "empty") +
@@ -180,7 +184,8 @@
           const sy = y + CELL_H + 22;
           for (let o = cut.to; o < cut.from; o++) {
             const old = before.find(function (r) { return r.offset === o; }) || { offset: o, value: "?", epoch: "?", digest: "?" };
-            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
+            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), id: "le-ghost-" + frame.frame_seq + "-" + lane.broker + "-" + o,
+              transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
             gc.append(el("rect", { width: CELL_W - 4, height: 24, rx: 4, class: "le-cell-bg" }));
             gc.append(el("text", { x: (CELL_W - 4) / 2, y: 16, class: "le-cell-value le-ghost-value", "text-anchor": "middle" },
               "✂ " + (old.value || old.digest) + " e" + old.epoch));
@@ -193,12 +198,16 @@
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.
         const leoX = LABEL_W + lane.leo * CELL_W - 2;
-        g.append(el("path", { d: "M" + (leoX - 6) + "," + (y - 10) + " l12,0 l-6,9 z", class: "le-leo" }));
-        g.append(el("text", { x: leoX + 8, y: y - 3, class: "le-marker-text" }, "LEO " + lane.leo));
+        const leo = el("g", { id: "le-leo-" + lane.broker, class: "le-marker", style: "transform: translate(" + leoX + "px," + y + "px)" });
+        leo.append(el("path", { d: "M-6,-10 l12,0 l-6,9 z", class: "le-leo" }),
+          el("text", { x: 8, y: -3, class: "le-marker-text" }, "LEO " + lane.leo));
+        g.append(leo);
         const hwX = LABEL_W + lane.high_watermark * CELL_W - 2;
-        g.append(el("line", { x1: hwX, x2: hwX, y1: y - 4, y2: y + CELL_H + 4, class: "le-hw-line" }));
-        g.append(el("path", { d: "M" + (hwX - 6) + "," + (y + CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }));
-        g.append(el("text", { x: hwX + 8, y: y + CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+        const hw = el("g", { id: "le-hw-" + lane.broker, class: "le-marker", style: "transform: translate(" + hwX + "px," + y + "px)" });
+        hw.append(el("line", { x1: 0, x2: 0, y1: -4, y2: CELL_H + 4, class: "le-hw-line" }),
+          el("path", { d: "M-6," + (CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }),
+          el("text", { x: 8, y: CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+        g.append(hw);
       }
       desc.push(text.join(": "));
       svg.append(g);
@@ -217,7 +226,8 @@
       if (!alive[m.to]) m.label += " (" + shortName(m.to) + " is down: lost)";
       const x = ax + (i % 4) * 14;
       const a = y1 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6), b = y2 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6);
-      const path = el("path", { d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
+      const path = el("path", { id: "le-arrow-" + frame.frame_seq + "-" + i,
+        d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
         class: "le-arrow le-arrow-" + m.kind + (KV.reducedMotion() ? "" : " le-draw"), "marker-end": "url(#le-head)" });
       svg.append(path);
       svg.append(el("text", { x: x + 26, y: (a + b) / 2 + 4, class: "le-arrow-label le-arrow-label-" + m.kind }, String(i + 1)));
@@ -234,16 +244,15 @@
     svg.prepend(defs);
     svg.append(el("desc", { id: "lanes-svg-desc" }, desc.join(". ")));
 
-    container.replaceChildren(svg);
+    const old = container.querySelector("svg.le-svg");
+    if (old && !frame.reset) KV.morph(old, svg); else container.replaceChildren(svg);
     const summary = document.getElementById("lanes-text") || KV.html("p");
     summary.textContent = KV.t("leader") + ": " + (part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader)) +
       " · " + KV.t("epoch") + " " + part.leader_epoch + " · ISR [" + (part.isr || []).join(", ") + "] · HW " +
       (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
       ((st.verdict && st.verdict.lost.length) ? "; acknowledged but lost: " + st.verdict.lost.join(", ") : "");
-    const lanesDl = document.createElement("ul");
-    lanesDl.className = "visually-hidden";
-    desc.forEach(function (d) { const li = document.createElement("li"); li.textContent = d; lanesDl.append(li); });
-    container.append(lanesDl);
+    const lanesDl = KV.keep(container, "lanes-desc-list", function () { return KV.html("ul", { class: "visually-hidden" }); });
+    lanesDl.replaceChildren.apply(lanesDl, desc.map(function (d) { return KV.html("li", {}, d); }));
 
     previous.lanes = {};
     lanes.forEach(function (l) { previous.lanes[l.broker] = l; });
