@@ -132,7 +132,7 @@ class GuidedClusterSandbox(SandboxKind):
             "clock_ms": cluster.now_ms(),
             "topic": topic,
             "brokers": [{"id": i, "alive": cstate["brokers"][str(i)]["alive"]} for i in range(len(cluster.brokers))],
-            "client_links": [f for f in cstate["network"]["faults"] if -1 in (f.get("a"), f.get("b"))],
+            "client_links": [f for f in cstate["network"]["faults"] if -1 in (f["src"], f["dst"]) and f["cut"]],
             "partitions": partitions,
             "producers": [p.to_dict() for p in cluster.producers.values()],
             "transactions": [{"transactional_id": tid, **md} for tid, md in txns.items()],

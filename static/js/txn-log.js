@@ -76,7 +76,7 @@
       svg.append(el("text", { x: 4, y: y + 38, class: "tl-lane-sub" },
         !l.alive ? KV.t("down") : (l.leader ? KV.t("leader") : KV.t("follower")) + (p.isr.indexOf(l.broker) >= 0 ? " · ISR" : "")));
       if (!l.alive) return;
-      const g = el("g", {});
+      const g = el("g", { id: "tl-lane-" + p.partition + "-" + l.broker, class: "tl-lane" });
       (l.cells || []).forEach(function (c) { cellOf(g, LABEL_W + (c.offset - first) * CELL_W, y, c); });
       svg.append(g);
       if (l.leader) {
@@ -145,8 +145,8 @@
       const links = st.client_links || [];
       const linkNote = KV.keep(element, "tl-links", function () { return html("p", { class: "tl-links", role: "status" }); });
       linkNote.textContent = links.length ? links.map(function (f) {
-        return KV.t("tl_link_cut", { a: f.a === -1 ? KV.t("tl_client") : KV.t("broker") + " " + f.a,
-          b: f.b === -1 ? KV.t("tl_client") : KV.t("broker") + " " + f.b, arrow: f.both ? "↔" : "→" });
+        return KV.t("tl_link_cut", { a: f.src === -1 ? KV.t("tl_client") : KV.t("broker") + " " + f.src,
+          b: f.dst === -1 ? KV.t("tl_client") : KV.t("broker") + " " + f.dst, arrow: "→" });
       }).join(" ") : KV.t("tl_links_ok");
       element.append(linkNote);
       table("txn-producers", [KV.t("tl_name"), "idempotent", KV.t("tl_pid"), KV.t("tl_epoch"), "transactional.id", KV.t("tl_state"), KV.t("tl_next_seq")],
