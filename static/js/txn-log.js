@@ -98,6 +98,7 @@
     const scroll = html("div", { class: "scroll-x tl-scroll", tabindex: "0", role: "region", "aria-label": topic + "-" + p.partition });
     scroll.append(svg);
     sec.append(scroll);
+    scroll.scrollLeft = scroll.scrollWidth;    // a narrow screen sees the newest offsets and the markers first
     sec.append(html("p", { class: "tl-text visually-hidden", id: id + "-text" }, text.join(". ")));
     // The leader's partition directory.
     const files = html("ul", { class: "tl-files", "aria-label": KV.t("files_of", { p: topic + "-" + p.partition }) });
