@@ -39,7 +39,7 @@ from engine.records.batch import read_end_txn_marker
 
 from .kinds import SandboxKind
 from .replication import engine_command_spec
-from .validation import CommandSpec
+from .validation import CommandError, CommandSpec
 
 __all__ = ["GuidedClusterSandbox", "log_cells"]
 
@@ -72,6 +72,7 @@ class GuidedClusterSandbox(SandboxKind):
         run_dir = self.data_dir / "run"
         shutil.rmtree(run_dir, ignore_errors=True)
         self.reads: dict[str, dict[str, Any]] = {}
+        self.records_sent = 0      # produced through this run: the sandbox's quota (Limits.max_messages)
         self.run = Run(int(self.scenario.get("seed", 0)), make_config(self.scenario.get("cluster") or {}),
                        str(run_dir), snapshot_every=10**6, max_snapshots=2)
         self.events = self.run.cluster.events
@@ -91,7 +92,12 @@ class GuidedClusterSandbox(SandboxKind):
         """One engine command (the learner's own, or a guided step's). The engine checks
         it against the cluster; a refused command raises and changes nothing."""
         cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None and v != ""}}
+        records = int(cmd.get("count") or 1) if name == "produce" else 0
+        if self.records_sent + records > self.limits.max_messages:
+            raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} records and has "
+                               f"{self.records_sent}; step back or press Reset to start over.", command=name)
         result = self.run.apply(cmd)
+        self.records_sent += records
         if name == "consume":
             self._note_read(command_to_dict(parse_command(cmd)), result)
         return narration.command_label(cmd, self.lang)

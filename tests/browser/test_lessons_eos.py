@@ -113,7 +113,6 @@ def test_lesson_14_try_its_through_the_forms_and_a_quiz(page: Page, live_server_
     expect(page.locator("#txn-log")).to_have_class(re.compile(r"\bkv-pointed\b"))
 
 
-@pytest.mark.slow
 def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_server_url):
     total = 9
     open_lesson(page, live_server_url, L15, total)

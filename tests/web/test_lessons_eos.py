@@ -141,6 +141,18 @@ def test_bad_transactional_call_is_refused_and_changes_nothing(tmp_path):
     kind.close()
 
 
+def test_records_beyond_the_quota_are_refused_and_change_nothing(tmp_path):
+    kind = GuidedClusterSandbox(tmp_path / "box", seed=1, limits=Limits(3, 10**8), lesson=load_content(L14))
+    kind.execute(*validate_command(kind.commands, {"type": "produce", "partition": 0, "value": "a", "count": 3}))
+    before = kind.state()
+    with pytest.raises(CommandError) as err:
+        kind.execute(*validate_command(kind.commands, {"type": "produce", "partition": 0, "value": "b"}))
+    assert err.value.code == "quota"
+    assert {k: v for k, v in kind.state().items() if k not in ("tasks", "run")} == \
+        {k: v for k, v in before.items() if k not in ("tasks", "run")}
+    kind.close()
+
+
 def test_back_replays_to_exactly_the_earlier_state(tmp_path):
     kind = make_kind(tmp_path, L14)
     a = steps_to(kind, "abort-writes")
