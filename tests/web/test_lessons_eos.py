@@ -296,3 +296,18 @@ async def test_ws_lesson_15_steps_forward_and_back_and_a_timeout_of_ones_own(len
     st = frame["state"]
     assert task_done(st, "timeout") and task_done(st, "cascade") and not task_done(st, "complete")
     await comm.disconnect()
+
+
+def test_an_exported_run_with_own_commands_replays_to_the_same_state(tmp_path):
+    kind = make_kind(tmp_path / "a", L14)
+    steps_to(kind, "txn-init")
+    kind.execute(*validate_command(kind.commands, {"type": "begin_transaction", "name": "tx"}))
+    kind.execute(*validate_command(kind.commands, {"type": "produce", "producer": "tx", "partition": 1, "value": "q"}))
+    kind.execute(*validate_command(kind.commands, {"type": "advance", "ms": 500}))
+    exported = kind.export_run()
+    other = make_kind(tmp_path / "b", L14)
+    other.import_run(exported)
+    assert {k: v for k, v in other.state().items() if k != "tasks"} == \
+        {k: v for k, v in kind.state().items() if k != "tasks"}
+    kind.close()
+    other.close()
