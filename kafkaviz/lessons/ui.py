@@ -125,4 +125,5 @@ def ui_strings() -> dict[str, str]:
         "tw_queue_empty": _("empty: nothing is waiting"),
         "tw_moves_title": _("The wheels in this step"),
         "tw_no_moves": _("no timer events"),
+        "tw_now": _("hand at bucket {slot} · this wheel's time {ms} ms"),
     }

@@ -7,6 +7,7 @@
   "use strict";
   const R = 78, R_IN = 50, SIZE = 200;
   const el = KV.el, html = KV.html;
+  const lastAngle = {};   // level -> the hand's angle in the previous frame
 
   function short(name) { return String(name).replace(/^produce:/, ""); }
 
@@ -18,7 +19,7 @@
       " A " + R_IN + " " + R_IN + " 0 0 0 " + p(R_IN, a0) + " Z";
   }
 
-  function ring(level, touched) {
+  function ring(level, touched, animate) {
     const n = level.wheel_size, c = SIZE / 2;
     const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring", role: "img",
       "aria-labelledby": "tw-l" + level.level + "-t" });
@@ -45,12 +46,22 @@
       svg.append(el("text", { x: c + (R + 12) * Math.cos(a), y: c + (R + 12) * Math.sin(a) + 4, "text-anchor": "middle",
         class: "tw-slotno" }, String(i)));
     }
+    // The hand turns forward from where the previous frame left it (a CSS transition on an
+    // unwrapped angle, so passing bucket 0 keeps turning clockwise); a rewind or reduced motion jumps.
     const ah = ((level.hand + 0.5) / n) * 360;
-    const hand = el("g", { class: "tw-hand", transform: "rotate(" + ah.toFixed(1) + " " + c + " " + c + ")" });
+    const from = lastAngle[level.level];
+    const target = from === undefined || !animate ? ah : from + (((ah - from) % 360) + 360) % 360;
+    const hand = el("g", { class: "tw-hand", "data-angle": ah.toFixed(1),
+      style: "transform-origin: " + c + "px " + c + "px; transform: rotate(" + (from === undefined || !animate ? ah : from).toFixed(1) + "deg)" });
+    lastAngle[level.level] = target;
+    if (animate && from !== undefined && target !== from) {
+      window.requestAnimationFrame(function () { window.requestAnimationFrame(function () {
+        hand.style.transform = "rotate(" + target.toFixed(1) + "deg)";
+      }); });
+    }
     hand.append(el("line", { x1: c, y1: c, x2: c, y2: c - R_IN + 4, class: "tw-hand-line" }));
     hand.append(el("circle", { cx: c, cy: c, r: 4, class: "tw-hub" }));
     svg.append(hand);
-    svg.append(el("text", { x: c, y: c + 18, "text-anchor": "middle", class: "tw-now" }, level.current_time_ms + " ms"));
     return svg;
   }
 
@@ -82,6 +93,8 @@
       const t = st.timer;
       if (!t) { element.replaceChildren(html("p", { class: "note" }, KV.t("tw_no_leader"))); return; }
       const fm = frame.snapshot ? { moves: [], touched: {} } : frameMoves(frame);
+      const animate = !frame.snapshot && !frame.reset && !KV.reducedMotion() &&
+        !(frame.events || []).some(function (ev) { return ev.kind === "run_moved" && ev.how !== "step"; });
       const head = html("p", { class: "tw-head", id: "tw-head" }, KV.t("tw_head", { broker: t.broker, now: t.now_ms,
         clock: st.clock_ms, pending: t.pending }));
       const rings = html("div", { class: "tw-rings" });
@@ -90,7 +103,8 @@
         const box = html("figure", { class: "tw-level", id: "tw-level-" + level.level, "data-level": level.level });
         box.append(html("figcaption", { class: "tw-caption" }, KV.t("tw_caption", { level: level.level, tick: level.tick_ms,
           interval: level.interval_ms, n: level.wheel_size })));
-        box.append(ring(level, fm.touched));
+        box.append(html("p", { class: "tw-now" }, KV.t("tw_now", { ms: level.current_time_ms, slot: level.hand })));
+        box.append(ring(level, fm.touched, animate));
         const tasks = html("ul", { class: "tw-tasks" });
         (level.buckets || []).forEach(function (b) {
           b.tasks.forEach(function (task) {
@@ -111,14 +125,12 @@
       dq.append(html("h3", {}, KV.t("tw_queue_title")));
       const ol = html("ol", {});
       queue.forEach(function (q) { ol.append(html("li", {}, KV.t("tw_queue_item", q))); });
-      if (!queue.length) ol.append(html("li", { class: "tw-empty" }, KV.t("tw_queue_empty")));
-      dq.append(ol);
+      dq.append(queue.length ? ol : html("p", { class: "tw-empty" }, KV.t("tw_queue_empty")));
       const mv = html("div", { class: "tw-moves", id: "tw-moves" });
       mv.append(html("h3", {}, KV.t("tw_moves_title")));
       const ul = html("ul", {});
       fm.moves.forEach(function (m) { ul.append(html("li", { class: m.cls }, m.text)); });
-      if (!fm.moves.length) ul.append(html("li", { class: "tw-empty" }, KV.t("tw_no_moves")));
-      mv.append(ul);
+      mv.append(fm.moves.length ? ul : html("p", { class: "tw-empty" }, KV.t("tw_no_moves")));
       const side = html("div", { class: "tw-side" });
       side.append(dq, mv);
       element.replaceChildren(head, rings, side);

@@ -132,6 +132,9 @@ def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_s
             expect(page.locator("#tw-moves")).to_contain_text("no timer events")
         if n == 7:
             expect(page.locator("#tw-moves")).to_contain_text("level 2 → level 1")
+            # The top wheel's hand reached bucket 3 (1200 ms / 400 ms); the middle one bucket 0.
+            expect(page.locator("#tw-level-2 .tw-hand")).to_have_attribute("data-angle", "63.0")
+            expect(page.locator("#tw-level-2 path.tw-at-hand")).to_have_attribute("data-slot", "3")
             expect(page.locator("#tw-level-1 path.tw-full")).to_have_count(1)
         if n == 8:
             expect(page.locator("#tw-moves")).to_contain_text("REQUEST_TIMED_OUT")
