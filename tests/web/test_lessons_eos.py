@@ -19,6 +19,7 @@ from kafkaviz.live.kinds import Limits
 from kafkaviz.live.validation import CommandError, validate_command
 
 from .conftest import ORIGIN
+from .test_lesson10 import command   # send one command, collect its reply and frames
 
 L14, L15 = "idempotence-and-transactions", "timing-wheel"
 
@@ -205,25 +206,6 @@ async def connect(slug, headers):
     snapshot = await comm.receive_json_from(timeout=10)
     assert snapshot["type"] == "frame" and snapshot["kind"] == "guided-cluster"
     return comm, snapshot
-
-
-async def command(comm, message, timeout=30.0):
-    """Send a command; return (ack or error, the last frame it caused)."""
-    await comm.send_json_to(message)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    reply, frame = None, None
-    while reply is None or (reply["type"] == "ack" and frame is None):
-        msg = await comm.receive_json_from(timeout=max(0.1, deadline - loop.time()))
-        if msg["type"] == "frame":
-            frame = msg
-        else:
-            reply = msg
-    while not await comm.receive_nothing(timeout=0.15):
-        msg = await comm.receive_json_from()
-        if msg["type"] == "frame":
-            frame = msg
-    return reply, frame
 
 
 def task_done(state, task_id):
