@@ -119,10 +119,9 @@ class GuidedClusterSandbox(SandboxKind):
     def _leader_partition(self, topic: str, pnum: int) -> Any:
         cluster = self.run.cluster
         leader = cluster.controller.partition(topic, pnum).leader
-        return cluster.brokers[leader].partitions.get((topic, pnum)) if leader >= 0 else None
-
-    def step_label(self, entry: dict[str, Any]) -> str:
-        return "; ".join(narration.command_label(c, self.lang) for c in entry["do"])
+        if leader < 0 or not cluster.brokers[leader].alive:
+            return None
+        return cluster.brokers[leader].partitions.get((topic, pnum))
 
     # ---- state ---------------------------------------------------------------------
     def kind_state(self) -> dict[str, Any]:
