@@ -12,12 +12,12 @@
 
   const TXN_STATUS = { open: true, committed: true, aborted: true };
 
-  function cellOf(g, x, y, c) {
+  function cellOf(g, x, y, c, hatch) {
     const cls = c.control ? "tl-marker tl-" + c.control.toLowerCase() : "tl-" + c.status;
     const node = el("g", { class: "tl-cell " + cls, transform: "translate(" + x + "," + y + ")" });
     node.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "tl-cell-bg" }));
     if (c.status === "aborted") {
-      node.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "tl-hatch", fill: "url(#tl-hatch)" }));
+      node.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "tl-hatch", fill: "url(#" + hatch + ")" }));
     }
     node.append(el("text", { x: (CELL_W - 4) / 2, y: 17, "text-anchor": "middle", class: "tl-value" },
       c.control ? "◆" + c.control : String(c.value)));
@@ -53,31 +53,36 @@
       (p.leader >= 0 ? KV.t("broker") + " " + p.leader : "—") + " · HW " + p.high_watermark + " · LSO " +
       p.last_stable_offset + " · LEO " + p.leo);
     sec.append(head);
-    const width = LABEL_W + (cols - first) * CELL_W + 40;
+    // Lane names in their own column, so a narrow screen scrolling the cells still sees them.
+    const X0 = 6;
+    const width = X0 + (cols - first) * CELL_W + 40;
     const lanesH = lanes.length * (CELL_H + ROW_GAP);
     const height = TOP + lanesH + MARK_H;
+    const names = el("svg", { viewBox: "0 0 " + LABEL_W + " " + height, width: LABEL_W, height: height,
+      class: "tl-names", "aria-hidden": "true" });
     const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, class: "tl-svg",
       role: "img", "aria-labelledby": id + "-t" });
     svg.append(el("title", { id: id + "-t" }, topic + "-" + p.partition));
+    const hatch = "tl-hatch-" + p.partition;
     const defs = el("defs", {});
-    const pat = el("pattern", { id: "tl-hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse",
+    const pat = el("pattern", { id: hatch, width: 6, height: 6, patternUnits: "userSpaceOnUse",
       patternTransform: "rotate(45)" });
     pat.append(el("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "tl-hatch-line" }));
     defs.append(pat);
     svg.append(defs);
     for (let o = first; o < cols; o++) {
-      svg.append(el("text", { x: LABEL_W + (o - first) * CELL_W + (CELL_W - 4) / 2, y: 14, "text-anchor": "middle",
+      svg.append(el("text", { x: X0 + (o - first) * CELL_W + (CELL_W - 4) / 2, y: 14, "text-anchor": "middle",
         class: "tl-offset" }, String(o)));
     }
     const text = [];
     lanes.forEach(function (l, i) {
       const y = TOP + i * (CELL_H + ROW_GAP);
-      svg.append(el("text", { x: 4, y: y + 20, class: "tl-lane-name" }, (l.leader ? "♛ " : "") + KV.t("broker") + " " + l.broker));
-      svg.append(el("text", { x: 4, y: y + 38, class: "tl-lane-sub" },
+      names.append(el("text", { x: 4, y: y + 20, class: "tl-lane-name" }, (l.leader ? "♛ " : "") + KV.t("broker") + " " + l.broker));
+      names.append(el("text", { x: 4, y: y + 38, class: "tl-lane-sub" },
         !l.alive ? KV.t("down") : (l.leader ? KV.t("leader") : KV.t("follower")) + (p.isr.indexOf(l.broker) >= 0 ? " · ISR" : "")));
       if (!l.alive) return;
       const g = el("g", { id: "tl-lane-" + p.partition + "-" + l.broker, class: "tl-lane" });
-      (l.cells || []).forEach(function (c) { cellOf(g, LABEL_W + (c.offset - first) * CELL_W, y, c); });
+      (l.cells || []).forEach(function (c) { cellOf(g, X0 + (c.offset - first) * CELL_W, y, c, hatch); });
       svg.append(g);
       if (l.leader) {
         text.push(KV.t("broker") + " " + l.broker + ": " + (l.cells || []).map(function (c) {
@@ -93,11 +98,13 @@
     marks.forEach(function (m) {
       if (typeof m[1] !== "number") return;
       const row = rows[m[1]] = (rows[m[1]] === undefined ? 0 : rows[m[1]] + 1);
-      marker(svg, LABEL_W + (m[1] - first) * CELL_W - 3, TOP - 4, bottom, m[0] + " " + m[1], row, m[2]);
+      marker(svg, X0 + (m[1] - first) * CELL_W - 3, TOP - 4, bottom, m[0] + " " + m[1], row, m[2]);
     });
     const scroll = html("div", { class: "scroll-x tl-scroll", tabindex: "0", role: "region", "aria-label": topic + "-" + p.partition });
     scroll.append(svg);
-    sec.append(scroll);
+    const strip = html("div", { class: "tl-strip" });
+    strip.append(names, scroll);
+    sec.append(strip);
     scroll.scrollLeft = scroll.scrollWidth;    // a narrow screen sees the newest offsets and the markers first
     sec.append(html("p", { class: "tl-text visually-hidden", id: id + "-text" }, text.join(". ")));
     // The leader's partition directory.
