@@ -66,6 +66,15 @@ def test_lesson_15_page_has_the_wheel_and_its_controls(client):
         assert needle in html, needle
 
 
+def test_both_lessons_in_chinese_translate_the_text_and_the_diagram_words(client):
+    html = client.get(f"/lessons/{L14}/?lang=zh").content.decode()
+    for needle in ("幂等生产者与事务", "最后稳定偏移量", "丢失应答", "事务协调者的表", "协调者"):
+        assert needle in html, needle
+    html = client.get(f"/lessons/{L15}/?lang=zh").content.decode()
+    for needle in ("时间轮", "溢出时间轮", "延迟队列", "超时（毫秒）"):
+        assert needle in html, needle
+
+
 def test_home_links_both_lessons(client):
     html = client.get("/").content.decode()
     assert f'href="/lessons/{L14}/"' in html and f'href="/lessons/{L15}/"' in html
