@@ -77,8 +77,23 @@ class GuidedClusterSandbox(SandboxKind):
                        str(run_dir), snapshot_every=10**6, max_snapshots=2)
         self.events = self.run.cluster.events
         self.events.subscribe(self._emit)
+        self.retry_writes: dict[tuple, dict[int, int]] = {}   # (topic, partition) -> offset -> first request
+        self._retries: dict[int, int] = {}                    # retry request id -> the send's first request
+        self.events.subscribe(self._track_retries)            # also while a rewind replays muted
         for cmd in self.scenario.get("setup") or ():
             self.run.apply(dict(cmd))
+
+    def _track_retries(self, env: Any) -> None:
+        """Offsets a retried request appended (the engine's produce_retried and
+        produce_appended events): a cell written by a retry is marked so on the lanes."""
+        ev = env.event
+        kind = ev.kind
+        if kind == "produce_retried":
+            self._retries[ev.request_id] = ev.send_id
+        elif kind == "produce_appended" and ev.request_id in self._retries:
+            where = self.retry_writes.setdefault((ev.topic, ev.partition), {})
+            for off in range(ev.base_offset, ev.last_offset + 1):
+                where[off] = self._retries[ev.request_id]
 
     def close(self) -> None:
         if self.run is not None:
@@ -158,8 +173,13 @@ class GuidedClusterSandbox(SandboxKind):
             lane: dict[str, Any] = {"broker": b, "alive": broker.alive, "leader": b == pm["leader"]}
             if part is not None:
                 log = part.log
+                cells = log_cells(log)[-MAX_CELLS:]
+                retried = self.retry_writes.get((topic, pnum), {})
+                for c in cells:
+                    if c["offset"] in retried:
+                        c["retry_of"] = retried[c["offset"]]
                 lane.update({"leo": log.log_end_offset, "high_watermark": part.hw,
-                             "log_start_offset": log.log_start_offset, "cells": log_cells(log)[-MAX_CELLS:]})
+                             "log_start_offset": log.log_start_offset, "cells": cells})
                 if b == pm["leader"]:
                     view.update({"high_watermark": part.hw, "last_stable_offset": log.last_stable_offset,
                                  "leo": log.log_end_offset,

@@ -13,7 +13,8 @@
   const TXN_STATUS = { open: true, committed: true, aborted: true };
 
   function cellOf(g, x, y, c, hatch) {
-    const cls = c.control ? "tl-marker tl-" + c.control.toLowerCase() : "tl-" + c.status;
+    const cls = (c.control ? "tl-marker tl-" + c.control.toLowerCase() : "tl-" + c.status) +
+      (c.retry_of !== undefined ? " tl-retried" : "");
     const node = el("g", { class: "tl-cell " + cls, transform: "translate(" + x + "," + y + ")" });
     node.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "tl-cell-bg" }));
     if (c.status === "aborted") {
@@ -25,13 +26,14 @@
       "pid " + c.producer_id + (c.producer_id >= 0 ? " e" + c.producer_epoch : "")));
     node.append(el("text", { x: (CELL_W - 4) / 2, y: 45, "text-anchor": "middle", class: "tl-ids" },
       c.control ? KV.t("tl_marker") : c.sequence >= 0 ? "seq " + c.sequence : KV.t("tl_no_seq")));
-    if (TXN_STATUS[c.status]) {
+    if (TXN_STATUS[c.status] || c.retry_of !== undefined) {
       node.append(el("text", { x: (CELL_W - 4) / 2, y: 58, "text-anchor": "middle", class: "tl-status" },
-        KV.t("tl_" + c.status)));
+        c.retry_of !== undefined ? KV.t("tl_retry", { id: c.retry_of }) : KV.t("tl_" + c.status)));
     }
     node.append(el("title", {}, KV.t("offset") + " " + c.offset + ": " + (c.control ? c.control + " marker" : c.value) +
       ", producer id " + c.producer_id + ", epoch " + c.producer_epoch + ", sequence " + c.sequence +
-      (c.status !== "plain" && c.status !== "marker" ? ", " + c.status : "")));
+      (c.status !== "plain" && c.status !== "marker" ? ", " + c.status : "") +
+      (c.retry_of !== undefined ? ", written by a retry of request " + c.retry_of : "")));
     g.append(node);
   }
 

@@ -88,11 +88,14 @@ def test_retry_without_idempotence_is_written_twice_and_with_it_once(tmp_path):
     for lane in st["partitions"][0]["replicas"]:
         assert values(lane) == ["m1", "m1"]                  # on every replica lane
         assert {c["producer_id"] for c in lane["cells"]} == {-1}
+        # The second copy is the one the retry of the first request wrote (from the engine's events).
+        assert "retry_of" not in lane["cells"][0] and lane["cells"][1]["retry_of"] == 1
     st = steps_to(kind, "safe-retry")
     for lane in st["partitions"][0]["replicas"]:
         assert values(lane) == ["m1", "m1", "m2"]            # the retry of m2 wrote nothing
         m2 = lane["cells"][2]
         assert (m2["producer_id"], m2["producer_epoch"], m2["sequence"]) == (0, 0, 0)
+        assert "retry_of" not in m2                           # the retry was answered, not written
     dup = [e for e in kind.step_events() if e["kind"] == "produce_duplicate"]
     assert dup and (dup[0]["base_offset"], dup[0]["last_offset"]) == (2, 2)
     kind.close()
