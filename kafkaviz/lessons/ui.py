@@ -105,7 +105,7 @@ def ui_strings() -> dict[str, str]:
         "tl_got": _("records returned (offset:value)"),
         "tl_skipped": _("aborted offsets skipped"),
         "tl_no_reads": _("No consumer has read yet."),
-        "tl_retry": _("↻ retry of #{id}"),
+        "tl_retry": _("↻ retry"),
         # lesson 15: timing-wheel.js
         "tw_level_desc": _("Level {level}: {n} buckets of {tick} ms ({interval} ms around); the hand is at bucket {hand}"),
         "tw_bucket": _("bucket {slot}"),
