@@ -161,4 +161,9 @@ def test_lesson_15_try_its_through_the_forms_and_a_quiz(page: Page, live_server_
     send(page, "tw-produce-form", value="soon", timeout_ms="1000")
     send(page, "advance-form", ms="100")
     expect(page.locator('[data-task="complete"]')).to_have_class(DONE)
+    # The "t" key lets time pass too (the button declares it with aria-keyshortcuts).
+    page.locator("#tw-head").click()
+    before = page.locator("#tw-head").inner_text()
+    page.keyboard.press("t")
+    expect(page.locator("#tw-head")).not_to_have_text(before)
     answer(page, "overflow", 1)
