@@ -39,6 +39,8 @@ def _tp(ev: Ev) -> str:
 
 def _where(ev: Ev, zh: bool) -> str:
     p = ev.get("partition")
+    if p is not None and str(ev.get("topic", "")).startswith("__"):
+        p = f"{ev['topic']}-{p}"      # an internal topic's partition is named in full
     if zh:
         where = f"分区 {p}" if p is not None else str(ev.get("topic", ""))
         return f"broker {ev['broker']}，{where}" if isinstance(ev.get("broker"), int) else where
@@ -57,6 +59,17 @@ def _offs(ev: Ev, zh: bool) -> str:
     if zh:
         return f"偏移量 {a}" if a == b else f"偏移量 {a}–{b}"
     return f"offset {a}" if a == b else f"offsets {a}–{b}"
+
+
+_TXN_API = {"init_producer_id": "InitProducerId", "add_partitions": "AddPartitionsToTxn", "end_txn": "EndTxn",
+            "add_offsets": "AddOffsetsToTxn", "txn_offset_commit": "TxnOffsetCommit"}
+
+
+def _parts(parts: Any) -> str:
+    out = []
+    for p in parts or ():
+        out.append(f"{p[0]}-{p[1]}" if isinstance(p, (list, tuple)) and len(p) == 2 else str(p))
+    return ", ".join(out)
 
 
 # ---- storage -----------------------------------------------------------------------------
@@ -313,6 +326,48 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                           f"records at offset {e['offset']} — diverged"),
     "check_hw_regressed": lambda e: f"CHECKER: broker {e['broker']}'s HW went back {e['old']} → {e['new']}",
     "check_uncommitted_read": lambda e: f"CHECKER: a consumer read an uncommitted record at offset {e['offset']}",
+    # producers, idempotence and transactions
+    "producer_created": lambda e: (f"producer {e['name']} created" + (
+        f": InitProducerId gave producer id {e['producer_id']}, epoch {e['producer_epoch']}"
+        if e["idempotent"] and e["producer_id"] >= 0 else
+        (" (idempotent; its producer id comes with init_transactions)" if e["idempotent"] else
+         " without idempotence (no producer id, no sequence numbers)"))),
+    "produce_retried": lambda e: (f"producer {e['producer']}: attempt {e['attempt']} failed with {e['error']}; "
+                                  f"it retries as request {e['request_id']} after {e['backoff_ms']} ms"
+                                  + (f" with the same base sequence {e['base_sequence']}" if e["base_sequence"] >= 0
+                                     else " (no sequence number: the leader cannot tell it is a retry)")),
+    "produce_duplicate": lambda e: (f"broker {e['broker']} recognised request {e['request_id']} as a duplicate "
+                                    f"(producer {e['producer_id']}, epoch {e['producer_epoch']}, sequence "
+                                    f"{e['base_sequence']}) of {_tp(e)} and answered with the first write's offsets "
+                                    f"{e['base_offset']}–{e['last_offset']}, writing nothing"),
+    "txn_request": lambda e: (f"producer {e['producer']} → coordinator broker {e['coordinator']}: "
+                              f"{_TXN_API.get(e['api'], e['api'])} for {e['transactional_id']}"
+                              + (f" ({e['detail']})" if e.get("detail") else "")
+                              + ("" if e["error"] == "NONE" else f" → {e['error']}")),
+    "txn_state_changed": lambda e: (f"coordinator broker {e['coordinator']}: transaction {e['transactional_id']} "
+                                    f"(producer {e['producer_id']}, epoch {e['producer_epoch']}) "
+                                    f"{e['old_state']} → {e['new_state']}"
+                                    + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")
+                                    + (f" ({e['reason'].replace('_', ' ')})" if e.get("reason") else "")),
+    "txn_marker_written": lambda e: (f"broker {e['broker']} wrote {'a COMMIT' if e['commit'] else 'an ABORT'} marker "
+                                     f"for producer {e['producer_id']} at offset {e['offset']} of {_tp(e)}"),
+    "txn_loaded": lambda e: (f"broker {e['broker']} leads __transaction_state-{e['txn_partition']} and read back "
+                             f"{e['records']} record(s)"
+                             + (f"; it finishes {', '.join(e['resumed'])}" if e.get("resumed") else "")),
+    # the timing wheel
+    "timer_task_added": lambda e: (f"{e['timer']} timer: {e['name']} (due at {e['expiration_ms']} ms) goes into "
+                                   f"level {e['level']}, bucket {e['slot']} (expires at {e['bucket_expiration_ms']} ms)"),
+    "timer_bucket_queued": lambda e: (f"{e['timer']} timer: level {e['level']} bucket {e['slot']} joins the delay "
+                                      f"queue, due at {e['expiration_ms']} ms"),
+    "timer_overflow_wheel_created": lambda e: (f"{e['timer']} timer: overflow wheel level {e['level']} created "
+                                               f"({e['tick_ms']} ms per bucket, {e['interval_ms']} ms around)"),
+    "timer_bucket_expired": lambda e: (f"{e['timer']} timer: the hand reached level {e['level']} bucket {e['slot']} "
+                                       f"at {e['expiration_ms']} ms; {e['tasks']} task(s) taken out"),
+    "timer_task_cascaded": lambda e: (f"{e['timer']} timer: {e['name']} moves from level {e['from_level']} down to "
+                                      f"level {e['to_level']}, bucket {e['slot']}"),
+    "timer_task_expired": lambda e: f"{e['timer']} timer: {e['name']} timed out (due at {e['expiration_ms']} ms)",
+    "timer_task_cancelled": lambda e: (f"{e['timer']} timer: {e['name']} completed before its timeout and "
+                                       f"left the wheel"),
     "run_moved": lambda e: (f"rewound to step {e['step']} (the engine is as it was after that step)"
                             if e["how"] == "back" else f"the run is at step {e['step']}"),
 }
@@ -431,6 +486,39 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "check_replicas_diverged": lambda e: f"检查器：broker {', '.join(map(str, e['brokers']))} 在偏移量 {e['offset']} 上的消息不同——不一致",
     "check_hw_regressed": lambda e: f"检查器：broker {e['broker']} 的 HW 倒退了 {e['old']} → {e['new']}",
     "check_uncommitted_read": lambda e: f"检查器：消费者在偏移量 {e['offset']} 读到了未提交的消息",
+    "producer_created": lambda e: (f"创建生产者 {e['name']}" + (
+        f"：InitProducerId 分配生产者 id {e['producer_id']}，epoch {e['producer_epoch']}"
+        if e["idempotent"] and e["producer_id"] >= 0 else
+        ("（幂等；生产者 id 由 init_transactions 获得）" if e["idempotent"] else "，未开启幂等（没有生产者 id 和序列号）"))),
+    "produce_retried": lambda e: (f"生产者 {e['producer']}：第 {e['attempt']} 次发送失败（{e['error']}），"
+                                  f"{e['backoff_ms']} 毫秒后以请求 {e['request_id']} 重试"
+                                  + (f"，基础序列号仍为 {e['base_sequence']}" if e["base_sequence"] >= 0
+                                     else "（没有序列号：leader 无法识别这是重试）")),
+    "produce_duplicate": lambda e: (f"broker {e['broker']} 认出请求 {e['request_id']} 是重复批次（生产者 "
+                                    f"{e['producer_id']}，epoch {e['producer_epoch']}，序列号 {e['base_sequence']}），"
+                                    f"用第一次写入的偏移量 {e['base_offset']}–{e['last_offset']} 应答 {_tp(e)}，不再写入"),
+    "txn_request": lambda e: (f"生产者 {e['producer']} → 协调者 broker {e['coordinator']}：{e['api']}（{e['transactional_id']}）"
+                              + (f"（{e['detail']}）" if e.get("detail") else "")
+                              + ("" if e["error"] == "NONE" else f" → {e['error']}")),
+    "txn_state_changed": lambda e: (f"协调者 broker {e['coordinator']}：事务 {e['transactional_id']}（生产者 "
+                                    f"{e['producer_id']}，epoch {e['producer_epoch']}）{e['old_state']} → {e['new_state']}"
+                                    + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")),
+    "txn_marker_written": lambda e: (f"broker {e['broker']} 在 {_tp(e)} 的偏移量 {e['offset']} 写入生产者 "
+                                     f"{e['producer_id']} 的 {'COMMIT' if e['commit'] else 'ABORT'} 标记"),
+    "txn_loaded": lambda e: (f"broker {e['broker']} 成为 __transaction_state-{e['txn_partition']} 的 leader，读回 "
+                             f"{e['records']} 条记录" + (f"；继续完成 {', '.join(e['resumed'])}" if e.get("resumed") else "")),
+    "timer_task_added": lambda e: (f"{e['timer']} 定时器：{e['name']}（{e['expiration_ms']} ms 到期）放入第 {e['level']} 层"
+                                   f"第 {e['slot']} 个桶（桶在 {e['bucket_expiration_ms']} ms 到期）"),
+    "timer_bucket_queued": lambda e: (f"{e['timer']} 定时器：第 {e['level']} 层第 {e['slot']} 个桶进入延迟队列，"
+                                      f"{e['expiration_ms']} ms 到期"),
+    "timer_overflow_wheel_created": lambda e: (f"{e['timer']} 定时器：创建第 {e['level']} 层溢出时间轮（每格 "
+                                               f"{e['tick_ms']} 毫秒，一圈 {e['interval_ms']} 毫秒）"),
+    "timer_bucket_expired": lambda e: (f"{e['timer']} 定时器：指针在 {e['expiration_ms']} ms 走到第 {e['level']} 层"
+                                       f"第 {e['slot']} 个桶，取出 {e['tasks']} 个任务"),
+    "timer_task_cascaded": lambda e: (f"{e['timer']} 定时器：{e['name']} 从第 {e['from_level']} 层降到第 "
+                                      f"{e['to_level']} 层第 {e['slot']} 个桶"),
+    "timer_task_expired": lambda e: f"{e['timer']} 定时器：{e['name']} 超时（{e['expiration_ms']} ms 到期）",
+    "timer_task_cancelled": lambda e: f"{e['timer']} 定时器：{e['name']} 在超时前完成，离开时间轮",
     "run_moved": lambda e: (f"回到第 {e['step']} 步（引擎恢复到那一步之后的状态）" if e["how"] == "back"
                             else f"运行到第 {e['step']} 步"),
 }
@@ -594,9 +682,23 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
                     f"produce {n} message(s) of {size} bytes to partition {p}")
         acks = {-1: "all", "all": "all", "-1": "all"}.get(cmd.get("acks"), cmd.get("acks"))
         what = cmd.get("value") or ", ".join(cmd.get("values") or []) or ("一条消息" if zh else "a record")
+        if cmd.get("producer"):
+            p = cmd.get("partition", 0)
+            return (f"生产者 {cmd['producer']} 向分区 {p} 发送 {what}" if zh else
+                    f"{cmd['producer']} produces {what} to partition {p}")
         return f"发送 {what}（acks={acks}）" if zh else f"produce {what} (acks={acks})"
     if c == "consume":
+        iso = cmd.get("isolation")
+        if iso:
+            return (f"以 {iso} 从分区 {cmd.get('partition', 0)} 偏移量 {cmd.get('offset', 0)} 开始消费" if zh else
+                    f"consume partition {cmd.get('partition', 0)} from offset {cmd.get('offset', 0)} ({iso})")
         return f"从偏移量 {cmd.get('offset', 0)} 开始消费" if zh else f"consume from offset {cmd.get('offset', 0)}"
+    if c == "create_producer":
+        kind = ("transactional.id=" + cmd["transactional_id"] if cmd.get("transactional_id") else
+                ("idempotent" if cmd.get("idempotent", True) else "enable.idempotence=false"))
+        return f"创建生产者 {cmd.get('name')}（{kind}）" if zh else f"create producer {cmd.get('name')} ({kind})"
+    if c in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"):
+        return f"{cmd.get('name')}：{c}" if zh else f"{cmd.get('name')}: {c.replace('_', ' ')}"
     if c == "create_topic":
         assignment = cmd.get("assignment") or []
         on = ", ".join(map(str, assignment[0])) if assignment else ""

@@ -45,6 +45,7 @@ SANDBOX_KINDS: dict[str, str] = {
     "inside-segment": "kafkaviz.live.inside_segment:InsideSegmentSandbox",
     "retention": "kafkaviz.live.retention:RetentionSandbox",
     "page-cache": "kafkaviz.live.page_cache:PageCacheSandbox",
+    "guided-cluster": "kafkaviz.live.guided_cluster:GuidedClusterSandbox",
 }
 
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded

@@ -1,0 +1,227 @@
+"""The ``guided-cluster`` sandbox kind: a replicated cluster driven by the lesson's own
+guided steps (lessons 14 and 15), where ``replication`` plays a named engine scenario.
+
+A lesson's ``[[steps]]`` hold the engine's own commands (``engine/cluster/commands.py``,
+the same vocabulary as ``replication``: ``{type = "produce", producer = "safe", ...}``);
+their fields and bounds are generated from the engine's metadata
+(:func:`~kafkaviz.live.replication.engine_command_spec`). Rewind is the base class's
+replay: a fresh :class:`engine.cluster.run.Run` with the lesson's seed and config, the
+setup, then the first k steps -- exact, because the engine is deterministic.
+
+The state each frame carries is read from the engine, never kept on the side: every
+replica's log of the lesson's topic as batches (producer id, epoch, sequence, the
+transactional and control bits; each transactional record marked committed, aborted or
+open by the markers that follow it in that log), HW / LSO / LEO, the leader's
+partition directory (``.txnindex``, ``.snapshot``), the producers and the
+coordinator's transactions, the last read of each isolation level, and the timing
+wheel of a broker's produce purgatory (``SystemTimer.state()``).
+
+Scenario keys (from the lesson file):
+
+* ``cluster`` -- the cluster config by Kafka name (``brokers``, ``request.timeout.ms``,
+  ``timer.events``, ...);
+* ``seed`` -- the engine's seed (default 0);
+* ``setup`` -- engine commands (``{cmd = ...}``) run when the sandbox opens, before step 1;
+* ``topic`` -- the topic the diagrams show (all its partitions);
+* ``commands`` -- engine commands the learner may send, and that the steps may use;
+* ``broker_names`` -- e.g. {0 = "A"}, shown beside broker ids;
+* ``timer_partition`` -- show the produce-purgatory wheel of this partition's leader.
+"""
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from engine import narration
+from engine.cluster.commands import command_to_dict, parse_command
+from engine.cluster.run import Run, make_config
+from engine.records.batch import read_end_txn_marker
+
+from .kinds import SandboxKind
+from .replication import engine_command_spec
+from .validation import CommandError, CommandSpec
+
+__all__ = ["GuidedClusterSandbox", "log_cells"]
+
+MAX_CELLS = 120          # records drawn per replica (the newest); the timeline has the rest
+ISOLATIONS = ("read_uncommitted", "read_committed")
+
+
+class GuidedClusterSandbox(SandboxKind):
+    """A cluster whose guided steps come from the lesson file; rewind by replay."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.topic = self.scenario.get("topic", "t")
+        self.run: Run | None = None
+        self.open()
+        self.step_seqs = [self.events.seq]
+
+    @classmethod
+    def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
+        specs = super().command_specs(scenario)
+        defaults = {"topic": scenario.get("topic", "t")}
+        for name in scenario.get("commands") or ():
+            spec = engine_command_spec(name, defaults)
+            if spec is not None:
+                specs[name] = spec
+        return specs
+
+    # ---- the engine ----------------------------------------------------------------
+    def open(self) -> None:
+        run_dir = self.data_dir / "run"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        self.reads: dict[str, dict[str, Any]] = {}
+        self.records_sent = 0      # produced through this run: the sandbox's quota (Limits.max_messages)
+        self.run = Run(int(self.scenario.get("seed", 0)), make_config(self.scenario.get("cluster") or {}),
+                       str(run_dir), snapshot_every=10**6, max_snapshots=2)
+        self.events = self.run.cluster.events
+        self.events.subscribe(self._emit)
+        self.retry_writes: dict[tuple, dict[int, int]] = {}   # (topic, partition) -> offset -> first request
+        self._retries: dict[int, int] = {}                    # retry request id -> the send's first request
+        self.events.subscribe(self._track_retries)            # also while a rewind replays muted
+        for cmd in self.scenario.get("setup") or ():
+            self.run.apply(dict(cmd))
+
+    def _track_retries(self, env: Any) -> None:
+        """Offsets a retried request appended (the engine's produce_retried and
+        produce_appended events): a cell written by a retry is marked so on the lanes."""
+        ev = env.event
+        kind = ev.kind
+        if kind == "produce_retried":
+            self._retries[ev.request_id] = ev.send_id
+        elif kind == "produce_appended" and ev.request_id in self._retries:
+            where = self.retry_writes.setdefault((ev.topic, ev.partition), {})
+            for off in range(ev.base_offset, ev.last_offset + 1):
+                where[off] = self._retries[ev.request_id]
+
+    def close(self) -> None:
+        if self.run is not None:
+            try:
+                self.run.cluster.disk.close_all()
+            except Exception:  # noqa: BLE001 - the run is being discarded
+                pass
+            self.run = None
+
+    def engine(self, name: str, values: dict[str, Any]) -> str:
+        """One engine command (the learner's own, or a guided step's). The engine checks
+        it against the cluster; a refused command raises and changes nothing."""
+        cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None and v != ""}}
+        records = int(cmd.get("count") or 1) if name == "produce" else 0
+        if self.records_sent + records > self.limits.max_messages:
+            raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} records and has "
+                               f"{self.records_sent}; step back or press Reset to start over.", command=name)
+        result = self.run.apply(cmd)
+        self.records_sent += records
+        if name == "consume":
+            self._note_read(command_to_dict(parse_command(cmd)), result)
+        return narration.command_label(cmd, self.lang)
+
+    def _note_read(self, cmd: dict[str, Any], result: dict[str, Any]) -> None:
+        """What a consumer of this isolation level got, and the aborted records it skipped."""
+        topic, pnum, iso = cmd["topic"], cmd["partition"], cmd["isolation"]
+        got = {r["offset"] for r in result.get("records", [])}
+        part = self._leader_partition(topic, pnum)
+        skipped: list[int] = []
+        if part is not None and iso == "read_committed":
+            bound = part.log.last_stable_offset
+            skipped = [c["offset"] for c in log_cells(part.log) if c["status"] == "aborted"
+                       and cmd["offset"] <= c["offset"] < bound and c["offset"] not in got]
+        self.reads[iso] = {"isolation": iso, "topic": topic, "partition": pnum, "offset": cmd["offset"],
+                           "records": [{"offset": r["offset"], "value": r["value"]} for r in result.get("records", [])],
+                           "skipped_aborted": skipped, "own": self.tracker.own}
+
+    def _leader_partition(self, topic: str, pnum: int) -> Any:
+        cluster = self.run.cluster
+        leader = cluster.controller.partition(topic, pnum).leader
+        if leader < 0 or not cluster.brokers[leader].alive:
+            return None
+        return cluster.brokers[leader].partitions.get((topic, pnum))
+
+    # ---- state ---------------------------------------------------------------------
+    def kind_state(self) -> dict[str, Any]:
+        cluster = self.run.cluster
+        cstate = cluster.state()
+        topic = self.topic
+        meta = cstate["topics"].get(topic)
+        partitions = []
+        for pnum, pm in enumerate(meta["partitions"] if meta else []):
+            partitions.append(self._partition_view(topic, pnum, pm))
+        txns = cluster.transactions.state() if getattr(cluster, "transactions", None) is not None else {}
+        out: dict[str, Any] = {
+            "clock_ms": cluster.now_ms(),
+            "topic": topic,
+            "brokers": [{"id": i, "alive": cstate["brokers"][str(i)]["alive"]} for i in range(len(cluster.brokers))],
+            "client_links": [f for f in cstate["network"]["faults"] if -1 in (f["src"], f["dst"]) and f["cut"]],
+            "partitions": partitions,
+            "producers": [p.to_dict() for p in cluster.producers.values()],
+            "transactions": [{"transactional_id": tid, **md} for tid, md in txns.items()],
+            "reads": self.reads,
+        }
+        tp = self.scenario.get("timer_partition")
+        if tp is not None and meta is not None:
+            out["timer"] = self._timer_view(topic, int(tp))
+        return out
+
+    def _partition_view(self, topic: str, pnum: int, pm: dict[str, Any]) -> dict[str, Any]:
+        cluster = self.run.cluster
+        view: dict[str, Any] = {"partition": pnum, "leader": pm["leader"], "leader_epoch": pm.get("leader_epoch"),
+                                "isr": list(pm["isr"]), "replicas": [], "files": [], "aborted": []}
+        for b in pm["replicas"]:
+            broker = cluster.brokers[b]
+            part = broker.partitions.get((topic, pnum)) if broker.alive else None
+            lane: dict[str, Any] = {"broker": b, "alive": broker.alive, "leader": b == pm["leader"]}
+            if part is not None:
+                log = part.log
+                cells = log_cells(log)[-MAX_CELLS:]
+                retried = self.retry_writes.get((topic, pnum), {})
+                for c in cells:
+                    if c["offset"] in retried:
+                        c["retry_of"] = retried[c["offset"]]
+                lane.update({"leo": log.log_end_offset, "high_watermark": part.hw,
+                             "log_start_offset": log.log_start_offset, "cells": cells})
+                if b == pm["leader"]:
+                    view.update({"high_watermark": part.hw, "last_stable_offset": log.last_stable_offset,
+                                 "leo": log.log_end_offset,
+                                 "files": [{"name": n, "size": s} for n, s in cluster.disk.list_files(log.dir)],
+                                 "aborted": [{"producer_id": t.producer_id, "first_offset": t.first_offset,
+                                              "last_offset": t.last_offset}
+                                             for t in log.aborted_transactions(log.log_start_offset,
+                                                                               log.log_end_offset)]})
+            view["replicas"].append(lane)
+        return view
+
+    def _timer_view(self, topic: str, pnum: int) -> dict[str, Any] | None:
+        cluster = self.run.cluster
+        leader = cluster.controller.partition(topic, pnum).leader
+        if leader < 0 or not cluster.brokers[leader].alive:
+            return None
+        purgatory = cluster.brokers[leader].produce_purgatory
+        return {"broker": leader, "purgatory": purgatory.name, **purgatory.timer.state()}
+
+
+def log_cells(log: Any) -> list[dict[str, Any]]:
+    """Every record of ``log`` as a cell: offset, value, the batch's producer id / epoch /
+    sequence, ``control`` ("COMMIT"/"ABORT") for markers, and ``status``: "plain"
+    (not transactional), "committed" / "aborted" (a marker of its producer follows in
+    this log), "open" (none yet) or "marker"."""
+    cells: list[dict[str, Any]] = []
+    pending: dict[int, list[dict[str, Any]]] = {}
+    for batch in log.batches(log.log_start_offset, log.log_end_offset):
+        for i, rec in enumerate(batch.records):
+            cell = {"offset": rec.offset, "producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
+                    "sequence": batch.base_sequence + i if batch.base_sequence >= 0 else -1,
+                    "transactional": batch.is_transactional}
+            if batch.is_control:
+                marker = read_end_txn_marker(rec)
+                kind = "COMMIT" if marker is not None and marker.type.name == "COMMIT" else "ABORT"
+                cell.update(value=kind, control=kind, status="marker")
+                for c in pending.pop(batch.producer_id, []):
+                    c["status"] = "committed" if kind == "COMMIT" else "aborted"
+            else:
+                cell.update(value=rec.value.decode("utf-8", "replace") if rec.value is not None else None,
+                            control=None, status="open" if batch.is_transactional else "plain")
+                if batch.is_transactional:
+                    pending.setdefault(batch.producer_id, []).append(cell)
+            cells.append(cell)
+    return cells

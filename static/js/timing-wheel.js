@@ -1,0 +1,139 @@
+/* The timing wheel (lesson 15): the produce purgatory's wheels of one broker, drawn from
+ * the engine's SystemTimer.state() in each frame -- one ring per level (wheelSize buckets,
+ * the hand at the wheel's current time, each non-empty bucket with its task count), the
+ * tasks of each level, the delay queue of non-empty buckets, and this frame's timer events
+ * (added, cascaded from level to level, completed, timed out). */
+(function () {
+  "use strict";
+  const R = 78, R_IN = 50, SIZE = 200;
+  const el = KV.el, html = KV.html;
+  const lastAngle = {};   // level -> the hand's angle in the previous frame
+
+  function short(name) { return String(name).replace(/^produce:/, ""); }
+
+  function slotPath(i, n) {
+    const a0 = (i / n) * 2 * Math.PI - Math.PI / 2, a1 = ((i + 1) / n) * 2 * Math.PI - Math.PI / 2;
+    const c = SIZE / 2;
+    const p = function (r, a) { return (c + r * Math.cos(a)).toFixed(1) + " " + (c + r * Math.sin(a)).toFixed(1); };
+    return "M " + p(R_IN, a0) + " L " + p(R, a0) + " A " + R + " " + R + " 0 0 1 " + p(R, a1) + " L " + p(R_IN, a1) +
+      " A " + R_IN + " " + R_IN + " 0 0 0 " + p(R_IN, a0) + " Z";
+  }
+
+  function ring(level, touched, animate) {
+    const n = level.wheel_size, c = SIZE / 2;
+    const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring", role: "img",
+      "aria-labelledby": "tw-l" + level.level + "-t" });
+    svg.append(el("title", { id: "tw-l" + level.level + "-t" }, KV.t("tw_level_desc", { level: level.level,
+      tick: level.tick_ms, n: n, interval: level.interval_ms, hand: level.hand })));
+    const full = {};
+    (level.buckets || []).forEach(function (b) { full[b.slot] = b; });
+    for (let i = 0; i < n; i++) {
+      const b = full[i];
+      const cls = "tw-slot" + (b ? " tw-full" : "") + (i === level.hand ? " tw-at-hand" : "") +
+        (touched[level.level + ":" + i] ? " tw-touched" : "");
+      const path = el("path", { d: slotPath(i, n), class: cls, "data-slot": i });
+      path.append(el("title", {}, KV.t("tw_bucket", { slot: i }) + (b ? ": " + b.tasks.length + " · " + KV.t("tw_due", { ms: b.expiration_ms }) : "")));
+      svg.append(path);
+      if (b) {
+        const a = ((i + 0.5) / n) * 2 * Math.PI - Math.PI / 2, r = (R + R_IN) / 2;
+        svg.append(el("text", { x: c + r * Math.cos(a), y: c + r * Math.sin(a) + 4, "text-anchor": "middle",
+          class: "tw-count" }, String(b.tasks.length)));
+      }
+    }
+    // Slot numbers every 5 buckets, outside the ring.
+    for (let i = 0; i < n; i += 5) {
+      const a = ((i + 0.5) / n) * 2 * Math.PI - Math.PI / 2;
+      svg.append(el("text", { x: c + (R + 12) * Math.cos(a), y: c + (R + 12) * Math.sin(a) + 4, "text-anchor": "middle",
+        class: "tw-slotno" }, String(i)));
+    }
+    // The hand turns forward from where the previous frame left it (a CSS transition on an
+    // unwrapped angle, so passing bucket 0 keeps turning clockwise); a rewind or reduced motion jumps.
+    const ah = ((level.hand + 0.5) / n) * 360;
+    const from = lastAngle[level.level];
+    const target = from === undefined || !animate ? ah : from + (((ah - from) % 360) + 360) % 360;
+    const hand = el("g", { class: "tw-hand", "data-angle": ah.toFixed(1),
+      style: "transform-origin: " + c + "px " + c + "px; transform: rotate(" + (from === undefined || !animate ? ah : from).toFixed(1) + "deg)" });
+    lastAngle[level.level] = target;
+    if (animate && from !== undefined && target !== from) {
+      window.requestAnimationFrame(function () { window.requestAnimationFrame(function () {
+        hand.style.transform = "rotate(" + target.toFixed(1) + "deg)";
+      }); });
+    }
+    hand.append(el("line", { x1: c, y1: c, x2: c, y2: c - R_IN + 4, class: "tw-hand-line" }));
+    hand.append(el("circle", { cx: c, cy: c, r: 4, class: "tw-hub" }));
+    svg.append(hand);
+    return svg;
+  }
+
+  function frameMoves(frame) {
+    const moves = [], touched = {};
+    (frame.events || []).forEach(function (ev) {
+      if (ev.kind === "timer_task_added") {
+        touched[ev.level + ":" + ev.slot] = true;
+        moves.push({ cls: "tw-added", text: KV.t("tw_added", { task: short(ev.name), level: ev.level, slot: ev.slot, ms: ev.expiration_ms }) });
+      } else if (ev.kind === "timer_task_cascaded") {
+        touched[ev.to_level + ":" + ev.slot] = true;
+        moves.push({ cls: "tw-cascaded", text: KV.t("tw_cascaded", { task: short(ev.name), from: ev.from_level, to: ev.to_level, slot: ev.slot }) });
+      } else if (ev.kind === "timer_task_cancelled") {
+        moves.push({ cls: "tw-cancelled", text: KV.t("tw_cancelled", { task: short(ev.name) }) });
+      } else if (ev.kind === "timer_task_expired") {
+        moves.push({ cls: "tw-expired", text: KV.t("tw_expired", { task: short(ev.name), ms: ev.expiration_ms }) });
+      } else if (ev.kind === "timer_overflow_wheel_created") {
+        moves.push({ cls: "tw-created", text: KV.t("tw_created", { level: ev.level, tick: ev.tick_ms, interval: ev.interval_ms }) });
+      } else if (ev.kind === "timer_bucket_expired") {
+        moves.push({ cls: "tw-bucket", text: KV.t("tw_bucket_due", { level: ev.level, slot: ev.slot, ms: ev.expiration_ms, n: ev.tasks }) });
+      }
+    });
+    return { moves: moves, touched: touched };
+  }
+
+  KV.register("timing-wheel", {
+    update(element, frame) {
+      const st = frame.state || {};
+      const t = st.timer;
+      if (!t) { element.replaceChildren(html("p", { class: "note" }, KV.t("tw_no_leader"))); return; }
+      const fm = frame.snapshot ? { moves: [], touched: {} } : frameMoves(frame);
+      const animate = !frame.snapshot && !frame.reset && !KV.reducedMotion() &&
+        !(frame.events || []).some(function (ev) { return ev.kind === "run_moved" && ev.how !== "step"; });
+      const head = html("p", { class: "tw-head", id: "tw-head" }, KV.t("tw_head", { broker: t.broker, now: t.now_ms,
+        clock: st.clock_ms, pending: t.pending }));
+      const rings = html("div", { class: "tw-rings" });
+      const levels = (t.levels || []).slice().reverse();   // the coarsest wheel first, the 1 ms wheel last
+      levels.forEach(function (level) {
+        const box = html("figure", { class: "tw-level", id: "tw-level-" + level.level, "data-level": level.level });
+        box.append(html("figcaption", { class: "tw-caption" }, KV.t("tw_caption", { level: level.level, tick: level.tick_ms,
+          interval: level.interval_ms, n: level.wheel_size })));
+        box.append(html("p", { class: "tw-now" }, KV.t("tw_now", { ms: level.current_time_ms, slot: level.hand })));
+        box.append(ring(level, fm.touched, animate));
+        const tasks = html("ul", { class: "tw-tasks" });
+        (level.buckets || []).forEach(function (b) {
+          b.tasks.forEach(function (task) {
+            tasks.append(html("li", { class: "tw-task", "data-task": short(task[1]) },
+              KV.t("tw_task", { task: short(task[1]), due: task[2], slot: b.slot, bucket: b.expiration_ms })));
+          });
+        });
+        if (!tasks.children.length) tasks.append(html("li", { class: "tw-empty" }, KV.t("tw_no_tasks")));
+        box.append(tasks);
+        rings.append(box);
+      });
+      const queue = [];
+      (t.levels || []).forEach(function (level) {
+        (level.buckets || []).forEach(function (b) { queue.push({ level: level.level, slot: b.slot, ms: b.expiration_ms, n: b.tasks.length }); });
+      });
+      queue.sort(function (a, b) { return a.ms - b.ms; });
+      const dq = html("div", { class: "tw-queue", id: "tw-queue" });
+      dq.append(html("h3", {}, KV.t("tw_queue_title")));
+      const ol = html("ol", {});
+      queue.forEach(function (q) { ol.append(html("li", {}, KV.t("tw_queue_item", q))); });
+      dq.append(queue.length ? ol : html("p", { class: "tw-empty" }, KV.t("tw_queue_empty")));
+      const mv = html("div", { class: "tw-moves", id: "tw-moves" });
+      mv.append(html("h3", {}, KV.t("tw_moves_title")));
+      const ul = html("ul", {});
+      fm.moves.forEach(function (m) { ul.append(html("li", { class: m.cls }, m.text)); });
+      mv.append(fm.moves.length ? ul : html("p", { class: "tw-empty" }, KV.t("tw_no_moves")));
+      const side = html("div", { class: "tw-side" });
+      side.append(dq, mv);
+      element.replaceChildren(head, rings, side);
+    },
+  });
+})();
