@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -22,13 +22,6 @@ def is_htmx(request: HttpRequest) -> bool:
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
     return render(request, "lessons/home.html", {"lessons": LESSONS})
-
-
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    from kafkaviz.live.runtime import get_runtime
-
-    return JsonResponse({"status": "ok", "sandboxes": len(get_runtime().sandboxes)})
 
 
 def _config_rows(lesson_config: dict[str, int]) -> list[dict[str, object]]:

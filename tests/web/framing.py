@@ -20,6 +20,9 @@ class StateTracker:
     def __call__(self, msg: dict[str, Any]) -> dict[str, Any]:
         if msg.get("type") != "frame":
             return msg
+        if not msg.get("snapshot") and msg["frame_seq"] <= self.seq:
+            msg["stale"] = True         # the snapshot already covered it (live.js drops it too)
+            return msg
         if msg.get("full", True):
             self.base, self.base_seq = msg["state"], msg["frame_seq"]
         else:
