@@ -109,6 +109,15 @@ class Client:
         self.state: dict | None = None
         self.frames = 0
         self.stale = 0
+        self.frame_bytes: list[int] = []
+
+    def take_text(self, text: str) -> dict:
+        msg = json.loads(text)
+        if msg.get("type") == "frame":
+            self.frame_bytes.append(len(text.encode()))
+            self.last_frame = dict(msg)
+        self.take(msg)
+        return msg
 
     def take(self, msg: dict) -> bool:
         """True if ``msg`` was a frame (and the state is updated)."""
@@ -151,8 +160,8 @@ async def clicks_lesson(client: Client, n: int, start_count: int) -> list[float]
 
     async def reader():
         while len(got) < n:
-            msg = json.loads(await client.ws.recv())
-            if client.take(msg) and client.state is not None:
+            msg = client.take_text(await client.ws.recv())
+            if msg.get("type") == "frame" and client.state is not None:
                 now = time.perf_counter()
                 shown = client.state["messages_sent"] - start_count
                 for k in range(1, shown + 1):
@@ -250,10 +259,10 @@ async def measure(port: int, rounds: int, clicks: int, burst: int, pause: float)
     peer = await websockets.connect(f"ws://127.0.0.1:{port}/ws/bench-peer/", origin=f"http://127.0.0.1:{port}",
                                     max_size=2**24, compression=None)
     count = client.state["messages_sent"]
-    # Warm up and capture a real frame for the peer to send.
+    # Warm up and capture a real frame (as the pipe sent it) for the peer to send.
     await clicks_lesson(client, 2, count)
     count += 2
-    frame = dict(client.state and {"type": "frame", "state": client.state, "events": []})
+    frame = client.last_frame
     await peer.send(json.dumps({"frame": frame}))
     await asyncio.sleep(pause)
 
@@ -279,6 +288,7 @@ async def measure(port: int, rounds: int, clicks: int, burst: int, pause: float)
         fps_peer.append(g)
         await asyncio.sleep(pause * 2)
     stale = client.stale
+    click_frames = sorted(client.frame_bytes)
     await client.ws.close()
     await peer.close()
 
@@ -297,6 +307,8 @@ async def measure(port: int, rounds: int, clicks: int, burst: int, pause: float)
           f"goal: paced (no flood), every click shown")
     print(f"  peer      {spread(fps_peer)} frames/s (one group send per message)")
     print(f"  frames the client could not apply (diff against a base it missed): {stale}")
+    print(f"bytes per frame to the browser: median {statistics.median(click_frames):.0f}, "
+          f"max {click_frames[-1]} (the whole state: {len(json.dumps(client.state, separators=(',', ':')))})")
     print("first load (HTML + referenced static files, gzip as a browser asks)")
     print(f"  /                   {home[0] / 1024:7.1f} KB on the wire ({home[1] / 1024:.1f} KB raw, {home[2]} files)"
           f"   goal <= 300 KB")
