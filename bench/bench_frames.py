@@ -25,8 +25,6 @@ import gzip
 import json
 import os
 import re
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,13 +36,11 @@ from pathlib import Path
 import websockets
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kafkaviz.live.frames import apply_state_diff  # noqa: E402  (the browser's diff, in Python)
+from kafkaviz.serve import free_port, healthy, stop_process  # noqa: E402
 CLICK_GAP_S = 0.030
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(tmp: Path, port: int, extra_env: dict[str, str]) -> subprocess.Popen:
@@ -56,48 +52,18 @@ def start_server(tmp: Path, port: int, extra_env: dict[str, str]) -> subprocess.
     log = open(tmp / "daphne.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                              "bench.peer_asgi:application"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as resp:
-                if resp.status == 200:
-                    return proc
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"daphne did not start:\n{(tmp / 'daphne.log').read_text()[-3000:]}")
-        time.sleep(0.2)
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        healthy(f"http://127.0.0.1:{port}", 30)
+    except RuntimeError:
+        stop_process(proc)
+        raise SystemExit(f"daphne did not start:\n{(tmp / 'daphne.log').read_text()[-3000:]}") from None
+    return proc
+
+
+stop_server = stop_process
 
 
 # ---- the client's view of the frame protocol (docs/web.md, "Frame shape") -----------
-
-def apply_diff(value, diff):
-    """Apply a state diff (see docs/web.md) to a copy of ``value``."""
-    if isinstance(value, dict):
-        out = dict(value)
-        for key in diff.get("d", ()):
-            out.pop(key, None)
-        out.update(diff.get("s", {}))
-        for key, sub in diff.get("p", {}).items():
-            out[key] = apply_diff(out[key], sub)
-        return out
-    out = list(value[:diff["n"]])
-    out.extend([None] * (diff["n"] - len(out)))
-    for key, item in diff.get("s", {}).items():
-        out[int(key)] = item
-    for key, sub in diff.get("p", {}).items():
-        out[int(key)] = apply_diff(out[int(key)], sub)
-    return out
-
 
 class Client:
     """A lesson socket that keeps the current state the way live.js does."""
@@ -130,7 +96,7 @@ class Client:
                 self.base, self.base_seq = msg["state"], msg["frame_seq"]
         elif "diff" in msg:
             if msg.get("base") == self.base_seq and self.base is not None:
-                self.state = apply_diff(self.base, msg["diff"])
+                self.state = apply_state_diff(self.base, msg["diff"])
             else:
                 self.stale += 1
         return True

@@ -12,13 +12,7 @@ from django.test import Client
 from kafkaviz.live.runtime import BUSY_MESSAGE, Runtime, new_sandbox_id, set_runtime
 from kafkaviz.live.validation import CommandError
 
-
-class FakeTime:
-    def __init__(self):
-        self.t = 1000.0
-
-    def __call__(self):
-        return self.t
+from .test_runtime import FakeTime
 
 
 def make_runtime(tmp_path, **overrides):
