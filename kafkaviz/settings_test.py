@@ -8,3 +8,7 @@ from kafkaviz.settings import *  # noqa: E402,F401,F403
 from kafkaviz.settings import ALLOWED_HOSTS  # noqa: E402
 
 ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
+
+# No collectstatic before tests: WhiteNoise looks files up per request instead of
+# warning at every start that STATIC_ROOT does not exist.
+WHITENOISE_AUTOREFRESH = True
