@@ -143,3 +143,31 @@ async def test_a_full_process_serves_a_friendly_busy_page(small_runtime):
     assert response.status_code == 503 and response["Retry-After"]
     assert b"busy" in response.content and b"try again" in response.content
     assert Client().get("/").status_code == 200                    # other pages are unaffected
+
+
+def test_the_engine_disk_remembers_a_bounded_number_of_paths(tmp_path):
+    from engine.disk import PATH_CACHE_ENTRIES, Disk
+
+    disk = Disk(tmp_path)
+    for i in range(3 * PATH_CACHE_ENTRIES):
+        disk.path(f"orders-0/{i:020d}.log")
+    assert 0 < len(disk._paths) <= PATH_CACHE_ENTRIES and 0 < len(disk._checked) <= PATH_CACHE_ENTRIES
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_busy_lesson_2_sandbox_keeps_its_path_caches_bounded(tmp_path):
+    # 3,000 messages roll and delete a few hundred segments: thousands of file names,
+    # of which the engine's Disk may remember only a bounded number (bench_sandboxes
+    # measures the heap at the quota: 0.5 MB; unbounded, it was 5.8 MB).
+    from engine.disk import PATH_CACHE_ENTRIES
+
+    rt, _ = make_runtime(tmp_path, COMMAND_BURST=10**6, MAX_DISK_BYTES=10**9)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "segments")
+    for i in range(60):
+        await rt.command(sid, {"type": "produce", "partition": str(i % 2), "count": "50", "value_size": "100"})
+    engine = rt.sandboxes[sid].engine
+    assert sum(log.log_start_offset for log in engine.logs) > 2000          # retention deleted most of it
+    assert len(engine.disk._paths) <= PATH_CACHE_ENTRIES and len(engine.disk._checked) <= PATH_CACHE_ENTRIES
+    rt.close_all()
