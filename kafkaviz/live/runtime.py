@@ -127,7 +127,6 @@ class Runtime:
         self.connections: Counter[str] = Counter()   # open lesson sockets per client address
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
-        self.sweep_stale_dirs()
 
     def sweep_stale_dirs(self) -> list[str]:
         """Remove sandbox directories left by an earlier server run (nothing written in
@@ -214,6 +213,8 @@ class Runtime:
             self._reaper = asyncio.ensure_future(self._reap_forever(every))
 
     async def _reap_forever(self, every: float) -> None:
+        # Directories an earlier run of the server left behind go first, off any request.
+        await asyncio.to_thread(self.sweep_stale_dirs)
         while True:
             await asyncio.sleep(every)
             try:

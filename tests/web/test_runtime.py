@@ -219,5 +219,7 @@ def test_stale_sandbox_dirs_from_an_earlier_run_are_swept_at_start(tmp_path):
     old = 1_000_000_000
     for p in [stale, *stale.rglob("*"), other, *other.rglob("*")]:
         os.utime(p, (old, old))
-    make_runtime(tmp_path, IDLE_SECONDS=60)
+    rt, _, _ = make_runtime(tmp_path, IDLE_SECONDS=60)
+    assert stale.exists()                          # not in the constructor (a visitor's first connect)
+    rt.sweep_stale_dirs()                          # the background reaper's first job
     assert not stale.exists() and fresh.exists() and other.exists()
