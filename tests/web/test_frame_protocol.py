@@ -21,11 +21,11 @@ from .framing import StateTracker
 # JSON values with one type per leaf kind (states keep one type per field).
 leaves = st.one_of(st.none(), st.integers(-10**6, 10**6), st.text(max_size=5))
 json_values = st.recursive(leaves, lambda inner: st.one_of(
-    st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=3), inner, max_size=5)), max_leaves=30)
+    st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=3), inner, max_size=5)), max_leaves=15)
 states = st.dictionaries(st.text(max_size=3), json_values, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(states, states)
 def test_a_diff_applied_to_the_old_state_gives_the_new_one(old, new):
     diff = state_diff(old, new)
