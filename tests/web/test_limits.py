@@ -171,3 +171,26 @@ async def test_a_busy_lesson_2_sandbox_keeps_its_path_caches_bounded(tmp_path):
     assert sum(log.log_start_offset for log in engine.logs) > 2000          # retention deleted most of it
     assert len(engine.disk._paths) <= PATH_CACHE_ENTRIES and len(engine.disk._checked) <= PATH_CACHE_ENTRIES
     rt.close_all()
+
+
+@pytest.mark.asyncio
+async def test_a_stuck_sandbox_does_not_stall_the_others(tmp_path):
+    # Commands wait for their sandbox on the event loop, not in the worker threads
+    # every sandbox shares: a sandbox stuck in a long command holds one thread at most.
+    import os
+
+    queued = min(32, (os.cpu_count() or 1) + 4) + 2     # more than the default executor's threads
+    rt, _ = make_runtime(tmp_path, MAX_QUEUED_COMMANDS=queued, COMMAND_BURST=100)
+    stuck, other = new_sandbox_id(), new_sandbox_id()
+    await rt.attach(stuck, "segments")
+    await rt.attach(other, "segments")
+    rt.sandboxes[stuck].lock.acquire()            # as if the engine were busy for a long time
+    try:
+        waiting = [asyncio.ensure_future(rt.command(stuck, {"type": "produce"})) for _ in range(queued)]
+        await asyncio.sleep(0.05)
+        reply = await asyncio.wait_for(rt.command(other, {"type": "produce"}), timeout=5)
+        assert reply["type"] == "ack" and not any(w.done() for w in waiting)
+    finally:
+        rt.sandboxes[stuck].lock.release()
+    assert [r["type"] for r in await asyncio.gather(*waiting)] == ["ack"] * queued
+    rt.close_all()
