@@ -127,6 +127,7 @@ class Runtime:
         self.connections: Counter[str] = Counter()   # open lesson sockets per client address
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
+        self._building: set[str] = set()     # ids whose engine is being built (not listed yet)
 
     def sweep_stale_dirs(self) -> list[str]:
         """Remove sandbox directories left by an earlier server run (nothing written in
@@ -134,9 +135,13 @@ class Runtime:
         cutoff = time.time() - self.settings["IDLE_SECONDS"]
         removed = []
         for child in self.data_root.iterdir():
-            if not (child.is_dir() and SANDBOX_ID_RE.match(child.name)) or child.name in self.sandboxes:
+            if (not (child.is_dir() and SANDBOX_ID_RE.match(child.name)) or child.name in self.sandboxes
+                    or child.name in self._building):
                 continue
-            newest = max((p.stat().st_mtime for p in child.rglob("*")), default=child.stat().st_mtime)
+            try:
+                newest = max((p.stat().st_mtime for p in child.rglob("*")), default=child.stat().st_mtime)
+            except OSError:
+                continue  # changing under us: not stale
             if newest < cutoff:
                 shutil.rmtree(child, ignore_errors=True)
                 removed.append(child.name)
@@ -196,7 +201,11 @@ class Runtime:
             frames = FrameBuilder(kind_name, max_events=self.settings["MAX_EVENTS_PER_FRAME"],
                                   full_every=self.settings.get("FULL_STATE_EVERY", 20))
             seed = int(sandbox_id[:8], 16)
-            engine = self._build(sandbox_id, kind_name, seed, frames)
+            self._building.add(sandbox_id)
+            try:
+                engine = self._build(sandbox_id, kind_name, seed, frames)
+            finally:
+                self._building.discard(sandbox_id)
             now = self.now()
             sb = Sandbox(sandbox_id, kind_name, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
@@ -214,7 +223,10 @@ class Runtime:
 
     async def _reap_forever(self, every: float) -> None:
         # Directories an earlier run of the server left behind go first, off any request.
-        await asyncio.to_thread(self.sweep_stale_dirs)
+        try:
+            await asyncio.to_thread(self.sweep_stale_dirs)
+        except Exception:  # noqa: BLE001 - a failed sweep must not stop the reaper
+            log.exception("sweeping stale sandbox directories failed")
         while True:
             await asyncio.sleep(every)
             try:
@@ -363,12 +375,15 @@ class Runtime:
             # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
             # busy sandbox never holds the threads other sandboxes need.
             async with sb.turn:
-                try:
-                    text = await asyncio.to_thread(self._run, sb, spec, values)
-                finally:
-                    # Even a refused command may have changed something first (e.g. the first
-                    # of several appends): watchers see whatever the engine did.
-                    await self._after_command(sb)
+                text, failure, texts = await asyncio.to_thread(self._run_and_take, sb, spec, values)
+                # Even a refused command may have changed something first (e.g. the first
+                # of several appends): watchers see whatever the engine did.
+                if texts is not None:
+                    await self._publish(sb, texts)
+                else:
+                    self._schedule_flush(sb)
+                if failure is not None:
+                    raise failure
         finally:
             sb.queued -= 1
             sb.last_active = self.now()
@@ -390,19 +405,25 @@ class Runtime:
                 # The engine refused (and left its state as it was): tell the sender in its words.
                 raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
 
-    async def _after_command(self, sb: Sandbox) -> None:
-        if sb.frames.step_mode:
-            await self.flush(sb)
-            return
-        wait = sb.pacer.delay(self.now())
-        if wait <= 0:
-            if sb.flush_handle is not None:
-                sb.flush_handle.cancel()
-                sb.flush_handle = None
-            await self.flush(sb)
-        elif sb.flush_handle is None:
+    def _run_and_take(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
+                      ) -> tuple[str | None, BaseException | None, list[str] | None]:
+        """Run the command and, when its frame may leave now (step mode, or the first
+        after a quiet spell), build that frame in the same worker-thread hop. Returns
+        (reply text, the exception the command raised, frame texts or None if paced)."""
+        text: str | None = None
+        failure: BaseException | None = None
+        try:
+            text = self._run(sb, spec, values)
+        except Exception as exc:  # noqa: BLE001 - re-raised by command() after publishing
+            failure = exc
+        due = sb.frames.step_mode or sb.pacer.delay(self.now()) <= 0
+        return text, failure, self._take(sb) if due else None
+
+    def _schedule_flush(self, sb: Sandbox) -> None:
+        """A paced frame: one timer flushes whatever is buffered when the interval is up."""
+        if sb.flush_handle is None:
             loop = asyncio.get_running_loop()
-            sb.flush_handle = loop.call_later(wait, self._spawn_flush, sb)
+            sb.flush_handle = loop.call_later(sb.pacer.delay(self.now()), self._spawn_flush, sb)
 
     def _spawn_flush(self, sb: Sandbox) -> None:
         sb.flush_handle = None
@@ -421,10 +442,16 @@ class Runtime:
     async def flush(self, sb: Sandbox) -> int:
         """Publish the frames buffered in ``sb`` to its watchers; returns how many."""
         texts = await asyncio.to_thread(self._take, sb)
+        await self._publish(sb, texts)
+        return len(texts)
+
+    async def _publish(self, sb: Sandbox, texts: list[str]) -> None:
+        if texts and sb.flush_handle is not None:   # this frame carries what the timer waited for
+            sb.flush_handle.cancel()
+            sb.flush_handle = None
         if self.publish is not None:
             for text in texts:
                 await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": text})
-        return len(texts)
 
 
 def _tree_bytes(root: Path) -> int:
