@@ -168,6 +168,21 @@ def healthy(url: str, timeout: float) -> None:
         time.sleep(0.2)
 
 
+def raise_open_files_limit(want: int = 65536) -> int:
+    """An active lesson-2 sandbox keeps ~30 files open (segments and indexes of two
+    partitions), so MAX_SANDBOXES=200 needs several thousand descriptors; many systems
+    start processes with a soft limit of 1024. Raise the soft limit (for this process and
+    the daphne processes it starts) towards the hard one; returns the new soft limit."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    return soft
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--processes", type=int, default=int(os.environ.get("PROCESSES", "2")))
@@ -187,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     env["KAFKAVIZ_STATIC_MANIFEST"] = "1"
     data_root = Path(env.get("KAFKAVIZ_DATA_DIR") or state / "sandboxes")
 
+    limit = raise_open_files_limit()
+    if limit < 8192:
+        print(f"serve: only {limit} open files allowed per process (ulimit -n); with many sandboxes raise it")
     started: list[Service] = []
     servers: list[subprocess.Popen] = []
     stopping = {"now": False}
