@@ -6,7 +6,8 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-slow venv deps deps-dev system-deps migrate test-web test-browser messages
+.PHONY: run test test-slow venv deps deps-dev system-deps migrate test-web test-browser messages serve-prod
+PROCESSES ?= 2
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,22 +21,34 @@ deps: venv
 deps-dev: venv
 	$(BIN)/pip install -q -r requirements-dev.txt
 
-migrate: deps
-	$(BIN)/python manage.py migrate --noinput
+# Local development only: debug pages and a development secret. Production settings are
+# the default (DEBUG off, DJANGO_SECRET_KEY required); see README, "Production".
+DEV_ENV := DJANGO_DEBUG=1 DJANGO_SECRET_KEY=$${DJANGO_SECRET_KEY:-django-insecure-kafkaviz-make-run-only}
 
-## Serve the app with daphne (ASGI: pages and WebSockets) on http://$(HOST):$(PORT)/
+migrate: deps
+	$(DEV_ENV) $(BIN)/python manage.py migrate --noinput
+
+## Serve the app with daphne (ASGI: pages and WebSockets) on http://$(HOST):$(PORT)/ (development)
 run: migrate
 	@echo "kafkaviz is starting: open http://$(HOST):$(PORT)/"
-	$(BIN)/python -m daphne -b $(HOST) -p $(PORT) kafkaviz.asgi:application
+	$(DEV_ENV) $(BIN)/python -m daphne -b $(HOST) -p $(PORT) kafkaviz.asgi:application
 
-## Debian packages the tests use: chromium (browser tests), redis-server (channel-layer test),
-## Java 17 (Spark, for the lab), gettext (msgfmt: `make messages`; the compiled .mo files are committed).
+## Production, locally: Redis and PostgreSQL (started in a temp dir unless REDIS_URL /
+## DATABASE_URL are set), migrate, collectstatic, $(PROCESSES) daphne processes on ports
+## $(PORT).. ; DEBUG off. Ctrl-C stops everything it started.
+serve-prod: deps system-deps
+	$(BIN)/python -m kafkaviz.serve --processes $(PROCESSES) --host $(HOST) --port $(PORT)
+
+## Debian packages the tests use: chromium (browser tests), redis-server (channel layer,
+## serve-prod), PostgreSQL 15 (serve-prod, the web tests against PostgreSQL), Java 17 (Spark,
+## for the lab), gettext (msgfmt: `make messages`; the compiled .mo files are committed).
 system-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v msgfmt >/dev/null 2>&1 || missing="$$missing gettext"; \
+	[ -x /usr/local/bin/pg_ctl ] || [ -x /usr/lib/postgresql/15/bin/pg_ctl ] || missing="$$missing postgresql-15"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; \

@@ -43,6 +43,11 @@ class FileImage:
     is_dir: bool = False
 
 
+# Validated/resolved paths cached per Disk. Bounded: a sandbox's files are renamed and
+# deleted all the time, so an unbounded cache held megabytes of dead names per sandbox.
+PATH_CACHE_ENTRIES = 1024
+
+
 class Disk:
     """``allocate=True`` makes every extension by :meth:`truncate` (preallocation) take real
     blocks (``posix_fallocate``) instead of leaving a hole, so ``du`` shows what the quota
@@ -79,8 +84,9 @@ class Disk:
         for part in parts:
             if part in ("", ".", "..") or not _PART_RE.match(part):
                 raise PathEscapeError(f"path {rel!r} has a part {part!r} that is not allowed")
-        if len(self._checked) < 100_000:
-            self._checked.add(rel)
+        if len(self._checked) >= PATH_CACHE_ENTRIES:  # bounded: segment names keep changing
+            self._checked.clear()
+        self._checked.add(rel)
         return rel
 
     def path(self, rel: str) -> Path:
@@ -93,8 +99,9 @@ class Disk:
         resolved = p.resolve()
         if self.root not in resolved.parents and resolved != self.root:
             raise PathEscapeError(f"path {rel!r} resolves outside the data directory")
-        if len(self._paths) < 100_000:
-            self._paths[rel] = p
+        if len(self._paths) >= PATH_CACHE_ENTRIES:
+            self._paths.clear()
+        self._paths[rel] = p
         return p
 
     # ---- directories -------------------------------------------------------

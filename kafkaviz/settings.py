@@ -1,14 +1,20 @@
 """Django settings for kafkaviz.
 
-Everything a deployment changes comes from the environment:
+Production-safe by default; everything a deployment changes comes from the
+environment (README, "Production"; docs/web.md, "Settings"):
 
-* ``DJANGO_DEBUG`` ("1" by default for local runs; set "0" in production)
-* ``DJANGO_SECRET_KEY`` (required when DEBUG is off)
+* ``DJANGO_DEBUG`` ("0" by default; ``make run`` sets "1" for local development)
+* ``DJANGO_SECRET_KEY`` (required when DEBUG is off: the server refuses to start without it)
 * ``DJANGO_ALLOWED_HOSTS`` (comma separated; also the WebSocket origin allow-list)
+* ``DJANGO_CSRF_TRUSTED_ORIGINS`` (comma separated, e.g. ``https://demo.example.org``)
+* ``DJANGO_SECURE_COOKIES`` (secure session/CSRF cookies; on unless DEBUG)
+* ``DJANGO_SSL_REDIRECT``, ``DJANGO_HSTS_SECONDS``, ``DJANGO_BEHIND_TLS_PROXY`` (HTTPS; off by default)
 * ``DATABASE_URL`` (dj-database-url syntax; SQLite in the project directory otherwise)
 * ``REDIS_URL`` (use channels-redis so several ASGI processes share groups; in-memory otherwise)
 * ``KAFKAVIZ_DATA_DIR`` (root of the sandboxes' data directories; a temp dir otherwise)
 * ``KAFKAVIZ_STATIC_MANIFEST`` ("1" after ``collectstatic`` to serve hashed, compressed files)
+* ``KAFKAVIZ_LOG_FORMAT`` ("json", the default, or "text"), ``KAFKAVIZ_LOG_LEVEL``
+* ``KAFKAVIZ_*`` runtime limits, see ``KAFKAVIZ_RUNTIME`` below
 """
 from __future__ import annotations
 
@@ -26,22 +32,33 @@ def _flag(name: str, default: str) -> bool:
     return os.environ.get(name, default).strip().lower() in ("1", "true", "yes", "on")
 
 
-DEBUG = _flag("DJANGO_DEBUG", "1")
+def _list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name, str(default)))
+
+
+DEBUG = _flag("DJANGO_DEBUG", "0")
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DEBUG is off (the default). For local development run "
+            "`make run`, or set DJANGO_DEBUG=1.")
     SECRET_KEY = "django-insecure-kafkaviz-local-development-only"
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get(
-    "DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h.strip()]
+ALLOWED_HOSTS = _list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` is the ASGI one
     "django.contrib.staticfiles",
     "channels",
     "template_partials",
+    "csp",
     "kafkaviz.lessons",
     "kafkaviz.live",
     "kafkaviz.lab",
@@ -49,8 +66,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "kafkaviz.live.middleware.BusyMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -74,7 +93,10 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}", conn_max_age=60),
+    # Under ASGI each request may run in a different thread: Django's advice is no
+    # persistent connections (DJANGO_CONN_MAX_AGE to change it, with a pooler in front).
+    "default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+                                      conn_max_age=_int("DJANGO_CONN_MAX_AGE", 0), conn_health_checks=True),
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -84,8 +106,38 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", "0" if DEBUG else "1")
+CSRF_COOKIE_HTTPONLY = True
+
+# ---- HTTP security headers ------------------------------------------------
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SECURE_SSL_REDIRECT = _flag("DJANGO_SSL_REDIRECT", "0")
+SECURE_HSTS_SECONDS = _int("DJANGO_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _flag("DJANGO_HSTS_INCLUDE_SUBDOMAINS", "0")
+SECURE_HSTS_PRELOAD = _flag("DJANGO_HSTS_PRELOAD", "0")
+if _flag("DJANGO_BEHIND_TLS_PROXY", "0"):
+    # Only behind a proxy that sets this header itself (and strips it from clients).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp): only our own files; no inline script or
+# style, no eval, no plugins, not framed. 'self' covers the same-origin WebSocket.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 if os.environ.get("REDIS_URL"):
     CHANNEL_LAYERS = {
@@ -130,24 +182,46 @@ USE_TZ = True
 KAFKAVIZ_DATA_DIR = os.environ.get("KAFKAVIZ_DATA_DIR") or os.path.join(tempfile.gettempdir(), "kafkaviz-data")
 
 KAFKAVIZ_RUNTIME = {
-    # Frames leave a sandbox at most once per this many ms (live mode).
-    "FRAME_INTERVAL_MS": int(os.environ.get("KAFKAVIZ_FRAME_INTERVAL_MS", "100")),
+    # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
+    # one frame per this many ms leaves (about a display's pace).
+    "FRAME_INTERVAL_MS": _int("KAFKAVIZ_FRAME_INTERVAL_MS", 30),
     # Events carried by one frame; the rest are counted as skipped (the state is always whole).
     "MAX_EVENTS_PER_FRAME": 200,
-    "MAX_SANDBOXES": int(os.environ.get("KAFKAVIZ_MAX_SANDBOXES", "200")),
-    "IDLE_SECONDS": int(os.environ.get("KAFKAVIZ_IDLE_SECONDS", "1800")),
-    "REAP_EVERY_SECONDS": 60,  # how often idle sandboxes are looked for (0: only on attach/detach)
+    # A frame carries a diff against the last whole state; a whole state every this many frames.
+    "FULL_STATE_EVERY": 20,
+    # Per process, and per client address (0: no cap; raise it for a class behind one NAT).
+    "MAX_SANDBOXES": _int("KAFKAVIZ_MAX_SANDBOXES", 200),
+    "MAX_SANDBOXES_PER_ADDRESS": _int("KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS", 8),
+    "MAX_CONNECTIONS_PER_ADDRESS": _int("KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS", 16),
+    # A sandbox nobody has watched for this long is closed and its files removed,
+    # by a background task every REAP_EVERY_SECONDS, REAP_BATCH at a time.
+    "IDLE_SECONDS": _int("KAFKAVIZ_IDLE_SECONDS", 90),
+    "REAP_EVERY_SECONDS": 10,
+    "REAP_BATCH": 25,
     # Per-sandbox quotas.
     "MAX_MESSAGES": 5000,
     "MAX_DISK_BYTES": 5 * 1024 * 1024,
     "COMMANDS_PER_SECOND": 8.0,
     "COMMAND_BURST": 20,
+    "MAX_QUEUED_COMMANDS": 4,   # commands waiting for one sandbox; more are refused, not queued
+    # Per connection.
+    "CONNECTION_COMMANDS_PER_SECOND": 10.0,
+    "CONNECTION_COMMAND_BURST": 20,
+    "INVALID_PER_SECOND": 2.0,  # invalid messages answered; past the burst they are dropped
+    "INVALID_BURST": 10,
+    "INVALID_CLOSE_AFTER": 200,  # dropped invalid messages in a row before the socket is closed
     "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
 }
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"kafkaviz": {"handlers": ["console"], "level": os.environ.get("KAFKAVIZ_LOG_LEVEL", "INFO")}},
+    "formatters": {"json": {"()": "kafkaviz.jsonlog.JsonFormatter"},
+                   "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             "formatter": "text" if os.environ.get("KAFKAVIZ_LOG_FORMAT") == "text" else "json"}},
+    "loggers": {
+        "kafkaviz": {"handlers": ["console"], "level": os.environ.get("KAFKAVIZ_LOG_LEVEL", "INFO")},
+        "django": {"handlers": ["console"], "level": "WARNING"},
+    },
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -37,13 +37,6 @@ def home(request: HttpRequest) -> HttpResponse:
     with translation.override(DJANGO_LANG[lang]):
         return render(request, "lessons/home.html", {"lessons": [lesson.shown(lang) for lesson in LESSONS],
                                                      "lang": lang, "languages": LANGUAGES})
-
-
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    from kafkaviz.live.runtime import get_runtime
-
-    return JsonResponse({"status": "ok", "sandboxes": len(get_runtime().sandboxes)})
 
 
 def _defaults() -> dict[str, object]:

@@ -1,14 +1,22 @@
 """The WebSocket consumer: a thin adapter between a browser and the runtime.
 
 It checks who is asking (origin is checked by the ASGI stack; the sandbox id comes
-from the signed session, never from the client), refuses oversized or non-JSON
-messages, forwards commands to the runtime, and relays the sandbox group's frames.
-A bad message gets an error reply to its sender only; the connection stays open.
+from the signed session, never from the client), refuses oversized, non-JSON or too
+deeply nested messages, forwards commands to the runtime, and relays the sandbox
+group's frames (JSON text, serialised once by the runtime).
+
+Whatever a client sends, it gets at most an error reply to itself: the connection
+stays open (never a 1011 close), the sandbox stays up, and the log gets one line per
+problem, not a traceback per message. Limits per connection: commands per second
+(beside the sandbox's own bucket), and invalid messages per second; a client that
+keeps sending invalid messages past that gets one notice, then silence, then is
+disconnected. Sockets per client address are capped too.
 """
 from __future__ import annotations
 
 import json
 import logging
+import time
 from urllib.parse import parse_qs
 from typing import Any
 
@@ -18,7 +26,7 @@ from django.conf import settings
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import LANGUAGES
 
-from .runtime import get_runtime, group_name
+from .runtime import TokenBucket, get_runtime, group_name
 from .sessions import sandbox_id_from_session
 from .validation import CommandError
 
@@ -26,7 +34,10 @@ log = logging.getLogger("kafkaviz.consumers")
 
 CLOSE_NO_SANDBOX = 4403
 CLOSE_NO_LESSON = 4404
-CLOSE_FULL = 4429
+CLOSE_FULL = 4429          # busy, or a limit of this address/connection reached
+CLOSE_ABUSE = 4408         # kept sending invalid messages after being told
+
+MAX_NESTING = 20           # commands are flat objects; anything deeper is refused before parsing
 
 
 class LessonConsumer(AsyncJsonWebsocketConsumer):
@@ -34,8 +45,17 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
 
     sandbox_id: str | None = None
     group: str | None = None
+    address: str | None = None
+
+    def _limit(self, name: str, default: Any) -> Any:
+        return settings.KAFKAVIZ_RUNTIME.get(name, default)
 
     async def connect(self) -> None:
+        now = time.monotonic()
+        self.commands = TokenBucket(self._limit("CONNECTION_COMMANDS_PER_SECOND", 10.0),
+                                    self._limit("CONNECTION_COMMAND_BURST", 20), now)
+        self.invalid = TokenBucket(self._limit("INVALID_PER_SECOND", 2.0), self._limit("INVALID_BURST", 10), now)
+        self.dropped = 0
         slug = self.scope["url_route"]["kwargs"]["slug"]
         lesson = get_lesson(slug)
         if lesson is None or lesson.sandbox_kind is None:
@@ -48,37 +68,84 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
         lang = (query.get("lang") or ["en"])[0]
-        try:
-            snapshot = await get_runtime().attach(sandbox_id, slug, lang if lang in LANGUAGES else "en")
-        except CommandError as exc:
-            await self.accept()
-            await self.send_json(exc.to_message())
-            await self.close(code=CLOSE_FULL)
+        lang = lang if lang in LANGUAGES else "en"
+        runtime = get_runtime()
+        address = client_address(self.scope)
+        if not runtime.open_connection(address):
+            await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
+                                            "close some tabs and reload."))
             return
-        self.sandbox_id = sandbox_id
-        self.group = group_name(sandbox_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.address = address
+        # Join the group before taking the snapshot: frames published from now on queue
+        # for this consumer and reach the browser after the snapshot (the browser drops
+        # any whose frame_seq the snapshot already covers).
+        group = group_name(sandbox_id)
+        await self.channel_layer.group_add(group, self.channel_name)
+        try:
+            snapshot = await runtime.attach(sandbox_id, slug, lang, address)
+        except Exception as exc:  # noqa: BLE001 - a refusal is a message to the browser, never a 1011
+            await self.channel_layer.group_discard(group, self.channel_name)
+            if not isinstance(exc, CommandError):
+                log_problem("attach failed", exc, sandbox=sandbox_id)
+                exc = CommandError("internal", "The server could not open your sandbox; it has been logged. "
+                                   "Reload the page to try again.")
+            await self._refuse(exc)
+            return
+        self.sandbox_id, self.group = sandbox_id, group
         await self.accept()
         await self.send_json(snapshot)
 
+    async def _refuse(self, exc: CommandError) -> None:
+        """Tell the browser why (its page shows the message), then close."""
+        await self.accept()
+        await self.send_json(exc.to_message())
+        await self.close(code=CLOSE_FULL)
+
     async def disconnect(self, code: int) -> None:
+        runtime = get_runtime()
+        if self.address is not None:
+            runtime.close_connection(self.address)
+            self.address = None
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
-            await get_runtime().detach(self.sandbox_id)
+            await runtime.detach(self.sandbox_id)
+            self.group = None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        try:
+            await self._receive(text_data)
+        except Exception as exc:  # noqa: BLE001 - nothing a client sends may close the socket with 1011
+            log_problem("receive failed", exc, sandbox=self.sandbox_id)
+            await self.send_error(CommandError("internal", "Something went wrong on the server with that message; "
+                                               "it has been logged. Reset the sandbox if it looks wrong."))
+
+    async def _receive(self, text_data: str | None) -> None:
+        if self.sandbox_id is None:
+            return
         limit = settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"]
         if text_data is None:
-            await self.send_error(CommandError("invalid", "Send commands as JSON text, not binary."))
+            await self.refuse(CommandError("invalid", "Send commands as JSON text, not binary."))
             return
         if len(text_data) > limit:
-            await self.send_error(CommandError("too_large", f"A command may be at most {limit} bytes; "
-                                               f"this one is {len(text_data)}."))
+            await self.refuse(CommandError("too_large", f"A command may be at most {limit} bytes; "
+                                           f"this one is {len(text_data)}."))
+            return
+        if nesting_depth(text_data) > MAX_NESTING:
+            await self.refuse(CommandError("invalid", "A command is a flat JSON object; this message is nested "
+                                           "too deeply."))
             return
         try:
             content = json.loads(text_data)
-        except ValueError:
-            await self.send_error(CommandError("invalid", "That message is not valid JSON."))
+        except (ValueError, RecursionError):
+            await self.refuse(CommandError("invalid", "That message is not valid JSON."))
+            return
+        if not self.commands.take(time.monotonic()):
+            await self.send_error(CommandError("rate_limited", "Too many commands from this page; wait a moment "
+                                               "and try again."))
+            return
+        if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
+            # The browser lost track of the state (it missed the whole state a diff refers to).
+            await self.send_json(await get_runtime().snapshot(self.sandbox_id))
             return
         await self.receive_json(content)
 
@@ -86,17 +153,85 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         try:
             reply = await get_runtime().command(self.sandbox_id, content)
         except CommandError as exc:
-            await self.send_error(exc)
-        except Exception:  # noqa: BLE001 - one bad command must not take the connection down
-            log.exception("command failed in sandbox %s", self.sandbox_id)
+            if exc.code in ("invalid", "unknown_type"):
+                await self.refuse(exc)
+            else:
+                await self.send_error(exc)
+        except Exception as exc:  # noqa: BLE001 - one bad command must not take the connection down
+            log_problem("command failed", exc, sandbox=self.sandbox_id)
             await self.send_error(CommandError("internal", "Something went wrong on the server while running "
                                                "that command; it has been logged. Reset the sandbox if it looks wrong."))
         else:
             await self.send_json(reply)
 
+    async def refuse(self, exc: CommandError) -> None:
+        """An invalid message: tell the sender, unless it keeps sending them (rate-limited:
+        one notice, then silence, then the connection is closed)."""
+        if self.invalid.take(time.monotonic()):
+            self.dropped = 0
+            await self.send_error(exc)
+            return
+        self.dropped += 1
+        if self.dropped == 1:
+            await self.send_error(CommandError("rate_limited", "Too many invalid messages; further ones are ignored."))
+        elif self.dropped >= self._limit("INVALID_CLOSE_AFTER", 200):
+            log.warning("closing a connection that kept sending invalid messages",
+                        extra={"event": "connection_closed_abuse", "sandbox": (self.sandbox_id or "")[:8]})
+            await self.close(code=CLOSE_ABUSE)
+
     async def send_error(self, exc: CommandError) -> None:
         await self.send_json(exc.to_message())
 
     async def sandbox_frame(self, message: dict[str, Any]) -> None:
-        """Group message ``{"type": "sandbox.frame", "frame": {...}}`` → this browser."""
-        await self.send_json(message["frame"])
+        """Group message ``{"type": "sandbox.frame", "text": "<frame JSON>"}`` → this browser."""
+        text = message.get("text")
+        if text is None:
+            await self.send_json(message["frame"])
+        else:
+            await self.send(text_data=text)
+
+
+def client_address(scope: dict[str, Any]) -> str:
+    """The client's address as the ASGI server saw it (behind a proxy, configure the
+    server to pass the real one, e.g. daphne's ``--proxy-headers``)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply ``[``/``{`` nest in a JSON text (strings skipped); cheap, no recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+_last_traceback: dict[str, float] = {}
+
+
+def log_problem(what: str, exc: BaseException, **fields: Any) -> None:
+    """Log an unexpected exception: with a traceback at most once a minute per exception
+    type, one line otherwise (no traceback floods from one client's bad input)."""
+    key = type(exc).__name__
+    now = time.monotonic()
+    extra = {"event": "error", "error": key, **{k: (v or "")[:8] if isinstance(v, str) or v is None else v
+                                                for k, v in fields.items()}}
+    if now - _last_traceback.get(key, float("-inf")) >= 60:
+        _last_traceback[key] = now
+        log.error("%s: %s: %s", what, key, exc, exc_info=exc, extra=extra)
+    else:
+        log.error("%s: %s: %s", what, key, exc, extra=extra)

@@ -1,19 +1,22 @@
 """The frame builder: engine events in, browser frames out.
 
 The engine emits events synchronously, possibly thousands per command. Browsers get
-*frames*: JSON dicts carrying the sandbox's whole current state plus the events since
-the previous frame. Because each frame holds the whole state, a client that misses a
-frame (a slow client, a full channel) is fully up to date with the next one, and the
-runtime never keeps a growing backlog for anybody:
+*frames*: JSON dicts carrying the sandbox's current state -- whole, or as a diff
+against the last whole state sent -- plus the events since the previous frame. A diff
+never depends on the frame before it, only on the last whole state, and a whole state
+goes out every few frames, so a client that misses a frame (a slow client, a full
+channel) is right again with the next one it can apply; the runtime never keeps a
+growing backlog for anybody:
 
-* **live mode** -- events are buffered and leave as one frame at most every
-  ``interval_ms`` (the runtime schedules the flush); at most ``max_events`` events
-  ride in one frame, older ones are counted in ``skipped`` (the timeline says so).
+* **live mode** -- events are buffered and leave as one frame per flush (the runtime
+  paces flushes, ``pacing.FramePacer``); at most ``max_events`` events ride in one
+  frame, older ones are counted in ``skipped`` (the timeline says so).
 * **step mode** -- for lessons that walk through every step: each event gets its
-  own frame with the state as it was right after that event.
+  own frame with the state as it was right after that event (at most ``max_events``
+  such frames per flush; the rest are counted in ``skipped``).
 
-Every frame and event is plain JSON data (ints, strings, lists, dicts), so it can
-cross a Redis channel layer to consumers in other processes.
+Every frame and event is plain JSON data (ints, strings, lists, dicts); the runtime
+serialises each frame once and every watcher, in any process, gets the same text.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from typing import Any, Callable
 from engine.events import Envelope
 from engine.narration import describe  # re-exported: the timeline's words are the narration's
 
-__all__ = ["FrameBuilder", "describe", "event_dict"]
+__all__ = ["FrameBuilder", "describe", "event_dict", "state_diff", "apply_state_diff"]
 
 
 def event_dict(env: Envelope, lang: str = "en") -> dict[str, Any]:
@@ -33,27 +36,117 @@ def event_dict(env: Envelope, lang: str = "en") -> dict[str, Any]:
     return data
 
 
+def state_diff(old: Any, new: Any) -> dict[str, Any] | None:
+    """What turns ``old`` into ``new`` (plain JSON data), or None if they are equal.
+
+    Objects: ``{"s": {key: value set or replaced}, "p": {key: nested diff}, "d": [keys
+    removed]}``; arrays: ``{"n": new length, "s": {"index": value}, "p": {"index": nested
+    diff}}``; empty parts are left out. A nested diff is used where both sides are
+    objects (or both arrays); anything else is replaced whole. docs/web.md shows it.
+    (Equality is Python's below the top level of a value: a nested ``1`` turning into
+    ``true`` is not seen; states keep one type per field.)"""
+    if old == new:
+        return None
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: dict[str, Any] = {}
+        sets: dict[str, Any] = {}
+        subs: dict[str, Any] = {}
+        for key, value in new.items():
+            if key not in old:
+                sets[key] = value
+                continue
+            before = old[key]
+            if before == value and type(before) is type(value):
+                continue
+            if isinstance(before, (dict, list)) and type(before) is type(value):
+                subs[key] = state_diff(before, value)
+            else:
+                sets[key] = value
+        gone = [key for key in old if key not in new]
+        if sets:
+            out["s"] = sets
+        if subs:
+            out["p"] = subs
+        if gone:
+            out["d"] = gone
+        return out
+    if isinstance(old, list) and isinstance(new, list):
+        out = {"n": len(new)}
+        sets, subs = {}, {}
+        for i, value in enumerate(new):
+            if i >= len(old):
+                sets[str(i)] = value
+                continue
+            before = old[i]
+            if before == value and type(before) is type(value):
+                continue
+            if isinstance(before, (dict, list)) and type(before) is type(value):
+                subs[str(i)] = state_diff(before, value)
+            else:
+                sets[str(i)] = value
+        if sets:
+            out["s"] = sets
+        if subs:
+            out["p"] = subs
+        return out
+    raise TypeError("state_diff compares two objects or two arrays")
+
+
+def apply_state_diff(value: Any, diff: dict[str, Any] | None) -> Any:
+    """``new`` from ``old`` and ``state_diff(old, new)`` (a new value; ``old`` is untouched).
+    static/js/live.js does the same in the browser."""
+    if diff is None:
+        return value
+    if isinstance(value, dict):
+        out = {key: item for key, item in value.items() if key not in diff.get("d", ())}
+        out.update(diff.get("s", {}))
+        for key, sub in diff.get("p", {}).items():
+            out[key] = apply_state_diff(out[key], sub)
+        return out
+    n = diff["n"]
+    items = list(value[:n]) + [None] * (n - len(value))
+    for key, item in diff.get("s", {}).items():
+        items[int(key)] = item
+    for key, sub in diff.get("p", {}).items():
+        items[int(key)] = apply_state_diff(items[int(key)], sub)
+    return items
+
+
 class FrameBuilder:
     """Buffers events of one sandbox and turns them into frames (see module doc).
 
+    A frame carries either the whole state (``"full": true``, ``"state"``) or a diff
+    against the last whole state it sent (``"base"``: that frame's ``frame_seq``,
+    ``"diff"``). Whole states go out on a reset, after a watcher attached (so the
+    newcomer has the base the next diffs refer to), and every ``full_every`` frames,
+    so a client that missed one is repaired soon without asking.
+
     Not thread-safe by itself: the runtime calls it under the sandbox's lock."""
 
-    def __init__(self, kind: str, max_events: int = 200, step_mode: bool = False, lang: str = "en") -> None:
+    def __init__(self, kind: str, max_events: int = 200, step_mode: bool = False, full_every: int = 20,
+                 lang: str = "en") -> None:
         self.kind = kind
         self.lang = lang
         self.max_events = max_events
         self.step_mode = step_mode
+        self.full_every = max(1, full_every)
         self.frame_seq = 0
         self.last_flush_s = float("-inf")
         self._pending: deque[dict[str, Any]] = deque(maxlen=max_events)
-        self._steps: list[dict[str, Any]] = []    # step mode: frames, one per event
+        # Step mode: one frame per event, bounded like the live buffer.
+        self._steps: deque[dict[str, Any]] = deque(maxlen=max_events)
         self._skipped = 0
         self._reset = False
+        self._base: dict[str, Any] | None = None
+        self._base_seq = 0
+        self._force_full = True
 
     # ---- input -----------------------------------------------------------
     def add(self, env: Envelope, state_fn: Callable[[], dict[str, Any]] | None = None) -> None:
         ev = event_dict(env, self.lang)
         if self.step_mode and state_fn is not None:
+            if len(self._steps) == self._steps.maxlen:
+                self._skipped += 1
             self._steps.append({"events": [ev], "state": state_fn()})
             return
         if len(self._pending) == self._pending.maxlen:
@@ -77,13 +170,19 @@ class FrameBuilder:
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._pending or self._steps or self._reset)
+        return bool(self._pending or self._steps or self._reset or self._skipped)
 
     # ---- output ----------------------------------------------------------
     def take(self, state: dict[str, Any], now_s: float) -> list[dict[str, Any]]:
         """Frames for everything buffered since the last call (possibly none)."""
-        frames = [self._frame(step["events"], step["state"], 0, "step") for step in self._steps]
+        frames = []
+        steps = list(self._steps)
         self._steps.clear()
+        for i, step in enumerate(steps):
+            # Steps dropped from the bounded buffer are counted on the first one kept.
+            frames.append(self._frame(step["events"], step["state"], self._skipped if i == 0 else 0, "step"))
+        if steps:
+            self._skipped = 0
         if self._pending or self._skipped or self._reset:
             frames.append(self._frame(list(self._pending), state, self._skipped, "live"))
         self._pending.clear()
@@ -92,16 +191,18 @@ class FrameBuilder:
         return frames
 
     def snapshot(self, state: dict[str, Any], history: list[Envelope]) -> dict[str, Any]:
-        """A frame for one client that just attached: the state and recent history."""
+        """A frame for one client that just attached: the whole state and recent history.
+        The next frame to the group is whole too, so the newcomer can apply what follows."""
+        self._force_full = True
         events = [event_dict(env, self.lang) for env in history[-self.max_events:]]
         return {"type": "frame", "kind": self.kind, "frame_seq": self.frame_seq,
                 "mode": "step" if self.step_mode else "live", "reset": False, "snapshot": True,
-                "events": events, "skipped": 0, "state": state}
+                "events": events, "skipped": 0, "full": True, "state": state}
 
     def _frame(self, events: list[dict[str, Any]], state: dict[str, Any], skipped: int, mode: str,
                ) -> dict[str, Any]:
         self.frame_seq += 1
-        frame = {
+        frame: dict[str, Any] = {
             "type": "frame",
             "kind": self.kind,
             "frame_seq": self.frame_seq,
@@ -110,7 +211,15 @@ class FrameBuilder:
             "snapshot": False,
             "events": events,
             "skipped": skipped,
-            "state": state,
         }
+        if (self._reset or self._force_full or self._base is None
+                or self.frame_seq - self._base_seq >= self.full_every):
+            frame["full"] = True
+            frame["state"] = state
+            self._base, self._base_seq, self._force_full = state, self.frame_seq, False
+        else:
+            frame["full"] = False
+            frame["base"] = self._base_seq
+            frame["diff"] = state_diff(self._base, state) or {}
         self._reset = False
         return frame

@@ -1,4 +1,7 @@
-"""Free play in real time: the adapter between the wall clock and an engine's virtual
+"""Wall-clock pacing, kept out of the engine: when frames leave a sandbox
+(:class:`FramePacer`), and free play in real time (:class:`RealTimePacer`).
+
+Free play in real time: the adapter between the wall clock and an engine's virtual
 clock. The engine never reads the wall clock; a sandbox in free play calls
 :meth:`RealTimePacer.tick` (from a timer or before each command) and the pacer runs the
 engine's scheduler up to ``virtual start + elapsed wall time x speed``."""
@@ -9,9 +12,30 @@ from typing import Callable
 
 from engine.clock import Scheduler
 
-__all__ = ["RealTimePacer"]
+__all__ = ["FramePacer", "RealTimePacer"]
 
 MAX_SPEED = 1000.0
+
+
+class FramePacer:
+    """When the next frame of a sandbox may leave.
+
+    The first frame after a quiet spell (nothing sent for ``interval_s``) leaves at
+    once, so a click never waits for a timer. Frames of a burst leave at most one per
+    ``interval_s``: whatever happens in between is buffered and leaves as one frame
+    when the interval is up (the runtime sets the timer), so a browser gets at most
+    ``1 / interval_s`` frames per second however fast commands or events come."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = max(0.0, interval_s)
+        self.last_sent = float("-inf")
+
+    def delay(self, now: float) -> float:
+        """Seconds to wait before the next frame may leave (0: now)."""
+        return max(0.0, self.last_sent + self.interval_s - now)
+
+    def sent(self, now: float) -> None:
+        self.last_sent = now
 
 
 class RealTimePacer:

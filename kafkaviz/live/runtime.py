@@ -6,21 +6,32 @@ path), one engine holder of a registered kind (``kinds.py``), a frame builder an
 lock. Commands run one at a time per sandbox in a worker thread, so the event loop
 keeps serving other clients while the engine works.
 
-Frames are published with ``channel_layer.group_send`` to the group
-``sandbox.<id>``; they are plain JSON dicts, so with the Redis channel layer any
-process's consumers can watch. Commands, however, must reach the process that owns
+Frames are serialised once, to JSON text, and published with
+``channel_layer.group_send`` to the group ``sandbox.<id>`` as ``{"type":
+"sandbox.frame", "text": ...}``: no layer copies a big dict per watcher, every
+consumer forwards the same text, and with the Redis channel layer any process's
+consumers can watch.
+
+Limits (``settings.KAFKAVIZ_RUNTIME``): sandboxes per process and per client address,
+a command-rate bucket per sandbox, a bound on commands queued per sandbox (a busy
+sandbox cannot take the worker threads everybody shares), and reclaim of sandboxes
+nobody has watched for ``IDLE_SECONDS`` (a reload reconnects long before). Reclaim
+runs in a background task, in batches, off any visitor's request. Commands, however, must reach the process that owns
 the sandbox: today that is this process (one ASGI process, or sticky sessions).
 docs/web.md says what it would take to move the runtime behind a channel.
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import re
 import secrets
 import shutil
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -33,9 +44,11 @@ from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
 from .frames import FrameBuilder
 from .kinds import Limits, SandboxKind, get_kind
+from .pacing import FramePacer
 from .validation import CommandError, CommandSpec, Field, validate_command
 
-__all__ = ["Runtime", "Sandbox", "get_runtime", "set_runtime", "group_name", "new_sandbox_id", "SANDBOX_ID_RE"]
+__all__ = ["Runtime", "Sandbox", "TokenBucket", "get_runtime", "set_runtime", "group_name", "new_sandbox_id",
+           "SANDBOX_ID_RE", "BUSY_MESSAGE", "frame_text"]
 
 log = logging.getLogger("kafkaviz.runtime")
 
@@ -67,6 +80,15 @@ def group_name(sandbox_id: str) -> str:
     return f"sandbox.{sandbox_id}"
 
 
+def frame_text(frame: dict[str, Any]) -> str:
+    """A frame as the JSON text every watcher receives (compact; serialised once)."""
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
+
+
+BUSY_MESSAGE = ("The demo is busy: it is running as many sandboxes as it allows right now. "
+                "Please try again in a minute or two.")
+
+
 class TokenBucket:
     """Command-rate quota: ``rate`` commands per second, bursts up to ``burst``."""
 
@@ -92,9 +114,13 @@ class Sandbox:
     frames: FrameBuilder
     bucket: TokenBucket
     last_active: float
+    pacer: FramePacer
     watchers: int = 0
     seed: int = 0
+    address: str = ""
+    queued: int = 0                     # commands waiting for or holding this sandbox
     lock: threading.Lock = field(default_factory=threading.Lock)
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)   # commands queue here, not in threads
     flush_handle: asyncio.TimerHandle | None = None
 
 
@@ -112,9 +138,10 @@ class Runtime:
         self.publish = publish
         self.now = now
         self.sandboxes: dict[str, Sandbox] = {}
+        self.connections: Counter[str] = Counter()   # open lesson sockets per client address
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
-        self.sweep_stale_dirs()
+        self._building: set[str] = set()     # ids whose engine is being built (not listed yet)
 
     def sweep_stale_dirs(self) -> list[str]:
         """Remove sandbox directories left by an earlier server run (nothing written in
@@ -122,9 +149,13 @@ class Runtime:
         cutoff = time.time() - self.settings["IDLE_SECONDS"]
         removed = []
         for child in self.data_root.iterdir():
-            if not (child.is_dir() and SANDBOX_ID_RE.match(child.name)) or child.name in self.sandboxes:
+            if (not (child.is_dir() and SANDBOX_ID_RE.match(child.name)) or child.name in self.sandboxes
+                    or child.name in self._building):
                 continue
-            newest = max((p.stat().st_mtime for p in child.rglob("*")), default=child.stat().st_mtime)
+            try:
+                newest = max((p.stat().st_mtime for p in child.rglob("*")), default=child.stat().st_mtime)
+            except OSError:
+                continue  # changing under us: not stale
             if newest < cutoff:
                 shutil.rmtree(child, ignore_errors=True)
                 removed.append(child.name)
@@ -157,7 +188,10 @@ class Runtime:
         box["engine"] = engine
         return engine
 
-    def _create(self, sandbox_id: str, slug: str, lang: str) -> Sandbox:
+    def is_full(self) -> bool:
+        return len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]
+
+    def _create(self, sandbox_id: str, slug: str, lang: str, address: str = "") -> Sandbox:
         if not SANDBOX_ID_RE.match(sandbox_id):
             raise CommandError("not_found", "This sandbox id is not one the server issued.")
         lesson = load_content(slug, lang)
@@ -172,19 +206,32 @@ class Runtime:
                 sb.watchers += 1
                 sb.last_active = self.now()
                 return sb
-            self.reap_idle()
-            if len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]:
-                raise CommandError("quota", "The server is running as many sandboxes as it allows right now; "
-                                   "please try again in a few minutes.")
-            frames = FrameBuilder(lesson.kind, max_events=self.settings["MAX_EVENTS_PER_FRAME"], lang=lesson.lang)
+            if self.is_full():
+                # Reclaim happens in the background (see reap); this visitor is told to come back.
+                raise CommandError("busy", BUSY_MESSAGE)
+            per_address = self.settings.get("MAX_SANDBOXES_PER_ADDRESS", 0)
+            if per_address and address:
+                mine = [s for s in self.sandboxes.values() if s.address == address]
+                if len(mine) >= per_address:
+                    raise CommandError("quota", f"Your address already has {len(mine)} live sandboxes, the most "
+                                       "one address may hold. Close another lesson tab, or wait a minute after "
+                                       "closing one: sandboxes nobody watches are reclaimed soon.")
+            frames = FrameBuilder(lesson.kind, max_events=self.settings["MAX_EVENTS_PER_FRAME"],
+                                  full_every=self.settings.get("FULL_STATE_EVERY", 20), lang=lesson.lang)
             seed = int(sandbox_id[:8], 16)
-            engine = self._build(sandbox_id, lesson, seed, frames)
+            self._building.add(sandbox_id)
+            try:
+                engine = self._build(sandbox_id, lesson, seed, frames)
+            finally:
+                self._building.discard(sandbox_id)
             now = self.now()
             sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
-                         last_active=now, watchers=1, seed=seed)
+                         last_active=now, pacer=FramePacer(self.interval_s), watchers=1, seed=seed,
+                         address=address)
             self.sandboxes[sandbox_id] = sb
-            log.info("sandbox %s (%s) created", sandbox_id, slug)
+            log.info("sandbox created", extra={"event": "sandbox_created", "sandbox": sandbox_id[:8],
+                                               "lesson": slug, "sandboxes": len(self.sandboxes)})
             return sb
 
     def _ensure_reaper(self) -> None:
@@ -193,47 +240,108 @@ class Runtime:
             self._reaper = asyncio.ensure_future(self._reap_forever(every))
 
     async def _reap_forever(self, every: float) -> None:
+        # Directories an earlier run of the server left behind go first, off any request.
+        try:
+            await asyncio.to_thread(self.sweep_stale_dirs)
+        except Exception:  # noqa: BLE001 - a failed sweep must not stop the reaper
+            log.exception("sweeping stale sandbox directories failed")
         while True:
             await asyncio.sleep(every)
-            await asyncio.to_thread(self.reap_idle)
+            try:
+                await self.reap()
+            except Exception:  # noqa: BLE001 - the reaper must outlive any one bad sandbox
+                log.exception("reaping sandboxes failed")
 
-    async def attach(self, sandbox_id: str, slug: str, lang: str = "en") -> dict[str, Any]:
+    async def reap(self) -> list[str]:
+        """Reclaim sandboxes nobody watches or uses, in batches of ``REAP_BATCH``, each
+        batch closed in a worker thread; the event loop (and anybody connecting) runs
+        between batches. Returns the ids reclaimed."""
+        batch = max(1, self.settings.get("REAP_BATCH", 25))
+        gone: list[str] = []
+        while True:
+            taken = self._take_reapable(batch)
+            if not taken:
+                return gone
+            await asyncio.to_thread(self._close_all, taken)
+            gone += [sb.id for sb in taken]
+            if len(taken) < batch:
+                return gone
+            await asyncio.sleep(0)
+
+    def _reapable(self, sb: Sandbox, now: float) -> bool:
+        if sb.watchers > 0 or sb.queued > 0:
+            return False
+        return now - sb.last_active >= self.settings["IDLE_SECONDS"]
+
+    def _take_reapable(self, limit: int) -> list[Sandbox]:
+        """Unlist up to ``limit`` reclaimable sandboxes (quick, under the create lock);
+        closing them happens outside it."""
+        with self._create_lock:
+            now = self.now()
+            taken = [sb for sb in self.sandboxes.values() if self._reapable(sb, now)][:limit]
+            for sb in taken:
+                del self.sandboxes[sb.id]
+                if sb.flush_handle is not None:
+                    sb.flush_handle.cancel()
+                    sb.flush_handle = None
+            return taken
+
+    def reap_idle(self) -> list[str]:
+        """Reclaim every reclaimable sandbox now, in this thread (tests, shutdown)."""
+        taken = self._take_reapable(len(self.sandboxes) or 1)
+        self._close_all(taken)
+        return [sb.id for sb in taken]
+
+    def _close_all(self, sandboxes: list[Sandbox]) -> None:
+        for sb in sandboxes:
+            self._close(sb)
+
+    def _close(self, sb: Sandbox) -> None:
+        with sb.lock:
+            try:
+                sb.engine.close()
+            except Exception:  # noqa: BLE001 - a broken engine is still reclaimed
+                log.exception("closing sandbox %s failed", sb.id[:8])
+            shutil.rmtree(sb.data_dir, ignore_errors=True)
+        log.info("sandbox reclaimed", extra={"event": "sandbox_reclaimed", "sandbox": sb.id[:8],
+                                             "sandboxes": len(self.sandboxes)})
+
+    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "") -> dict[str, Any]:
         """A watcher of lesson ``slug`` arrives: create the sandbox if needed (narrated
         in ``lang``); return its snapshot frame."""
         self._ensure_reaper()
-        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang)
-        return await asyncio.to_thread(self._snapshot, sb)
+        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address)
+        try:
+            return await asyncio.to_thread(self._snapshot, sb)
+        except BaseException:
+            sb.watchers = max(0, sb.watchers - 1)
+            raise
 
     def _snapshot(self, sb: Sandbox) -> dict[str, Any]:
         with sb.lock:
             return sb.frames.snapshot(sb.engine.state(), list(sb.engine.events.envelopes))
+
+    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
+        """The current whole state for one client that asked again (``sync``)."""
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
+        return await asyncio.to_thread(self._snapshot, sb)
 
     async def detach(self, sandbox_id: str) -> None:
         sb = self.sandboxes.get(sandbox_id)
         if sb is not None:
             sb.watchers = max(0, sb.watchers - 1)
             sb.last_active = self.now()
-        await asyncio.to_thread(self.reap_idle)
-
-    def reap_idle(self) -> list[str]:
-        """Close and delete sandboxes nobody watched for IDLE_SECONDS."""
-        with self._create_lock:
-            cutoff = self.now() - self.settings["IDLE_SECONDS"]
-            gone = [sid for sid, sb in list(self.sandboxes.items()) if sb.watchers == 0 and sb.last_active < cutoff]
-            for sid in gone:
-                self.discard(sid)
-            return gone
 
     def discard(self, sandbox_id: str) -> None:
-        sb = self.sandboxes.pop(sandbox_id, None)
+        with self._create_lock:
+            sb = self.sandboxes.pop(sandbox_id, None)
         if sb is None:
             return
         if sb.flush_handle is not None:
             sb.flush_handle.cancel()
-        with sb.lock:
-            sb.engine.close()
-            shutil.rmtree(sb.data_dir, ignore_errors=True)
-        log.info("sandbox %s reclaimed", sandbox_id)
+        self._close(sb)
 
     def close_all(self) -> None:
         if self._reaper is not None:
@@ -241,6 +349,27 @@ class Runtime:
             self._reaper = None
         for sid in list(self.sandboxes):
             self.discard(sid)
+
+    # ---- connections (counted per client address by the consumer) -----------
+    def open_connection(self, address: str) -> bool:
+        """Count a new socket from ``address``; False if it already has the most allowed."""
+        cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0)
+        if cap and address and self.connections[address] >= cap:
+            return False
+        self.connections[address] += 1
+        return True
+
+    def close_connection(self, address: str) -> None:
+        self.connections[address] -= 1
+        if self.connections[address] <= 0:
+            del self.connections[address]
+
+    def health(self) -> dict[str, Any]:
+        """What ``/healthz`` reports for this process."""
+        return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
+                "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
+                "connections": sum(self.connections.values()), "rooms": 0,
+                "disk_bytes": _tree_bytes(self.data_root)}
 
     # ---- commands ----------------------------------------------------------
     async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
@@ -258,12 +387,26 @@ class Runtime:
             raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
                                f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
                                command=spec.type)
+        if sb.queued >= self.settings.get("MAX_QUEUED_COMMANDS", 4):
+            raise CommandError("rate_limited", "This sandbox is still working on your earlier commands; "
+                               "wait for them to finish and try again.", command=spec.type)
+        sb.queued += 1
         try:
-            text = await asyncio.to_thread(self._run, sb, spec, values)
+            # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
+            # busy sandbox never holds the threads other sandboxes need.
+            async with sb.turn:
+                text, failure, texts = await asyncio.to_thread(self._run_and_take, sb, spec, values)
+                # Even a refused command may have changed something first (e.g. the first
+                # of several appends): watchers see whatever the engine did.
+                if texts is not None:
+                    await self._publish(sb, texts)
+                else:
+                    self._schedule_flush(sb)
+                if failure is not None:
+                    raise failure
         finally:
-            # Even a refused command may have changed something first (e.g. the first
-            # of several appends): watchers see whatever the engine did.
-            await self._after_command(sb)
+            sb.queued -= 1
+            sb.last_active = self.now()
         reply = {"type": "ack", "command": spec.type}
         reply.update(text if isinstance(text, dict) else {"text": text})
         return reply
@@ -286,16 +429,25 @@ class Runtime:
                 # The engine refused (and left its state as it was): tell the sender in its words.
                 raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
 
-    async def _after_command(self, sb: Sandbox) -> None:
-        if sb.frames.step_mode:
-            await self.flush(sb)
-            return
-        wait = sb.frames.last_flush_s + self.interval_s - self.now()
-        if wait <= 0:
-            await self.flush(sb)
-        elif sb.flush_handle is None:
+    def _run_and_take(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
+                      ) -> tuple[str | None, BaseException | None, list[str] | None]:
+        """Run the command and, when its frame may leave now (step mode, or the first
+        after a quiet spell), build that frame in the same worker-thread hop. Returns
+        (reply text, the exception the command raised, frame texts or None if paced)."""
+        text: str | None = None
+        failure: BaseException | None = None
+        try:
+            text = self._run(sb, spec, values)
+        except Exception as exc:  # noqa: BLE001 - re-raised by command() after publishing
+            failure = exc
+        due = sb.frames.step_mode or sb.pacer.delay(self.now()) <= 0
+        return text, failure, self._take(sb) if due else None
+
+    def _schedule_flush(self, sb: Sandbox) -> None:
+        """A paced frame: one timer flushes whatever is buffered when the interval is up."""
+        if sb.flush_handle is None:
             loop = asyncio.get_running_loop()
-            sb.flush_handle = loop.call_later(wait, self._spawn_flush, sb)
+            sb.flush_handle = loop.call_later(sb.pacer.delay(self.now()), self._spawn_flush, sb)
 
     def _spawn_flush(self, sb: Sandbox) -> None:
         sb.flush_handle = None
@@ -303,20 +455,48 @@ class Runtime:
             task = asyncio.ensure_future(self.flush(sb))
             task.add_done_callback(_log_failure)
 
-    def _take(self, sb: Sandbox) -> list[dict[str, Any]]:
+    def _take(self, sb: Sandbox) -> list[str]:
         with sb.lock:
+            now = self.now()
             if not sb.frames.has_pending:
-                sb.frames.last_flush_s = self.now()
                 return []
-            return sb.frames.take(sb.engine.state(), self.now())
+            sb.pacer.sent(now)
+            return [frame_text(frame) for frame in sb.frames.take(sb.engine.state(), now)]
 
     async def flush(self, sb: Sandbox) -> int:
         """Publish the frames buffered in ``sb`` to its watchers; returns how many."""
-        frames = await asyncio.to_thread(self._take, sb)
+        texts = await asyncio.to_thread(self._take, sb)
+        await self._publish(sb, texts)
+        return len(texts)
+
+    async def _publish(self, sb: Sandbox, texts: list[str]) -> None:
+        if texts and sb.flush_handle is not None:   # this frame carries what the timer waited for
+            sb.flush_handle.cancel()
+            sb.flush_handle = None
         if self.publish is not None:
-            for frame in frames:
-                await self.publish(group_name(sb.id), {"type": "sandbox.frame", "frame": frame})
-        return len(frames)
+            for text in texts:
+                await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": text})
+
+
+def _tree_bytes(root: Path) -> int:
+    """Bytes of the files under ``root`` (allocated size would be bigger; this is what
+    the quota counts)."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif entry.is_file(follow_symlinks=False):
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return total
 
 
 # ---- runs: export, import, share --------------------------------------------------------

@@ -23,7 +23,7 @@ IGNORED_KEYS = frozenset({"HEADERS", "type"})
 class CommandError(Exception):
     """A command refused before or while it ran; sent to the one client that sent it.
 
-    ``code`` is machine-readable ("invalid", "unknown_type", "rate_limited", "quota",
+    ``code`` is machine-readable ("invalid", "unknown_type", "rate_limited", "quota", "busy",
     "engine", "not_found", "too_large", "internal"); ``field`` names the form field to
     highlight, when one is at fault."""
 

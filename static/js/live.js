@@ -107,8 +107,36 @@
     onFrame(frame);
   }
 
+  // The frame protocol (docs/web.md, "Frame shape"): a frame carries the whole state
+  // ("full": true) or a diff against the last whole state ("base" = its frame_seq).
+  // resolve() gives every frame its whole "state" before diagrams see it; frames the
+  // snapshot already covers are dropped; a diff whose base we missed asks for a snapshot.
+  let base = null, baseSeq = null, lastSeq = -1, syncing = false;
+  function applyDiff(value, diff) {
+    const out = Array.isArray(value) ? value.slice(0, diff.n) : Object.assign({}, value);
+    if (Array.isArray(value)) while (out.length < diff.n) out.push(null);
+    (diff.d || []).forEach(function (k) { delete out[k]; });
+    Object.keys(diff.s || {}).forEach(function (k) { out[k] = diff.s[k]; });
+    Object.keys(diff.p || {}).forEach(function (k) { out[k] = applyDiff(out[k], diff.p[k]); });
+    return out;
+  }
+  function resolve(frame) {
+    if (frame.snapshot) lastSeq = -1;
+    if (frame.frame_seq <= lastSeq) return false;
+    if (frame.full !== false) {
+      base = frame.state; baseSeq = frame.frame_seq; syncing = false;
+    } else if (frame.base === baseSeq && base) {
+      frame.state = applyDiff(base, frame.diff);
+    } else {
+      if (!syncing && KV.socket) { syncing = true; KV.socket.send(JSON.stringify({type: "sync"})); }
+      return false;
+    }
+    lastSeq = frame.frame_seq;
+    return true;
+  }
+
   function dispatch(msg) {
-    if (msg.type === "frame") onAnyFrame(msg);
+    if (msg.type === "frame") { if (resolve(msg)) onAnyFrame(msg); }
     else if (msg.type === "error") showError(msg);
     else if (msg.type === "ack") {
       // Stepping is shown by the step counter and narration; other commands get their ack.
@@ -135,7 +163,10 @@
     KV.lastSender = e.target;
     clearErrors(e.target.closest ? e.target.closest("form") : null);
   });
-  document.addEventListener("htmx:wsOpen", function () { setConn("open", KV.t("connected")); });
+  document.addEventListener("htmx:wsOpen", function (e) {
+    KV.socket = e.detail && e.detail.socketWrapper;
+    setConn("open", KV.t("connected"));
+  });
   document.addEventListener("htmx:wsClose", function () { setConn("closed", KV.t("reconnecting")); });
   document.addEventListener("htmx:wsError", function () { setConn("closed", KV.t("conn_error")); });
 })();

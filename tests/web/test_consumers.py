@@ -11,13 +11,14 @@ from channels.testing import WebsocketCommunicator
 from kafkaviz.asgi import application
 
 from .conftest import ORIGIN
+from .framing import TrackedCommunicator
 
 PATH = "/ws/lessons/segments/"
 pytestmark = pytest.mark.asyncio
 
 
 async def connect(headers):
-    comm = WebsocketCommunicator(application, PATH, headers=headers)
+    comm = TrackedCommunicator(application, PATH, headers=headers)
     connected, _ = await comm.connect()
     assert connected
     snapshot = await comm.receive_json_from(timeout=5)

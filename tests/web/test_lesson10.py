@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.test import Client
 
@@ -13,6 +12,7 @@ from engine.cluster.scenarios import get_scenario
 from kafkaviz.asgi import application
 
 from .conftest import ORIGIN
+from .framing import TrackedCommunicator
 
 PATH = "/ws/lessons/leader-epoch/"
 SCENARIO = get_scenario("kip101-data-loss")
@@ -62,7 +62,7 @@ def test_home_links_lesson_10_as_available(client):
 
 
 async def connect(headers):
-    comm = WebsocketCommunicator(application, PATH, headers=headers)
+    comm = TrackedCommunicator(application, PATH, headers=headers)
     connected, _ = await comm.connect()
     assert connected
     snapshot = await comm.receive_json_from(timeout=10)

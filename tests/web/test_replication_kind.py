@@ -18,6 +18,8 @@ from kafkaviz.live.replication import WEB_CAPS, ReplicationSandbox
 from kafkaviz.live.runtime import Runtime, new_sandbox_id
 from kafkaviz.live.validation import CommandError
 
+from .framing import StateTracker
+
 LESSON = load_content("leader-epoch")
 
 
@@ -28,9 +30,10 @@ def make_kind(tmp_path, events=None):
 
 def make_runtime(tmp_path):
     sent = []
+    tracker = StateTracker()
 
     async def publish(group, message):
-        sent.append(message["frame"])
+        sent.append(tracker.message(message))
 
     settings = {**django_settings.KAFKAVIZ_RUNTIME, "FRAME_INTERVAL_MS": 0, "REAP_EVERY_SECONDS": 0,
                 "COMMAND_BURST": 1000, "COMMANDS_PER_SECOND": 1000.0}

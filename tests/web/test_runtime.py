@@ -14,6 +14,8 @@ from kafkaviz.live.frames import FrameBuilder, describe
 from kafkaviz.live.runtime import Runtime, new_sandbox_id
 from kafkaviz.live.validation import CommandError
 
+from .framing import StateTracker
+
 
 class FakeTime:
     def __init__(self):
@@ -25,9 +27,10 @@ class FakeTime:
 
 def make_runtime(tmp_path, **overrides):
     sent: list[tuple[str, dict]] = []
+    tracker = StateTracker()
 
     async def publish(group, message):
-        sent.append((group, message))
+        sent.append((group, {"frame": tracker.message(message)}))
 
     now = FakeTime()
     settings = {**django_settings.KAFKAVIZ_RUNTIME, "FRAME_INTERVAL_MS": 50, "REAP_EVERY_SECONDS": 0, **overrides}
@@ -54,7 +57,8 @@ def test_frame_builder_step_mode_gives_one_frame_per_event_with_its_state():
     fb = FrameBuilder("segments", step_mode=True)
     for i in range(3):
         fb.add(appended(log, i), state_fn=lambda i=i: {"after": i})
-    frames = fb.take({"after": "latest"}, now_s=0.0)
+    tracker = StateTracker()
+    frames = [tracker(f) for f in fb.take({"after": "latest"}, now_s=0.0)]
     assert [f["events"][0]["first_offset"] for f in frames] == [0, 1, 2]
     assert [f["state"] for f in frames] == [{"after": 0}, {"after": 1}, {"after": 2}]
     assert all(f["mode"] == "step" for f in frames)
@@ -182,7 +186,7 @@ async def test_sandbox_count_is_capped_with_a_clear_message(tmp_path):
     await rt.attach(new_sandbox_id(), "segments")
     with pytest.raises(CommandError) as err:
         await rt.attach(new_sandbox_id(), "segments")
-    assert err.value.code == "quota" and "as many sandboxes as it allows" in err.value.message
+    assert err.value.code == "busy" and "as many sandboxes as it allows" in err.value.message
     rt.close_all()
 
 
@@ -248,5 +252,7 @@ def test_stale_sandbox_dirs_from_an_earlier_run_are_swept_at_start(tmp_path):
     old = 1_000_000_000
     for p in [stale, *stale.rglob("*"), other, *other.rglob("*")]:
         os.utime(p, (old, old))
-    make_runtime(tmp_path, IDLE_SECONDS=60)
+    rt, _, _ = make_runtime(tmp_path, IDLE_SECONDS=60)
+    assert stale.exists()                          # not in the constructor (a visitor's first connect)
+    rt.sweep_stale_dirs()                          # the background reaper's first job
     assert not stale.exists() and fresh.exists() and other.exists()
