@@ -112,6 +112,15 @@ def apply_state_diff(value: Any, diff: dict[str, Any] | None) -> Any:
     return items
 
 
+def _plain_copy(value: Any) -> Any:
+    """A deep copy of plain JSON data (dicts, lists, scalars), faster than copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_copy(v) for v in value]
+    return value
+
+
 class FrameBuilder:
     """Buffers events of one sandbox and turns them into frames (see module doc).
 
@@ -216,7 +225,10 @@ class FrameBuilder:
                 or self.frame_seq - self._base_seq >= self.full_every):
             frame["full"] = True
             frame["state"] = state
-            self._base, self._base_seq, self._force_full = state, self.frame_seq, False
+            # The base is kept as a private copy: a kind's state may share mutable parts with
+            # the kind (a dict it keeps updating), and a diff against a base that changed in
+            # place would miss exactly those changes. Once per whole state, not per frame.
+            self._base, self._base_seq, self._force_full = _plain_copy(state), self.frame_seq, False
         else:
             frame["full"] = False
             frame["base"] = self._base_seq

@@ -139,9 +139,31 @@ async def test_the_first_command_after_a_quiet_spell_is_published_at_once(tmp_pa
     sid = new_sandbox_id()
     try:
         await rt.attach(sid, "segments")
-        await rt.command(sid, {"type": "produce"})
+        await rt.command(sid, {"type": "produce", "count": "1"})
         assert len(sent) == 1                       # no timer in the way of a click
-        await rt.command(sid, {"type": "produce"})
+        await rt.command(sid, {"type": "produce", "count": "1"})
         assert len(sent) == 1 and rt.sandboxes[sid].flush_handle is not None   # a burst waits its turn
     finally:
         rt.close_all()
+
+
+
+def test_a_diff_sees_changes_to_parts_the_kind_shares_with_its_state():
+    """A kind may return the same mutable dict in every state (lesson 14 keeps its consumers'
+    reads in one); the diff base must be a copy, or in-place changes vanish from the diffs."""
+    from engine.clock import VirtualClock
+    from engine.events import EventLog
+    from engine.log.events import LogFlushed
+    from kafkaviz.live.frames import FrameBuilder, apply_state_diff
+
+    log = EventLog(VirtualClock())
+    fb = FrameBuilder("k")
+    reads: dict = {}
+    log.subscribe(lambda env: fb.add(env))
+    log.emit(LogFlushed(None, "t", 0, 1, []))
+    first = fb.take({"reads": reads}, 0.0)[-1]
+    reads["read_committed"] = [1, 2]
+    log.emit(LogFlushed(None, "t", 0, 2, []))
+    second = fb.take({"reads": reads}, 1.0)[-1]
+    assert first["full"] and not second["full"]
+    assert apply_state_diff({"reads": {}}, second["diff"]) == {"reads": {"read_committed": [1, 2]}}

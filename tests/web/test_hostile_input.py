@@ -65,7 +65,7 @@ async def test_an_unexpected_exception_is_an_error_reply_and_one_log_line(runtim
     monkeypatch.setattr(runtime, "command", broken)
     monkeypatch.setattr(consumers, "_last_traceback", {})
     for _ in range(5):
-        await comm.send_json_to({"type": "produce"})
+        await comm.send_json_to({"type": "produce", "count": "1"})
         error = await comm.receive_json_from(timeout=5)
         assert error["type"] == "error" and error["code"] == "internal"
     with_traceback = [r for r in caplog.records if r.exc_info]

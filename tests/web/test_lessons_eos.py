@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from channels.testing import WebsocketCommunicator
+from .framing import TrackedCommunicator
 from django.conf import settings as django_settings
 from django.test import Client
 
@@ -212,7 +212,7 @@ def headers_for(slug):
 
 
 async def connect(slug, headers):
-    comm = WebsocketCommunicator(application, f"/ws/lessons/{slug}/", headers=headers)
+    comm = TrackedCommunicator(application, f"/ws/lessons/{slug}/", headers=headers)
     connected, _ = await comm.connect()
     assert connected
     snapshot = await comm.receive_json_from(timeout=10)

@@ -25,11 +25,11 @@ def make_runtime(tmp_path, **overrides):
 async def test_one_address_may_hold_only_a_few_sandboxes(tmp_path):
     rt, _ = make_runtime(tmp_path, MAX_SANDBOXES_PER_ADDRESS=2)
     for _ in range(2):
-        await rt.attach(new_sandbox_id(), "segments", "10.0.0.1")
+        await rt.attach(new_sandbox_id(), "segments", address="10.0.0.1")
     with pytest.raises(CommandError) as err:
-        await rt.attach(new_sandbox_id(), "segments", "10.0.0.1")
+        await rt.attach(new_sandbox_id(), "segments", address="10.0.0.1")
     assert err.value.code == "quota" and "the most one address may hold" in err.value.message
-    await rt.attach(new_sandbox_id(), "segments", "10.0.0.2")     # another visitor is not affected
+    await rt.attach(new_sandbox_id(), "segments", address="10.0.0.2")     # another visitor is not affected
     assert len(rt.sandboxes) == 3
     rt.close_all()
 
@@ -39,15 +39,15 @@ async def test_a_full_process_says_busy_and_attach_never_reclaims_inline(tmp_pat
     rt, now = make_runtime(tmp_path, MAX_SANDBOXES=3, IDLE_SECONDS=60)
     ids = [new_sandbox_id() for _ in range(3)]
     for sid in ids:
-        await rt.attach(sid, "segments", "10.0.0.1")
+        await rt.attach(sid, "segments", address="10.0.0.1")
         await rt.detach(sid)
     now.t += 61
     with pytest.raises(CommandError) as err:
-        await rt.attach(new_sandbox_id(), "segments", "10.0.0.2")
+        await rt.attach(new_sandbox_id(), "segments", address="10.0.0.2")
     assert err.value.code == "busy" and err.value.message == BUSY_MESSAGE
     assert set(rt.sandboxes) == set(ids)           # nothing reclaimed on the visitor's path
     assert sorted(await rt.reap()) == sorted(ids)  # the background reaper does it
-    await rt.attach(new_sandbox_id(), "segments", "10.0.0.2")
+    await rt.attach(new_sandbox_id(), "segments", address="10.0.0.2")
     rt.close_all()
 
 
@@ -95,10 +95,10 @@ async def test_commands_queued_for_one_sandbox_are_bounded(tmp_path):
     await rt.attach(sid, "segments")
     sb = rt.sandboxes[sid]
     await sb.turn.acquire()                        # a long command holds the sandbox
-    waiting = [asyncio.ensure_future(rt.command(sid, {"type": "produce"})) for _ in range(2)]
+    waiting = [asyncio.ensure_future(rt.command(sid, {"type": "produce", "count": "1"})) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "produce"})
+        await rt.command(sid, {"type": "produce", "count": "1"})
     assert err.value.code == "rate_limited" and "still working" in err.value.message
     sb.turn.release()
     assert [r["type"] for r in await asyncio.gather(*waiting)] == ["ack", "ack"]
@@ -186,9 +186,9 @@ async def test_a_stuck_sandbox_does_not_stall_the_others(tmp_path):
     await rt.attach(other, "segments")
     rt.sandboxes[stuck].lock.acquire()            # as if the engine were busy for a long time
     try:
-        waiting = [asyncio.ensure_future(rt.command(stuck, {"type": "produce"})) for _ in range(queued)]
+        waiting = [asyncio.ensure_future(rt.command(stuck, {"type": "produce", "count": "1"})) for _ in range(queued)]
         await asyncio.sleep(0.05)
-        reply = await asyncio.wait_for(rt.command(other, {"type": "produce"}), timeout=5)
+        reply = await asyncio.wait_for(rt.command(other, {"type": "produce", "count": "1"}), timeout=5)
         assert reply["type"] == "ack" and not any(w.done() for w in waiting)
     finally:
         rt.sandboxes[stuck].lock.release()

@@ -4,7 +4,7 @@ diagrams draw, and bad input gets a message while the connection and sandbox sta
 from __future__ import annotations
 
 import pytest
-from channels.testing import WebsocketCommunicator
+from .framing import TrackedCommunicator
 from django.conf import settings as django_settings
 from django.test import Client
 
@@ -20,7 +20,7 @@ async def open_lesson(slug):
     client = Client()
     assert client.get(f"/lessons/{slug}/").status_code == 200
     cookie = client.cookies[django_settings.SESSION_COOKIE_NAME].value
-    comm = WebsocketCommunicator(application, f"/ws/lessons/{slug}/", headers=[
+    comm = TrackedCommunicator(application, f"/ws/lessons/{slug}/", headers=[
         (b"origin", ORIGIN), (b"cookie", f"{django_settings.SESSION_COOKIE_NAME}={cookie}".encode())])
     connected, _ = await comm.connect()
     assert connected
