@@ -30,7 +30,10 @@ def live_server_url(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("kafkaviz-server")
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kafkaviz.settings", "KAFKAVIZ_DATA_DIR": str(tmp / "data"),
-           "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "DJANGO_DEBUG": "1"}
+           "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "DJANGO_DEBUG": "1",
+           # Every page of the session comes from 127.0.0.1: the hosted demo's per-address caps
+           # would refuse the later tests (tests/web/test_limits.py covers the caps).
+           "KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0", "KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS": "0"}
     env.pop("REDIS_URL", None)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
     log = open(tmp / "daphne.log", "wb")
