@@ -8,11 +8,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from .test_frame_protocol import wait_for  # polls from Python: the page's CSP forbids eval
+
 pytestmark = pytest.mark.browser
 
 L14, L15 = "idempotence-and-transactions", "timing-wheel"
 DONE = re.compile(r"\bdone\b")
-
 
 def at_step(page: Page, n: int, total: int) -> None:
     expect(page.locator("#step-counter")).to_have_text(f"Step {n} of {total}" if n else f"Start · 0/{total}",
@@ -45,7 +46,7 @@ def send(page: Page, form: str, button: str | None = None, **fields: str) -> Non
             field.fill(value)
     frames = page.evaluate("Number(document.body.dataset.frames || 0)")
     page.click(f"#{button}" if button else f"#{form} button[type=submit]")
-    page.wait_for_function(f"Number(document.body.dataset.frames || 0) > {frames}")
+    wait_for(page, f"Number(document.body.dataset.frames || 0) > {frames}")
 
 
 @pytest.mark.slow
