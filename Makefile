@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test venv deps deps-dev system-deps migrate test-web test-browser
+.PHONY: run test venv deps deps-dev system-deps migrate test-web test-browser messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,11 +28,13 @@ run: migrate
 	@echo "kafkaviz is starting: open http://$(HOST):$(PORT)/"
 	$(BIN)/python -m daphne -b $(HOST) -p $(PORT) kafkaviz.asgi:application
 
-## Debian packages the tests use: chromium (browser tests) and redis-server (channel-layer test).
+## Debian packages the tests use: chromium (browser tests), redis-server (channel-layer test),
+## gettext (msgfmt: `make messages`; the compiled .mo files are committed).
 system-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v msgfmt >/dev/null 2>&1 || missing="$$missing gettext"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; \
@@ -50,3 +52,15 @@ test-web: deps-dev
 
 test-browser: system-deps deps-dev
 	$(BIN)/python -m pytest tests/browser
+
+## Re-extract the UI strings into locale/*/django.po and compile the .mo files (committed).
+messages: deps
+	$(BIN)/python manage.py makemessages -l zh_Hans -i ".venv/*" -i "tests/*" -i "bench/*"
+	$(BIN)/python manage.py compilemessages
+
+## Every benchmark in bench/, each figure printed beside its goal (a few minutes; see bench/README.md).
+.PHONY: bench
+bench: deps-dev
+	@for b in bench_codec bench_log bench_cluster bench_frames; do \
+	  echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit $$?; \
+	done

@@ -1,28 +1,37 @@
-"""Replicated-cluster throughput, next to a single log, from the same process.
+"""Replicated-cluster throughput beside a single log and beside librdkafka's mock cluster.
 
     python bench/bench_cluster.py [--quick]
 
-Figures (each the best of a few rounds; wall-clock, so a busy machine lowers all alike):
+Workload: a topic with one partition, RF 3 on 3 brokers, ``min.insync.replicas=2``; the client
+sends ``REQUESTS`` acks=all batches of ``BATCH`` 100-byte records, the virtual clock moving on
+2 ms after each; a round ends when every record is acknowledged (so it includes the followers'
+fetches, the HW moves and the produce purgatory). Peers, in the same rounds:
 
-* fault schedules/s — the durability test's seeded schedules (RF 3, acks=all,
-  min.insync.replicas=2, epoch truncation), each on a fresh 3-broker cluster in a fresh
-  data directory, with the checker watching every command;
-* replicated records/s — 3 brokers, a topic with RF 3 and min.insync.replicas=2, the client
-  sending acks=all batches of ``BATCH`` 100-byte records while the clock moves on 2 ms
-  after each request; counted once every record is acknowledged (so it includes the
-  followers' fetches, HW moves and the produce purgatory), with the cluster used directly
-  and through a :class:`Run` (command parsing, checker views after every command);
-* single-log records/s — the same batches appended to one engine ``Log`` with
-  ``hw_follows_leo`` (no replication, no network), the storage engine's ceiling.
+* **single log** — the same batches appended to one engine ``Log`` (``append_as_leader``,
+  ``hw_follows_leo``, clock +2 ms each): the storage engine's ceiling. Figure: RF 3 records/s
+  as a percentage of it; goal >= 50 %.
+* **librdkafka** — the same records through confluent-kafka's producer (acks=all, batches of
+  ``BATCH``: ``batch.num.messages``) against librdkafka's mock cluster
+  (``test.mock.num.brokers=3``, so the partition has 3 replicas), until every delivery report
+  is in. Printed as a ratio (no goal); skipped with a message if confluent-kafka is missing.
+
+Also, without a peer: records/s through a :class:`Run` (command parsing, checker after every
+command) and seeded fault schedules per second (RF 3, acks=all, min ISR 2, epoch truncation).
+
+Method (``bench/paired.py``): contenders take turns within each round, order rotating; each
+figure is the median over rounds of the per-round ratio, with min and max.
 """
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from paired import figure, print_figure  # noqa: E402
 
 from engine.clock import Scheduler, VirtualClock  # noqa: E402
 from engine.cluster.cluster import Cluster  # noqa: E402
@@ -38,6 +47,94 @@ from engine.records import SimpleRecord  # noqa: E402
 BATCH = 10
 VALUE = b"v" * 100
 TMP = "/dev/shm" if Path("/dev/shm").is_dir() else None
+GOAL = 50.0
+
+try:
+    from confluent_kafka import Producer
+except ImportError:  # pragma: no cover - reported in the output
+    Producer = None
+
+
+def rf3_seconds(requests: int) -> float:
+    """Seconds for ``requests`` acks=all batches through a fresh 3-broker cluster (setup untimed)."""
+    with tempfile.TemporaryDirectory(dir=TMP) as root:
+        cluster = Cluster(Disk(root), ClusterConfig(brokers=3), seed=0)
+        cluster.create_topic("t", 1, 3, {"min.insync.replicas": 2}, assignment=[[0, 1, 2]])
+        cluster.advance(1000)
+        values = [VALUE] * BATCH
+        start = time.perf_counter()
+        for _ in range(requests):
+            cluster.produce("t", 0, values, acks=-1)
+            cluster.advance(2)
+        while len(cluster.produce_results) < requests:
+            cluster.advance(10)
+        elapsed = time.perf_counter() - start
+        assert all(r.status == "ok" for r in cluster.produce_results.values())
+        return elapsed
+
+
+def run_seconds(requests: int) -> float:
+    """The same through a :class:`Run`: JSON commands, snapshots off, the checker after each command."""
+    with tempfile.TemporaryDirectory(dir=TMP) as root:
+        run = Run(0, ClusterConfig(brokers=3), root, snapshot_every=10**9)
+        run.apply({"cmd": "create_topic", "topic": "t", "partitions": 1, "assignment": [[0, 1, 2]],
+                   "config": {"min.insync.replicas": 2}})
+        run.apply({"cmd": "advance", "ms": 1000})
+        values = [VALUE.decode()] * BATCH
+        start = time.perf_counter()
+        for _ in range(requests):
+            run.apply({"cmd": "produce", "topic": "t", "values": values})
+            run.apply({"cmd": "advance", "ms": 2})
+        while len(run.cluster.produce_results) < requests:
+            run.cluster.advance(10)
+        return time.perf_counter() - start
+
+
+def single_log_seconds(requests: int) -> float:
+    with tempfile.TemporaryDirectory(dir=TMP) as root:
+        clock = VirtualClock()
+        scheduler = Scheduler(clock)
+        log = Log(Disk(root), "t-0", "t", 0, LogConfig(), scheduler, EventLog(clock), hw_follows_leo=True)
+        values = [VALUE] * BATCH
+        start = time.perf_counter()
+        for _ in range(requests):
+            log.append_as_leader([SimpleRecord(v) for v in values], leader_epoch=0)
+            scheduler.advance(2)
+        elapsed = time.perf_counter() - start
+        log.close()
+        return elapsed
+
+
+class Librdkafka:
+    """confluent-kafka's producer on librdkafka's in-process mock cluster of 3 brokers."""
+
+    def __init__(self) -> None:
+        self.producer = Producer({"test.mock.num.brokers": 3, "acks": "all", "linger.ms": 5,
+                                  "batch.num.messages": BATCH, "log_level": 3,
+                                  "queue.buffering.max.messages": 10_000_000})
+        self.delivered = 0
+        self.producer.produce("t", VALUE, partition=0, on_delivery=self._report)   # metadata, topic
+        self.producer.flush(30)
+        meta = self.producer.list_topics("t", timeout=10).topics["t"].partitions[0]
+        self.replicas = list(meta.replicas)
+
+    def _report(self, err, msg) -> None:
+        if err is not None:
+            raise RuntimeError(f"librdkafka delivery failed: {err}")
+        self.delivered += 1
+
+    def seconds(self, requests: int) -> float:
+        produce, poll, report = self.producer.produce, self.producer.poll, self._report
+        self.delivered = 0
+        start = time.perf_counter()
+        for _ in range(requests):
+            for _ in range(BATCH):
+                produce("t", VALUE, partition=0, on_delivery=report)
+            poll(0)
+        self.producer.flush(60)
+        elapsed = time.perf_counter() - start
+        assert self.delivered == requests * BATCH, (self.delivered, requests * BATCH)
+        return elapsed
 
 
 def fault_schedules_per_second(n: int) -> tuple[float, int]:
@@ -50,73 +147,50 @@ def fault_schedules_per_second(n: int) -> tuple[float, int]:
     return n / (time.perf_counter() - start), bad
 
 
-def replicated_records_per_second(requests: int, via_run: bool) -> float:
-    with tempfile.TemporaryDirectory(dir=TMP) as root:
-        if via_run:
-            run = Run(0, ClusterConfig(brokers=3), root, snapshot_every=10**9)
-            cluster = run.cluster
-            apply = run.apply
-        else:
-            cluster = Cluster(Disk(root), ClusterConfig(brokers=3), seed=0)
-            from engine.cluster.commands import apply_command
-            apply = lambda c: apply_command(cluster, c)  # noqa: E731
-        apply({"cmd": "create_topic", "topic": "t", "partitions": 1, "assignment": [[0, 1, 2]],
-               "config": {"min.insync.replicas": 2}})
-        apply({"cmd": "advance", "ms": 1000})
-        values = [VALUE.decode()] * BATCH
-        start = time.perf_counter()
-        if via_run:
-            for _ in range(requests):
-                run.apply({"cmd": "produce", "topic": "t", "values": values})
-                run.apply({"cmd": "advance", "ms": 2})
-        else:
-            for _ in range(requests):
-                cluster.produce("t", 0, [VALUE] * BATCH, acks=-1)
-                cluster.advance(2)
-        while len(cluster.produce_results) < requests:
-            cluster.advance(10)
-        elapsed = time.perf_counter() - start
-        assert all(r.status == "ok" for r in cluster.produce_results.values())
-        return requests * BATCH / elapsed
-
-
-def single_log_records_per_second(batches: int) -> float:
-    with tempfile.TemporaryDirectory(dir=TMP) as root:
-        clock = VirtualClock()
-        scheduler = Scheduler(clock)
-        events = EventLog(clock)
-        log = Log(Disk(root), "t-0", "t", 0, LogConfig(), scheduler, events, hw_follows_leo=True)
-        records = [SimpleRecord(VALUE) for _ in range(BATCH)]
-        start = time.perf_counter()
-        for _ in range(batches):
-            log.append_as_leader(records, leader_epoch=0)
-            scheduler.advance(2)
-        elapsed = time.perf_counter() - start
-        log.close()
-        return batches * BATCH / elapsed
-
-
-def best(fn, rounds: int, *args):
-    return max(fn(*args) for _ in range(rounds))
-
-
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> list:
     quick = "--quick" in argv
-    rounds = 1 if quick else 3
-    schedules = 20 if quick else 100
-    requests = 50 if quick else 300
-    fs = max((fault_schedules_per_second(schedules) for _ in range(rounds)), key=lambda x: x[0])
-    repl = best(replicated_records_per_second, rounds, requests, False)
-    repl_run = best(replicated_records_per_second, rounds, requests, True)
-    single = best(single_log_records_per_second, rounds, requests)
-    print(f"fault schedules (RF 3, acks=all, min ISR 2, epoch; {schedules} per round): "
-          f"{fs[0]:8.1f} schedules/s  ({fs[1]} with findings)")
-    print(f"replicated, 3 brokers, acks=all, batches of {BATCH} x 100 B (Cluster):  {repl:10.0f} records/s")
-    print(f"replicated, 3 brokers, acks=all, batches of {BATCH} x 100 B (Run+checker): {repl_run:8.0f} records/s")
-    print(f"single Log (hw_follows_leo), same batches:                        {single:10.0f} records/s")
-    print(f"replication cost: {single / repl:.1f}x slower than one log")
-    return 0
+    rounds, slices = (5, 2) if quick else (9, 4)
+    requests = 100 if quick else 200
+    peer = None
+    if Producer is None:
+        print("[cluster] confluent-kafka is not importable: the librdkafka mock-cluster peer is skipped "
+              "(pip install -r requirements-dev.txt)")
+    else:
+        peer = Librdkafka()
+    print(f"[cluster] RF 3, acks=all, min ISR 2: {requests} requests of {BATCH} x {len(VALUE)} B per turn, "
+          f"{slices} turns per round, {rounds} paired rounds")
+    contenders = {"rf3": rf3_seconds, "single": single_log_seconds, "run": run_seconds}
+    if peer is not None:
+        contenders["librdkafka"] = peer.seconds
+    names = list(contenders)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    turn = 0
+    for _ in range(rounds):
+        spent = dict.fromkeys(names, 0.0)
+        for _ in range(slices):           # turns alternate within a round, the order rotating
+            k = turn % len(names)
+            turn += 1
+            for n in names[k:] + names[:k]:
+                spent[n] += contenders[n](requests)
+        for n in names:
+            times[n].append(spent[n] / slices)
+    records = requests * BATCH
+    for n in names:
+        print(f"  {n}: {statistics.median([records / t for t in times[n]]):,.0f} records/s (median)")
+    figures = [print_figure(figure("RF 3 acks=all produce, % of a single log", [100 * s / t for s, t in
+                                                                                 zip(times["single"], times["rf3"])],
+                                   "%", f">= {GOAL:.0f} %", at_least=GOAL))]
+    if peer is not None:
+        print_figure(figure(f"RF 3 acks=all produce, ours / librdkafka mock cluster (replicas {peer.replicas})",
+                            [p / t for p, t in zip(times["librdkafka"], times["rf3"])], "x", "(no goal)"))
+    print_figure(figure("through a Run with the checker, % of the bare cluster",
+                        [100 * c / t for c, t in zip(times["rf3"], times["run"])], "%", "(no goal)"))
+    schedules = 20 if quick else 60
+    rate, bad = fault_schedules_per_second(schedules)
+    print(f"  fault schedules (RF 3, acks=all, min ISR 2, epoch truncation): {rate:.1f} schedules/s over {schedules}, "
+          f"{bad} with findings")
+    return figures
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main(sys.argv[1:])

@@ -24,6 +24,7 @@ from typing import Sequence
 from .clock import DEFAULT_START_MS
 from .config import LogConfig, validate_topic_name
 from .errors import InvalidRequestError, KafkaError
+from .partitioner import murmur2, partition_for_key
 
 __all__ = ["main", "build_parser", "murmur2", "partition_for_key", "produce", "ProduceSummary",
            "PartitionSummary"]
@@ -31,40 +32,7 @@ __all__ = ["main", "build_parser", "murmur2", "partition_for_key", "produce", "P
 _VALUE_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-# ---- the default partitioner's hash ----------------------------------------------
-
-def murmur2(data: bytes) -> int:
-    """MurmurHash2 (32-bit, seed 0x9747b28c) as Kafka's ``Utils.murmur2`` computes it:
-    little-endian 4-byte blocks, the tail folded in, then the final avalanche. Returns
-    the signed 32-bit result like Java's ``int``."""
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    whole = length - length % 4
-    for i in range(0, whole, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    tail = length % 4
-    if tail == 3:
-        h ^= data[whole + 2] << 16
-    if tail >= 2:
-        h ^= data[whole + 1] << 8
-    if tail >= 1:
-        h ^= data[whole]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """Kafka's default partitioner for keyed records: ``toPositive(murmur2(key)) % partitions``."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+# murmur2 and partition_for_key live in engine/partitioner.py (re-exported here).
 
 
 # ---- produce ---------------------------------------------------------------------

@@ -190,6 +190,33 @@ class Disk:
         rel = self.check(rel)
         return self._durable.get(rel, self.size(rel))
 
+    def dirty_files(self, prefix: str = "") -> dict[str, tuple[int, int]]:
+        """``{path: (durable size, size)}`` of every file under ``prefix`` with bytes that
+        exist only in the page cache (written since its last fsync)."""
+        prefix = self.check(prefix) + "/" if prefix else ""
+        return {rel: (durable, self.size(rel)) for rel, durable in sorted(self._durable.items())
+                if rel.startswith(prefix)}
+
+    def writeback(self, prefix: str = "", page_size: int = 4096) -> list[tuple[str, int, int]]:
+        """The kernel's flusher writing dirty pages back on its own (no fsync asked): every
+        dirty file under ``prefix`` becomes durable up to its last *whole* page; the partial
+        last page stays dirty. A power loss afterwards can cut a file inside a record batch
+        that straddles a page boundary. Returns ``(path, durable before, durable after)``."""
+        if page_size < 1:
+            raise ValueError(f"page size must be positive, got {page_size}")
+        prefix = self.check(prefix) + "/" if prefix else ""
+        moved = []
+        for rel in sorted(k for k in self._durable if k.startswith(prefix)):
+            durable, size = self._durable[rel], self.size(rel)
+            target = size - size % page_size
+            if target > durable:
+                moved.append((rel, durable, target))
+                if target >= size:
+                    del self._durable[rel]
+                else:
+                    self._durable[rel] = target
+        return moved
+
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Kafka's checkpoint write: ``rel.tmp``, fsync, rename over ``rel``."""
         rel = self.check(rel)

@@ -6,8 +6,8 @@ those). Modules declare their own events with :func:`event` (storage events live
 ``engine/log/events.py``, cluster events in ``engine/cluster/events.py``); this
 module holds the base class, the registry used to turn dicts back into events, and
 :class:`EventLog`, which stamps each event with a sequence number and the virtual
-time and keeps a running SHA-256 over the canonical JSON of the stream, so that two
-runs can be compared by one hash.
+time and keeps a running SHA-256 over the stream (its field values, serialised a chunk
+at a time), so that two runs can be compared by one hash.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import hashlib
 import json
+import marshal
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Iterable, NamedTuple
@@ -31,6 +32,7 @@ class Event:
     kind: ClassVar[str] = "event"
     _field_names: ClassVar[tuple[str, ...]] = ()
     _values: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
+    _digest: ClassVar[Callable[[Any], tuple]] = staticmethod(lambda ev: ())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -42,6 +44,11 @@ class Event:
     def values(self) -> tuple:
         return self._values(self)
 
+    def digest_values(self) -> tuple:
+        """What the stream digest folds for this event: its field values. An event with bulky
+        derived fields may fold a deterministic reduction of them instead."""
+        return self._values(self)
+
 
 def event(kind: str) -> Callable[[type], type]:
     """Class decorator: make ``cls`` a frozen dataclass event registered under ``kind``."""
@@ -51,16 +58,43 @@ def event(kind: str) -> Callable[[type], type]:
             raise TypeError(f"event kind {kind!r} declared twice")
         cls = dataclass(frozen=True)(cls)
         cls.kind = kind
-        cls._field_names = names = tuple(f.name for f in dataclasses.fields(cls))
+        fields = dataclasses.fields(cls)
+        cls._field_names = names = tuple(f.name for f in fields)
         if len(names) > 1:
             cls._values = staticmethod(operator.attrgetter(*names))
         elif names:
             getter = operator.attrgetter(names[0])
             cls._values = staticmethod(lambda ev: (getter(ev),))
+        # What the digest folds: the field values, unless the class reduces them itself.
+        cls._digest = staticmethod(cls._values if cls.digest_values is Event.digest_values else cls.digest_values)
+        if not hasattr(cls, "__post_init__"):
+            cls.__init__ = _fast_init(cls, fields)
         EVENT_TYPES[kind] = cls
         return cls
 
     return wrap
+
+
+def _fast_init(cls: type, fields: tuple) -> Callable:
+    """An ``__init__`` that writes the fields straight into the instance's ``__dict__``. A frozen
+    dataclass's own ``__init__`` calls ``object.__setattr__`` once per field, and events are made
+    on every append; the result (a plain ``__dict__``, equality, hashing, pickling) is the same."""
+    if any(f.default_factory is not dataclasses.MISSING for f in fields):
+        return cls.__init__
+    params, defaults = [], {}
+    for f in fields:
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            defaults[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+    body = "".join(f"\n    d[{f.name!r}] = {f.name}" for f in fields)
+    src = f"def __init__(self, {', '.join(params)}):\n    d = self.__dict__{body}\n"
+    namespace = dict(defaults)
+    exec(src, namespace)   # noqa: S102 - code built from the dataclass's own field names
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:
@@ -118,26 +152,28 @@ class EventLog:
         self.keep = keep
         self.seq = 0
         self.envelopes: list[Envelope] = []
-        # Digest: lines are folded into a chained sha256 in chunks of _CHUNK events, at
-        # fixed boundaries, so the value never depends on when digest() is asked; all
-        # plain strings, so the log pickles.
+        # Digest: envelopes are folded into a chained sha256 in chunks of _CHUNK events, at
+        # fixed boundaries, so the value never depends on when digest() is asked. Emitting only
+        # queues the envelope; its fields are serialised when its chunk is folded.
         self._digest = ""
-        self._pending: list[str] = []
+        self._pending: list[Envelope] = []
         self._listeners: list[Callable[[Envelope], None]] = []
 
     def emit(self, ev: Event) -> Envelope:
         self.seq += 1
-        env = Envelope(self.seq, self.clock.now_ms(), ev)
+        env = _new_envelope(Envelope, (self.seq, self.clock.now_ms(), ev))
         pending = self._pending
-        pending.append(_line(env))
+        pending.append(env)
         if len(pending) >= _CHUNK:
             self._digest = _fold(self._digest, pending)
             self._pending = []
-        self.envelopes.append(env)
-        if self.keep is not None and len(self.envelopes) > self.keep:
-            del self.envelopes[: len(self.envelopes) - self.keep]
-        for listener in list(self._listeners):
-            listener(env)
+        envelopes = self.envelopes
+        envelopes.append(env)
+        if self.keep is not None and len(envelopes) > self.keep:
+            del envelopes[: len(envelopes) - self.keep]
+        if self._listeners:
+            for listener in list(self._listeners):
+                listener(env)
         return env
 
     def subscribe(self, listener: Callable[[Envelope], None]) -> Callable[[], None]:
@@ -160,23 +196,27 @@ class EventLog:
 
 
 _CHUNK = 512
+_new_envelope = tuple.__new__     # Envelope(...) without its Python-level __new__
 
 
-def _line(env: Envelope) -> str:
-    # repr of plain values is deterministic and several times cheaper than canonical JSON.
-    ev = env.event
-    return f"{env.seq}|{env.time_ms}|{ev.kind}|{ev.values()!r}\n"
-
-
-def _fold(previous: str, lines: list[str]) -> str:
-    return hashlib.sha256((previous + "".join(lines)).encode()).hexdigest()
+def _fold(previous: str, envelopes: list[Envelope]) -> str:
+    """sha256 of the previous digest and one chunk of envelopes in ``marshal`` format 2 (the
+    C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
+    so equal values always give equal bytes). Fields marshal cannot take (an enum, a
+    dataclass) make the chunk go through their plain JSON-able form instead."""
+    rows = [(seq, time_ms, ev.kind, ev._digest(ev)) for seq, time_ms, ev in envelopes]
+    try:
+        data = marshal.dumps(rows, 2)
+    except ValueError:
+        data = marshal.dumps([(q, t, k, _plain(v)) for q, t, k, v in rows], 2)
+    return hashlib.sha256(previous.encode() + data).hexdigest()
 
 
 def stream_digest(envelopes: Iterable[Envelope]) -> str:
     """The digest :class:`EventLog` would hold after emitting ``envelopes``."""
     digest, pending = "", []
     for env in envelopes:
-        pending.append(_line(env))
+        pending.append(env)
         if len(pending) >= _CHUNK:
             digest, pending = _fold(digest, pending), []
     return _fold(digest, pending) if pending else digest

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidRequestError
+from .narration import describe
 
 __all__ = ["ExperimentStep", "ExperimentResult", "run_storage_experiment", "format_text", "main",
            "EXPERIMENT_CONFIG", "TOPIC", "VALUE_BYTES", "DEFAULT_MESSAGES"]
@@ -175,24 +176,12 @@ def _wait_for_retention(scheduler, events, config, record, disk, dirs) -> None:
 # ---- output ----------------------------------------------------------------------
 
 def _describe(ev: dict) -> str | None:
-    kind, where = ev["kind"], f"{ev['topic']}-{ev['partition']}"
-    if kind == "segment_rolled":
-        return (f"{where}: segment {ev['old_segment']:020d} rolled -> new segment {ev['new_segment']:020d} "
-                f"(reason: {ev['reason']}{'; ' + ev['detail'] if ev.get('detail') else ''})")
-    if kind == "retention_check":
-        if not ev["deletable"] and not ev.get("blocked_by"):
-            return None  # the walk stops at the first segment a rule keeps; only what it deleted or blocked is news
-        verdict = "delete" if ev["deletable"] else f"keep (blocked by {ev['blocked_by']})"
-        what = {"time": "age ms", "size": "excess bytes", "log_start_offset": "next base offset"}.get(ev["rule"], "value")
-        return (f"{where}: retention.{ev['rule']} check on segment {ev['segment']}: {what} {ev['value']} "
-                f"vs {ev['threshold']} -> {verdict}")
-    if kind == "segment_deleted":
-        return f"{where}: segment {ev['segment']:020d} deleted ({ev['reason']}): {', '.join(ev['files'])}"
-    if kind == "file_deleted":
-        return f"{where}: removed {ev['file']}"
-    if kind == "log_start_offset_changed":
-        return f"{where}: log start offset {ev['old']} -> {ev['new']} ({ev['reason']})"
-    return None
+    """The narration's sentence for the events this report lists (engine/narration.py)."""
+    if ev["kind"] not in _REPORTED:
+        return None
+    if ev["kind"] == "retention_check" and not ev["deletable"] and not ev.get("blocked_by"):
+        return None  # the walk stops at the first segment a rule keeps; only what it deleted or blocked is news
+    return describe(ev)
 
 
 def format_text(result: ExperimentResult) -> str:

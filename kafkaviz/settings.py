@@ -116,6 +116,11 @@ WHITENOISE_USE_FINDERS = not _flag("KAFKAVIZ_STATIC_MANIFEST", "0")
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LANGUAGE_CODE = "en"
+# The lesson pages pick their language from ?lang= (en | zh); UI strings are translated
+# through locale/<lang>/LC_MESSAGES/django.po (compiled .mo files are committed; `make messages`
+# rebuilds them).
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

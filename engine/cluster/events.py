@@ -6,8 +6,8 @@ the cluster as a whole) and, where it concerns one partition, ``topic`` and
 go to the same EventLog with their ``broker`` field set. All fields are JSON-plain.
 
 Offsets follow Kafka's conventions: ``leo`` is the offset after the last record,
-``high_watermark`` the first offset not yet committed. Record digests are the first
-8 hex digits of SHA-256 over the record value (``"-"`` for a null value).
+``high_watermark`` the first offset not yet committed. Record digests are
+``partition.record_digest`` of the record's key and value (12 hex digits).
 """
 from __future__ import annotations
 

@@ -468,7 +468,9 @@ def run_commands(log: CommandLog | Iterable[Mapping[str, Any] | Command], *, see
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """A human-readable rendering of :func:`build_summary`'s dict."""
+    """A human-readable rendering of :func:`build_summary`'s dict (findings in the
+    narration's words, engine/narration.py)."""
+    from ..narration import finding_text
     lines = [f"seed {summary['seed']}  truncation {summary['truncation']}  brokers {summary['brokers']}  "
              f"steps {summary['steps']}  time {summary['time_ms']} ms  events {summary['events']}",
              f"event digest {summary['event_digest']}"]
@@ -500,8 +502,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"produce #{r['request_id']} {r['topic']}-{r['partition']} acks={r['acks']} "
                      f"{r['records']} record(s): {outcome}")
     for f in summary["findings"]:
-        detail = ", ".join(f"{k}={v}" for k, v in f.items() if k != "kind")
-        lines.append(f"finding {f['kind']}: {detail}")
+        lines.append(f"finding {f['kind']}: {finding_text(f)}")
     if "verdict" in summary:
         v = summary["verdict"]
         lines.append(f"expected ({v['truncation']}): {'MATCHES' if v['matches'] else 'DIFFERS'}"

@@ -539,3 +539,124 @@ def fault_schedule(seed: int, *, acks: int | str = "all", min_isr: int = 2, uncl
         cmds.append({"cmd": "restart", "broker": b})
     cmds.append({"cmd": "advance", "ms": 1500})
     return cmds
+
+
+# ---- the course's replication lessons (8, 9, 11) ------------------------------------------
+# Kept in their own block (and registered into SCENARIOS here) so other scenario edits merge.
+
+_RF3_SMALL_TIMERS = {"brokers": 3, "broker.session.timeout.ms": 3000, "broker.heartbeat.interval.ms": 500}
+
+FETCH_LOOP = Scenario(
+    name="fetch-loop",
+    title="The follower fetch loop: LEO, remote LEO and the high watermark, one network hop at a time",
+    summary="RF 3. One record travels from the producer to the leader, to both followers, and back as the "
+            "followers' next fetch offsets; the leader's HW moves only when every ISR replica's LEO has passed "
+            "the record, and the followers learn the new HW one fetch later.",
+    config=_RF3_SMALL_TIMERS,
+    steps=(
+        _s("Topic t on brokers 0 (leader), 1 and 2, min.insync.replicas=2. Every network hop takes 1 ms here.",
+           "create_topic", topic="t", partitions=1, assignment=[[0, 1, 2]], config={"min.insync.replicas": 2}),
+        _s("Broker 0 leads at epoch 0. Each follower sends Fetch(offset 0): its LEO. With nothing to return, the "
+           "leader parks the fetch for up to replica.fetch.wait.max.ms.", "advance", ms=1000),
+        _s("The producer sends m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
+        _s("m1 reaches the leader and is appended at offset 0: the leader's LEO is 1. Its HW stays 0, because the "
+           "remote LEOs it holds for brokers 1 and 2 are still 0. The parked fetches wake up and carry m1 out.",
+           "advance", ms=1),
+        _s("Both followers append m1: LEO 1. A follower's HW is min(its LEO, the HW in the response) = 0.",
+           "advance", ms=1),
+        _s("Their next Fetch(offset 1) tells the leader both remote LEOs are 1. HW = min(1, 1, 1) = 1: m1 is "
+           "committed and acks=all answers the producer. The response carries the HW read before this fetch "
+           "moved it, so a follower may still show HW 0.", "advance", ms=1),
+        _s("The next responses bring HW 1 to the followers.", "advance", ms=600),
+        _s("m2 with acks=all.", "produce", topic="t", acks="all", value="m2"),
+        _s("m3 follows straight after.", "produce", topic="t", acks="all", value="m3"),
+        _s("Watch the same loop: leader LEO first, then the followers' LEOs, then the leader's HW, then theirs.",
+           "advance", ms=3),
+        _s("Settled: LEO 3 and HW 3 on every replica.", "advance", ms=600),
+        _s("A consumer reads from the leader: only offsets below the HW are visible.", "consume", topic="t", offset=0),
+    ),
+    expected={m: Expected(lost=(), diverged=False, isr=(0, 1, 2), leader=0,
+                          logs={b: ("m1", "m2", "m3") for b in (0, 1, 2)}, events=("fetch_sent", "remote_leo_updated", "high_watermark_changed"),
+                          note="The HW is the smallest LEO in the ISR; followers learn it a fetch later.")
+              for m in ("hw", "epoch")},
+)
+
+
+ACKS_COMPARED = Scenario(
+    name="acks-compared",
+    title="acks=0, acks=1 and acks=all on the same fault",
+    summary="Both followers stall; the producer sends one record with each acks setting; the leader dies "
+            "before the followers fetch. acks=0 never hears back, acks=1 was acknowledged and is lost, acks=all "
+            "was never acknowledged, so nothing it was promised is lost.",
+    config=_RF3_SMALL_TIMERS,
+    steps=(
+        _s("Topic t on brokers 0 (leader), 1 and 2, min.insync.replicas=2.",
+           "create_topic", topic="t", partitions=1, assignment=[[0, 1, 2]], config={"min.insync.replicas": 2}),
+        _s("Broker 0 leads at epoch 0.", "advance", ms=1000),
+        _s("m0 with acks=all: replicated everywhere and acknowledged.", "produce", topic="t", acks="all", value="m0"),
+        _s("Replicated.", "advance", ms=600),
+        _s("Broker 1 stalls (a long GC pause, say): it stops fetching.", "pause_follower", broker=1),
+        _s("Broker 2 stalls too. Both are still in the ISR: replica.lag.time.max.ms has not passed.",
+           "pause_follower", broker=2),
+        _s("Their fetches that were parked at the leader time out.", "advance", ms=600),
+        _s("'zero' with acks=0: the producer does not wait for any answer.", "produce", topic="t", acks=0, value="zero"),
+        _s("'one' with acks=1: the leader answers as soon as it has appended.", "produce", topic="t", acks=1,
+           value="one"),
+        _s("'all' with acks=all: the leader answers only when the HW passes it, i.e. when every ISR replica has "
+           "it.", "produce", topic="t", acks="all", value="all"),
+        _s("The leader has all three (LEO 4); the followers have none of them. 'one' is acknowledged, 'all' "
+           "waits, 'zero' got no answer at all.", "advance", ms=100),
+        _s("The leader crashes.", "crash", broker=0),
+        _s("The followers wake up.", "resume_follower", broker=1),
+        _s("So does broker 2.", "resume_follower", broker=2),
+        _s("The controller fences broker 0 and elects broker 1 (in the ISR) at epoch 1. Its log ends at m0: the "
+           "acknowledged 'one' is gone, and the checker flags it. 'all' is still waiting for an answer.",
+           "advance", ms=10000),
+        _s("Broker 0 restarts and follows broker 1, cutting its three extra records.", "restart", broker=0),
+        _s("All replicas agree on [m0]. The acks=all request for 'all' never got an answer; when "
+           "request.timeout.ms (30 s) runs out the producer reports it as failed and can retry it.",
+           "advance", ms=20000),
+    ),
+    expected={m: Expected(lost=("one",), diverged=False, isr=(0, 1, 2), leader=1,
+                          logs={b: ("m0",) for b in (0, 1, 2)},
+                          note="Only acks=all ties the acknowledgement to replication; acks=1 can lose acknowledged "
+                               "writes when the leader dies.")
+              for m in ("hw", "epoch")},
+)
+
+
+CLEAN_ELECTION = Scenario(
+    name="clean-election",
+    title="A clean leader election: the new leader comes from the ISR and nothing committed is lost",
+    summary="RF 3. The leader dies; the controller (on broker 0, which stays up) fences it after the session timeout and elects the first "
+            "live ISR replica in assignment order at a new epoch; the old leader returns as a follower and "
+            "preferred-leader election moves leadership back.",
+    config=_RF3_SMALL_TIMERS,
+    steps=(
+        _s("Topic t on brokers 1, 2, 0 in that order (preferred leader 1), min.insync.replicas=2. Broker 0 is the "
+           "active controller.",
+           "create_topic", topic="t", partitions=1, assignment=[[1, 2, 0]], config={"min.insync.replicas": 2}),
+        _s("Broker 1 leads at epoch 0.", "advance", ms=1000),
+        _s("m1 with acks=all.", "produce", topic="t", acks="all", value="m1"),
+        _s("m2 with acks=all.", "produce", topic="t", acks="all", value="m2"),
+        _s("Both committed on all three replicas.", "advance", ms=1000),
+        _s("The leader, broker 1, crashes.", "crash", broker=1),
+        _s("After broker.session.timeout.ms the controller fences broker 1, removes it from the ISR and elects "
+           "broker 2 — the first replica in assignment order that is alive and in the ISR — at epoch 1.",
+           "advance", ms=5000),
+        _s("m3 goes to the new leader.", "produce", topic="t", acks="all", value="m3"),
+        _s("Committed by brokers 2 and 0 (the ISR is {2, 0}, enough for min.insync.replicas=2).",
+           "advance", ms=1000),
+        _s("Broker 1 restarts and follows broker 2; it keeps m1 and m2 (both below where epoch 0 ended) and copies "
+           "m3.", "restart", broker=1),
+        _s("It catches up and rejoins the ISR.", "advance", ms=3000),
+        _s("Preferred leader election moves leadership back to broker 1 at epoch 2.", "elect_preferred_leaders"),
+        _s("Done: every acknowledged record is on every replica.", "advance", ms=1000),
+    ),
+    expected={m: Expected(lost=(), diverged=False, isr=(1, 2, 0), leader=1,
+                          logs={b: ("m1", "m2", "m3") for b in (0, 1, 2)}, events=("leader_elected",),
+                          note="An election from the ISR keeps every committed record.")
+              for m in ("hw", "epoch")},
+)
+
+SCENARIOS.update({s.name: s for s in (FETCH_LOOP, ACKS_COMPARED, CLEAN_ELECTION)})

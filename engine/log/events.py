@@ -10,11 +10,10 @@ from __future__ import annotations
 from ..events import Event, event
 
 __all__ = [
-    "BatchAppended", "IndexEntryWritten", "SegmentRolled", "IndexTrimmed", "LookupStarted", "LookupSegment",
-    "IndexProbe", "LookupScan", "LookupFinished", "RetentionCheck", "SegmentDeleted", "FileDeleted",
-    "LogStartOffsetChanged", "RecoveryStarted", "RecoveryTruncated", "IndexRebuilt", "LeftoverRemoved",
-    "RecoveryFinished", "LogTruncated", "LogFlushed", "LeaderEpochAssigned", "EpochCacheTruncated",
-    "SegmentCreated", "LogClosed",
+    "BatchAppended", "IndexEntryWritten", "SegmentRolled", "IndexTrimmed", "LogLookup", "RetentionCheck",
+    "SegmentDeleted", "FileDeleted", "LogStartOffsetChanged", "RecoveryStarted", "RecoveryTruncated",
+    "IndexRebuilt", "LeftoverRemoved", "RecoveryFinished", "LogTruncated", "LogFlushed", "LeaderEpochAssigned",
+    "EpochCacheTruncated", "SegmentCreated", "LogClosed",
 ]
 
 
@@ -81,69 +80,49 @@ class IndexTrimmed(Event):
     to_bytes: int
 
 
-@event("lookup_started")
-class LookupStarted(Event):
-    """``mode``: "offset" (fetch) or "timestamp" (ListOffsets)."""
+@event("log_lookup")
+class LogLookup(Event):
+    """One traced lookup, whole: how the log found ``target`` (``mode`` "offset" for a fetch,
+    "timestamp" for ListOffsets).
+
+    ``candidates`` are the segment base offsets considered and ``segment`` the one chosen
+    (None if none qualifies) by ``rule``. ``time_probes`` are the binary-search steps in the
+    ``.timeindex`` (timestamp mode only), each ``[low, high, mid, entry_timestamp, entry_offset,
+    went]``; ``probes`` the steps in the ``.index``, each ``[low, high, mid, entry_offset,
+    entry_position, went]`` ("went": "left" | "right" | "hit"). ``scan`` lists the batches
+    walked in the ``.log`` from the index floor, each ``[position, base_offset, last_offset,
+    max_timestamp, matched]``. (In the engine the rows are tuples, made cheaply per step; the
+    event's dict, and so the browser, gets lists.) ``offset`` is -1 when nothing was found (a timestamp beyond
+    the log); ``position`` is the byte position of the batch found; ``timestamp`` is the
+    matching record's timestamp (timestamp mode)."""
     broker: int | None
     topic: str
     partition: int
     mode: str
     target: int
-
-
-@event("lookup_segment")
-class LookupSegment(Event):
-    """The segment chosen (None if none qualifies) among ``candidates`` (base offsets)."""
-    broker: int | None
-    topic: str
-    partition: int
-    segment: int | None
     candidates: list
+    segment: int | None
     rule: str
-
-
-@event("index_probe")
-class IndexProbe(Event):
-    """One step of the binary search: entries ``[low, high]``, probe ``mid``; ``entry_value`` is the
-    position (offset index) or the timestamp (time index); ``went`` "left" | "right" | "hit"."""
-    broker: int | None
-    topic: str
-    partition: int
-    index: str
-    segment: int
-    low: int
-    high: int
-    mid: int
-    entry_offset: int
-    entry_value: int
-    went: str
-
-
-@event("lookup_scan")
-class LookupScan(Event):
-    broker: int | None
-    topic: str
-    partition: int
-    segment: int
-    position: int
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    matched: bool
-
-
-@event("lookup_finished")
-class LookupFinished(Event):
-    """``offset`` -1 when nothing was found (timestamp beyond the log)."""
-    broker: int | None
-    topic: str
-    partition: int
-    mode: str
-    target: int
+    time_probes: list
+    probes: list
+    scan: list
     offset: int
     position: int | None
-    segment: int | None
     timestamp: int | None
+
+    def digest_values(self) -> tuple:
+        """Every field, but the step lists reduced: a lookup walks dozens of batches, and
+        serialising every row for the digest would cost more than the lookup itself. The
+        probes and the scanned batches are a function of the index entries and batches the
+        stream already recorded and of the target, so the digest keeps their counts and the
+        ``hash`` of the scanned rows (tuples of ints and bools hash alike in every process)."""
+        try:
+            rows = hash(tuple(self.scan))
+        except TypeError:               # rows as lists (an event rebuilt from its dict)
+            rows = hash(tuple(map(tuple, self.scan)))
+        return (self.broker, self.topic, self.partition, self.mode, self.target, tuple(self.candidates), self.segment,
+                self.rule, len(self.time_probes), len(self.probes), len(self.scan), rows, self.offset, self.position,
+                self.timestamp)
 
 
 @event("retention_check")

@@ -1,5 +1,12 @@
 """What the offset index and the time index share: a file of fixed-size big-endian entries,
-kept in memory as two parallel lists and written through to the file via :class:`Disk`.
+kept in memory as two parallel lists and written to the file via :class:`Disk`.
+
+New entries are buffered: lookups see them at once (they search the lists), and they reach
+the file with one write at the next :meth:`Index.sync` — when the segment rolls, is flushed,
+is closed or truncated — much as Kafka's writes into an mmap'd index cost nothing per append
+and reach the disk when the page cache is flushed. A crash loses unsynced entries, just as it
+loses an unflushed mmap; the segments that can be missing them are those at or after the
+recovery point, whose indexes recovery rebuilds.
 
 While its segment is active an index file is *preallocated*: extended with zeros to
 ``floor(segment_index_bytes / entry_size) * entry_size`` bytes. When the segment rolls, and on a
@@ -9,6 +16,7 @@ entries, which the sanity check rejects (entries must be strictly increasing).
 """
 from __future__ import annotations
 
+import bisect
 import struct
 from typing import Callable
 
@@ -17,7 +25,8 @@ from ..errors import CorruptIndexError
 
 __all__ = ["Index", "ProbeFn"]
 
-#: ``probe(low, high, mid, entry_offset, entry_value, went)`` — one binary-search step.
+#: ``probe(low, high, mid, entry_key, entry_value, went)`` — one binary-search step; the key is the
+#: searched column (offset in ``.index``, timestamp in ``.timeindex``), the value the other one.
 ProbeFn = Callable[[int, int, int, int, int, str], None]
 
 
@@ -62,8 +71,7 @@ class Index:
         return self.disk.size(self.rel)
 
     def sync(self) -> None:
-        """Write the entries appended since the last sync with one write (the log calls this
-        once per append, so a follower append of many batches costs one index write)."""
+        """Write the entries appended since the last sync with one write."""
         start = self._unwritten_from
         if start is None:
             return
@@ -134,32 +142,29 @@ class Index:
     def entry(self, n: int) -> tuple[int, int]:
         return self.keys[n], self.values[n]
 
-    def floor(self, target: int, probe: ProbeFn | None = None) -> int:
+    def floor(self, target: int, probe: ProbeFn | list | None = None) -> int:
         """Index of the largest entry whose key is <= ``target`` by binary search, or -1.
-        ``probe`` is called once per step."""
+        With ``probe`` the same search is walked in Python and each step reported: a callable
+        is called, a list gets the tuple ``(low, high, mid, entry_key, entry_value, went)``."""
         keys = self.keys
+        if probe is None:
+            return bisect.bisect_right(keys, target) - 1
+        record = probe.append if isinstance(probe, list) else (lambda step: probe(*step))
         lo, hi, best = 0, len(keys) - 1, -1
+        values = self.values
         while lo <= hi:
-            mid = (lo + hi) // 2
+            mid = (lo + hi) >> 1
             k = keys[mid]
-            if k == target:
-                went, best = "hit", mid
-            elif k < target:
-                went, best = "right", mid
-            else:
-                went = "left"
-            if probe is not None:
-                self._report(probe, lo, hi, mid, went)
-            if went == "hit":
-                break
-            if went == "right":
-                lo = mid + 1
-            else:
+            if k < target:
+                record((lo, hi, mid, k, values[mid], "right"))
+                best, lo = mid, mid + 1
+            elif k > target:
+                record((lo, hi, mid, k, values[mid], "left"))
                 hi = mid - 1
+            else:
+                record((lo, hi, mid, k, values[mid], "hit"))
+                return mid
         return best
-
-    def _report(self, probe: ProbeFn, lo: int, hi: int, mid: int, went: str) -> None:
-        raise NotImplementedError
 
     def _truncate_entries(self, n: int) -> None:
         """Keep the first ``n`` entries; zero the bytes of the dropped ones so the unused tail of

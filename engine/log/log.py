@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ..clock import Scheduler
 from ..config import LONG_MAX, LogConfig
@@ -23,12 +23,10 @@ from ..disk import Disk
 from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestError, OffsetOutOfRangeError,
                       RecordTooLargeError)
 from ..events import EventLog
-from ..records import (BATCH_OVERHEAD, BatchHeader, CompressionType, Record, TimestampType, build_batch,
-                       decode_batch, read_header, scan_valid, verify_crc, with_log_append_time,
-                       with_offset_and_epoch)
-from .events import (BatchAppended, IndexEntryWritten, IndexProbe, IndexTrimmed, LogClosed, LogFlushed,
-                     LogStartOffsetChanged, LogTruncated, LookupFinished, LookupScan, LookupSegment,
-                     LookupStarted, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
+from ..records import (BatchHeader, CompressionType, Record, TimestampType, decode_batch, encode_batch,
+                       scan_valid, whole_batch_header, with_log_append_time, with_offset_and_epoch)
+from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
+                     LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
 from .cleaner import require_keys
 from .leader_epoch import LeaderEpochFileCache
 from .log_segment import INT32_MAX, LogSegment, segment_file_name
@@ -43,10 +41,10 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 
 
-@dataclass(frozen=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """Result of an append. ``position``/``segment`` are where the first batch went;
-    ``log_append_time`` is -1 unless the topic uses LogAppendTime."""
+    ``log_append_time`` is -1 unless the topic uses LogAppendTime. (A named tuple: one is made
+    per append.)"""
 
     first_offset: int
     last_offset: int
@@ -59,8 +57,7 @@ class LogAppendInfo:
     log_append_time: int
 
 
-@dataclass(frozen=True)
-class FetchDataInfo:
+class FetchDataInfo(NamedTuple):
     """Result of :meth:`Log.read`: whole batches starting at ``position`` in ``segment``."""
 
     fetch_offset: int
@@ -192,11 +189,14 @@ class Log(LogRecovery, LogRetention):
                 out.append(b)
                 offset += h.last_offset_delta + 1
             data = b"".join(out)
+            parsed = self._parse(data)
         else:
-            data = build_batch(records, base_offset=offset, compression=compression,
-                               timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
-                               now_ms=now, partition_leader_epoch=leader_epoch)
-        info = self._append(data, self._parse(data), now, now if append_time else -1)
+            data, header = encode_batch(
+                records, base_offset=offset, compression=compression,
+                timestamp_type=TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME,
+                now_ms=now, partition_leader_epoch=leader_epoch)
+            parsed = self._check_sizes([(0, header)])   # built here: nothing to parse or CRC-check again
+        info = self._append(data, parsed, now, now if append_time else -1)
         if leader_epoch >= 0 and (self.leader_epoch_cache.latest_epoch is None
                                   or leader_epoch > self.leader_epoch_cache.latest_epoch):
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
@@ -210,6 +210,8 @@ class Log(LogRecovery, LogRetention):
         if first < self._log_end_offset:
             raise InvalidRequestError(
                 f"{self.name}: follower append starts at offset {first}, below the log end offset {self._log_end_offset}")
+        if len(parsed) == 1:
+            return self._append_one(batches, parsed[0][1], self.scheduler.now_ms(), -1)
         prev = first - 1
         for pos, h in parsed:
             if h.base_offset <= prev and pos:
@@ -221,21 +223,22 @@ class Log(LogRecovery, LogRetention):
         """Validate whole batches (lengths, magic, CRC) and sizes before anything is written."""
         if not data:
             raise InvalidRecordError(f"{self.name}: empty append")
-        headers = None
-        if len(data) >= BATCH_OVERHEAD:
-            # Fast path for the common one-batch append; anything else takes the full scan,
-            # which also words the error.
-            try:
-                h = read_header(data, 0)
-            except CorruptRecordError:
-                h = None
-            if h is not None and h.batch_length + 12 == len(data) and verify_crc(data, 0, h):
-                headers = [(0, h)]
-        if headers is None:
+        # Fast path for the common one-batch append; anything else takes the full scan,
+        # which also words the error.
+        h = whole_batch_header(data)
+        if h is not None:
+            cfg = self.config
+            if len(data) <= cfg.max_message_bytes and len(data) <= cfg.segment_bytes:
+                return [(0, h)]
+            headers = [(0, h)]
+        else:
             scan = scan_valid(data)
             if scan.error is not None or scan.valid_bytes != len(data):
                 raise CorruptRecordError(f"{self.name}: {scan.error or 'trailing bytes'} (append of {len(data)} bytes)")
             headers = scan.headers
+        return self._check_sizes(headers)
+
+    def _check_sizes(self, headers: list[tuple[int, BatchHeader]]) -> list[tuple[int, BatchHeader]]:
         cfg = self.config
         for pos, h in headers:
             size = h.batch_length + 12
@@ -251,6 +254,8 @@ class Log(LogRecovery, LogRetention):
         """Append validated batches. Each batch is its own segment append for roll checks and the
         index rule (so a rebuilt index equals the original), but consecutive batches that land in
         the same segment are written with one write, as Kafka writes one append."""
+        if len(parsed) == 1:
+            return self._append_one(data, parsed[0][1], now, log_append_time)
         first_pos = first_seg = None
         max_ts, count = -1, 0
         ident = self._ident
@@ -299,6 +304,37 @@ class Log(LogRecovery, LogRetention):
         return LogAppendInfo(h0.base_offset, self._log_end_offset - 1, max_ts, first_pos, len(data), first_seg,
                              count, h0.partition_leader_epoch, log_append_time)
 
+    def _append_one(self, data: bytes, h: BatchHeader, now: int, log_append_time: int) -> LogAppendInfo:
+        """:meth:`_append` of a single batch (the common case), without the grouping."""
+        size = len(data)
+        seg = self._segments[-1]
+        roll = self._roll_reason(seg, size, h, now)
+        if roll is not None:
+            seg = self._roll(roll[0], roll[1], h.base_offset)
+        pos, wrote_o, wrote_t = seg.append(data, h, now)
+        base, delta, epoch = h.base_offset, h.last_offset_delta, h.partition_leader_epoch
+        last = base + delta
+        self._log_end_offset = last + 1
+        ident, emit, seg_base = self._ident, self.events.emit, seg.base_offset
+        emit(BatchAppended(*ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch))
+        if wrote_o:
+            oi = seg.offset_index
+            emit(IndexEntryWritten(*ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None, len(oi.keys)))
+        if wrote_t:
+            ti = seg.time_index
+            emit(IndexEntryWritten(*ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys)))
+        if epoch >= 0:
+            cache = self.leader_epoch_cache
+            latest = cache.latest_epoch
+            if latest is None or epoch > latest:
+                cache.assign(epoch, base)
+        if self.hw_follows_leo:
+            self.high_watermark = last + 1
+        if last + 1 - self.recovery_point >= self.config.flush_interval_messages:
+            self.flush()
+        return LogAppendInfo(base, last, h.max_timestamp, pos, size, seg_base, h.records_count, epoch,
+                             log_append_time)
+
     def _write_group(self, seg: LogSegment, data: bytes, view, start: int, end: int, group: list) -> None:
         """Write the reserved bytes, then emit their events and move the epoch cache."""
         seg.write(data if view is None else view[start:end])
@@ -335,7 +371,8 @@ class Log(LogRecovery, LogRetention):
                 reason = "time"
                 detail = f"{what} = {elapsed} ms > segment.ms={max_ms}" + (
                     f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
-        if reason is None and (seg.offset_index.is_full or seg.time_index.is_full):
+        oi, ti = seg.offset_index, seg.time_index
+        if reason is None and (len(oi.keys) >= oi.max_entries or len(ti.keys) >= ti.max_entries - 1):
             reason = "index_full"
             detail = (f"offset index {seg.offset_index.entries}/{seg.offset_index.max_entries} entries, time index "
                       f"{seg.time_index.entries}/{seg.time_index.max_entries} entries")
@@ -404,63 +441,44 @@ class Log(LogRecovery, LogRetention):
         if offset < self.log_start_offset or offset > self._log_end_offset:
             raise OffsetOutOfRangeError(offset, self.log_start_offset, self._log_end_offset, self.name)
 
-    def _probe(self, seg: LogSegment, index: str):
-        ident, emit, base = self._ident, self.events.emit, seg.base_offset
-
-        def probe(lo: int, hi: int, mid: int, entry_offset: int, entry_value: int, went: str) -> None:
-            emit(IndexProbe(*ident, index, base, lo, hi, mid, entry_offset, entry_value, went))
-        return probe
-
-    def _scan(self, seg: LogSegment):
-        ident, emit, base = self._ident, self.events.emit, seg.base_offset
-
-        def scan(pos: int, h: BatchHeader, matched: bool) -> None:
-            emit(LookupScan(*ident, base, pos, h.base_offset, h.base_offset + h.last_offset_delta, h.max_timestamp, matched))
-        return scan
-
     def read(self, offset: int, max_bytes: int = 1048576, *, max_offset: int | None = None,
              trace: bool = True) -> FetchDataInfo:
         """Whole batches from the one holding ``offset``: pick the segment (floor by base offset),
-        find the floor entry in its offset index, scan batches to the first whose last offset is
-        >= ``offset``. The first batch is always whole; the rest fit ``max_bytes`` and end below
-        ``max_offset`` (exclusive, e.g. the HW). ``trace=False`` emits no lookup events."""
-        self._check_range(offset)
-        ident, emit = self._ident, self.events.emit
-        if trace:
-            emit(LookupStarted(*ident, "offset", offset))
-        found = None
+        find the floor entry in its offset index, walk batch headers to the first whose last offset
+        is >= ``offset``. The first batch is always whole; the rest fit ``max_bytes`` and end below
+        ``max_offset`` (exclusive, e.g. the HW). With ``trace`` the whole path is one
+        :class:`LogLookup` event; ``trace=False`` emits nothing."""
+        if offset < self.log_start_offset or offset > self._log_end_offset:
+            self._check_range(offset)
+        probes: list | None = [] if trace else None
+        scan: list | None = [] if trace else None
+        rule = "largest base offset <= target"
+        found = seg = None
         if offset < self._log_end_offset and (max_offset is None or offset < max_offset):
             i = bisect.bisect_right(self._bases, offset) - 1
             seg = self._segments[i]
-            if trace:
-                emit(LookupSegment(*ident, seg.base_offset, list(self._bases), "largest base offset <= target"))
-            start = seg.offset_index.lookup(offset, self._probe(seg, "offset") if trace else None).position
+            oi = seg.offset_index
+            n = oi.floor(offset, probes)
+            start = oi.values[n] if n >= 0 else 0
             while True:
-                found = seg.translate_offset(offset, start, self._scan(seg) if trace else None)
+                found = seg._find_offset(offset, start, scan)
                 if found is not None or i + 1 >= len(self._segments):
                     break
+                # Nothing at or after the target here (a gap left by truncation): the next segment.
                 i, start = i + 1, 0
                 seg = self._segments[i]
-                if trace:
-                    emit(LookupSegment(*ident, seg.base_offset, list(self._bases), "next segment"))
+                rule = "largest base offset <= target, then the next segment (nothing at or after it there)"
         if found is None:
             if trace:
-                emit(LookupFinished(*ident, "offset", offset, offset, None, None, None))
+                self.events.emit(LogLookup(*self._ident, "offset", offset, list(self._bases), None, rule, [],
+                                           probes, scan, offset, None, None))
             return FetchDataInfo(offset, b"", (), None, None, self.log_start_offset, self._log_end_offset, self.high_watermark)
-        pos, _ = found
-        headers, total = [], 0
-        for p, h in seg.iter_headers(pos):
-            size = h.batch_length + 12
-            if (max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset) or \
-                    (headers and total + size > max_bytes):
-                break
-            headers.append(h)
-            total += size
-        data = seg.read_bytes(pos, total) if total else b""
+        pos = found[0]
+        data, headers = seg.read_batches(pos, max_bytes, max_offset, found[2], found[3])
         if trace:
-            emit(LookupFinished(*ident, "offset", offset, headers[0].base_offset if headers else offset, pos,
-                                seg.base_offset, None))
-        return FetchDataInfo(offset, data, tuple(headers), seg.base_offset, pos, self.log_start_offset,
+            self.events.emit(LogLookup(*self._ident, "offset", offset, list(self._bases), seg.base_offset, rule, [],
+                                       probes, scan, headers[0].base_offset if headers else offset, pos, None))
+        return FetchDataInfo(offset, data, headers, seg.base_offset, pos, self.log_start_offset,
                              self._log_end_offset, self.high_watermark)
 
     def records(self, start: int | None = None, end: int | None = None) -> list[Record]:
@@ -493,8 +511,6 @@ class Log(LogRecovery, LogRetention):
                                    cache.epoch_for_offset(best.offset_of_max_timestamp))
         if timestamp < 0:
             raise InvalidRequestError(f"{self.name}: unknown special timestamp {timestamp}")
-        ident, emit = self._ident, self.events.emit
-        emit(LookupStarted(*ident, "timestamp", timestamp))
         # 1. the first segment whose largest timestamp is >= the target. Segments wholly below the
         # log start offset are skipped, and if the log start offset cut the chosen segment so
         # that nothing in it qualifies, the search goes on in the next one (Kafka stops there
@@ -503,41 +519,43 @@ class Log(LogRecovery, LogRetention):
         segs, start = self._segments, self.log_start_offset
         result, found_at, seg = None, None, None
         rule = "first segment with largest timestamp >= target"
+        time_probes: list = []
+        probes: list = []
+        scan: list = []
         for i, candidate in enumerate(segs):
             upper = segs[i + 1].base_offset if i + 1 < len(segs) else self._log_end_offset
             if candidate.largest_timestamp < timestamp or upper <= start or not candidate.size:
                 continue
+            if seg is not None:
+                rule += ", then the next segment (nothing at or after the log start offset there)"
             seg = candidate
-            emit(LookupSegment(*ident, seg.base_offset, list(self._bases), rule))
-            rule = "next segment (nothing at or after the log start offset in the previous one)"
-            found_at, result = self._find_in_segment(seg, timestamp)
+            found_at, result = self._find_in_segment(seg, timestamp, time_probes, probes, scan)
             if result is not None:
                 break
-        if seg is None:
-            emit(LookupSegment(*ident, None, list(self._bases), rule))
-        emit(LookupFinished(*ident, "timestamp", timestamp, result.offset if result else -1, found_at,
-                            seg.base_offset if result else None, result.timestamp if result else None))
+        self.events.emit(LogLookup(*self._ident, "timestamp", timestamp, list(self._bases),
+                                   seg.base_offset if seg is not None else None, rule, time_probes, probes, scan,
+                                   result.offset if result else -1, found_at, result.timestamp if result else None))
         return result
 
-    def _find_in_segment(self, seg: LogSegment, timestamp: int) -> tuple[int | None, TimestampOffset | None]:
-        """Steps 2-4 of the time lookup inside one segment."""
+    def _find_in_segment(self, seg: LogSegment, timestamp: int, time_probes: list, probes: list,
+                         scan: list) -> tuple[int | None, TimestampOffset | None]:
+        """Steps 2-4 of the time lookup inside one segment, recording each step in the lists."""
         # 2. time index: largest entry with timestamp <= target
-        to = seg.time_index.lookup(timestamp, self._probe(seg, "time"))
+        to = seg.time_index.lookup(timestamp, time_probes)
         # 3. offset index: floor entry of that offset (not below the log start offset)
         start_offset = max(to.offset, self.log_start_offset)
-        position = seg.offset_index.lookup(start_offset, self._probe(seg, "offset")).position
-        # 4. scan batches for the first whose max timestamp is >= target, then its records
-        scan = self._scan(seg)
-        for pos, h in seg.iter_headers(position):
-            matched = h.max_timestamp >= timestamp
-            scan(pos, h, matched)
+        position = seg.offset_index.lookup(start_offset, probes).position
+        # 4. walk batches for the first whose max timestamp is >= target, then its records
+        for pos, base, last, max_ts, size in seg.walk(position):
+            matched = max_ts >= timestamp
+            scan.append((pos, base, last, max_ts, matched))
             if not matched:
                 continue
-            batch = decode_batch(seg.read_bytes(pos, h.batch_length + 12), verify_crc=False)
+            batch = decode_batch(seg.read_bytes(pos, size), verify_crc=False)
             rec = next((r for r in batch.records if r.timestamp >= timestamp and r.offset >= self.log_start_offset),
                        None)
             if rec is not None:
-                epoch = h.partition_leader_epoch
+                epoch = batch.partition_leader_epoch
                 return pos, TimestampOffset(rec.timestamp, rec.offset, epoch if epoch >= 0 else None)
         return None, None
 

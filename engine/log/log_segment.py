@@ -13,8 +13,9 @@ the indexes with the same rule so that a rebuilt index equals the original byte 
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Iterator
 
 from ..config import LogConfig
 from ..disk import Disk
@@ -27,8 +28,12 @@ __all__ = ["LogSegment", "segment_file_name", "RecoveryResult", "INT32_MAX"]
 
 INT32_MAX = 2**31 - 1
 _CHUNK = 65536
-
-ScanFn = Callable[[int, BatchHeader, bool], None]
+#: What a lookup reads of each batch it walks past: baseOffset, batchLength, partitionLeaderEpoch
+#: (skipped), magic, CRC and attributes (skipped), lastOffsetDelta, baseTimestamp (skipped),
+#: maxTimestamp — 43 bytes, one ``unpack_from`` per batch.
+_WALK = struct.Struct(">qi4xb6xi8xq")
+_WALK_SIZE = _WALK.size
+_MIN_BATCH = BATCH_OVERHEAD
 
 
 def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
@@ -109,11 +114,9 @@ class LogSegment:
     # ---- appending -----------------------------------------------------------
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
-        pos = self.disk.append(self.log_rel, data)
-        out = (pos,) + self._account(pos, header, len(data), now_ms, True)
-        self.offset_index.sync()
-        self.time_index.sync()
-        return out
+        pos = self.size
+        self.disk.write_at(self.log_rel, pos, data)
+        return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
         """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
@@ -122,31 +125,31 @@ class LogSegment:
         return (pos,) + self._account(pos, header, size, now_ms, True)
 
     def write(self, data) -> None:
-        """Append bytes previously accounted for with :meth:`reserve`."""
-        pos = self.disk.append(self.log_rel, data)
-        assert pos + len(data) == self.size, f"{self.name}: wrote at {pos}, expected to end at {self.size}"
-        self.offset_index.sync()
-        self.time_index.sync()
+        """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
+        the segment's size, which is kept in memory (no seek to the file's end)."""
+        self.disk.write_at(self.log_rel, self.size - len(data), data)
 
     def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
         """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
         ts = header.max_timestamp
+        last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = ts
         if ts > self.max_timestamp_so_far:
             self.max_timestamp_so_far = ts
-            self.offset_of_max_timestamp = header.base_offset + header.last_offset_delta
+            self.offset_of_max_timestamp = last
         wrote_o = wrote_t = False
-        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             if write:
-                self.offset_index.append(header.base_offset + header.last_offset_delta, pos, defer=True)
+                self.offset_index.append(last, pos, defer=True)
                 wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                                        defer=True)
                 wrote_o = True
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += size
+            since = 0
+        self.bytes_since_last_index_entry = since + size
         self.size = pos + size
-        self.next_offset = header.base_offset + header.last_offset_delta + 1
+        self.next_offset = last + 1
         self.last_modified_ms = now_ms
         return wrote_o, wrote_t
 
@@ -204,15 +207,120 @@ class LogSegment:
             yield pos, header
             pos += header.batch_length + 12
 
-    def translate_offset(self, target: int, start: int = 0, scan: ScanFn | None = None) -> tuple[int, BatchHeader] | None:
-        """First batch at or after ``start`` whose last offset is >= ``target``."""
-        for pos, h in self.iter_headers(start):
-            hit = h.base_offset + h.last_offset_delta >= target
-            if scan is not None:
-                scan(pos, h, hit)
-            if hit:
-                return pos, h
+    def walk(self, start: int = 0) -> Iterator[tuple[int, int, int, int, int]]:
+        """``(position, base_offset, last_offset, max_timestamp, size)`` of each batch from byte
+        ``start``: the file is read in windows and each header is one ``struct.unpack_from``
+        (no header objects). CorruptRecordError names the position of a bad header."""
+        end = self.size
+        pos = start
+        unpack = _WALK.unpack_from
+        while pos < end:
+            buf = self.disk.read(self.log_rel, pos, min(_CHUNK, end - pos))
+            n, rel = len(buf), 0
+            while rel + _WALK_SIZE <= n:
+                base, length, magic, delta, max_ts = unpack(buf, rel)
+                size = length + 12
+                if magic != 2 or size < _MIN_BATCH:
+                    self._corrupt_at(pos + rel)
+                yield pos + rel, base, base + delta, max_ts, size
+                rel += size
+            if rel == 0:
+                self._corrupt_at(pos)
+            pos += rel
+
+    def find_offset(self, target: int, start: int = 0, scan: list | None = None) -> tuple[int, int] | None:
+        """``(position, size)`` of the first batch at or after byte ``start`` whose last offset is
+        >= ``target``, or None. Walks header fields with ``struct.unpack_from`` over one read of a
+        window (the index floor puts the batch within about ``index.interval.bytes``); with
+        ``scan``, appends ``(position, base_offset, last_offset, max_timestamp, matched)`` per
+        batch walked."""
+        found = self._find_offset(target, start, scan)
+        return None if found is None else found[:2]
+
+    def _find_offset(self, target: int, start: int, scan: list | None) -> tuple[int, int, bytes, int] | None:
+        """:meth:`find_offset`, also returning the window read and where the batch found starts in it."""
+        end = self.size
+        pos = start
+        unpack = _WALK.unpack_from
+        window = min(max(2 * self.index_interval_bytes, 8192), _CHUNK)
+        record = None if scan is None else scan.append
+        while pos < end:
+            buf = self.disk.read(self.log_rel, pos, min(window, end - pos))
+            n, rel = len(buf), 0
+            while rel + _WALK_SIZE <= n:
+                base, length, magic, delta, max_ts = unpack(buf, rel)
+                size = length + 12
+                if magic != 2 or size < _MIN_BATCH:
+                    self._corrupt_at(pos + rel)
+                last = base + delta
+                if record is not None:
+                    record((pos + rel, base, last, max_ts, last >= target))
+                if last >= target:
+                    return pos + rel, size, buf, rel
+                rel += size
+            if rel == 0:
+                self._corrupt_at(pos)
+            pos += rel
+            window = _CHUNK
         return None
+
+    def translate_offset(self, target: int, start: int = 0, scan: list | None = None) -> tuple[int, BatchHeader] | None:
+        """First batch at or after ``start`` whose last offset is >= ``target``: its position and header."""
+        found = self.find_offset(target, start, scan)
+        if found is None:
+            return None
+        return found[0], self._header_at(found[0])
+
+    def _header_at(self, pos: int) -> BatchHeader:
+        try:
+            return read_header(self.disk.read(self.log_rel, pos, BATCH_OVERHEAD))
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}: "
+                                     f"{getattr(exc, 'reason', exc)}") from exc
+
+    def _corrupt_at(self, pos: int) -> None:
+        self._header_at(pos)   # raises the precise error
+        raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos}")
+
+    def read_batches(self, pos: int, max_bytes: int, max_offset: int | None = None,
+                     window: bytes = b"", at: int = 0) -> tuple[bytes, tuple]:
+        """Whole batches from ``pos``: the first always, then as many as fit ``max_bytes`` and end
+        below ``max_offset`` (exclusive). Returns (bytes, headers), read with one read when the
+        first window covers them; ``window``, bytes already read with ``pos`` at ``at``, saves it."""
+        end = self.size
+        headers = []
+        if window and at + BATCH_OVERHEAD <= len(window):
+            h = read_header(window, at)
+            size = h.batch_length + 12
+            if size >= max_bytes and at + size <= len(window) and (
+                    max_offset is None or h.base_offset + h.last_offset_delta < max_offset):
+                return window[at:at + size], (h,)     # a one-batch answer, all in the window
+        total = 0
+        buf = window[at:] if window else self.disk.read(self.log_rel, pos,
+                                                        min(end - pos, max(min(max_bytes, _CHUNK), 4096)))
+        while pos + total < end:
+            rel = total
+            if rel + BATCH_OVERHEAD > len(buf):
+                more = self.disk.read(self.log_rel, pos + len(buf),
+                                      min(end - pos - len(buf), max(min(max_bytes - len(buf), _CHUNK * 16), 4096)))
+                if not more:
+                    break
+                buf += more
+                continue
+            try:
+                h = read_header(buf, rel)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"{self.name}: corrupt record batch at position {pos + rel}: "
+                                         f"{getattr(exc, 'reason', exc)}") from exc
+            size = h.batch_length + 12
+            if (max_offset is not None and h.base_offset + h.last_offset_delta >= max_offset) or \
+                    (headers and total + size > max_bytes):
+                break
+            headers.append(h)
+            total += size
+        if total > len(buf):
+            buf += self.disk.read(self.log_rel, pos + len(buf), total - len(buf))
+        return (buf if len(buf) == total else buf[:total]), tuple(headers)
 
     def read_bytes(self, pos: int, n: int) -> bytes:
         return self.disk.read(self.log_rel, pos, n)

@@ -13,7 +13,7 @@ offset to the append's *start* position (reference §3.3). The file is named
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import CorruptIndexError
 from .index import Index, ProbeFn
@@ -23,8 +23,7 @@ __all__ = ["OffsetIndex", "OffsetPosition"]
 _ENTRY = struct.Struct(">ii")
 
 
-@dataclass(frozen=True)
-class OffsetPosition:
+class OffsetPosition(NamedTuple):
     offset: int
     position: int
 
@@ -54,20 +53,18 @@ class OffsetIndex(Index):
 
     def append(self, offset: int, position: int, defer: bool = False) -> None:
         """Add an entry (written through, or at the next :meth:`sync` with ``defer``)."""
-        assert not self.is_full, f"{self.file_name} is full ({self.max_entries} entries)"
-        assert not self.keys or (offset > self.keys[-1] and position > self.values[-1]), \
-            f"{self.file_name}: entry ({offset}, {position}) after {self.entry(len(self.keys) - 1)}"
+        keys = self.keys
+        assert len(keys) < self.max_entries, f"{self.file_name} is full ({self.max_entries} entries)"
+        assert not keys or (offset > keys[-1] and position > self.values[-1]), \
+            f"{self.file_name}: entry ({offset}, {position}) after {self.entry(len(keys) - 1)}"
         self._write(offset, position, defer)
 
-    def lookup(self, target: int, probe: ProbeFn | None = None) -> OffsetPosition:
+    def lookup(self, target: int, probe: ProbeFn | list | None = None) -> OffsetPosition:
         """Largest entry with offset <= ``target``, or ``(base_offset, 0)`` if there is none."""
         n = self.floor(target, probe)
         if n < 0:
             return OffsetPosition(self.base_offset, 0)
         return OffsetPosition(self.keys[n], self.values[n])
-
-    def _report(self, probe: ProbeFn, lo: int, hi: int, mid: int, went: str) -> None:
-        probe(lo, hi, mid, self.keys[mid], self.values[mid], went)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""

@@ -13,7 +13,7 @@ named ``<base offset, 20 digits>.timeindex``.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import CorruptIndexError
 from .index import Index, ProbeFn
@@ -24,8 +24,7 @@ _ENTRY = struct.Struct(">qi")
 NO_TIMESTAMP = -1
 
 
-@dataclass(frozen=True)
-class TimestampOffset:
+class TimestampOffset(NamedTuple):
     """A (timestamp, offset) pair; as a ListOffsets answer it also carries the batch's leader epoch."""
 
     timestamp: int
@@ -61,25 +60,22 @@ class TimeIndex(Index):
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False, defer: bool = False) -> bool:
         """Append ``(timestamp, offset)`` if ``timestamp`` is larger than the last entry's.
         Returns True if an entry was written."""
-        assert skip_full_check or not self.is_full, f"{self.file_name} is full"
-        if self.keys and offset < self.values[-1]:
+        keys = self.keys
+        assert skip_full_check or len(keys) < self.max_entries - 1, f"{self.file_name} is full"
+        if keys and offset < self.values[-1]:
             raise CorruptIndexError(
                 f"{self.file_name}: entry ({timestamp}, {offset}) would go below the last offset {self.values[-1]}")
-        last_ts = self.keys[-1] if self.keys else NO_TIMESTAMP
-        if timestamp > last_ts:
+        if timestamp > (keys[-1] if keys else NO_TIMESTAMP):
             self._write(timestamp, offset, defer)
             return True
         return False
 
-    def lookup(self, target: int, probe: ProbeFn | None = None) -> TimestampOffset:
+    def lookup(self, target: int, probe: ProbeFn | list | None = None) -> TimestampOffset:
         """Largest entry with timestamp <= ``target``, or ``(-1, base_offset)`` if there is none."""
         n = self.floor(target, probe)
         if n < 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         return TimestampOffset(self.keys[n], self.values[n])
-
-    def _report(self, probe: ProbeFn, lo: int, hi: int, mid: int, went: str) -> None:
-        probe(lo, hi, mid, self.values[mid], self.keys[mid], went)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""

@@ -4,14 +4,14 @@ from engine.records.batch import (
     BATCH_OVERHEAD, LOG_OVERHEAD, MAGIC, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
     NO_SEQUENCE, BatchHeader, CompressionType, ControlRecordType, EndTransactionMarker, Header, Record,
     RecordBatch, SimpleRecord, TimestampType, ValidPrefix, build_batch, build_end_txn_marker, decode_batch,
-    iter_batches, read_end_txn_marker, read_header, scan_valid, verify_crc, with_log_append_time,
-    with_offset_and_epoch,
+    encode_batch, iter_batches, read_end_txn_marker, read_header, scan_valid, verify_crc, whole_batch_header,
+    with_log_append_time, with_offset_and_epoch,
 )
 
 __all__ = [
     "BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC", "NO_PARTITION_LEADER_EPOCH", "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID", "NO_SEQUENCE", "BatchHeader", "CompressionType", "ControlRecordType",
     "EndTransactionMarker", "Header", "Record", "RecordBatch", "SimpleRecord", "TimestampType", "ValidPrefix",
-    "build_batch", "build_end_txn_marker", "decode_batch", "iter_batches", "read_end_txn_marker",
-    "read_header", "scan_valid", "verify_crc", "with_log_append_time", "with_offset_and_epoch",
+    "build_batch", "build_end_txn_marker", "decode_batch", "encode_batch", "iter_batches", "read_end_txn_marker",
+    "read_header", "scan_valid", "verify_crc", "whole_batch_header", "with_log_append_time", "with_offset_and_epoch",
 ]

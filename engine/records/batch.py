@@ -35,7 +35,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
@@ -47,7 +47,8 @@ __all__ = [
     "CompressionType", "TimestampType", "Header", "SimpleRecord", "Record", "BatchHeader",
     "RecordBatch", "ValidPrefix", "BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
-    "build_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
+    "build_batch", "encode_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
+    "whole_batch_header",
     "with_offset_and_epoch", "with_log_append_time",
     "ControlRecordType", "EndTransactionMarker", "build_end_txn_marker", "read_end_txn_marker",
 ]
@@ -85,8 +86,7 @@ _ZZ1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))
 # Encoded bytes of every unsigned LEB128 value below 2**14 (1 or 2 bytes).
 _SMALL = tuple(encode_unsigned_varint(u) for u in range(1 << 14))
 
-_new = object.__new__
-_set = object.__setattr__
+_tuple_new = tuple.__new__
 
 
 class TimestampType(IntEnum):
@@ -100,42 +100,38 @@ _CODECS = tuple(CompressionType)
 _TIMESTAMP_TYPES = tuple(TimestampType)
 
 
-@dataclass(frozen=True)
-class Header:
+class Header(NamedTuple):
     """A record header: non-null UTF-8 key, nullable bytes value."""
 
     key: str
     value: bytes | None
 
 
-@dataclass(frozen=True)
-class SimpleRecord:
-    """What a producer hands over: the batch assigns offset and (if None) timestamp."""
+class SimpleRecord(NamedTuple):
+    """What a producer hands over: the batch assigns offset and (if None) timestamp.
+    A named tuple, so building one per record costs about as little as a plain tuple."""
 
     value: bytes | None
     key: bytes | None = None
     timestamp: int | None = None
-    headers: tuple[Header, ...] = ()
+    headers: tuple = ()
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     """A decoded record; ``offset`` and ``timestamp`` are absolute (batch base + delta, or the
-    batch's maxTimestamp for every record of a LogAppendTime batch)."""
+    batch's maxTimestamp for every record of a LogAppendTime batch). A named tuple: the
+    decoder makes one per record with a single ``tuple.__new__``."""
 
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[Header, ...]
+    headers: tuple
     offset_delta: int
     timestamp_delta: int
 
 
-@dataclass(frozen=True)
-class BatchHeader:
-    """The 61 fixed bytes of a v2 batch (layout in the module docstring)."""
-
+class _HeaderFields(NamedTuple):
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -149,6 +145,13 @@ class BatchHeader:
     producer_epoch: int
     base_sequence: int
     records_count: int
+
+
+class BatchHeader(_HeaderFields):
+    """The 61 fixed bytes of a v2 batch (layout in the module docstring), as an immutable
+    named tuple: made on every append and lookup, straight from ``struct.unpack_from``."""
+
+    __slots__ = ()
 
     @property
     def compression(self) -> CompressionType:
@@ -206,17 +209,37 @@ class BatchHeader:
         return base + delta
 
 
-@dataclass(frozen=True)
-class RecordBatch(BatchHeader):
-    """A decoded batch: its header fields plus the records (offsets absolute)."""
+class _BatchFields(NamedTuple):
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    records: tuple
 
-    records: tuple[Record, ...]
+
+class RecordBatch(_BatchFields, BatchHeader):
+    """A decoded batch: its header fields plus the records (offsets absolute). Iterating it,
+    and ``len``, go over the records."""
+
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[Record]:
-        return iter(self.records)
+        return iter(self[13])
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self[13])
+
+    def __getnewargs__(self) -> tuple:
+        return self[:]        # tuple slicing does not go through __iter__
 
 
 @dataclass(frozen=True)
@@ -230,25 +253,8 @@ class ValidPrefix:
     error: str | None
 
 
-_HEADER_FIELDS = tuple(f for f in BatchHeader.__dataclass_fields__)
-
-
-def _header_fields(v: tuple) -> dict:
-    return {"base_offset": v[0], "batch_length": v[1], "partition_leader_epoch": v[2], "magic": v[3],
-            "crc": v[4], "attributes": v[5], "last_offset_delta": v[6], "base_timestamp": v[7],
-            "max_timestamp": v[8], "producer_id": v[9], "producer_epoch": v[10], "base_sequence": v[11],
-            "records_count": v[12]}
-
-
-assert tuple(_header_fields(tuple(range(13)))) == _HEADER_FIELDS
-
-
 def _header_from(v: tuple) -> BatchHeader:
-    # A frozen dataclass's __init__ sets each field through object.__setattr__; filling
-    # __dict__ in one go is several times cheaper on the recovery/scan path.
-    h = _new(BatchHeader)
-    _set(h, "__dict__", _header_fields(v))
-    return h
+    return _tuple_new(BatchHeader, v)
 
 
 def _corrupt(pos: int, reason: str) -> CorruptRecordError:
@@ -300,20 +306,27 @@ def _encode_headers(headers) -> bytes:
 def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
     """Record section of ``records``; returns (bytes, baseTimestamp, max record timestamp).
 
-    Each record is gathered as a handful of ready-made pieces (small varints come from a
-    table) whose lengths give the record length up front, and the whole section is joined
-    once at the end: no per-record buffer, no second pass.
+    Each record's fields after its length are joined once (small varints come from a table),
+    its length varint put in front, and the whole section joined once at the end. A
+    ``SimpleRecord`` is unpacked as the tuple it is; other objects are read by attribute.
     """
     small = _SMALL
     uvarint = encode_unsigned_varint
+    simple = SimpleRecord
     parts: list[bytes] = []
     extend = parts.extend
+    join = b"".join
     first = records[0].timestamp
     base_ts = now_ms if first is None else first
     max_ts = base_ts
+    count = len(records)
+    deltas = small[0:2 * count:2] if count <= 8192 else [uvarint(j << 1) for j in range(count)]
     i = 0
-    for r in records:
-        ts = r.timestamp
+    for r, od in zip(records, deltas):
+        if type(r) is simple:
+            value, key, ts, headers = r
+        else:
+            value, key, ts, headers = r.value, r.key, r.timestamp, r.headers
         if ts is None:
             ts = now_ms
         if ts > max_ts:
@@ -326,8 +339,6 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
             if not (INT64_MIN <= ts <= INT64_MAX) or u < 0 or u > _UINT64_MAX:
                 raise InvalidRecordError(f"record {i}: timestamp {ts} is not an int64 within int64 of {base_ts}")
             tsd = uvarint(u)
-        od = small[i << 1] if i < 8192 else uvarint(i << 1)
-        key = r.key
         if key is None:
             kh = b"\x01"
             key = b""
@@ -336,7 +347,6 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
                 key = _as_bytes(key, "key")
             n = len(key)
             kh = small[n << 1] if n < 8192 else uvarint(n << 1)
-        value = r.value
         if value is None:
             vh = b"\x01"
             value = b""
@@ -345,22 +355,29 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
                 value = _as_bytes(value, "value")
             n = len(value)
             vh = small[n << 1] if n < 8192 else uvarint(n << 1)
-        headers = r.headers
-        hdr = _encode_headers(headers) if headers else b"\x00"
-        # 1 = the record attributes byte (unused, always 0)
-        n = 1 + len(tsd) + len(od) + len(kh) + len(key) + len(vh) + len(value) + len(hdr)
-        extend((small[n << 1] if n < 8192 else uvarint(n << 1), b"\x00", tsd, od, kh, key, vh, value, hdr))
+        # b"\x00" = the record attributes byte (unused, always 0)
+        body = join((b"\x00", tsd, od, kh, key, vh, value,
+                     _encode_headers(headers) if headers else b"\x00"))
+        n = len(body)
+        extend((small[n << 1] if n < 8192 else uvarint(n << 1), body))
         i += 1
-    return b"".join(parts), base_ts, max_ts
+    return join(parts), base_ts, max_ts
 
 
-def build_batch(records: Iterable, *, base_offset: int = 0,
+def build_batch(records: Iterable, **options) -> bytes:
+    """Encode ``records`` (SimpleRecord-like: value, key, timestamp, headers) as one v2 batch.
+    Options as :func:`encode_batch`, which also returns the header it wrote."""
+    return encode_batch(records, **options)[0]
+
+
+def encode_batch(records: Iterable, *, base_offset: int = 0,
                 compression: CompressionType | int = CompressionType.NONE,
                 timestamp_type: TimestampType | int = TimestampType.CREATE_TIME, now_ms: int = 0,
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
                 base_sequence: int = NO_SEQUENCE, partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                is_transactional: bool = False, is_control: bool = False) -> bytes:
-    """Encode ``records`` (SimpleRecord-like: value, key, timestamp, headers) as one v2 batch.
+                is_transactional: bool = False, is_control: bool = False) -> tuple[bytes, BatchHeader]:
+    """Encode ``records`` (SimpleRecord-like: value, key, timestamp, headers) as one v2 batch;
+    returns its bytes and its header (so a caller never parses what it just built).
 
     Offset deltas are 0..n-1; records without a timestamp get ``now_ms``. With
     LogAppendTime, maxTimestamp is ``now_ms`` (what a broker stamps). The record section is
@@ -386,16 +403,18 @@ def build_batch(records: Iterable, *, base_offset: int = 0,
         section = compress(codec, section)
     out = bytearray(BATCH_OVERHEAD)
     out += section
+    values = [base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes, n - 1, base_ts,
+              max_ts, producer_id, producer_epoch, base_sequence, n]
     try:
-        _HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-                          attributes, n - 1, base_ts, max_ts, producer_id, producer_epoch, base_sequence, n)
+        _HEADER.pack_into(out, 0, *values)
     except struct.error as exc:
         raise InvalidRecordError(
             f"batch field out of range (base_offset={base_offset}, partition_leader_epoch={partition_leader_epoch}, "
             f"base_timestamp={base_ts}, max_timestamp={max_ts}, producer_id={producer_id}, "
             f"producer_epoch={producer_epoch}, base_sequence={base_sequence}): {exc}") from exc
-    _UINT32.pack_into(out, 17, crc32c(memoryview(out)[_CRC_START:]))
-    return bytes(out)
+    values[4] = crc = crc32c(memoryview(out)[_CRC_START:])
+    _UINT32.pack_into(out, 17, crc)
+    return bytes(out), _tuple_new(BatchHeader, values)
 
 
 # --------------------------------------------------------------------------- header walks
@@ -428,6 +447,21 @@ def verify_crc(buf, pos: int, header: BatchHeader) -> bool:
         return False
     with memoryview(buf) as view:
         return crc32c(view[pos + _CRC_START:end]) == header.crc
+
+
+def whole_batch_header(data: bytes) -> BatchHeader | None:
+    """The header of ``data`` when it is exactly one whole batch with a valid magic, length and
+    CRC; None otherwise (then :func:`scan_valid` says what is wrong). The common one-batch
+    append checks its input with this, in one step."""
+    n = len(data)
+    if n < BATCH_OVERHEAD:
+        return None
+    v = _HEADER.unpack_from(data, 0)
+    if v[3] != MAGIC or v[1] + LOG_OVERHEAD != n or v[1] < _MIN_BATCH_LENGTH:
+        return None
+    if crc32c(memoryview(data)[_CRC_START:]) != v[4]:
+        return None
+    return _tuple_new(BatchHeader, v)
 
 
 def scan_valid(buf, pos: int = 0) -> ValidPrefix:
@@ -476,7 +510,7 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
     """
     zz1 = _ZZ1
     dv, dvl = decode_varint, decode_varlong
-    new, setd = _new, _set
+    new = _tuple_new
     rec_cls = Record
     records = []
     append = records.append
@@ -572,13 +606,9 @@ def _decode_records(data: bytes, pos: int, end: int, count: int, base_offset: in
             if pos != rec_end:
                 raise _corrupt(batch_pos, f"record {i} declares length {length} but its fields "
                                           f"take {length + pos - rec_end} bytes")
-            rec = new(rec_cls)
-            setd(rec, "__dict__", {
-                "offset": base_offset + off_delta,
-                "timestamp": base_ts + ts_delta if append_time is None else append_time,
-                "key": key, "value": value, "headers": headers,
-                "offset_delta": off_delta, "timestamp_delta": ts_delta})
-            append(rec)
+            append(new(rec_cls, (base_offset + off_delta,
+                                 base_ts + ts_delta if append_time is None else append_time,
+                                 key, value, headers, off_delta, ts_delta)))
     except IndexError:
         raise _corrupt(batch_pos, f"record {i} is truncated: the record section ends inside it") from None
     except CorruptRecordError as exc:
@@ -656,11 +686,7 @@ def decode_batch(buf, pos: int = 0, *, verify_crc: bool = True) -> RecordBatch:
         rstart, rend = 0, len(data)
     append_time = values[8] if attributes & _ATTR_LOG_APPEND_TIME else None
     records = _decode_records(data, rstart, rend, count, values[0], values[7], append_time, pos)
-    batch = _new(RecordBatch)
-    fields = _header_fields(values)
-    fields["records"] = records
-    _set(batch, "__dict__", fields)
-    return batch
+    return _tuple_new(RecordBatch, values + (records,))
 
 
 def iter_batches(buf, pos: int = 0, *, verify_crc: bool = True) -> Iterator[tuple[int, RecordBatch]]:

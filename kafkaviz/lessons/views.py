@@ -1,27 +1,41 @@
-"""Lesson pages. Function-based views; a page template with named partials, and the
-partial alone when htmx asks for it (``HX-Request`` header)."""
+"""Lesson pages. Function-based views; one page template for every lesson, with named
+partials rendered alone when htmx asks for one (``HX-Request`` header)."""
 from __future__ import annotations
 
 import dataclasses
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from engine.cluster.config import ClusterConfig
 from engine.config import LogConfig
 
 from .catalogue import LESSONS, Lesson, get_lesson
+from .content import LANGUAGES, LessonContent, load_content
+from .ui import ui_strings
 
-LANGUAGES = {"en": "English", "zh": "简体中文"}
+# Our language codes → Django's (the .po files live under locale/zh_Hans/).
+DJANGO_LANG = {"en": "en", "zh": "zh-hans"}
 
 
 def is_htmx(request: HttpRequest) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
+def _lang(request: HttpRequest) -> str:
+    lang = request.GET.get("lang", "en")
+    return lang if lang in LANGUAGES else "en"
+
+
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "lessons/home.html", {"lessons": LESSONS})
+    lang = _lang(request)
+    with translation.override(DJANGO_LANG[lang]):
+        return render(request, "lessons/home.html", {"lessons": [lesson.shown(lang) for lesson in LESSONS],
+                                                     "lang": lang, "languages": LANGUAGES})
 
 
 @require_GET
@@ -31,24 +45,49 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok", "sandboxes": len(get_runtime().sandboxes)})
 
 
-def _config_rows(lesson_config: dict[str, int]) -> list[dict[str, object]]:
-    """(Kafka name, lesson value, Kafka default) for the config panel."""
-    defaults = LogConfig()
-    by_kafka = {f.metadata.get("kafka"): f.name for f in dataclasses.fields(LogConfig)}
-    return [{"name": name, "value": value, "default": getattr(defaults, by_kafka[name])}
-            for name, value in lesson_config.items()]
+def _defaults() -> dict[str, object]:
+    """Kafka name → Kafka's default, for the storage and the cluster settings."""
+    out: dict[str, object] = {}
+    for obj in (ClusterConfig(), LogConfig()):
+        for f in dataclasses.fields(obj):
+            name = f.metadata.get("kafka")
+            if name and name != "log":
+                out.setdefault(name, getattr(obj, f.name))
+    return out
 
 
-def _segments_context(request: HttpRequest) -> dict[str, object]:
-    from kafkaviz.live.segments import LESSON_CONFIG, MS_PER_MESSAGE, PARTITIONS, TOPIC
-
-    return {"config_rows": _config_rows(LESSON_CONFIG), "topic": TOPIC,
-            "partitions": list(range(PARTITIONS)), "ms_per_message": MS_PER_MESSAGE,
-            "segment_bytes": LESSON_CONFIG["segment.bytes"], "index_bytes": LESSON_CONFIG["segment.index.bytes"]}
+def config_rows(config: dict[str, object]) -> list[dict[str, object]]:
+    """(Kafka name, this sandbox's value, Kafka's default) for the settings table."""
+    defaults = _defaults()
+    return [{"name": name, "value": value, "default": defaults.get(name, "—")} for name, value in config.items()]
 
 
-# Extra context per lesson slug (the page template decides what to show).
-LESSON_CONTEXT = {"segments": _segments_context}
+def _commands(content: LessonContent) -> dict[str, dict[str, object]]:
+    """The kind's command specs by type and field, so forms carry the limits the server
+    enforces (one home: the spec)."""
+    from kafkaviz.live.kinds import get_kind
+
+    specs = get_kind(content.kind).command_specs(content.scenario)
+    return {name: {"help": spec.help, **{f.name: f for f in spec.fields}} for name, spec in specs.items()}
+
+
+def _broker_actions() -> list[tuple[str, str, str]]:
+    return [("crash", _("Crash"), "c"), ("shutdown", _("Shut down"), "s"), ("restart", _("Restart"), "r"),
+            ("isolate", _("Isolate"), "i"), ("pause_follower", _("Pause fetching"), "p"),
+            ("resume_follower", _("Resume fetching"), "u")]
+
+
+def _cluster_context(content: LessonContent, commands: dict[str, dict[str, object]]) -> dict[str, object]:
+    """Broker ids of the lesson's scenarios and the broker buttons the kind accepts."""
+    choices = content.scenario.get("choices") or ()
+    if not choices:
+        return {}
+    from engine.cluster.scenarios import get_scenario
+
+    brokers = max(int(get_scenario(name).config.get("brokers", 3)) for name in choices)
+    return {"broker_ids": list(range(brokers)),
+            "broker_actions": [(name, label, key, commands[name]["help"])
+                               for name, label, key in _broker_actions() if name in commands]}
 
 
 @require_GET
@@ -56,18 +95,22 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
     found: Lesson | None = get_lesson(slug)
     if found is None:
         raise Http404(f"no lesson {slug!r}")
-    if not found.available:
-        return render(request, "lessons/not_yet.html", {"lesson": found}, status=404)
-    lang = request.GET.get("lang", "en")
-    if lang not in LANGUAGES:
-        lang = "en"
-    context: dict[str, object] = {"lesson": found, "lang": lang, "languages": LANGUAGES}
-    if is_htmx(request) and request.headers.get("HX-Target") == "explanation":
-        return render(request, f"{found.template}#explanation", context)
-    if found.sandbox_kind is not None:
-        from kafkaviz.live.sessions import ensure_sandbox_id
+    lang = _lang(request)
+    content = load_content(slug, lang)
+    with translation.override(DJANGO_LANG[lang]):
+        if content is None:
+            return render(request, "lessons/not_yet.html", {"lesson": found, "lang": lang}, status=404)
+        context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
+                                      "available_langs": content.languages}
+        if is_htmx(request) and request.headers.get("HX-Target") == "explanation":
+            return render(request, "lessons/lesson.html#explanation", context)
+        if content.kind is not None:
+            from kafkaviz.live.sessions import ensure_sandbox_id
 
-        ensure_sandbox_id(request.session, slug)
-        context["ws_path"] = f"/ws/lessons/{slug}/"
-    context.update(LESSON_CONTEXT.get(slug, lambda r: {})(request))
-    return render(request, found.template, context)
+            ensure_sandbox_id(request.session, slug)
+            context["ws_path"] = f"/ws/lessons/{slug}/?lang={lang}"
+            context["commands"] = commands = _commands(content)
+            context.update(_cluster_context(content, commands))
+        context["config_rows"] = config_rows(content.scenario.get("config") or {})
+        context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+        return render(request, "lessons/lesson.html", context)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+from urllib.parse import parse_qs
 from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from kafkaviz.lessons.catalogue import get_lesson
+from kafkaviz.lessons.content import LANGUAGES
 
 from .runtime import get_runtime, group_name
 from .sessions import sandbox_id_from_session
@@ -44,8 +46,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             # No page visit issued an id to this browser: nothing to attach to.
             await self.close(code=CLOSE_NO_SANDBOX)
             return
+        query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
+        lang = (query.get("lang") or ["en"])[0]
         try:
-            snapshot = await get_runtime().attach(sandbox_id, lesson.sandbox_kind)
+            snapshot = await get_runtime().attach(sandbox_id, slug, lang if lang in LANGUAGES else "en")
         except CommandError as exc:
             await self.accept()
             await self.send_json(exc.to_message())

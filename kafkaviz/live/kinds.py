@@ -1,26 +1,51 @@
-"""The sandbox-kind registry.
+"""Sandbox kinds: what a lesson's live sandbox is made of.
 
 A *sandbox kind* owns the engine objects one lesson plays with (a single ``Log``, a
-``Cluster``, ...), declares the commands it accepts, and describes its state as plain
-JSON for the frames. The runtime (``runtime.py``) does everything common: ids, data
-directories, locking, quotas on command rate, frames, reset, idle reclaim.
+``Cluster``, ...), declares the commands a learner may send, and describes its state
+as plain JSON for the frames. The runtime (``runtime.py``) does everything common:
+ids, data directories, locking, command-rate quotas, frames, reset, idle reclaim.
 
-To add a kind: subclass :class:`SandboxKind`, set ``name`` and ``commands``, implement
-``__init__`` (build the engine on ``data_dir`` with the given ``events`` log),
-``state()`` and the handler methods named by the commands, and decorate the class
-with :func:`register`. See docs/web.md.
+Every kind also gets the **guided steps** of its lesson and the controls that walk
+them: ``step`` (run the next step), ``back`` and ``seek`` (go to any earlier or later
+step of the run). A step is a few commands of the kind; a learner's own command is
+added as a step at the current position and drops the rest of the script, like an
+editor's undo history. This base class implements rewind by *replay*: same seed, same
+commands, same events, so rebuilding the engine and replaying the first k steps gives
+exactly the state the learner saw at step k. A kind whose engine has snapshots
+(``replication``) overrides :meth:`goto`.
+
+A kind registers by being listed once, in :data:`SANDBOX_KINDS`. Its commands are
+methods decorated with :func:`command`; the decorator binds the method to the
+command's spec, so the runtime calls ``spec.handler(kind, **values)`` -- no lookup by
+name. See docs/web.md ("Adding a sandbox kind").
 """
 from __future__ import annotations
 
+import importlib
+import shutil
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from engine.clock import Scheduler, VirtualClock
-from engine.events import Envelope, EventLog
+from engine.events import Envelope, Event, EventLog, event
+from engine import narration
 
-from .validation import CommandSpec
+from .checks import TaskTracker
+from .validation import CommandError, CommandSpec, Field, validate_command
 
-__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "register", "get_kind"]
+__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING"]
+
+# name -> "module:Class". The one place a kind is listed.
+SANDBOX_KINDS: dict[str, str] = {
+    "segments": "kafkaviz.live.segments:SegmentsSandbox",
+    "replication": "kafkaviz.live.replication:ReplicationSandbox",
+    "topic": "kafkaviz.live.topic:TopicSandbox",
+    "inside-segment": "kafkaviz.live.inside_segment:InsideSegmentSandbox",
+    "retention": "kafkaviz.live.retention:RetentionSandbox",
+    "page-cache": "kafkaviz.live.page_cache:PageCacheSandbox",
+}
+
+MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded
 
 
 class Limits:
@@ -29,6 +54,33 @@ class Limits:
     def __init__(self, max_messages: int, max_disk_bytes: int) -> None:
         self.max_messages = max_messages
         self.max_disk_bytes = max_disk_bytes
+
+
+@event("run_moved")
+class RunMoved(Event):
+    """Not an engine event: the lesson's run is now at ``step`` (it was at
+    ``from_step``); ``how`` is "step", "back" (restored), "load" or "command" (the
+    learner's own). Browsers drop timeline events after ``last_seq``."""
+    step: int
+    from_step: int
+    last_seq: int
+    how: str
+
+
+def command(*fields: Field | Callable[[dict], tuple[Field, ...]], help: str = "",
+            name: str | None = None) -> Callable[[Callable], Callable]:
+    """Mark a kind's method as the handler of a command. ``fields`` are :class:`Field`s,
+    or one callable ``scenario -> fields`` when limits follow the lesson's config."""
+
+    def wrap(fn: Callable) -> Callable:
+        fn._command = (name or fn.__name__, fields, help)
+        return fn
+
+    return wrap
+
+
+# The stepping commands every kind understands (handled by the base class).
+STEPPING = ("step", "back", "seek")
 
 
 class SandboxKind:
@@ -40,43 +92,212 @@ class SandboxKind:
     person as a clear error message; the sandbox stays usable)."""
 
     name: ClassVar[str] = ""
-    commands: ClassVar[dict[str, CommandSpec]] = {}
     events_kept: ClassVar[int] = 500
+    _handlers: ClassVar[dict[str, tuple]] = {}
 
-    def __init__(self, data_dir: Path, *, seed: int, limits: Limits,
-                 listener: Callable[[Envelope], None] | None = None) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        handlers = dict(getattr(cls, "_handlers", {}))
+        for attr in vars(cls).values():
+            if callable(attr) and hasattr(attr, "_command"):
+                handlers[attr._command[0]] = (attr, *attr._command[1:])
+        cls._handlers = handlers
+
+    def __init__(self, data_dir: Path, *, seed: int, limits: Limits, lesson: Any,
+                 listener: Callable[[Envelope], None] | None = None, lang: str = "en") -> None:
         self.data_dir = data_dir
         self.seed = seed
         self.limits = limits
+        self.lesson = lesson
+        self.scenario = dict(lesson.scenario)
+        self.lang = lang
+        self._listener = listener
+        self.tracker = TaskTracker(lesson.tasks)
+        self.commands = self.command_specs(self.scenario)
+        # The run: guided steps as the future, the learner's own commands replace it.
+        self.log: list[dict[str, Any]] = [{"id": s.id, "do": [dict(c) for c in s.do], "scripted": True}
+                                          for s in lesson.steps]
+        self.script_len = len(self.log)
+        self.position = 0
+        self.step_seqs = [0]
+        self._muted = False
+        self.cut_hook: Callable[[], None] | None = None   # the runtime's: end a frame here
         self.clock = VirtualClock()
         self.scheduler = Scheduler(self.clock)
         self.events = EventLog(self.clock, keep=self.events_kept)
-        if listener is not None:
-            self.events.subscribe(listener)
+        self.events.subscribe(self._emit)
 
-    def state(self) -> dict[str, Any]:
+    # ---- commands ------------------------------------------------------------
+    @classmethod
+    def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
+        """Every command this kind accepts for a lesson's scenario, handlers bound."""
+        specs = {}
+        for cname, (fn, fields, help_text) in cls._handlers.items():
+            if len(fields) == 1 and callable(fields[0]) and not isinstance(fields[0], Field):
+                fields = tuple(fields[0](scenario))
+            specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
+        specs.update(_stepping_specs())
+        return specs
+
+    def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
+        """Run one validated command: stepping, or the learner's own (recorded as a step)."""
+        if spec.type in STEPPING:
+            return spec.handler(self, **values)
+        if len(self.log[:self.position]) >= MAX_STEPS:
+            raise CommandError("quota", f"This run has {self.position} steps, the most it keeps; step back or "
+                               "press Reset to start over.", command=spec.type)
+        before = self.position
+        self.tracker.own = True
+        text = spec.handler(self, **values)
+        self.log[self.position:] = [{"id": None, "do": [{"type": spec.type, **values}], "scripted": False}]
+        self._step_done(before, "command")
+        return text
+
+    def _run_step(self, entry: dict[str, Any]) -> list[str]:
+        out = []
+        for cmd in entry["do"]:
+            spec, values = validate_command(self.commands, cmd)
+            out.append(spec.handler(self, **values))
+        return out
+
+    def _step_done(self, from_step: int, how: str) -> None:
+        self.position = from_step + 1 if how in ("step", "command") else self.position
+        del self.step_seqs[self.position:]
+        self.step_seqs.append(self.events.seq)
+        self._moved(from_step, how)
+
+    def _moved(self, from_step: int, how: str) -> None:
+        """A ``run_moved`` marker to the frame builder only (never into the engine's log)."""
+        if self._listener is not None and not self._muted:
+            self._listener(Envelope(self.events.seq, self.events.clock.now_ms(),
+                                    RunMoved(self.position, from_step, self.events.seq, how)))
+
+    def cut_frame(self) -> None:
+        """End a frame at this point of a long command (see ``FrameBuilder.cut``)."""
+        if self.cut_hook is not None and not self._muted:
+            self.cut_hook()
+
+    def _emit(self, env: Envelope) -> None:
+        if self._muted:
+            return
+        self.tracker.on_event(env.to_dict())
+        self.on_event(env)
+        if self._listener is not None:
+            self._listener(env)
+
+    # ---- stepping (the base implementation replays; see the module doc) ------
+    def step(self) -> str:
+        if self.position >= len(self.log):
+            raise CommandError("invalid", "There is no next step: this run is at its end. Step back, or press "
+                               "Reset.", command="step")
+        before = self.position
+        self._run_step(self.log[before])
+        self._step_done(before, "step")
+        return f"Step {self.position} of {len(self.log)} done."
+
+    def back(self) -> str:
+        if self.position == 0:
+            raise CommandError("invalid", "This is the start of the run; there is no step before it.",
+                               command="back")
+        return self.seek(self.position - 1)
+
+    @property
+    def total_steps(self) -> int:
+        return len(self.log)
+
+    def seek(self, step: int) -> str:
+        total = self.total_steps
+        if not 0 <= step <= total:
+            raise CommandError("invalid", f"Step must be between 0 and {total}, got {step}.", "step", "seek")
+        before = self.position
+        if step > before:
+            while self.position < step:
+                self.step()
+            return f"At step {step} of {total}."
+        if step < before:
+            self.goto(step)
+            self._moved(before, "back")
+        return f"Back to step {step} of {total}."
+
+    def goto(self, step: int) -> None:
+        """Make the engine's state that after ``step`` steps (step < position)."""
+        self.close()
+        for child in self.data_dir.iterdir():
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        self.clock = VirtualClock()
+        self.scheduler = Scheduler(self.clock)
+        self.events = EventLog(self.clock, keep=self.events_kept)
+        self.events.subscribe(self._emit)
+        self._muted = True
+        try:
+            self.open()
+            self.position = 0
+            self.step_seqs = [self.events.seq]
+            for i in range(step):
+                self._run_step(self.log[i])
+                self.position = i + 1
+                self.step_seqs.append(self.events.seq)
+        finally:
+            self._muted = False
+
+    # ---- what a kind provides --------------------------------------------------
+    def open(self) -> None:
+        """Build the engine on ``self.data_dir`` with ``self.scheduler``/``self.events``."""
         raise NotImplementedError
 
+    def kind_state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def step_label(self, entry: dict[str, Any]) -> str:
+        """A step of the run in a few words (the step list, the scrubber)."""
+        return "; ".join(narration.command_label(c, self.lang) for c in entry["do"])
+
     def on_event(self, env: Envelope) -> None:
-        """Called for every engine event (e.g. to track try-it tasks)."""
+        """Called for every engine event the learner sees."""
 
     def close(self) -> None:
         """Release files; the runtime removes the data directory afterwards."""
 
+    # ---- state ---------------------------------------------------------------
+    def step_events(self) -> list[dict[str, Any]]:
+        """The engine events of the current step (what narrates it)."""
+        lo = self.step_seqs[self.position - 1] if self.position > 0 and len(self.step_seqs) > self.position else None
+        if lo is None:
+            return []
+        hi = self.step_seqs[self.position]
+        return [env.to_dict() for env in self.events.envelopes if lo < env.seq <= hi]
 
-SANDBOX_KINDS: dict[str, type[SandboxKind]] = {}
+    def run_state(self) -> dict[str, Any]:
+        says = {s.id: s.say for s in self.lesson.steps}
+        steps = [{"n": i + 1, "label": self.step_label(e), "say": says.get(e["id"], "") if e["scripted"] else "",
+                  "scripted": e["scripted"]} for i, e in enumerate(self.log)]
+        return {
+            "step": self.position, "total": len(self.log), "steps": steps,
+            "on_script": all(e["scripted"] for e in self.log),
+            "step_seqs": list(self.step_seqs), "last_seq": self.events.seq,
+            "happened": narration.summarize(self.step_events(), self.lang) if self.position else [],
+        }
+
+    def state(self) -> dict[str, Any]:
+        st = self.kind_state()
+        st["run"] = self.run_state()
+        st["tasks"] = self.tracker.state(st)
+        return st
 
 
-def register(cls: type[SandboxKind]) -> type[SandboxKind]:
-    if not cls.name or cls.name in SANDBOX_KINDS:
-        raise TypeError(f"sandbox kind needs a unique name, got {cls.name!r}")
-    SANDBOX_KINDS[cls.name] = cls
-    return cls
+def _stepping_specs() -> dict[str, CommandSpec]:
+    # Lambdas, so a kind's own step/back/seek (e.g. replication's snapshots) are the ones called.
+    return {
+        "step": CommandSpec("step", (), handler=lambda kind: kind.step(), help="Run the next step of the run."),
+        "back": CommandSpec("back", (), handler=lambda kind: kind.back(), help="Go back one step."),
+        "seek": CommandSpec("seek", (Field("step", "int", "Step", required=True, min=0, max=MAX_STEPS),),
+                            handler=lambda kind, step: kind.seek(step), help="Go to any step of the run."),
+    }
 
 
 def get_kind(name: str) -> type[SandboxKind]:
-    # Import the modules that register kinds; kept here so the registry is complete
-    # wherever it is used.
-    from . import segments  # noqa: F401
-    from . import replication  # noqa: F401  (lesson 10)
-    return SANDBOX_KINDS[name]
+    where = SANDBOX_KINDS.get(name)
+    if where is None:
+        raise KeyError(f"no sandbox kind {name!r}; known: {', '.join(sorted(SANDBOX_KINDS))}")
+    module, cls = where.split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 from engine.errors import KafkaError
 
+from kafkaviz.lessons.content import load_content
+
 from .frames import FrameBuilder
 from .kinds import Limits, SandboxKind, get_kind
 from .validation import CommandError, CommandSpec, Field, validate_command
@@ -72,6 +74,7 @@ class TokenBucket:
 @dataclass
 class Sandbox:
     id: str
+    slug: str                  # the lesson whose sandbox this is
     kind_name: str
     data_dir: Path
     engine: SandboxKind
@@ -124,11 +127,11 @@ class Runtime:
     def _limits(self) -> Limits:
         return Limits(self.settings["MAX_MESSAGES"], self.settings["MAX_DISK_BYTES"])
 
-    def _build(self, sandbox_id: str, kind_name: str, seed: int, frames: FrameBuilder) -> SandboxKind:
+    def _build(self, sandbox_id: str, lesson: Any, seed: int, frames: FrameBuilder) -> SandboxKind:
         data_dir = self.data_root / sandbox_id
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.mkdir(parents=True)
-        cls = get_kind(kind_name)
+        cls = get_kind(lesson.kind)
         # The frame builder listens from the start, so the events of opening the
         # engine (recovery, the first segment) reach the browser too. In step mode each
         # event carries the state right after it (once the engine is fully built).
@@ -138,17 +141,21 @@ class Runtime:
             engine = box.get("engine")
             frames.add(env, engine.state if engine is not None and frames.step_mode else None)
 
-        engine = cls(data_dir, seed=seed, limits=self._limits(), listener=on_event)
+        engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
+        engine.cut_hook = lambda: frames.cut(engine.state())
         box["engine"] = engine
         return engine
 
-    def _create(self, sandbox_id: str, kind_name: str) -> Sandbox:
+    def _create(self, sandbox_id: str, slug: str, lang: str) -> Sandbox:
         if not SANDBOX_ID_RE.match(sandbox_id):
             raise CommandError("not_found", "This sandbox id is not one the server issued.")
+        lesson = load_content(slug, lang)
+        if lesson is None or lesson.kind is None:
+            raise CommandError("not_found", f"Lesson {slug!r} has no live sandbox.")
         with self._create_lock:
             sb = self.sandboxes.get(sandbox_id)
             if sb is not None:
-                if sb.kind_name != kind_name:
+                if sb.slug != slug:
                     raise CommandError("not_found", "This sandbox belongs to another lesson.")
                 # Count the watcher under the lock, so a concurrent reap cannot take it.
                 sb.watchers += 1
@@ -158,15 +165,15 @@ class Runtime:
             if len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]:
                 raise CommandError("quota", "The server is running as many sandboxes as it allows right now; "
                                    "please try again in a few minutes.")
-            frames = FrameBuilder(kind_name, max_events=self.settings["MAX_EVENTS_PER_FRAME"])
+            frames = FrameBuilder(lesson.kind, max_events=self.settings["MAX_EVENTS_PER_FRAME"], lang=lesson.lang)
             seed = int(sandbox_id[:8], 16)
-            engine = self._build(sandbox_id, kind_name, seed, frames)
+            engine = self._build(sandbox_id, lesson, seed, frames)
             now = self.now()
-            sb = Sandbox(sandbox_id, kind_name, self.data_root / sandbox_id, engine, frames,
+            sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
                          last_active=now, watchers=1, seed=seed)
             self.sandboxes[sandbox_id] = sb
-            log.info("sandbox %s (%s) created", sandbox_id, kind_name)
+            log.info("sandbox %s (%s) created", sandbox_id, slug)
             return sb
 
     def _ensure_reaper(self) -> None:
@@ -179,10 +186,11 @@ class Runtime:
             await asyncio.sleep(every)
             await asyncio.to_thread(self.reap_idle)
 
-    async def attach(self, sandbox_id: str, kind_name: str) -> dict[str, Any]:
-        """A watcher arrives: create the sandbox if needed; return its snapshot frame."""
+    async def attach(self, sandbox_id: str, slug: str, lang: str = "en") -> dict[str, Any]:
+        """A watcher of lesson ``slug`` arrives: create the sandbox if needed (narrated
+        in ``lang``); return its snapshot frame."""
         self._ensure_reaper()
-        sb = await asyncio.to_thread(self._create, sandbox_id, kind_name)
+        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang)
         return await asyncio.to_thread(self._snapshot, sb)
 
     def _snapshot(self, sb: Sandbox) -> dict[str, Any]:
@@ -251,13 +259,13 @@ class Runtime:
             if spec.type == "reset":
                 sb.engine.close()
                 sb.frames.mark_reset()
-                sb.engine = self._build(sb.id, sb.kind_name, sb.seed, sb.frames)
+                sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames)
                 return "The sandbox started over."
             if spec.type == "mode":
                 sb.frames.step_mode = values["step"]
                 return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
             try:
-                return getattr(sb.engine, spec.handler)(**values)
+                return sb.engine.execute(spec, values)
             except KafkaError as exc:
                 # The engine refused (and left its state as it was): tell the sender in its words.
                 raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc

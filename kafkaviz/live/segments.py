@@ -1,75 +1,71 @@
-"""Lesson 2's sandbox: one topic with two partitions, each a real ``engine.log.Log``
-on its own directory, with the settings of seed 000 §1.4 (``segment.bytes=1000``,
-``retention.bytes=2000``, ``retention.ms=60000``) and small index settings so index
-entries show up after a few messages.
+"""The ``segments`` sandbox kind: one topic on one broker, each partition a real
+``engine.log.Log`` on its own directory, with the lesson's config (lesson 2 uses seed
+000's experiment: ``segment.bytes=1000``, ``retention.bytes=2000``, ``retention.ms=60000``).
 
-Time is virtual: every message sent moves the clock 100 ms (so timestamps differ and
-the periodic retention check runs now and then); "Jump clock" moves it further.
+Scenario keys (from the lesson file): ``topic``, ``partitions``, ``ms_per_message``
+(each message sent moves the virtual clock, so timestamps differ and the periodic
+retention check runs now and then), ``max_jump_seconds`` and ``config`` (Kafka names).
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine.config import LogConfig
 from engine.disk import Disk
-from engine.events import Envelope
 from engine.log.log import Log
 from engine.records import SimpleRecord
+from engine.records.batch import BATCH_OVERHEAD
 
-from .kinds import Limits, SandboxKind, register
-from .validation import CommandError, CommandSpec, Field
+from .kinds import SandboxKind, command
+from .validation import CommandError, Field
 
-__all__ = ["SegmentsSandbox", "LESSON_CONFIG", "TOPIC", "PARTITIONS", "MS_PER_MESSAGE"]
+__all__ = ["SegmentsSandbox", "max_value_size", "KEY_MAX"]
 
-TOPIC = "orders"
-PARTITIONS = 2
-MS_PER_MESSAGE = 100
-
-# Kafka's names; the lesson page shows these next to Kafka's defaults.
-LESSON_CONFIG: dict[str, int] = {
-    "segment.bytes": 1000,
-    "retention.bytes": 2000,
-    "retention.ms": 60000,
-    "index.interval.bytes": 200,
-    "segment.index.bytes": 1024,
-    "log.retention.check.interval.ms": 5000,
-    "file.delete.delay.ms": 30000,
-}
+KEY_MAX = 40
+_RECORD_OVERHEAD = 16  # a one-record batch's record framing: length, attributes, deltas, key/value lengths, headers
 
 
-@register
+def max_value_size(scenario: dict) -> int:
+    """The largest value one message may carry so that its batch fits in a segment
+    (a bigger one is refused by the log with RecordTooLargeError)."""
+    config = LogConfig().replace(**scenario.get("config", {}))
+    return max(1, min(config.segment_bytes, config.max_message_bytes) - BATCH_OVERHEAD - KEY_MAX - _RECORD_OVERHEAD)
+
+
+def _produce_fields(scenario: dict) -> tuple[Field, ...]:
+    return (
+        Field("partition", "int", "Partition", default=0, min=0, max=scenario.get("partitions", 1) - 1),
+        Field("count", "int", "Number of messages", required=True, min=1, max=50),
+        Field("value_size", "int", "Value size (bytes)", default=100, min=1, max=max_value_size(scenario)),
+        Field("key", "str", "Key", default="", max_length=KEY_MAX, pattern=r"[ -~]*",
+              pattern_help="may only hold printable ASCII characters"),
+    )
+
+
+def _advance_fields(scenario: dict) -> tuple[Field, ...]:
+    return (Field("seconds", "int", "Jump", required=True, min=1, max=scenario.get("max_jump_seconds", 3600)),)
+
+
 class SegmentsSandbox(SandboxKind):
-    """Two partitions of topic ``orders`` on one broker, replication factor 1."""
+    """The partitions of one topic on one broker, replication factor 1."""
 
-    name = "segments"
-    commands = {
-        "produce": CommandSpec("produce", (
-            Field("partition", "int", "Partition", default=0, min=0, max=PARTITIONS - 1),
-            Field("count", "int", "Number of messages", default=1, min=1, max=50),
-            Field("value_size", "int", "Value size (bytes)", default=100, min=1, max=2000),
-            Field("key", "str", "Key", default="", max_length=40, pattern=r"[ -~]*",
-                  pattern_help="may only hold printable ASCII characters"),
-        ), handler="produce", help="Send messages, each in its own batch (like linger.ms=0)."),
-        "advance": CommandSpec("advance", (
-            Field("seconds", "int", "Jump", default=30, required=True, min=1, max=3600),
-        ), handler="advance", help="Move the virtual clock forward; due tasks (retention, deletes) run."),
-    }
-
-    def __init__(self, data_dir: Path, *, seed: int, limits: Limits,
-                 listener: Callable[[Envelope], None] | None = None) -> None:
-        super().__init__(data_dir, seed=seed, limits=limits, listener=listener)
-        self.config = LogConfig().replace(**LESSON_CONFIG)
-        self.disk = Disk(data_dir)
+    def open(self) -> None:
+        sc = self.scenario
+        self.topic = sc.get("topic", "orders")
+        self.ms_per_message = sc.get("ms_per_message", 100)
+        self.config = LogConfig().replace(**sc.get("config", {}))
+        self.disk = Disk(self.data_dir)
         self.messages_sent = 0
-        self.rolls = {p: 0 for p in range(PARTITIONS)}
-        self.segments_deleted = 0
-        self.events.subscribe(self.on_event)
-        self.logs = [Log(self.disk, f"{TOPIC}-{p}", TOPIC, p, self.config, self.scheduler, self.events,
-                         hw_follows_leo=True) for p in range(PARTITIONS)]
+        self.logs = [Log(self.disk, f"{self.topic}-{p}", self.topic, p, self.config, self.scheduler, self.events,
+                         hw_follows_leo=True) for p in range(sc.get("partitions", 1))]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.open()
 
     # ---- commands ----------------------------------------------------------
-    def produce(self, partition: int, count: int, value_size: int, key: str) -> str:
+    @command(_produce_fields, help="Send messages, each in its own batch (like linger.ms=0).")
+    def produce(self, partition: int, count: int, value_size: int, key: str = "") -> str:
         if self.messages_sent + count > self.limits.max_messages:
             raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} messages and has "
                                f"{self.messages_sent}; press Reset to start over.", "count", "produce")
@@ -82,9 +78,8 @@ class SegmentsSandbox(SandboxKind):
         log = self.logs[partition]
         first = last = None
         for _ in range(count):
-            self.scheduler.advance(MS_PER_MESSAGE)
-            n = self.messages_sent
-            value = f"message-{n:06d}|".ljust(value_size, ".")[:value_size].encode()
+            self.scheduler.advance(self.ms_per_message)
+            value = f"message-{self.messages_sent:06d}|".ljust(value_size, ".")[:value_size].encode()
             info = log.append_as_leader([SimpleRecord(value=value, key=key.encode() if key else None)],
                                         leader_epoch=0)
             self.messages_sent += 1
@@ -93,38 +88,33 @@ class SegmentsSandbox(SandboxKind):
         where = f"offset {first}" if first == last else f"offsets {first}–{last}"
         return f"Sent {count} message(s) to partition {partition}: {where}."
 
+    @command(_advance_fields, help="Move the virtual clock forward; due tasks (retention, deletes) run.")
     def advance(self, seconds: int) -> str:
-        ran = self.scheduler.advance(seconds * 1000)
+        # Move one due task at a time and end a frame after each, so a long jump shows
+        # every phase (renamed to .deleted, then removed) rather than only the end.
+        target = self.clock.now_ms() + seconds * 1000
+        ran = 0
+        while True:
+            due = self.scheduler.next_due_ms()
+            if due is None or due > target:
+                break
+            ran += self.scheduler.advance(due - self.clock.now_ms())
+            self.cut_frame()
+        ran += self.scheduler.advance(target - self.clock.now_ms())
         return f"Clock moved {seconds} s to {self.clock.now_ms() / 1000:.1f} s; {ran} scheduled task(s) ran."
 
     # ---- state -------------------------------------------------------------
-    def on_event(self, env: Envelope) -> None:
-        ev = env.event
-        if ev.kind == "segment_rolled":
-            self.rolls[ev.partition] = self.rolls.get(ev.partition, 0) + 1
-        elif ev.kind == "segment_deleted":
-            self.segments_deleted += 1
-
-    def tasks(self) -> list[dict[str, Any]]:
-        return [
-            {"id": "third-segment", "text": "Make partition 0 roll a third segment.",
-             "done": self.rolls.get(0, 0) >= 2,
-             "progress": f"{min(self.rolls.get(0, 0) + 1, 3)} of 3 segments so far"},
-            {"id": "retention-delete", "text": "Get retention to delete a segment (watch for .deleted).",
-             "done": self.segments_deleted > 0,
-             "progress": f"{self.segments_deleted} segment(s) deleted"},
-        ]
-
-    def state(self) -> dict[str, Any]:
+    def kind_state(self) -> dict[str, Any]:
         return {
             "clock_ms": self.clock.now_ms(),
-            "topic": TOPIC,
+            "topic": self.topic,
             "messages_sent": self.messages_sent,
             "disk_bytes": self.disk.usage_bytes(),
             "limits": {"max_messages": self.limits.max_messages, "max_disk_bytes": self.limits.max_disk_bytes},
             "next_task_ms": self.scheduler.next_due_ms(),
+            "segment_bytes": self.config.segment_bytes,
+            "index_bytes": self.config.segment_index_bytes,
             "partitions": [self._partition_state(log) for log in self.logs],
-            "tasks": self.tasks(),
         }
 
     @staticmethod
@@ -138,18 +128,15 @@ class SegmentsSandbox(SandboxKind):
             "size_bytes": log.size_bytes,
             "active_segment": log.active_segment.base_offset,
             "segments": [seg.base_offset for seg in log.segments],
-            "files": [_file_dict(f) for f in log.files()],
+            "files": [{"name": f.name, "size": f.size, "kind": f.kind, "segment": f.segment, "deleted": f.deleted}
+                      for f in log.files()],
         }
 
     def close(self) -> None:
-        for log in self.logs:
+        for log in getattr(self, "logs", []):
             try:
                 log.close()
             except Exception:  # noqa: BLE001 - closing a sandbox being discarded must not fail the reset
                 pass
-        self.disk.close_all()
-
-
-def _file_dict(info: Any) -> dict[str, Any]:
-    return {"name": info.name, "size": info.size, "kind": info.kind, "segment": info.segment,
-            "deleted": info.deleted}
+        if hasattr(self, "disk"):
+            self.disk.close_all()

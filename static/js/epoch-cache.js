@@ -1,12 +1,16 @@
-/* Leader-epoch caches (lesson 10): each replica's (epoch, start offset) entries as a
- * table, straight from the engine's state. Rows that were not there in the previous
- * frame are marked "new"; a frame whose events truncated the cache says so. */
+/* Leader-epoch caches: each replica's (epoch, start offset) entries as a two-column
+ * table, straight from the engine's state. An entry added in this step carries a
+ * "new" badge in its epoch cell, one a truncation removed stays struck through with
+ * "removed" until the next step (text, not only colour). */
 (function () {
   "use strict";
-  const ALIAS = { 1: "A", 2: "B" };
   const seen = { runId: null, rows: {} };
 
-  function td(text, tag) { const c = document.createElement(tag || "td"); c.textContent = text; return c; }
+  function cell(text, tag, badge) {
+    const c = KV.html(tag || "td", {}, text);
+    if (badge) c.append(" ", KV.html("span", { class: "ec-badge" }, badge));
+    return c;
+  }
 
   KV.register("epoch-cache", {
     update: function (container, frame) {
@@ -15,60 +19,41 @@
       const lanes = st.lanes || [];
       container.replaceChildren();
       if (!lanes.length) {
-        const p = document.createElement("p");
-        p.className = "note";
-        p.textContent = "No replicas yet.";
-        container.append(p);
+        container.append(KV.html("p", { class: "note" }, KV.t("no_topic")));
         return;
       }
       const nextRows = {};
       lanes.forEach(function (lane) {
-        const table = document.createElement("table");
-        table.className = "ec-table";
-        table.id = "epoch-cache-" + lane.broker;
-        const cap = document.createElement("caption");
-        cap.textContent = "Broker " + lane.broker + (ALIAS[lane.broker] ? " (" + ALIAS[lane.broker] + ")" : "") +
-          (lane.alive ? (lane.role === "leader" ? " — leader" : lane.role === "follower" ? " — follower" : " — no role yet") : " — down");
-        table.append(cap);
-        const head = document.createElement("tr");
-        head.append(td("epoch", "th"), td("start offset", "th"), td("", "th"));
-        head.children[0].scope = head.children[1].scope = "col";
-        head.children[2].append(Object.assign(document.createElement("span"), { className: "visually-hidden", textContent: "change" }));
-        const thead = document.createElement("thead");
+        const table = KV.html("table", { class: "ec-table", id: "epoch-cache-" + lane.broker });
+        const role = lane.alive ? (lane.role === "leader" ? KV.t("leader") : lane.role === "follower" ? KV.t("follower") : KV.t("no_role")) : KV.t("down");
+        table.append(KV.html("caption", {}, KV.brokerName(lane.broker) + " — " + role));
+        const head = KV.html("tr");
+        const th1 = cell(KV.t("epoch"), "th"), th2 = cell(KV.t("start_offset"), "th");
+        th1.scope = th2.scope = "col";
+        head.append(th1, th2);
+        const thead = KV.html("thead");
         thead.append(head);
         table.append(thead);
-        const body = document.createElement("tbody");
+        const body = KV.html("tbody");
+        function wide(text) { const tr = KV.html("tr"); const c = cell(text); c.colSpan = 2; tr.append(c); body.append(tr); }
         if (!lane.alive) {
-          const tr = document.createElement("tr");
-          const c = td("down: the checkpoint file is read again when it restarts");
-          c.colSpan = 3;
-          tr.append(c);
-          body.append(tr);
+          wide(KV.t("down_cache"));
         } else {
           const before = seen.rows[lane.broker];
           const keys = [];
           (lane.epoch_cache || []).forEach(function (entry) {
             const key = entry[0] + ":" + entry[1];
             keys.push(key);
-            const tr = document.createElement("tr");
             const fresh = before !== undefined && before.indexOf(key) < 0;
-            if (fresh) tr.className = "ec-new";
-            tr.append(td(String(entry[0])), td(String(entry[1])), td(fresh ? "new" : ""));
+            const tr = KV.html("tr", { class: fresh ? "ec-new" : "" });
+            tr.append(cell(String(entry[0]), "td", fresh ? KV.t("new") : ""), cell(String(entry[1])));
             body.append(tr);
           });
-          if (!keys.length) {
-            const tr = document.createElement("tr");
-            const c = td("empty (nothing written yet)");
-            c.colSpan = 3;
-            tr.append(c);
-            body.append(tr);
-          }
-          const gone = (before || []).filter(function (k) { return keys.indexOf(k) < 0; });
-          gone.forEach(function (k) {
+          if (!keys.length) wide(KV.t("empty_cache"));
+          (before || []).filter(function (k) { return keys.indexOf(k) < 0; }).forEach(function (k) {
             const parts = k.split(":");
-            const tr = document.createElement("tr");
-            tr.className = "ec-gone";
-            tr.append(td(parts[0]), td(parts[1]), td("removed"));
+            const tr = KV.html("tr", { class: "ec-gone" });
+            tr.append(cell(parts[0], "td", KV.t("removed")), cell(parts[1]));
             body.append(tr);
           });
           nextRows[lane.broker] = keys;

@@ -4,25 +4,19 @@
  * Error replies go next to the form that sent the command; acks to a status line. */
 (function () {
   "use strict";
-  const KV = (window.KV = window.KV || {});
-  KV.diagrams = KV.diagrams || {};
-  KV.register = function (name, mod) { KV.diagrams[name] = mod; };
-  KV.reducedMotion = function () {
-    return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-  };
+  const KV = window.KV;
   KV.lastFrame = null;
-
-  function $(id) { return document.getElementById(id); }
+  const $ = function (id) { return document.getElementById(id); };
 
   function announce(text) {
-    const el = $("announcer");
-    if (el) { el.textContent = ""; window.setTimeout(function () { el.textContent = text; }, 30); }
+    const node = $("announcer");
+    if (node) { node.textContent = ""; window.setTimeout(function () { node.textContent = text; }, 30); }
   }
   KV.announce = announce;
 
   function setConn(state, text) {
-    const el = $("conn-status");
-    if (el) { el.dataset.state = state; el.textContent = text; }
+    const node = $("conn-status");
+    if (node) { node.dataset.state = state; node.textContent = text; }
   }
 
   function clearErrors(form) {
@@ -31,17 +25,19 @@
     scope.querySelectorAll("[aria-invalid]").forEach(function (i) {
       i.removeAttribute("aria-invalid"); i.removeAttribute("aria-describedby");
     });
-    const general = $("general-error");
-    if (general) general.textContent = "";
+    ["general-error", "step-error"].forEach(function (id) { const g = $(id); if (g) g.textContent = ""; });
   }
 
   function showError(msg) {
-    const form = msg.command ? document.querySelector('form[data-command="' + msg.command + '"]') : null;
-    const slot = (form && form.querySelector(".form-error")) || $("general-error");
+    let form = msg.command ? document.querySelector('form[data-command="' + msg.command + '"]') : null;
+    // Commands sent by a button without its own form (fault panel) name their slot.
+    if (!form && msg.command && KV.lastSender && KV.lastSender.closest) form = KV.lastSender.closest("form");
+    const slot = (form && form.querySelector(".form-error")) ||
+      (["step", "back", "seek"].indexOf(msg.command) >= 0 && $("step-error")) || $("general-error");
     if (slot) slot.textContent = msg.message;
     if (form && msg.field) {
       const input = form.querySelector('[name="' + msg.field + '"]');
-      if (input) {
+      if (input && input.type !== "hidden") {
         input.setAttribute("aria-invalid", "true");
         input.setAttribute("aria-describedby", slot.id);
       }
@@ -51,15 +47,17 @@
   }
 
   function updateTasks(tasks) {
+    const texts = {};
+    (KV.data.tasks || []).forEach(function (t) { texts[t.id] = t.text; });
     (tasks || []).forEach(function (t) {
       const li = document.querySelector('[data-task="' + t.id + '"]');
       if (!li) return;
       const was = li.classList.contains("done");
       li.classList.toggle("done", !!t.done);
-      li.querySelector(".task-status").textContent = t.done ? "✓ Done" : "Not yet";
+      li.querySelector(".task-status").textContent = t.done ? KV.t("done") : KV.t("not_yet");
       const prog = li.querySelector(".task-progress");
-      if (prog) prog.textContent = t.progress ? "(" + t.progress + ")" : "";
-      if (t.done && !was && KV.lastFrame) announce("Task done: " + t.text);
+      if (prog) prog.textContent = t.progress && !t.done ? "(" + t.progress + ")" : "";
+      if (t.done && !was && KV.lastFrame) announce(KV.t("task_done", { text: texts[t.id] || t.id }));
     });
   }
 
@@ -67,21 +65,23 @@
     const state = frame.state || {};
     const clock = $("clock");
     if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
-    document.querySelectorAll("[data-diagram]").forEach(function (el) {
-      const mod = KV.diagrams[el.dataset.diagram];
+    document.querySelectorAll("[data-diagram]").forEach(function (node) {
+      const mod = KV.diagrams[node.dataset.diagram];
       if (mod) {
-        try { mod.update(el, frame); } catch (err) { console.error("diagram " + el.dataset.diagram, err); }
+        try { mod.update(node, frame); } catch (err) { console.error("diagram " + node.dataset.diagram, err); }
       }
     });
+    if (KV.stepper) KV.stepper.update(frame);
     updateTasks(state.tasks);
     (frame.events || []).forEach(function (ev) {
       if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
     });
     KV.lastFrame = frame;
+    document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
   }
 
-  // Step-mode frames are played one at a time so each engine step can be seen; live
-  // frames (already coalesced by the server) are drawn at once.
+  // Frames the server cut inside one command (mode "step": each engine phase of a long
+  // clock jump) are played one at a time so each phase is seen; live frames at once.
   const STEP_MS = 150;
   const stepQueue = [];
   let stepTimer = null;
@@ -92,13 +92,9 @@
   }
   function onAnyFrame(frame) {
     if (frame.snapshot || frame.reset) { stepQueue.length = 0; }
-    if (frame.snapshot) {
-      const box = $("step-mode");
-      if (box) box.checked = frame.mode === "step";
-    }
     if (frame.mode === "step" && !frame.snapshot) {
       stepQueue.push(frame);
-      if (!stepTimer) stepTimer = window.setInterval(drainStep, STEP_MS);
+      if (!stepTimer) stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
       return;
     }
     while (stepQueue.length) onFrame(stepQueue.shift()); // catch up before a live frame
@@ -108,7 +104,11 @@
   function dispatch(msg) {
     if (msg.type === "frame") onAnyFrame(msg);
     else if (msg.type === "error") showError(msg);
-    else if (msg.type === "ack") { const ack = $("ack"); if (ack) ack.textContent = msg.text; }
+    else if (msg.type === "ack") {
+      // Stepping is shown by the step counter and narration; other commands get their ack.
+      const ack = $("ack");
+      if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
+    }
   }
   KV.dispatch = dispatch;
 
@@ -120,9 +120,10 @@
   });
   document.addEventListener("htmx:wsConfigSend", function (e) {
     e.detail.headers = null; // our protocol is the form fields only
+    KV.lastSender = e.target;
     clearErrors(e.target.closest ? e.target.closest("form") : null);
   });
-  document.addEventListener("htmx:wsOpen", function () { setConn("open", "Connected to the engine"); });
-  document.addEventListener("htmx:wsClose", function () { setConn("closed", "Disconnected — reconnecting…"); });
-  document.addEventListener("htmx:wsError", function () { setConn("closed", "Connection error — retrying…"); });
+  document.addEventListener("htmx:wsOpen", function () { setConn("open", KV.t("connected")); });
+  document.addEventListener("htmx:wsClose", function () { setConn("closed", KV.t("reconnecting")); });
+  document.addEventListener("htmx:wsError", function () { setConn("closed", KV.t("conn_error")); });
 })();

@@ -5,16 +5,19 @@
  * file fades out. With prefers-reduced-motion everything just appears/disappears. */
 (function () {
   "use strict";
-  const SVGNS = "http://www.w3.org/2000/svg";
-  const W = 600, ROW = 20, GAP = 8, HEAD = 50;
-  const COL_NAME = 14, COL_INFO = 300, COL_BAR = 452, BAR_W = 84, COL_SIZE = 592;
-
-  function el(tag, attrs, text) {
-    const node = document.createElementNS(SVGNS, tag);
-    for (const k in attrs || {}) node.setAttribute(k, attrs[k]);
-    if (text !== undefined) node.textContent = text;
-    return node;
+  const ROW = 20, GAP = 8, HEAD = 50, INFO = 16;
+  // Two geometries: wide (info in its own column) and narrow (a phone: the segment's
+  // offsets go on a line above its files, so names, bars and sizes keep a readable size).
+  const WIDE = { W: 600, COL_NAME: 14, COL_INFO: 300, COL_BAR: 452, BAR_W: 84, COL_SIZE: 592, narrow: false };
+  const NARROW = { W: 400, COL_NAME: 10, COL_INFO: 10, COL_BAR: 270, BAR_W: 56, COL_SIZE: 394, narrow: true };
+  let G = WIDE, W = G.W, COL_NAME = G.COL_NAME, COL_INFO = G.COL_INFO, COL_BAR = G.COL_BAR, BAR_W = G.BAR_W,
+    COL_SIZE = G.COL_SIZE;
+  function setGeometry(g) {
+    G = g; W = g.W; COL_NAME = g.COL_NAME; COL_INFO = g.COL_INFO; COL_BAR = g.COL_BAR; BAR_W = g.BAR_W; COL_SIZE = g.COL_SIZE;
   }
+
+  const el = KV.el;
+  function part_label(p) { return KV.t("files_of", { p: p }); }
   function safe(s) { return String(s).replace(/[^A-Za-z0-9_-]/g, "_"); }
   function fmtBytes(n) { return n.toLocaleString("en-US") + " B"; }
   function baseName(name) { return name.replace(/\.deleted$/, ""); }
@@ -33,7 +36,7 @@
     fig.id = "pd-fig-" + p;
     fig.className = "pd-figure";
     const svg = el("svg", { id: "pd-svg-" + p, viewBox: "0 0 " + W + " 120", role: "group",
-      "aria-label": "Files of partition " + p, class: "pd-svg" });
+      "aria-label": part_label(p), class: "pd-svg" });
     const defs = el("defs");
     const pat = el("pattern", { id: "pd-hatch-" + p, width: 6, height: 6, patternUnits: "userSpaceOnUse",
       patternTransform: "rotate(45)" });
@@ -73,12 +76,14 @@
       let range = "";
       if (seg !== null && idx >= 0) {
         const end = idx + 1 < segs.length ? segs[idx + 1] - 1 : part.log_end_offset - 1;
-        range = end > seg ? "offsets " + seg + "–" + end : end === seg ? "offset " + seg : "empty";
+        range = end > seg ? KV.t("offset") + " " + seg + "–" + end : end === seg ? KV.t("offset") + " " + seg : "—";
       }
+      if (G.narrow && seg !== null) y += INFO;
+      const deleted = files.some(function (f) { return f.deleted; });
       files.forEach(function (f, fi) {
         rows.push({ file: f, seg: seg, y: y, first: fi === 0, last: fi === files.length - 1, group: gi,
           range: range, active: seg === part.active_segment && !f.deleted,
-          groupRows: files.length });
+          groupRows: files.length, groupDeleted: deleted });
         y += ROW;
       });
       y += GAP;
@@ -97,17 +102,23 @@
     g.replaceChildren();
     g.setAttribute("class", "pd-row kind-" + kind + (f.deleted ? " is-deleted" : "") + (row.active ? " is-active" : "") +
       (g.classList.contains("pd-enter") ? " pd-enter" : "") + (g.classList.contains("pd-new") ? " pd-new" : ""));
+    const head = G.narrow && row.seg !== null ? INFO : 0;
     if (row.first) {
-      g.appendChild(el("rect", { x: 4, y: -14, width: W - 8, height: row.groupRows * ROW + 2, rx: 4,
+      g.appendChild(el("rect", { x: 4, y: -14 - head, width: W - 8, height: row.groupRows * ROW + 2 + head, rx: 4,
         class: "seg-bg" + (row.group % 2 ? " alt" : "") }));
+      if (head) {
+        const label = row.groupDeleted ? "✗ " + KV.t("marked_deleted") :
+          (row.range || "") + (row.seg === cfg.active ? " · " + KV.t("active") : "");
+        g.appendChild(el("text", { x: COL_NAME, y: -16, class: "pd-info pd-group-info" }, label));
+      }
     }
     g.appendChild(el("text", { x: COL_NAME, y: 0, class: "pd-name" }, f.name));
     // The .log row carries the segment's offsets; the others stay quiet unless deleted.
     let info = "";
-    if (f.deleted) info = "marked .deleted";
-    else if (kind === "log") info = (row.range || "") + (row.active ? " · active" : "");
+    if (f.deleted) info = "✗ " + KV.t("marked_deleted");
+    else if (kind === "log") info = (row.range || "") + (row.active ? " · " + KV.t("active") : "");
     else if (kind === "other" && f.kind && f.kind !== f.name) info = f.kind.replace(/[_-]/g, " ");
-    g.appendChild(el("text", { x: COL_INFO, y: 0, class: "pd-info" }, info));
+    if (!G.narrow) g.appendChild(el("text", { x: COL_INFO, y: 0, class: "pd-info" }, info));
     const cap = capacity(kind, cfg);
     g.appendChild(el("rect", { x: COL_BAR, y: -10, width: BAR_W, height: 12, class: "bar-track" }));
     if (cap > 0) {
@@ -144,9 +155,8 @@
     svg.dataset.fresh = "0";
     document.getElementById("pd-title-" + p).textContent = part.dir + "/";
     document.getElementById("pd-sub-" + p).textContent =
-      "log start offset " + part.log_start_offset + " · log end offset " + part.log_end_offset + " · " +
-      part.segments.length + " segment" + (part.segments.length === 1 ? "" : "s") + " · " +
-      fmtBytes(part.size_bytes);
+      KV.t("log_start") + " " + part.log_start_offset + " · " + KV.t("log_end") + " " + part.log_end_offset + " · " +
+      part.segments.length + " " + KV.t("segments") + " · " + fmtBytes(part.size_bytes);
     const rowsG = document.getElementById("pd-rows-" + p);
     const lay = layout(part);
     svg.setAttribute("viewBox", "0 0 " + W + " " + lay.height);
@@ -180,15 +190,15 @@
 
   KV.register("partition-dir", {
     update: function (root, frame) {
-      const live = document.getElementById("live");
-      const cfg = {
-        segmentBytes: Number((live && live.dataset.segmentBytes) || 1000),
-        indexBytes: Number((live && live.dataset.indexBytes) || 1024),
-      };
+      const st = frame.state || {};
+      const cfg = { segmentBytes: st.segment_bytes || 1, indexBytes: st.index_bytes || 1 };
+      const geometry = (root.clientWidth || 600) < 540 ? NARROW : WIDE;
+      if (geometry !== G) { setGeometry(geometry); root.replaceChildren(); }
       const reduced = KV.reducedMotion();
       if (frame.reset) root.replaceChildren();
       const noted = frame.snapshot ? null : noteEvents(frame);
       ((frame.state && frame.state.partitions) || []).forEach(function (part) {
+        cfg.active = part.active_segment;
         render(root, part, cfg, reduced, noted);
       });
     },

@@ -7,18 +7,8 @@
  * shows only what the engine's state and events say. */
 (function () {
   "use strict";
-  const NS = "http://www.w3.org/2000/svg";
-  const CELL_W = 64, CELL_H = 42, LABEL_W = 210, ROW_GAP = 42, TOP = 34, ARROW_W = 360;
-  const ALIAS = { 1: "A", 2: "B" };
-
-  function el(name, attrs, text) {
-    const n = document.createElementNS(NS, name);
-    Object.keys(attrs || {}).forEach(function (k) { n.setAttribute(k, attrs[k]); });
-    if (text !== undefined) n.textContent = text;
-    return n;
-  }
-  function brokerName(b) { return "Broker " + b + (ALIAS[b] ? " (" + ALIAS[b] + ")" : ""); }
-  function shortName(b) { return ALIAS[b] || "broker " + b; }
+  const CELL_W = 64, CELL_H = 42, LABEL_W = 170, ROW_GAP = 42, TOP = 34, ARROW_W = 110;
+  const el = KV.el, brokerName = KV.brokerName, shortName = KV.shortName;
 
   // The previous frame's lanes, to draw what a truncation cut (the new state no longer has it).
   const previous = { runId: null, lanes: {} };
@@ -59,8 +49,11 @@
     return Object.keys(out).map(function (k) { return out[k]; });
   }
 
-  function cell(g, x, y, rec, cls, extra) {
-    const c = el("g", { class: "le-cell " + cls, transform: "translate(" + x + "," + y + ")" });
+  // Cells, markers and lanes carry stable ids and a style transform, and each frame is
+  // morphed into the SVG already on the page (KV.morph): a record that moves, a HW that
+  // advances, slide there instead of being redrawn.
+  function cell(g, x, y, rec, cls, extra, id) {
+    const c = el("g", { class: "le-cell " + cls, id: id, style: "transform: translate(" + x + "px," + y + "px)" });
     c.append(el("rect", { width: CELL_W - 4, height: CELL_H, rx: 4, class: "le-cell-bg epoch-" + (rec.epoch % 4) }));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 18, class: "le-cell-value", "text-anchor": "middle" }, rec.value || rec.digest));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 34, class: "le-cell-epoch", "text-anchor": "middle" },
@@ -77,12 +70,11 @@
     const lanes = st.lanes || [];
     const part = st.partition;
     if (previous.runId !== st.run_id) { previous.lanes = {}; previous.runId = st.run_id; }
+    verdict(st);
     if (!part) {
-      container.replaceChildren();
-      const p = document.createElement("p");
-      p.className = "note";
-      p.textContent = "No topic yet: step forward to create topic t on brokers 1 and 2.";
-      container.append(p);
+      container.replaceChildren(KV.html("p", { class: "note" }, KV.t("no_topic")));
+      const t = document.getElementById("lanes-text");
+      if (t) t.textContent = "";
       return;
     }
     const cuts = frame.snapshot ? {} : cutsOf(frame);
@@ -111,7 +103,7 @@
     const height = yAcc + 10;
     const svg = el("svg", { viewBox: "0 0 " + width + " " + height, class: "le-svg", role: "img",
       "aria-labelledby": "lanes-svg-title lanes-svg-desc" });
-    svg.append(el("title", { id: "lanes-svg-title" }, "Replicas of partition t-0"));
+    svg.append(el("title", { id: "lanes-svg-title" }, part.topic + "-" + part.partition));
     const desc = [];
 
     // Offsets header; where the checker found the replicas diverged, the offsets whose
@@ -126,20 +118,21 @@
     }
     for (let o = 0; o < cols; o++) {
       svg.append(el("text", { x: LABEL_W + o * CELL_W + (CELL_W - 4) / 2, y: 16, class: "le-offset" + (differ[o] ? " le-differ" : ""),
-        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + "offset " + o));
+        "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + KV.t("offset") + " " + o));
       if (differ[o]) desc.push("the replicas hold different records at offset " + o);
     }
 
     // The producer's row: what the client was told.
     const py = TOP;
-    svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, "Producer was told"));
-    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, "acks=all, acknowledged"));
+    svg.append(el("text", { x: 8, y: py + 17, class: "le-lane-name" }, KV.t("producer_told")));
+    svg.append(el("text", { x: 8, y: py + 34, class: "le-lane-sub" }, KV.t("acks_acked")));
     const prodG = el("g", {});
     acked.forEach(function (a) {
       const rec = { offset: a.offset, value: a.value, epoch: 0, digest: a.digest };
-      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""));
+      const c = cell(prodG, LABEL_W + a.offset * CELL_W, py + a._row * (CELL_H + 6), rec, "le-acked" + (a.lost ? " le-lost" : ""),
+        "", "le-acked-" + a.offset + "-" + a._row);
       // Replace the epoch line: the client does not know epochs; it knows ✓ or LOST.
-      c.querySelector(".le-cell-epoch").textContent = a.lost ? "✗ LOST" : "✓ acked";
+      c.querySelector(".le-cell-epoch").textContent = a.lost ? KV.t("lost") : KV.t("acked");
       c.querySelector(".le-cell-bg").setAttribute("class", "le-cell-bg " + (a.lost ? "le-lost-bg" : "le-acked-bg"));
       c.querySelector("title").textContent = "The producer was told " + a.value + " is written at offset " + a.offset +
         (a.lost ? "; no leader holds it there any more: LOST" : "");
@@ -156,15 +149,15 @@
       const inIsr = (part.isr || []).indexOf(lane.broker) >= 0;
       g.append(el("text", { x: 8, y: y + 17, class: "le-lane-name" }, (isLeader ? "♛ " : "") + brokerName(lane.broker)));
       let sub;
-      if (!lane.alive) sub = "DOWN — log closed";
-      else if (isLeader) sub = "leader · epoch " + lane.leader_epoch;
-      else if (lane.role === "follower") sub = "follower · epoch " + lane.leader_epoch;
-      else sub = "no role yet";
+      if (!lane.alive) sub = KV.t("down");
+      else if (isLeader) sub = KV.t("leader") + " · " + KV.t("epoch") + " " + lane.leader_epoch;
+      else if (lane.role === "follower") sub = KV.t("follower") + " · " + KV.t("epoch") + " " + lane.leader_epoch;
+      else sub = KV.t("no_role");
       g.append(el("text", { x: 8, y: y + 34, class: "le-lane-sub" + (isLeader ? " le-crown" : "") }, sub));
       // ISR badge, text not colour.
       const badge = el("g", { class: "le-isr " + (inIsr ? "in" : "out"), transform: "translate(8," + (y + 40) + ")" });
       badge.append(el("rect", { width: inIsr ? 58 : 86, height: 17, rx: 8 }));
-      badge.append(el("text", { x: 6, y: 12.5 }, inIsr ? "in ISR" : "not in ISR"));
+      badge.append(el("text", { x: 6, y: 12.5 }, inIsr ? KV.t("in_isr") : KV.t("not_in_isr")));
       g.append(badge);
 
       const laneW = cols * CELL_W;
@@ -173,11 +166,11 @@
       const text = [brokerName(lane.broker) + (lane.alive ? "" : " is down")];
       if (!lane.alive) {
         g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
-          "✗ broker down: log closed"));
+          "✗ " + KV.t("down_log_closed")));
       } else {
         const recs = lane.records || [];
         recs.forEach(function (r) {
-          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "");
+          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "", "le-cell-" + lane.broker + "-" + r.offset);
         });
         text.push((isLeader ? "leader at epoch " + lane.leader_epoch : lane.role === "follower" ? "follower at epoch " + lane.leader_epoch : "no role yet") + ", " + (inIsr ? "in ISR" : "not in ISR") +
           ", log " + (recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || "empty") +
@@ -191,7 +184,8 @@
           const sy = y + CELL_H + 22;
           for (let o = cut.to; o < cut.from; o++) {
             const old = before.find(function (r) { return r.offset === o; }) || { offset: o, value: "?", epoch: "?", digest: "?" };
-            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
+            const gc = el("g", { class: "le-ghost" + (KV.reducedMotion() ? "" : " le-cutting"), id: "le-ghost-" + frame.frame_seq + "-" + lane.broker + "-" + o,
+              transform: "translate(" + (LABEL_W + o * CELL_W) + "," + sy + ")" });
             gc.append(el("rect", { width: CELL_W - 4, height: 24, rx: 4, class: "le-cell-bg" }));
             gc.append(el("text", { x: (CELL_W - 4) / 2, y: 16, class: "le-cell-value le-ghost-value", "text-anchor": "middle" },
               "✂ " + (old.value || old.digest) + " e" + old.epoch));
@@ -199,24 +193,31 @@
             g.append(gc);
           }
           g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
-            "truncated " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
+            "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
           text.push("truncated from offset " + cut.from + " to " + cut.to);
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.
         const leoX = LABEL_W + lane.leo * CELL_W - 2;
-        g.append(el("path", { d: "M" + (leoX - 6) + "," + (y - 10) + " l12,0 l-6,9 z", class: "le-leo" }));
-        g.append(el("text", { x: leoX + 8, y: y - 3, class: "le-marker-text" }, "LEO " + lane.leo));
+        const leo = el("g", { id: "le-leo-" + lane.broker, class: "le-marker", style: "transform: translate(" + leoX + "px," + y + "px)" });
+        leo.append(el("path", { d: "M-6,-10 l12,0 l-6,9 z", class: "le-leo" }),
+          el("text", { x: 8, y: -3, class: "le-marker-text" }, "LEO " + lane.leo));
+        g.append(leo);
         const hwX = LABEL_W + lane.high_watermark * CELL_W - 2;
-        g.append(el("line", { x1: hwX, x2: hwX, y1: y - 4, y2: y + CELL_H + 4, class: "le-hw-line" }));
-        g.append(el("path", { d: "M" + (hwX - 6) + "," + (y + CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }));
-        g.append(el("text", { x: hwX + 8, y: y + CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+        const hw = el("g", { id: "le-hw-" + lane.broker, class: "le-marker", style: "transform: translate(" + hwX + "px," + y + "px)" });
+        hw.append(el("line", { x1: 0, x2: 0, y1: -4, y2: CELL_H + 4, class: "le-hw-line" }),
+          el("path", { d: "M-6," + (CELL_H + 14) + " l12,0 l-6,-9 z", class: "le-hw" }),
+          el("text", { x: 8, y: CELL_H + 16, class: "le-marker-text" }, "HW " + lane.high_watermark));
+        g.append(hw);
       }
       desc.push(text.join(": "));
       svg.append(g);
     });
 
-    // Requests of this frame, as arrows in the right margin between the lanes.
+    // Requests of this frame, as numbered arrows in the right margin between the lanes; their
+    // words go in the numbered list under the diagram (readable at any width).
     const ax = LABEL_W + cols * CELL_W + 20;
+    const arrowList = document.getElementById("lanes-arrows");
+    if (arrowList) arrowList.replaceChildren();
     const alive = {};
     lanes.forEach(function (l) { alive[l.broker] = l.alive; });
     msgs.forEach(function (m, i) {
@@ -225,13 +226,15 @@
       if (!alive[m.to]) m.label += " (" + shortName(m.to) + " is down: lost)";
       const x = ax + (i % 4) * 14;
       const a = y1 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6), b = y2 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6);
-      const path = el("path", { d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
+      const path = el("path", { id: "le-arrow-" + frame.frame_seq + "-" + i,
+        d: "M" + (x - 14) + "," + a + " C" + (x + 30) + "," + a + " " + (x + 30) + "," + b + " " + (x - 10) + "," + b,
         class: "le-arrow le-arrow-" + m.kind + (KV.reducedMotion() ? "" : " le-draw"), "marker-end": "url(#le-head)" });
       svg.append(path);
-      // Labels as a list beside the arrows, in the order the engine sent them.
-      const first = Math.min.apply(null, Object.keys(laneY).map(function (k) { return laneY[k]; }));
-      svg.append(el("text", { x: ax + 4 * 14 + 26, y: first + 4 + i * 17, class: "le-arrow-label le-arrow-label-" + m.kind },
-        shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      svg.append(el("text", { x: x + 26, y: (a + b) / 2 + 4, class: "le-arrow-label le-arrow-label-" + m.kind }, String(i + 1)));
+      if (arrowList) {
+        arrowList.append(KV.html("li", { class: "le-arrow-item le-arrow-label-" + m.kind },
+          shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
+      }
       desc.push(brokerName(m.from) + " to " + brokerName(m.to) + ": " + m.label);
     });
     const defs = el("defs", {});
@@ -241,22 +244,36 @@
     svg.prepend(defs);
     svg.append(el("desc", { id: "lanes-svg-desc" }, desc.join(". ")));
 
-    container.replaceChildren(svg);
-    const summary = document.createElement("p");
-    summary.className = "le-lanes-text";
-    summary.id = "lanes-text";
-    summary.textContent = "Leader: " + (part.leader === null || part.leader === undefined ? "none" : brokerName(part.leader)) +
-      " at epoch " + part.leader_epoch + "; ISR [" + (part.isr || []).join(", ") + "]; HW " +
+    const old = container.querySelector("svg.le-svg");
+    if (old && !frame.reset) KV.morph(old, svg); else container.replaceChildren(svg);
+    const summary = document.getElementById("lanes-text") || KV.html("p");
+    summary.textContent = KV.t("leader") + ": " + (part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader)) +
+      " · " + KV.t("epoch") + " " + part.leader_epoch + " · ISR [" + (part.isr || []).join(", ") + "] · HW " +
       (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
-      ((st.lost || []).length ? "; acknowledged but lost: " + st.lost.join(", ") : "");
-    container.append(summary);
-    const lanesDl = document.createElement("ul");
-    lanesDl.className = "visually-hidden";
-    desc.forEach(function (d) { const li = document.createElement("li"); li.textContent = d; lanesDl.append(li); });
-    container.append(lanesDl);
+      ((st.verdict && st.verdict.lost.length) ? "; acknowledged but lost: " + st.verdict.lost.join(", ") : "");
+    const lanesDl = KV.keep(container, "lanes-desc-list", function () { return KV.html("ul", { class: "visually-hidden" }); });
+    lanesDl.replaceChildren.apply(lanesDl, desc.map(function (d) { return KV.html("li", {}, d); }));
 
     previous.lanes = {};
     lanes.forEach(function (l) { previous.lanes[l.broker] = l; });
+  }
+
+  // The verdict on the partition right now (decided by the server; worded here).
+  function verdict(st) {
+    const box = document.getElementById("verdict");
+    const v = st.verdict;
+    if (!box || !v) return;
+    const lines = [];
+    if (v.kind === "lost") lines.push(KV.t("verdict_lost", { values: v.lost.join(", ") }));
+    else if (v.kind === "ok") lines.push(KV.t("verdict_ok"));
+    else if (v.kind === "no_leader") lines.push(KV.t("verdict_no_leader"));
+    else lines.push(KV.t("verdict_none_acked"));
+    if (v.kind === "no_leader" && v.lost.length) lines.push(KV.t("verdict_lost", { values: v.lost.join(", ") }));
+    if (v.diverged) lines.push(KV.t("verdict_diverged"));
+    (v.findings || []).forEach(function (f) { lines.push(KV.t("checker", { text: f })); });
+    if (st.expected_note) lines.push(st.expected_note);
+    box.className = "verdict " + (v.kind === "lost" || v.diverged ? "bad" : v.kind === "ok" ? "good" : "neutral");
+    box.replaceChildren.apply(box, lines.map(function (t) { return KV.html("p", {}, t); }));
   }
 
   KV.register("replica-lanes", {

@@ -35,12 +35,23 @@
       let last = Number(ol.dataset.lastSeq || 0);
       const events = frame.events || [];
       if (frame.skipped > 0) {
-        ol.prepend(note("… " + frame.skipped + " earlier event(s) arrived too fast to list; the diagram shows their result."));
+        ol.prepend(note(KV.t("skipped", { n: frame.skipped })));
       }
       events.forEach(function (ev) {
+        if (ev.kind === "run_moved") {
+          if (ev.how !== "back") return;
+          // A rewind: the engine is as it was at last_seq; later lines are no longer true.
+          Array.from(ol.querySelectorAll("li[data-seq]")).forEach(function (li) {
+            if (Number(li.dataset.seq) > ev.last_seq) li.remove();
+          });
+          last = ev.last_seq;
+          const n = note(ev.text);
+          ol.prepend(n);
+          return;
+        }
         if (ev.seq <= last) return;
         if (last > 0 && ev.seq > last + 1 && !frame.skipped) {
-          ol.prepend(note("… " + (ev.seq - last - 1) + " event(s) not shown (this page fell behind)."));
+          ol.prepend(note(KV.t("behind", { n: ev.seq - last - 1 })));
         }
         ol.prepend(item(ev));
         last = ev.seq;

@@ -251,6 +251,8 @@ def test_index_dumps_match_the_entries_the_log_wrote_active_and_closed(tmp_path)
         if closed:
             segments = list(log.segments)
             log.close()  # trims every index to its entries
+        else:
+            log.flush()  # index entries are buffered until a roll, flush or close
         for seg in log.segments if not closed else segments:
             index = tmp_path / "orders-0" / f"{seg.base_offset:020d}.index"
             timeindex = index.with_suffix(".timeindex")

@@ -57,3 +57,28 @@ def test_listeners_see_each_event_and_are_not_pickled():
     clone = pickle.loads(pickle.dumps(log))
     clone.emit(ThingHappened("only-clone"))
     assert len(seen) == 1 and clone.digest() != log.digest()
+
+
+@event("test_one_field")
+class OneField(Event):
+    where: str
+
+
+def test_digest_folds_one_field_events_and_lookup_rows():
+    from engine.log.events import LogLookup
+
+    def lookup(scan):
+        return LogLookup(None, "t", 0, "offset", 5, [0], 0, "rule", [], [(0, 3, 1, 4, 40, "right")], scan, 5, 77, None)
+    a = _log_with(OneField("a"), lookup([(0, 1, 1, 9, False), (77, 5, 5, 9, True)]))
+    b = _log_with(OneField("a"), lookup([(0, 1, 1, 9, False), (77, 5, 5, 9, True)]))
+    c = _log_with(OneField("a"), lookup([(0, 1, 1, 9, False), (77, 5, 5, 8, True)]))
+    d = _log_with(OneField("b"), lookup([(0, 1, 1, 9, False), (77, 5, 5, 9, True)]))
+    assert a.digest() == b.digest() and len({a.digest(), c.digest(), d.digest()}) == 3
+
+
+def test_digest_does_not_depend_on_string_interning():
+    import sys
+    interned = sys.intern("topic-name-" + "x")
+    fresh = "".join(["topic-name-", "x"])
+    assert fresh is not interned
+    assert _log_with(ThingHappened(interned)).digest() == _log_with(ThingHappened(fresh)).digest()

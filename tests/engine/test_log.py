@@ -78,17 +78,58 @@ def test_read_outside_the_log_names_its_bounds(log):
     assert log.read(2).records == b""
 
 
-def test_read_emits_the_lookup_path(log):
+def test_read_emits_the_lookup_path_as_one_event(log):
     produce(log, 30)
     seq = log.events.seq
     data = log.read(17)
-    ks = kinds(log, seq)
-    assert ks[0] == "lookup_started" and ks[1] == "lookup_segment" and ks[-1] == "lookup_finished"
-    assert "index_probe" in ks and "lookup_scan" in ks
-    seg_ev = log.events.of_kind("lookup_segment")[-1]
-    assert seg_ev.segment == data.segment == max(b for b in seg_ev.candidates if b <= 17)
-    scans = [e for e in log.events.of_kind("lookup_scan")][-ks.count("lookup_scan"):]
-    assert scans[-1].matched and scans[-1].last_offset >= 17 and not any(s.matched for s in scans[:-1])
+    assert kinds(log, seq) == ["log_lookup"]
+    ev = log.events.envelopes[-1].event
+    assert (ev.mode, ev.target, ev.time_probes) == ("offset", 17, [])
+    assert ev.candidates == [s.base_offset for s in log.segments]
+    assert ev.segment == data.segment == max(b for b in ev.candidates if b <= 17)
+    assert ev.rule == "largest base offset <= target"
+    # The probes are the binary search over the chosen segment's offset index ...
+    idx = log.segments[ev.candidates.index(ev.segment)].offset_index
+    assert ev.probes and all(p[0] <= p[2] <= p[1] for p in ev.probes)
+    assert all([p[3], p[4]] == list(idx.entry(p[2])) for p in ev.probes)
+    floor = max((p for p in ev.probes if p[5] in ("right", "hit")), key=lambda p: p[3], default=None)
+    start = floor[4] if floor else 0
+    # ... and the scan walks batches from the floor's position to the first holding the target.
+    assert ev.scan[0][0] == start
+    assert ev.scan[-1][4] and ev.scan[-1][2] >= 17 and not any(row[4] for row in ev.scan[:-1])
+    assert [row[0] for row in ev.scan] == sorted(row[0] for row in ev.scan)
+    assert (ev.offset, ev.position, ev.timestamp) == (data.batches[0].base_offset, data.position, None)
+
+
+def test_timestamp_lookup_emits_time_probes_offset_probes_and_scan(tmp_path):
+    log = make_log(tmp_path, segment_bytes=1000, index_interval_bytes=100)
+    for i in range(40):
+        produce(log, 1, ts=1000 + 10 * i)
+    target = log.records()[25].timestamp
+    seq = log.events.seq
+    found = log.offset_for_timestamp(target)
+    assert kinds(log, seq) == ["log_lookup"]
+    ev = log.events.envelopes[-1].event
+    assert (ev.mode, ev.target, ev.offset, ev.timestamp) == ("timestamp", target, found.offset, found.timestamp)
+    seg = log.segments[ev.candidates.index(ev.segment)]
+    assert seg.largest_timestamp >= target
+    assert all([p[3], p[4]] == list(seg.time_index.entry(p[2])) for p in ev.time_probes)
+    assert all([p[3], p[4]] == list(seg.offset_index.entry(p[2])) for p in ev.probes)
+    assert ev.scan[-1][4] and ev.scan[-1][3] >= target and ev.position == ev.scan[-1][0]
+
+
+def test_timestamp_lookup_beyond_the_log_finds_nothing(log):
+    produce(log, 3, ts=500)
+    assert log.offset_for_timestamp(10**12) is None
+    ev = log.events.envelopes[-1].event
+    assert (ev.kind, ev.segment, ev.offset, ev.position, ev.scan) == ("log_lookup", None, -1, None, [])
+
+
+def test_untraced_read_emits_nothing(log):
+    produce(log, 30)
+    seq = log.events.seq
+    assert log.read(17, trace=False).batches[0].last_offset >= 17
+    assert log.events.seq == seq
 
 
 def test_rolls_on_segment_bytes_at_log_end(log):

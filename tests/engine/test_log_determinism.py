@@ -48,7 +48,7 @@ def test_identical_runs_give_identical_event_streams(tmp_path):
     assert a.seq == b.seq > 300
     assert a.digest() == b.digest()
     kinds = {e.event.kind for e in a.envelopes}
-    assert {"batch_appended", "segment_rolled", "retention_check", "recovery_started", "index_probe"} <= kinds
+    assert {"batch_appended", "segment_rolled", "retention_check", "recovery_started", "log_lookup"} <= kinds
 
 
 def test_different_seed_gives_a_different_stream(tmp_path):

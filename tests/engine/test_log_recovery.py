@@ -193,3 +193,37 @@ def test_active_indexes_preallocated_after_open(tmp_path):
     reopened = open_log(disk)
     seg = reopened.active_segment
     assert disk.size(seg.offset_index.rel) == seg.offset_index.max_size_bytes
+
+
+def test_index_entries_are_buffered_until_a_flush_and_lookups_see_them(tmp_path):
+    disk = Disk(tmp_path)
+    log = open_log(disk)
+    fill(log, 6)
+    idx = log.active_segment.offset_index
+    assert idx.entries >= 2
+    on_disk = disk.read_all(idx.rel)[:idx.size_bytes]
+    assert on_disk == bytes(idx.size_bytes)              # nothing written per append ...
+    target = idx.keys[-1]
+    seq = log.events.seq
+    log.read(target)
+    lookup = log.events.envelopes[-1].event
+    assert log.events.seq == seq + 1 and lookup.probes[-1][3:5] == (target, idx.values[-1])  # ... yet found
+    log.flush()
+    assert disk.read_all(idx.rel)[:idx.size_bytes] == idx.raw_entries()
+
+
+def test_crash_before_a_flush_loses_buffered_index_entries_and_recovery_rebuilds_them(tmp_path):
+    disk = Disk(tmp_path)
+    log = open_log(disk)
+    fill(log, 8)
+    log.flush()
+    fill(log, 6)
+    expected = {s.base_offset: s.offset_index.raw_entries() for s in log.segments}
+    log.cancel_tasks()
+    disk.crash()
+    reopened = open_log(disk, recovery_point=8)
+    assert reopened.log_end_offset == 8
+    for seg in reopened.segments:
+        assert expected[seg.base_offset].startswith(seg.offset_index.raw_entries())
+        assert disk.read_all(seg.offset_index.rel)[:seg.offset_index.size_bytes] == seg.offset_index.raw_entries()
+    reopened.close()

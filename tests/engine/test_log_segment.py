@@ -67,9 +67,11 @@ def test_translate_offset_scans_to_first_batch_holding_target(seg):
     for i in range(5):
         append(seg, batch_of_size(i * 10, 200, count=10))
     seen = []
-    pos, h = seg.translate_offset(34, 0, lambda p, hd, hit: seen.append((p, hit)))
+    pos, h = seg.translate_offset(34, 0, seen)
     assert (pos, h.base_offset) == (600, 30)
-    assert seen == [(0, False), (200, False), (400, False), (600, True)]
+    assert [(row[0], row[4]) for row in seen] == [(0, False), (200, False), (400, False), (600, True)]
+    assert [row[1:3] for row in seen] == [(0, 9), (10, 19), (20, 29), (30, 39)]
+    assert seg.find_offset(34, 0) == (600, 200) and seg.find_offset(50, 0) is None
 
 
 def test_truncate_to_cuts_whole_batch_and_index_entries(seg):

@@ -107,7 +107,7 @@ async def test_enough_produces_roll_a_segment_with_a_twenty_digit_name(runtime, 
     ({"type": "produce", "count": "lots"}, "invalid", "Number of messages must be a whole number"),
     ({"type": "produce", "count": "0"}, "invalid", "between 1 and 50"),
     ({"type": "produce", "partition": "7"}, "invalid", "Partition must be between 0 and 1"),
-    ({"type": "produce", "key": "ключ"}, "invalid", "printable ASCII"),
+    ({"type": "produce", "count": "1", "key": "ключ"}, "invalid", "printable ASCII"),
     ({"type": "produce", "colour": "red"}, "invalid", "Unknown field(s) for produce: 'colour'"),
     ({"type": "advance", "seconds": ""}, "invalid", "Jump is required"),
 ])
@@ -133,12 +133,26 @@ async def test_non_json_and_oversized_messages_get_errors(runtime, ws_headers):
     await comm.disconnect()
 
 
-async def test_engine_refusal_reaches_the_sender_as_an_error(runtime, ws_headers):
+async def test_value_size_limit_follows_segment_bytes(runtime, ws_headers):
+    # segment.bytes=1000 here: a 2,000-byte value could never fit, so the form's limit
+    # (from the same spec) refuses it before the engine would with RecordTooLargeError.
     comm, _ = await connect(ws_headers)
     await comm.send_json_to({"type": "produce", "count": "1", "value_size": "2000"})
     got = await replies_until(comm, lambda m: m["type"] in ("error", "ack"))
-    assert got[-1]["type"] == "error" and got[-1]["code"] == "engine"
-    assert "RecordTooLargeError" in got[-1]["message"]
+    assert got[-1]["type"] == "error" and got[-1]["code"] == "invalid" and got[-1]["field"] == "value_size"
+    assert "between 1 and 883" in got[-1]["message"]
+    await comm.send_json_to({"type": "produce", "count": "1", "value_size": "883", "key": "k" * 40})
+    got = await replies_until(comm, lambda m: m["type"] in ("error", "ack"))
+    assert got[-1]["type"] == "ack"
+    await comm.disconnect()
+
+
+async def test_empty_count_is_refused_not_sent_as_one(runtime, ws_headers):
+    comm, _ = await connect(ws_headers)
+    await comm.send_json_to({"type": "produce", "count": "", "value_size": "100"})
+    error = await comm.receive_json_from(timeout=5)
+    assert error["type"] == "error" and error["field"] == "count" and "required" in error["message"]
+    assert runtime.sandboxes and next(iter(runtime.sandboxes.values())).engine.messages_sent == 0
     await comm.disconnect()
 
 

@@ -70,6 +70,18 @@ def test_describe_names_the_segment_file_in_twenty_digits():
     assert text == "partition 0: rolled a new segment 00000000000000000006.log (reason: size)"
 
 
+def test_describe_tells_a_traced_lookup_in_one_line():
+    text = describe({"kind": "log_lookup", "partition": 0, "mode": "offset", "target": 17, "candidates": [0, 12],
+                     "segment": 12, "rule": "largest base offset <= target", "time_probes": [],
+                     "probes": [[0, 2, 1, 15, 300, "right"], [2, 2, 2, 19, 450, "left"]],
+                     "scan": [[300, 16, 16, 5, False], [377, 17, 17, 6, True]], "offset": 17, "position": 377,
+                     "timestamp": None})
+    # one line, worded by engine/narration.py
+    assert text == ("partition 0: lookup of offset 17: segment 00000000000000000012 chosen among 2 (largest base offset "
+                    "<= target); 2 binary-search probe(s) in the offset index, ending at entry 2 (offset 19 → byte 450); "
+                    "then scanned 2 batch(es) from byte 300; found offset 17 at byte 377")
+
+
 @pytest.mark.asyncio
 async def test_rapid_commands_are_coalesced_into_a_bounded_number_of_frames(tmp_path):
     # A long interval so the flush timer cannot fire during the test; the test then
@@ -103,7 +115,7 @@ async def test_step_mode_publishes_every_event_as_its_own_frame(tmp_path):
     before = rt.sandboxes[sid].engine.events.seq
     await rt.command(sid, {"type": "produce", "count": "3"})
     after = rt.sandboxes[sid].engine.events.seq
-    frames = [m["frame"] for _, m in sent]
+    frames = [m["frame"] for _, m in sent if m["frame"]["events"][0]["kind"] != "run_moved"]
     assert len(frames) == after - before > 3
     assert [f["events"][0]["seq"] for f in frames] == list(range(before + 1, after + 1))
     rt.close_all()
@@ -200,7 +212,28 @@ async def test_jump_clock_runs_retention_marks_deleted_then_removes(tmp_path):
     await rt.command(sid, {"type": "advance", "seconds": "30"})
     names = [f["name"] for f in rt.sandboxes[sid].engine.state()["partitions"][0]["files"]]
     assert not [n for n in names if n.endswith(".deleted")]
-    assert [t["done"] for t in rt.sandboxes[sid].engine.tasks()] == [True, True]
+    assert {t["id"]: t["done"] for t in rt.sandboxes[sid].engine.state()["tasks"]} == \
+        {"third-segment": True, "retention-delete": True, "file-removed": True}
+    rt.close_all()
+
+
+@pytest.mark.asyncio
+async def test_a_long_clock_jump_shows_deleted_files_before_they_go(tmp_path):
+    """A jump past retention.ms and file.delete.delay.ms at once still publishes a frame
+    in which the expired segment is renamed .deleted, before the frame where it is gone."""
+    rt, sent, _ = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "segments")
+    await rt.command(sid, {"type": "produce", "count": "12"})
+    sent.clear()
+    await rt.command(sid, {"type": "advance", "seconds": "120"})
+    await rt.flush(rt.sandboxes[sid])
+    frames = [m["frame"] for _, m in sent]
+    with_deleted = [i for i, f in enumerate(frames)
+                    if any(x["name"].endswith(".deleted") for x in f["state"]["partitions"][0]["files"])]
+    assert with_deleted, "no frame showed the .deleted phase"
+    last = frames[-1]["state"]["partitions"][0]["files"]
+    assert not [x for x in last if x["name"].endswith(".deleted")] and with_deleted[-1] < len(frames) - 1
     rt.close_all()
 
 

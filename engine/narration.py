@@ -1,0 +1,693 @@
+"""Narration: every engine event as a sentence, in English and Simplified Chinese.
+
+This is the one home of event → words. The command line (``storage-experiment``,
+``run``), the web timeline (``kafkaviz/live/frames.py``) and the lessons' step
+narration (``kafkaviz/live/kinds.py``) all call it, so the same event reads the same
+everywhere. Sentences are built only from the event's own fields: narration says
+what the engine did, never what a script expected it to do.
+
+* :func:`describe` -- one event dict (``Envelope.to_dict()`` or ``Event.to_dict()``)
+  → one sentence; unknown kinds fall back to their fields.
+* :func:`summarize` -- the events of one step → a few sentences (appends, HW moves
+  and the like folded), for "what happened in this step".
+* :func:`command_label` -- a command (a lesson's ``{"type": ...}`` or a cluster's
+  ``{"cmd": ...}``) in a few words.
+
+Adding an event kind: add its sentence to ``_EN`` and ``_ZH`` below.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps"]
+
+LANGS = ("en", "zh")
+Ev = dict[str, Any]
+
+
+def _seg(base: Any) -> str:
+    return f"{base:020d}" if isinstance(base, int) else "?"
+
+
+def _s(ms: Any) -> str:
+    return f"{ms / 1000:.1f} s" if isinstance(ms, (int, float)) else "?"
+
+
+def _tp(ev: Ev) -> str:
+    return f"{ev.get('topic')}-{ev.get('partition')}"
+
+
+def _where(ev: Ev, zh: bool) -> str:
+    p = ev.get("partition")
+    if zh:
+        where = f"分区 {p}" if p is not None else str(ev.get("topic", ""))
+        return f"broker {ev['broker']}，{where}" if isinstance(ev.get("broker"), int) else where
+    where = f"partition {p}" if p is not None else str(ev.get("topic", ""))
+    return f"broker {ev['broker']}, {where}" if isinstance(ev.get("broker"), int) else where
+
+
+def _b(n: Any, zh: bool = False) -> str:
+    if n == -1:
+        return "客户端" if zh else "the client"
+    return f"broker {n}"
+
+
+def _offs(ev: Ev, zh: bool) -> str:
+    a, b = ev["first_offset"], ev["last_offset"]
+    if zh:
+        return f"偏移量 {a}" if a == b else f"偏移量 {a}–{b}"
+    return f"offset {a}" if a == b else f"offsets {a}–{b}"
+
+
+# ---- storage -----------------------------------------------------------------------------
+
+def _retention_en(ev: Ev) -> str:
+    seg, rule, threshold, value = ev.get("segment"), ev.get("rule"), ev.get("threshold"), ev.get("value")
+    blocked = ev.get("blocked_by")
+    if blocked:
+        why = {"high_watermark": "not all of it is below the high watermark",
+               "empty_active": "it is the empty active segment"}.get(blocked, blocked)
+        verdict = f"keep ({why})"
+    else:
+        verdict = "delete" if ev.get("deletable") else "keep"
+    if rule == "size":
+        if seg is None:
+            return (f"retention by size: the partition holds {value} bytes, under retention.bytes={threshold} "
+                    "→ nothing to delete")
+        return (f"retention by size: the partition is {value} bytes over retention.bytes; segment {_seg(seg)} "
+                f"holds {threshold} bytes → {verdict}")
+    if rule == "time":
+        return (f"retention by time: segment {_seg(seg)}'s newest record is {_s(value)} old, retention.ms is "
+                f"{_s(threshold)} → {verdict}")
+    if rule == "log_start_offset":
+        if ev.get("deletable"):
+            reason = f"all its offsets are below the log start offset {threshold}"
+        elif isinstance(value, int) and isinstance(threshold, int) and value <= threshold:
+            reason = "it is the active segment, which this rule never deletes"
+        else:
+            reason = f"it still holds offsets at or above the log start offset {threshold}"
+        return (f"retention by log start offset: segment {_seg(seg)} holds offsets below {value}; "
+                f"{reason} → {'delete' if ev.get('deletable') else 'keep'}")
+    return f"retention ({rule}): segment {_seg(seg)}, value {value}, limit {threshold} → {verdict}"
+
+
+def _retention_zh(ev: Ev) -> str:
+    seg, rule, threshold, value = ev.get("segment"), ev.get("rule"), ev.get("threshold"), ev.get("value")
+    blocked = ev.get("blocked_by")
+    if blocked:
+        why = {"high_watermark": "它并非全部位于高水位以下", "empty_active": "它是空的活跃段"}.get(blocked, blocked)
+        verdict = f"保留（{why}）"
+    else:
+        verdict = "删除" if ev.get("deletable") else "保留"
+    if rule == "size":
+        if seg is None:
+            return f"按大小保留：分区共 {value} 字节，未超过 retention.bytes={threshold} → 无需删除"
+        return f"按大小保留：分区比 retention.bytes 多 {value} 字节；段 {_seg(seg)} 有 {threshold} 字节 → {verdict}"
+    if rule == "time":
+        return f"按时间保留：段 {_seg(seg)} 最新的消息已有 {_s(value)}，retention.ms 为 {_s(threshold)} → {verdict}"
+    if rule == "log_start_offset":
+        if ev.get("deletable"):
+            reason = f"它的偏移量全部小于日志起始偏移量 {threshold}"
+        elif isinstance(value, int) and isinstance(threshold, int) and value <= threshold:
+            reason = "它是活跃段，这条规则从不删除活跃段"
+        else:
+            reason = f"它仍包含不小于日志起始偏移量 {threshold} 的偏移量"
+        return (f"按日志起始偏移量保留：段 {_seg(seg)} 的偏移量都小于 {value}；{reason} → "
+                f"{'删除' if ev.get('deletable') else '保留'}")
+    return f"保留检查（{rule}）：段 {_seg(seg)}，值 {value}，上限 {threshold} → {verdict}"
+
+
+def _lookup_en(e: Ev) -> str:
+    what = f"offset {e['target']}" if e.get("mode") == "offset" else f"timestamp {e['target']}"
+    probes = e.get("probes") or []
+    scan = e.get("scan") or []
+    parts = [f"lookup of {what}: segment {_seg(e.get('segment'))} chosen among {len(e.get('candidates') or [])} "
+             f"({e.get('rule')})"]
+    if e.get("time_probes"):
+        parts.append(f"{len(e['time_probes'])} probe(s) in the time index")
+    if probes:
+        last = probes[-1]
+        parts.append(f"{len(probes)} binary-search probe(s) in the offset index, ending at entry {last[2]} "
+                     f"(offset {last[3]} → byte {last[4]})")
+    if scan:
+        parts.append(f"then scanned {len(scan)} batch(es) from byte {scan[0][0]}")
+    if e.get("offset") is None or e.get("offset") == -1:
+        parts.append("nothing found")
+    else:
+        parts.append(f"found offset {e['offset']} at byte {e.get('position')}")
+    return "; ".join(parts)
+
+
+def _lookup_zh(e: Ev) -> str:
+    what = f"偏移量 {e['target']}" if e.get("mode") == "offset" else f"时间戳 {e['target']}"
+    probes = e.get("probes") or []
+    scan = e.get("scan") or []
+    parts = [f"查找{what}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e.get('segment'))}（{e.get('rule')}）"]
+    if e.get("time_probes"):
+        parts.append(f"在时间索引中探查 {len(e['time_probes'])} 次")
+    if probes:
+        last = probes[-1]
+        parts.append(f"在偏移量索引中二分查找 {len(probes)} 次，停在第 {last[2]} 项（偏移量 {last[3]} → 字节 {last[4]}）")
+    if scan:
+        parts.append(f"再从字节 {scan[0][0]} 起扫描 {len(scan)} 个批次")
+    if e.get("offset") is None or e.get("offset") == -1:
+        parts.append("没有找到")
+    else:
+        parts.append(f"找到偏移量 {e['offset']}，位于字节 {e.get('position')}")
+    return "；".join(parts)
+
+
+def _truncated_en(e: Ev) -> str:
+    why = {"hw": "to its high watermark (the pre-0.11 rule)",
+           "epoch": "to the point where its log diverges from the leader's (leader epoch)",
+           "out_of_range": "because the leader's log ends before its fetch offset",
+           "log_start": "because the leader's log starts after its fetch offset"}.get(e["reason"], e["reason"])
+    cut = e["from_offset"] - e["to_offset"]
+    detail = f" — {e['detail']}" if e.get("detail") else ""
+    return (f"broker {e['broker']} truncated {_tp(e)} from offset {e['from_offset']} to {e['to_offset']} "
+            f"({cut} record(s) cut) {why}{detail}")
+
+
+def _truncated_zh(e: Ev) -> str:
+    why = {"hw": "截到自己的高水位（0.11 之前的规则）", "epoch": "截到与 leader 日志分叉的位置（leader epoch）",
+           "out_of_range": "因为 leader 的日志在它的拉取偏移量之前就结束了",
+           "log_start": "因为 leader 的日志从它的拉取偏移量之后才开始"}.get(e["reason"], e["reason"])
+    cut = e["from_offset"] - e["to_offset"]
+    return f"broker {e['broker']} 把 {_tp(e)} 从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（截掉 {cut} 条），{why}"
+
+
+_EN: dict[str, Callable[[Ev], str]] = {
+    # storage (engine/log/events.py)
+    "batch_appended": lambda e: (f"{_where(e, False)}: appended a batch of {e['records']} record(s), "
+                                 f"{_offs(e, False)}, {e['size_bytes']} bytes at byte {e['position']} of "
+                                 f"{_seg(e['segment'])}.log"),
+    "index_entry_written": lambda e: (
+        f"{_where(e, False)}: time index entry {e['entries']} in {_seg(e['segment'])}.timeindex: timestamp "
+        f"{e['timestamp']} → offset {e['offset']}" if e.get("index") == "time" else
+        f"{_where(e, False)}: offset index entry {e['entries']} in {_seg(e['segment'])}.index: offset "
+        f"{e['offset']} → byte {e['position']}"),
+    "segment_created": lambda e: f"{_where(e, False)}: created segment {_seg(e['segment'])} ({', '.join(e.get('files') or [])})",
+    "segment_rolled": lambda e: (f"{_where(e, False)}: rolled a new segment {_seg(e['new_segment'])}.log "
+                                 f"(reason: {e['reason']})" + (f" — {e['detail']}" if e.get("detail") else "")),
+    "index_trimmed": lambda e: (f"{_where(e, False)}: trimmed {_seg(e['segment'])} {e['index']} index to "
+                                f"{e['entries']} entries ({e['from_bytes']} → {e['to_bytes']} bytes)"),
+    "retention_check": lambda e: f"{_where(e, False)}: {_retention_en(e)}",
+    "segment_deleted": lambda e: (f"{_where(e, False)}: segment {_seg(e['segment'])} renamed to .deleted "
+                                  f"({e['reason']}); files removed after {_s(e['delete_after_ms'])}"),
+    "file_deleted": lambda e: f"{_where(e, False)}: file {e['file']} removed from disk",
+    "log_start_offset_changed": lambda e: f"{_where(e, False)}: log start offset {e['old']} → {e['new']} ({e['reason']})",
+    "leader_epoch_assigned": lambda e: (f"{_where(e, False)}: leader epoch {e['epoch']} starts at offset "
+                                        f"{e['start_offset']} (leader-epoch-checkpoint)"),
+    "log_flushed": lambda e: f"{_where(e, False)}: flushed (fsync) up to offset {e['up_to_offset']}",
+    "recovery_started": lambda e: f"{_where(e, False)}: opening the log, recovery from offset {e['recovery_point']}",
+    "recovery_finished": lambda e: (f"{_where(e, False)}: log open — start offset {e['log_start_offset']}, end offset "
+                                    f"{e['log_end_offset']}, {len(e.get('segments') or [])} segment(s)"),
+    "epoch_cache_truncated": lambda e: (f"{_where(e, False)}: leader-epoch cache truncated at the "
+                                       f"{'start' if e.get('direction') == 'start' else 'end'} (offset {e['offset']}); "
+                                       f"entries now {e.get('entries')}"),
+    "recovery_truncated": lambda e: (f"{_where(e, False)}: recovery cut {_seg(e['segment'])}.log from {e['from_bytes']} "
+                                     f"to {e['to_bytes']} bytes ({e['reason']})"),
+    "index_rebuilt": lambda e: (f"{_where(e, False)}: rebuilt the {e['index']} index of {_seg(e['segment'])} "
+                                f"({e['entries']} entries; {e['reason']})"),
+    "leftover_removed": lambda e: f"{_where(e, False)}: removed leftover file {e['file']} while opening the log",
+    "log_truncated": lambda e: f"{_where(e, False)}: log truncated from offset {e['from_offset']} to {e['to_offset']} ({e['reason']})",
+    "log_closed": lambda e: f"{_where(e, False)}: log closed at end offset {e['log_end_offset']}",
+    "log_lookup": lambda e: f"{_where(e, False)}: {_lookup_en(e)}",
+    # the five lookup events the single log_lookup replaces (kept until it lands)
+    "lookup_started": lambda e: f"{_where(e, False)}: looking up {e['mode']} {e['target']}",
+    "lookup_segment": lambda e: (f"{_where(e, False)}: chose segment {_seg(e['segment'])} among "
+                                 f"{len(e.get('candidates') or [])} ({e['rule']})"),
+    "index_probe": lambda e: (f"{_where(e, False)}: {e['index']} index probe: entries {e['low']}–{e['high']}, "
+                              f"entry {e['mid']} (offset {e['entry_offset']}) → {e['went']}"),
+    "lookup_scan": lambda e: (f"{_where(e, False)}: scanned the batch at byte {e['position']} (offsets "
+                              f"{e['base_offset']}–{e['last_offset']})" + (" — match" if e.get("matched") else "")),
+    "lookup_finished": lambda e: (f"{_where(e, False)}: lookup of {e['mode']} {e['target']} → "
+                                  + ("nothing found" if e["offset"] == -1 else
+                                     f"offset {e['offset']} at byte {e.get('position')}")),
+    # lessons 1 and 7 (engine/topic.py, engine/page_cache.py)
+    "record_partitioned": lambda e: (
+        f"producer: {e['value']} " + (f"key {e['key']}: murmur2 = {e['hash']}, positive % {e['partitions']} → partition {e['partition']}"
+                                      if e["rule"] == "key" else
+                                      f"(no key): the batch on partition {e['switched_from']} was full, switched to partition {e['partition']}"
+                                      if e["rule"] == "sticky-switch" else
+                                      f"(no key) → sticky partition {e['partition']}" if e["rule"] == "sticky" else
+                                      f"→ partition {e['partition']} (chosen by the producer)")),
+    "producer_batch_sent": lambda e: (f"producer sent a batch of {e['records']} record(s) ({e['bytes']} bytes) to partition "
+                                      f"{e['partition']}: offsets {e['first_offset']}–{e['last_offset']} ({e['reason']})"),
+    "consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
+                                   + (f"offsets {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "nothing new")
+                                   + f"; next offset {e['next_offset']}"),
+    "pages_written_back": lambda e: ("the OS wrote dirty pages back: " + (", ".join(
+        f"{f['file']} durable up to byte {f['to']}" for f in e["files"]) or "no whole dirty page")),
+    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} wrote recovery-point-offset-checkpoint: "
+                                              f"{_tp(e)} recovery point {e['recovery_point']}"),
+    # cluster (engine/cluster/events.py, checker.py)
+    "broker_started": lambda e: (f"broker {e['broker']} started" + (" again" if e["restart"] else "")
+                                 + (" after a clean shutdown" if e["clean_shutdown"] else "")),
+    "broker_crashed": lambda e: (f"broker {e['broker']} crashed" + (" (power loss: un-fsynced bytes lost"
+                                 f" in {len(e.get('lost_files') or [])} file(s))" if e["power_loss"] else "")),
+    "broker_shutdown": lambda e: f"broker {e['broker']} shut down cleanly",
+    "logs_loaded": lambda e: f"broker {e['broker']} opened its logs: " + "; ".join(
+        f"{x['topic']}-{x['partition']} LEO {x['leo']}, HW {x['high_watermark']}" for x in e["logs"]),
+    "broker_registered": lambda e: (f"controller {e['controller']} registered broker {e['broker']} "
+                                    f"(broker epoch {e['broker_epoch']})"),
+    "broker_fenced": lambda e: f"controller {e['controller']} fenced broker {e['broker']} ({e['reason'].replace('_', ' ')})",
+    "controller_changed": lambda e: (f"broker {e['new']} is the active controller (controller epoch "
+                                     f"{e['controller_epoch']}, {e['reason'].replace('_', ' ')})"),
+    "topic_created": lambda e: (f"topic {e['topic']} created: " + "; ".join(
+        f"partition {p} on brokers {', '.join(map(str, r))}" for p, r in sorted(e["assignment"].items()))),
+    "leader_elected": lambda e: (f"controller elected broker {e['chosen']} leader of {_tp(e)} at leader epoch "
+                                 f"{e['leader_epoch']} ({e['rule']}); ISR {e['isr']}"),
+    "partition_offline": lambda e: f"{_tp(e)} is offline: no replica may lead ({e['reason']})",
+    "isr_shrunk": lambda e: f"ISR of {_tp(e)} shrank to {e['isr']} (removed {e['removed']}: {e['reason']})",
+    "isr_expanded": lambda e: f"ISR of {_tp(e)} grew to {e['isr']} (added {e['added']})",
+    "alter_partition_sent": lambda e: f"broker {e['broker']} asked the controller to set the ISR of {_tp(e)} to {e['proposed_isr']}",
+    "alter_partition_rejected": lambda e: f"controller refused broker {e['broker']}'s ISR change ({e['reason']})",
+    "became_leader": lambda e: (f"broker {e['broker']} leads {_tp(e)} at epoch {e['leader_epoch']} (LEO {e['leo']}, "
+                                f"HW {e['high_watermark']}); epoch cache gets ({e['leader_epoch']}, {e['leo']})"),
+    "became_follower": lambda e: (f"broker {e['broker']} follows broker {e['leader']} for {_tp(e)} at epoch "
+                                  f"{e['leader_epoch']} (LEO {e['leo']}, HW {e['high_watermark']}); "
+                                  + ("it truncates to its high watermark first" if e["truncation"] == "hw"
+                                     else "it asks the leader where its epoch ends first")),
+    "fetch_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}: Fetch {_tp(e)} from offset {e['fetch_offset']}",
+    "fetch_parked": lambda e: (f"broker {e['broker']} parked broker {e['follower']}'s fetch at offset "
+                               f"{e['fetch_offset']} (nothing new; waits up to {e['max_wait_ms']} ms)"),
+    "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: "
+                                 + (f"error {e['error']}" if e["error"] else
+                                    (f"records {e['first_offset']}–{e['last_offset']}" if e["records"] else "no records"))
+                                 + f", HW {e['high_watermark']}, leader LEO {e['leader_leo']}"),
+    "fetch_received": lambda e: (f"broker {e['broker']} took the fetch response: {e['records']} record(s), "
+                                 f"leader HW {e['leader_high_watermark']}" + (f", error {e['error']}" if e["error"] else "")),
+    "remote_leo_updated": lambda e: f"broker {e['broker']} notes broker {e['follower']}'s LEO {e['old']} → {e['new']}",
+    "leo_changed": lambda e: f"broker {e['broker']} ({e['role']}) LEO {e['old']} → {e['new']} ({e['reason']})",
+    "high_watermark_changed": lambda e: (f"broker {e['broker']} ({e['role']}) HW {e['old']} → {e['new']} "
+                                         f"({e['reason'].replace('_', ' ')})"),
+    "epoch_request_sent": lambda e: (f"broker {e['broker']} → broker {e['leader']}: OffsetsForLeaderEpoch — "
+                                     f"where does epoch {e['epoch']} end?"),
+    "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: epoch {e['requested_epoch']} "
+                                         f"ends at offset {e['end_offset']}"
+                                         + (f" (answered for epoch {e['epoch']})" if e["epoch"] != e["requested_epoch"] else "")),
+    "replica_truncated": _truncated_en,
+    "produce_received": lambda e: f"broker {e['broker']} got produce request {e['request_id']} ({e['records']} record(s), acks={e['acks']})",
+    "produce_appended": lambda e: (f"broker {e['broker']} appended request {e['request_id']} at offset(s) "
+                                   f"{e['base_offset']}–{e['last_offset']}, epoch {e['leader_epoch']}"),
+    "produce_waiting": lambda e: f"request {e['request_id']} waits until the HW passes offset {e['required_offset'] - 1}",
+    "produce_acked": lambda e: (f"the client was told request {e['request_id']} succeeded"
+                                + (f" (offset {e['base_offset']})" if e["base_offset"] is not None else "")),
+    "produce_failed": lambda e: f"request {e['request_id']} failed: {e['error']}",
+    "consumer_read": lambda e: (f"a consumer read {e['records']} record(s) of {_tp(e)} from offset {e['offset']} "
+                                f"(HW {e['high_watermark']})"),
+    "checkpoint_written": lambda e: f"broker {e['broker']} wrote {e['file']}",
+    "link_changed": lambda e: f"link {_b(e['a'])} {'↔' if e['both'] else '→'} {_b(e['b'])}: {e['state']}",
+    "message_dropped": lambda e: f"{e['api']} from {_b(e['src'])} to {_b(e['dst'])} dropped ({e['reason'].replace('_', ' ')})",
+    "config_changed": lambda e: f"config of {e['scope']} {e['target']} changed: " + ", ".join(
+        f"{k}={v}" for k, v in e["changes"].items()),
+    "check_acked_record_lost": lambda e: (f"CHECKER: acknowledged record {e.get('value') or e['digest']} at offset "
+                                          f"{e['offset']} is not in the leader's log — lost"),
+    "check_replicas_diverged": lambda e: (f"CHECKER: brokers {', '.join(map(str, e['brokers']))} hold different "
+                                          f"records at offset {e['offset']} — diverged"),
+    "check_hw_regressed": lambda e: f"CHECKER: broker {e['broker']}'s HW went back {e['old']} → {e['new']}",
+    "check_uncommitted_read": lambda e: f"CHECKER: a consumer read an uncommitted record at offset {e['offset']}",
+    "run_moved": lambda e: (f"rewound to step {e['step']} (the engine is as it was after that step)"
+                            if e["how"] == "back" else f"the run is at step {e['step']}"),
+}
+
+_ZH: dict[str, Callable[[Ev], str]] = {
+    "batch_appended": lambda e: (f"{_where(e, True)}：追加一个批次，{e['records']} 条消息，{_offs(e, True)}，"
+                                 f"{e['size_bytes']} 字节，位于 {_seg(e['segment'])}.log 的字节 {e['position']}"),
+    "index_entry_written": lambda e: (
+        f"{_where(e, True)}：{_seg(e['segment'])}.timeindex 第 {e['entries']} 项：时间戳 {e['timestamp']} → 偏移量 {e['offset']}"
+        if e.get("index") == "time" else
+        f"{_where(e, True)}：{_seg(e['segment'])}.index 第 {e['entries']} 项：偏移量 {e['offset']} → 字节 {e['position']}"),
+    "segment_created": lambda e: f"{_where(e, True)}：创建段 {_seg(e['segment'])}（{', '.join(e.get('files') or [])}）",
+    "segment_rolled": lambda e: f"{_where(e, True)}：滚动出新段 {_seg(e['new_segment'])}.log（原因：{e['reason']}）",
+    "index_trimmed": lambda e: (f"{_where(e, True)}：把段 {_seg(e['segment'])} 的 {e['index']} 索引裁剪到 {e['entries']} 项"
+                                f"（{e['from_bytes']} → {e['to_bytes']} 字节）"),
+    "retention_check": lambda e: f"{_where(e, True)}：{_retention_zh(e)}",
+    "segment_deleted": lambda e: (f"{_where(e, True)}：段 {_seg(e['segment'])} 改名为 .deleted（{e['reason']}），"
+                                  f"{_s(e['delete_after_ms'])} 后删除文件"),
+    "file_deleted": lambda e: f"{_where(e, True)}：文件 {e['file']} 已从磁盘删除",
+    "log_start_offset_changed": lambda e: f"{_where(e, True)}：日志起始偏移量 {e['old']} → {e['new']}（{e['reason']}）",
+    "leader_epoch_assigned": lambda e: f"{_where(e, True)}：leader epoch {e['epoch']} 从偏移量 {e['start_offset']} 开始（leader-epoch-checkpoint）",
+    "log_flushed": lambda e: f"{_where(e, True)}：刷盘（fsync）到偏移量 {e['up_to_offset']}",
+    "recovery_started": lambda e: f"{_where(e, True)}：打开日志，从偏移量 {e['recovery_point']} 开始恢复",
+    "recovery_finished": lambda e: (f"{_where(e, True)}：日志已打开——起始偏移量 {e['log_start_offset']}，末端偏移量 "
+                                    f"{e['log_end_offset']}，{len(e.get('segments') or [])} 个段"),
+    "epoch_cache_truncated": lambda e: (f"{_where(e, True)}：leader-epoch 缓存从{'头部' if e.get('direction') == 'start' else '尾部'}"
+                                       f"截断（偏移量 {e['offset']}）；现在的条目 {e.get('entries')}"),
+    "recovery_truncated": lambda e: (f"{_where(e, True)}：恢复时把 {_seg(e['segment'])}.log 从 {e['from_bytes']} 字节截到 "
+                                     f"{e['to_bytes']} 字节（{e['reason']}）"),
+    "index_rebuilt": lambda e: f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的 {e['index']} 索引（{e['entries']} 项；{e['reason']}）",
+    "leftover_removed": lambda e: f"{_where(e, True)}：打开日志时删除残留文件 {e['file']}",
+    "log_truncated": lambda e: f"{_where(e, True)}：日志从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（{e['reason']}）",
+    "log_closed": lambda e: f"{_where(e, True)}：日志关闭，末端偏移量 {e['log_end_offset']}",
+    "log_lookup": lambda e: f"{_where(e, True)}：{_lookup_zh(e)}",
+    "lookup_started": lambda e: f"{_where(e, True)}：开始查找 {e['mode']} {e['target']}",
+    "lookup_segment": lambda e: f"{_where(e, True)}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e['segment'])}（{e['rule']}）",
+    "index_probe": lambda e: (f"{_where(e, True)}：{e['index']} 索引探查：第 {e['low']}–{e['high']} 项，取第 {e['mid']} 项"
+                              f"（偏移量 {e['entry_offset']}）→ {e['went']}"),
+    "lookup_scan": lambda e: (f"{_where(e, True)}：扫描字节 {e['position']} 处的批次（偏移量 {e['base_offset']}–{e['last_offset']}）"
+                              + ("——命中" if e.get("matched") else "")),
+    "lookup_finished": lambda e: (f"{_where(e, True)}：查找 {e['mode']} {e['target']} → "
+                                  + ("没有找到" if e["offset"] == -1 else f"偏移量 {e['offset']}，字节 {e.get('position')}")),
+    # 第 1、7 课
+    "record_partitioned": lambda e: (
+        f"生产者：{e['value']} " + (f"键 {e['key']}：murmur2 = {e['hash']}，取正后 % {e['partitions']} → 分区 {e['partition']}"
+                                     if e["rule"] == "key" else
+                                     f"（无键）：分区 {e['switched_from']} 上的批次已满，换到分区 {e['partition']}"
+                                     if e["rule"] == "sticky-switch" else
+                                     f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
+                                     f"→ 分区 {e['partition']}（生产者指定）")),
+    "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
+                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
+    "consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
+                                   + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
+                                   + f"；下一个偏移量 {e['next_offset']}"),
+    "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
+        f"{f['file']} 持久化到第 {f['to']} 字节" for f in e["files"]) or "没有完整的脏页")),
+    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} 写入 recovery-point-offset-checkpoint："
+                                              f"{_tp(e)} 恢复点 {e['recovery_point']}"),
+    "broker_started": lambda e: (f"broker {e['broker']} " + ("重新" if e["restart"] else "") + "启动"
+                                 + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
+    "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
+                                                              if e["power_loss"] else "")),
+    "broker_shutdown": lambda e: f"broker {e['broker']} 正常关闭",
+    "logs_loaded": lambda e: f"broker {e['broker']} 打开日志：" + "；".join(
+        f"{x['topic']}-{x['partition']} LEO {x['leo']}，HW {x['high_watermark']}" for x in e["logs"]),
+    "broker_registered": lambda e: f"控制器 {e['controller']} 登记了 broker {e['broker']}（broker epoch {e['broker_epoch']}）",
+    "broker_fenced": lambda e: f"控制器 {e['controller']} 隔离了 broker {e['broker']}（{e['reason'].replace('_', ' ')}）",
+    "controller_changed": lambda e: f"broker {e['new']} 成为活跃控制器（控制器 epoch {e['controller_epoch']}，{e['reason'].replace('_', ' ')}）",
+    "topic_created": lambda e: (f"创建主题 {e['topic']}：" + "；".join(
+        f"分区 {p} 在 broker {', '.join(map(str, r))} 上" for p, r in sorted(e["assignment"].items()))),
+    "leader_elected": lambda e: (f"控制器选举 broker {e['chosen']} 为 {_tp(e)} 的 leader，leader epoch {e['leader_epoch']}"
+                                 f"（{e['rule']}）；ISR {e['isr']}"),
+    "partition_offline": lambda e: f"{_tp(e)} 离线：没有副本可以当 leader（{e['reason']}）",
+    "isr_shrunk": lambda e: f"{_tp(e)} 的 ISR 缩小为 {e['isr']}（移除 {e['removed']}：{e['reason']}）",
+    "isr_expanded": lambda e: f"{_tp(e)} 的 ISR 扩大为 {e['isr']}（加入 {e['added']}）",
+    "alter_partition_sent": lambda e: f"broker {e['broker']} 请求控制器把 {_tp(e)} 的 ISR 设为 {e['proposed_isr']}",
+    "alter_partition_rejected": lambda e: f"控制器拒绝了 broker {e['broker']} 的 ISR 变更（{e['reason']}）",
+    "became_leader": lambda e: (f"broker {e['broker']} 成为 {_tp(e)} 的 leader，epoch {e['leader_epoch']}（LEO {e['leo']}，"
+                                f"HW {e['high_watermark']}）；epoch 缓存加入 ({e['leader_epoch']}, {e['leo']})"),
+    "became_follower": lambda e: (f"broker {e['broker']} 以 epoch {e['leader_epoch']} 跟随 broker {e['leader']}（{_tp(e)}，"
+                                  f"LEO {e['leo']}，HW {e['high_watermark']}）；"
+                                  + ("它先截断到自己的高水位" if e["truncation"] == "hw" else "它先问 leader 自己的 epoch 在哪里结束")),
+    "fetch_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：Fetch {_tp(e)}，从偏移量 {e['fetch_offset']} 开始",
+    "fetch_parked": lambda e: f"broker {e['broker']} 暂存 broker {e['follower']} 在偏移量 {e['fetch_offset']} 的拉取（暂无新数据，最多等 {e['max_wait_ms']} 毫秒）",
+    "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}："
+                                 + (f"错误 {e['error']}" if e["error"] else
+                                    (f"消息 {e['first_offset']}–{e['last_offset']}" if e["records"] else "没有消息"))
+                                 + f"，HW {e['high_watermark']}，leader LEO {e['leader_leo']}"),
+    "fetch_received": lambda e: (f"broker {e['broker']} 收到拉取响应：{e['records']} 条消息，leader HW {e['leader_high_watermark']}"
+                                 + (f"，错误 {e['error']}" if e["error"] else "")),
+    "remote_leo_updated": lambda e: f"broker {e['broker']} 记下 broker {e['follower']} 的 LEO {e['old']} → {e['new']}",
+    "leo_changed": lambda e: f"broker {e['broker']}（{e['role']}）LEO {e['old']} → {e['new']}（{e['reason']}）",
+    "high_watermark_changed": lambda e: f"broker {e['broker']}（{e['role']}）HW {e['old']} → {e['new']}（{e['reason'].replace('_', ' ')}）",
+    "epoch_request_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：OffsetsForLeaderEpoch——epoch {e['epoch']} 在哪里结束？",
+    "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}：epoch {e['requested_epoch']} 结束于偏移量 "
+                                         f"{e['end_offset']}" + (f"（按 epoch {e['epoch']} 回答）" if e["epoch"] != e["requested_epoch"] else "")),
+    "replica_truncated": _truncated_zh,
+    "produce_received": lambda e: f"broker {e['broker']} 收到生产请求 {e['request_id']}（{e['records']} 条消息，acks={e['acks']}）",
+    "produce_appended": lambda e: f"broker {e['broker']} 把请求 {e['request_id']} 写到偏移量 {e['base_offset']}–{e['last_offset']}，epoch {e['leader_epoch']}",
+    "produce_waiting": lambda e: f"请求 {e['request_id']} 等待 HW 越过偏移量 {e['required_offset'] - 1}",
+    "produce_acked": lambda e: (f"客户端收到请求 {e['request_id']} 成功的确认"
+                                + (f"（偏移量 {e['base_offset']}）" if e["base_offset"] is not None else "")),
+    "produce_failed": lambda e: f"请求 {e['request_id']} 失败：{e['error']}",
+    "consumer_read": lambda e: f"消费者从偏移量 {e['offset']} 读取 {_tp(e)} 的 {e['records']} 条消息（HW {e['high_watermark']}）",
+    "checkpoint_written": lambda e: f"broker {e['broker']} 写入 {e['file']}",
+    "link_changed": lambda e: f"链路 {_b(e['a'], True)} {'↔' if e['both'] else '→'} {_b(e['b'], True)}：{e['state']}",
+    "message_dropped": lambda e: f"{_b(e['src'], True)} 发往 {_b(e['dst'], True)} 的 {e['api']} 被丢弃（{e['reason'].replace('_', ' ')}）",
+    "config_changed": lambda e: f"{e['scope']} {e['target']} 的配置已修改：" + "，".join(f"{k}={v}" for k, v in e["changes"].items()),
+    "check_acked_record_lost": lambda e: f"检查器：已确认的消息 {e.get('value') or e['digest']}（偏移量 {e['offset']}）不在 leader 的日志里——丢失",
+    "check_replicas_diverged": lambda e: f"检查器：broker {', '.join(map(str, e['brokers']))} 在偏移量 {e['offset']} 上的消息不同——不一致",
+    "check_hw_regressed": lambda e: f"检查器：broker {e['broker']} 的 HW 倒退了 {e['old']} → {e['new']}",
+    "check_uncommitted_read": lambda e: f"检查器：消费者在偏移量 {e['offset']} 读到了未提交的消息",
+    "run_moved": lambda e: (f"回到第 {e['step']} 步（引擎恢复到那一步之后的状态）" if e["how"] == "back"
+                            else f"运行到第 {e['step']} 步"),
+}
+
+_TABLES = {"en": _EN, "zh": _ZH}
+
+
+def describe(ev: Ev, lang: str = "en") -> str:
+    """One readable sentence for an event dict. Unknown kinds fall back to their fields;
+    a sentence missing in ``lang`` falls back to English."""
+    kind = ev.get("kind")
+    for table in (_TABLES.get(lang, _EN), _EN):
+        fn = table.get(kind)
+        if fn is not None:
+            try:
+                return fn(ev)
+            except (KeyError, TypeError, ValueError):
+                break  # a field renamed in the engine: the generic text below still says what happened
+    fields = ", ".join(f"{k}={v}" for k, v in ev.items()
+                       if k not in ("kind", "seq", "time_ms", "broker", "topic", "partition"))
+    return f"{_where(ev, lang == 'zh')}: {str(kind).replace('_', ' ')} {fields}".rstrip()
+
+
+def finding_text(finding: Ev, lang: str = "en") -> str:
+    """A checker finding as a sentence, without the timeline's "CHECKER:" prefix."""
+    text = describe(finding, lang)
+    for prefix in ("CHECKER: ", "检查器："):
+        text = text.removeprefix(prefix)
+    return text[:1].upper() + text[1:]
+
+
+# ---- a step's events, folded --------------------------------------------------------------
+
+# Chatter of every fetch round: the timeline has each one; a step's summary leaves them out.
+_QUIET = {"fetch_sent", "fetch_parked", "fetch_answered", "fetch_received", "remote_leo_updated",
+          "checkpoint_written", "broker_registered", "alter_partition_sent", "produce_received",
+          "index_entry_written", "recovery_started", "recovery_finished", "segment_created", "index_trimmed",
+          "leader_epoch_assigned", "log_flushed", "epoch_request_sent", "run_moved", "log_closed",
+          "lookup_started", "lookup_segment", "index_probe", "lookup_scan"}
+# Kinds where only the last value per broker/partition matters within a step.
+_LAST = {"leo_changed", "high_watermark_changed"}
+
+
+def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
+    """The events of one step in a few sentences: appends folded per partition, LEO/HW
+    moves folded to their net change per replica, fetch chatter left to the timeline."""
+    zh = lang == "zh"
+    out: list[tuple[int, str]] = []
+    appends: dict[tuple, list[Ev]] = {}
+    last: dict[tuple, tuple[Ev, Any]] = {}
+    retained: dict[tuple, int] = {}
+    for i, ev in enumerate(events):
+        k = ev.get("kind")
+        if k in _QUIET:
+            continue
+        if k == "batch_appended":
+            appends.setdefault((ev.get("broker"), ev.get("topic"), ev.get("partition")), []).append({**ev, "_i": i})
+            continue
+        if k in _LAST:
+            key = (k, ev.get("broker"), ev.get("topic"), ev.get("partition"))
+            first_old = last[key][1] if key in last else ev.get("old")
+            last[key] = ({**ev, "old": first_old, "_i": i}, first_old)
+            continue
+        if k == "retention_check" and not ev.get("deletable") and not ev.get("blocked_by"):
+            key = (ev.get("broker"), ev.get("partition"), ev.get("rule"))
+            retained[key] = i     # the rule's last "keep": one line, not one per pass
+            continue
+        if k == "file_deleted":
+            continue              # folded below
+        out.append((i, describe(ev, lang)))
+    for (broker, topic, partition), evs in appends.items():
+        first, lastev = evs[0], evs[-1]
+        size = sum(e.get("size_bytes", 0) for e in evs)
+        w = _where(first, zh)
+        if zh:
+            text = f"{w}：追加 {len(evs)} 个批次，偏移量 {first['first_offset']}–{lastev['last_offset']}，共 {size} 字节"
+        else:
+            text = (f"{w}: appended {len(evs)} batch(es), offsets {first['first_offset']}–{lastev['last_offset']}, "
+                    f"{size} bytes")
+        out.append((first["_i"], text))
+    for ev, first_old in last.values():
+        if ev.get("old") != ev.get("new"):
+            out.append((ev["_i"], describe(ev, lang)))
+    for key, i in retained.items():
+        if not any(e.get("kind") in ("segment_deleted",) and e.get("partition") == key[1] for e in events):
+            out.append((i, describe(events[i], lang)))
+    removed: dict[tuple, int] = {}
+    for ev in events:
+        if ev.get("kind") == "file_deleted":
+            key = (ev.get("broker"), ev.get("partition"))
+            removed[key] = removed.get(key, 0) + 1
+    for (broker, partition), n in removed.items():
+        w = _where({"broker": broker, "partition": partition}, zh)
+        idx = max(i for i, e in enumerate(events) if e.get("kind") == "file_deleted" and e.get("partition") == partition)
+        out.append((idx, f"{w}：从磁盘删除了 {n} 个 .deleted 文件" if zh else f"{w}: removed {n} .deleted file(s) from disk"))
+    out.sort(key=lambda x: x[0])
+    lines = [t for _, t in out]
+    if len(lines) > limit:
+        more = len(lines) - limit + 1
+        lines = lines[:limit - 1] + [f"……还有 {more} 件事（见时间线）" if zh else f"… and {more} more (see the timeline)"]
+    return lines
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
+    """A command in a few words. Understands a lesson sandbox's commands (``type``) and
+    the replicated cluster's (``cmd``, engine/cluster/commands.py)."""
+    zh = lang == "zh"
+    c = cmd.get("cmd") or cmd.get("type")
+    if c == "crash" and "broker" not in cmd:      # lesson 7's one broker
+        if zh:
+            return "断电" if cmd.get("power_loss", True) else "杀掉 broker 进程"
+        return "cut the power" if cmd.get("power_loss", True) else "kill the broker process"
+    if c == "restart" and "broker" not in cmd:
+        return "重启 broker" if zh else "restart the broker"
+    if c == "produce" and "key_mode" in cmd:      # lesson 1's producer
+        n, mode, key = cmd.get("count", 1), cmd.get("key_mode", "none"), cmd.get("key")
+        if zh:
+            return f"发送 {n} 条消息" + {"none": "（无键）", "fixed": f"（键 {key}）", "cycle": "（键轮流）"}.get(mode, "")
+        return f"produce {n} message(s)" + {"none": " without a key", "fixed": f" with key {key}",
+                                             "cycle": " with keys in turn"}.get(mode, "")
+    simple = {
+        "lookup_offset": ("查找偏移量 {offset}", "look up offset {offset}"),
+        "lookup_time": ("查找时间戳 {timestamp}", "look up timestamp {timestamp}"),
+        "set_index_interval": ("设置 index.interval.bytes = {bytes}", "set index.interval.bytes = {bytes}"),
+        "select_segment": ("显示段 {segment}", "show segment {segment}"),
+        "delete_records": ("DeleteRecords：删除偏移量 {offset} 之前的消息", "DeleteRecords before offset {offset}"),
+        "set_retention": ("设置 retention.bytes = {retention_bytes}，retention.ms = {retention_ms}",
+                          "set retention.bytes = {retention_bytes}, retention.ms = {retention_ms}"),
+        "poll": ("消费者 {consumer} 拉取一次", "consumer {consumer} polls"),
+        "rewind": ("消费者 {consumer} 回到开头", "rewind consumer {consumer}"),
+        "flush": ("立即 fsync", "fsync now"),
+        "writeback": ("操作系统写回脏页", "the OS writes dirty pages back"),
+        "set_flush": ("设置 flush.messages = {flush_messages}，flush.ms = {flush_ms}（0 = 从不）",
+                      "set flush.messages = {flush_messages}, flush.ms = {flush_ms} (0 = never)"),
+        "fetch": ("消费者从偏移量 {offset} 拉取", "consumer fetch from offset {offset}"),
+    }
+    if c in simple:
+        try:
+            return simple[c][0 if zh else 1].format(**cmd)
+        except (KeyError, IndexError):
+            return str(c).replace("_", " ")
+    if c in ("crash", "restart", "shutdown", "isolate", "pause_follower", "resume_follower"):
+        if zh:
+            verb = {"crash": "让 broker {b} 崩溃", "restart": "重启 broker {b}", "shutdown": "正常关闭 broker {b}",
+                    "isolate": "隔离 broker {b}", "pause_follower": "暂停 broker {b} 的拉取",
+                    "resume_follower": "恢复 broker {b} 的拉取"}[c]
+            return verb.format(b=cmd.get("broker"))
+        return f"{c.replace('_', ' ')} broker {cmd.get('broker')}"
+    if c == "advance":
+        if "seconds" in cmd:
+            return f"时钟前进 {cmd['seconds']} 秒" if zh else f"jump the clock {cmd['seconds']} s"
+        return f"时钟前进 {cmd.get('ms')} 毫秒" if zh else f"advance the clock {cmd.get('ms')} ms"
+    if c == "produce":
+        if "cmd" not in cmd:   # lesson 2's form
+            n, size, p = cmd.get("count", 1), cmd.get("value_size"), cmd.get("partition", 0)
+            return (f"向分区 {p} 发送 {n} 条 {size} 字节的消息" if zh else
+                    f"produce {n} message(s) of {size} bytes to partition {p}")
+        acks = {-1: "all", "all": "all", "-1": "all"}.get(cmd.get("acks"), cmd.get("acks"))
+        what = cmd.get("value") or ", ".join(cmd.get("values") or []) or ("一条消息" if zh else "a record")
+        return f"发送 {what}（acks={acks}）" if zh else f"produce {what} (acks={acks})"
+    if c == "consume":
+        return f"从偏移量 {cmd.get('offset', 0)} 开始消费" if zh else f"consume from offset {cmd.get('offset', 0)}"
+    if c == "create_topic":
+        assignment = cmd.get("assignment") or []
+        on = ", ".join(map(str, assignment[0])) if assignment else ""
+        if zh:
+            return f"创建主题 {cmd.get('topic')}" + (f"（broker {on}）" if on else "")
+        return f"create topic {cmd.get('topic')}" + (f" on brokers {on}" if on else "")
+    if c == "set_config":
+        changes = ", ".join(f"{k}={v}" for k, v in (cmd.get("changes") or {}).items())
+        return (f"在 {cmd.get('scope')} {cmd.get('target')} 上设置 {changes}" if zh else
+                f"set {changes} on {cmd.get('scope')} {cmd.get('target')}")
+    if c in ("cut_link", "heal_link"):
+        arrow = "↔" if cmd.get("both", True) else "→"
+        verb = {"cut_link": ("切断链路", "cut link"), "heal_link": ("修复链路", "heal link")}[c][0 if zh else 1]
+        return f"{verb} {_b(cmd.get('a'), zh)} {arrow} {_b(cmd.get('b'), zh)}"
+    if c == "slow_follower":
+        return (f"让 broker {cmd.get('broker')} 每次拉取前等待 {cmd.get('delay_ms')} 毫秒" if zh else
+                f"slow broker {cmd.get('broker')}'s fetches by {cmd.get('delay_ms')} ms")
+    if c == "lookup":
+        return (f"在分区 {cmd.get('partition', 0)} 查找偏移量 {cmd.get('offset')}" if zh else
+                f"look up offset {cmd.get('offset')} in partition {cmd.get('partition', 0)}")
+    return str(c).replace("_", " ")
+
+
+# ---- a lookup, step by step (the inside-a-segment diagram replays these) --------------------
+
+def _went(key: Any, target: Any, went: str, zh: bool) -> str:
+    if went == "left":
+        return f"{key} > {target}，向左" if zh else f"{key} > {target}, go left"
+    if went == "right":
+        return f"{key} < {target}，记下它，向右" if zh else f"{key} < {target}, remember it and go right"
+    return f"{key} = {target}，找到，停止" if zh else f"{key} = {target}, found: stop"
+
+
+def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
+    """A ``log_lookup`` event as the steps the broker took, in order: ``{"kind", "text"}`` plus
+    ``probe`` (an index probe: low, high, mid, key, value, went) or ``scan`` (a batch walked:
+    position, base offset, last offset, max timestamp, matched). Kinds: "segment", "tprobe",
+    "tfloor", "probe", "probe-none", "scan", "answer"."""
+    zh = lang == "zh"
+    seg, target, mode = ev.get("segment"), ev.get("target"), ev.get("mode")
+    cands = ev.get("candidates") or []
+    name = _seg(seg) if seg is not None else None
+    steps: list[dict[str, Any]] = []
+    if mode == "offset":
+        if zh:
+            text = (f"选段：文件名的基准偏移量 {cands} 中 ≤ {target} 的最大者是 "
+                    f"{seg if seg is not None else '无'}" + (f" → {name}.log。" if name else "。"))
+        else:
+            text = (f"Pick the segment: the largest base offset ≤ {target} among the file names {cands} is "
+                    f"{seg if seg is not None else 'none'}" + (f" → {name}.log." if name else "."))
+    elif seg is None:
+        text = (f"第 1 步：没有哪个段的最大时间戳 ≥ {target}：所有消息都更早。答案：-1。" if zh else
+                f"Step 1: no segment's largest timestamp is ≥ {target}: every record is older. Answer: -1.")
+    else:
+        text = (f"第 1 步：从最旧的段开始，第一个最大时间戳 ≥ {target} 的段是 {name}。" if zh else
+                f"Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ {target} is {name}.")
+    steps.append({"kind": "segment", "text": text})
+    for i, p in enumerate(ev.get("time_probes") or []):
+        lo, hi, mid, ts, off, went = p
+        text = (f"第 2 步，.timeindex 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = ({ts} → 偏移量 {off})：" if zh else
+                f"Step 2, .timeindex probe {i + 1}: entries {lo}–{hi}, middle #{mid} = ({ts} → offset {off}): ")
+        steps.append({"kind": "tprobe", "probe": p, "text": text + _went(ts, target, went, zh) + ("。" if zh else ".")})
+    if mode == "timestamp" and seg is not None:
+        if ev.get("time_probes") and any(p[5] != "left" for p in ev["time_probes"]):
+            start = [p[4] for p in ev["time_probes"] if p[5] != "left"][-1]
+            text = (f".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。" if zh else
+                    f"The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.")
+        else:
+            text = (f"没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。" if zh else
+                    f"No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.")
+        steps.append({"kind": "tfloor", "text": text})
+    if mode == "offset":
+        tgt = target
+    else:       # step 3 looks up the offset the .timeindex floor gave (the segment's base if none)
+        floors = [p[4] for p in ev.get("time_probes") or [] if p[5] != "left"]
+        tgt = floors[-1] if floors else seg
+    for i, p in enumerate(ev.get("probes") or []):
+        lo, hi, mid, off, pos, went = p
+        head = ("第 3 步，" if zh else "Step 3, ") if mode == "timestamp" else ""
+        text = (f"{head}.index 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = (偏移量 {off} → 位置 {pos})：" if zh else
+                f"{head}.index probe {i + 1}: entries {lo}–{hi}, middle #{mid} = (offset {off} → position {pos}): ")
+        steps.append({"kind": "probe", "probe": p, "text": text + _went(off, tgt, went, zh) + ("。" if zh else ".")})
+    if seg is not None and not ev.get("probes"):
+        steps.append({"kind": "probe-none", "text": (f".index 里没有 ≤ {tgt} 的索引项：从位置 0 开始。" if zh else
+                                                     f"The .index has no entry ≤ {tgt}: start at position 0.")})
+    for i, s in enumerate(ev.get("scan") or []):
+        pos, base, last, max_ts, hit = s
+        head = ("第 4 步，" if zh else "Step 4, ") if mode == "timestamp" else ""
+        offs = (f"偏移量 {base}–{last}" if zh else f"offsets {base}–{last}") if base != last else \
+            (f"偏移量 {base}" if zh else f"offset {base}")
+        ts = ((f"，最大时间戳 {max_ts}" if zh else f", largest timestamp {max_ts}") if mode == "timestamp" else "")
+        if zh:
+            text = f"{head}扫描批次 {i + 1}（位置 {pos}，{offs}{ts}）：" + ("答案就在这个批次里。" if hit else "还不是，看下一个批次。")
+        else:
+            text = f"{head}scan batch {i + 1} at position {pos} ({offs}{ts}): " + ("it holds the answer." if hit else "not yet, next batch.")
+        steps.append({"kind": "scan", "scan": s, "text": text})
+    off, pos, ts = ev.get("offset"), ev.get("position"), ev.get("timestamp")
+    if off is not None and off >= 0 and pos is not None:
+        if zh:
+            text = f"答案：偏移量 {off}" + (f"（时间戳 {ts}）" if ts is not None else "") + f"，从 {name}.log 的位置 {pos} 读取。"
+        else:
+            text = f"Answer: offset {off}" + (f" (timestamp {ts})" if ts is not None else "") + f", read from position {pos} of {name}.log."
+    else:
+        text = "答案：没有（偏移量 -1）。" if zh else "Answer: none (offset -1)."
+    steps.append({"kind": "answer", "text": text})
+    return steps

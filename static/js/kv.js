@@ -1,0 +1,116 @@
+/* kafkaviz shared helpers, loaded before every other script (window.KV):
+ *   KV.data            the lesson's facts, from <script id="lesson-data"> (steps, tasks, quiz, broker names, ui words)
+ *   KV.t(key, vars)    a UI word in the page's language, "{name}" placeholders filled from vars
+ *   KV.el(tag, attrs, text)   an SVG element; KV.html(tag, attrs, text) an HTML element;
+ *                      KV.tree(tag, attrs, children) an HTML element with children (attrs.text: its text)
+ *   KV.keep(parent, id, make) the element with this id, created by make() and appended once (update by id)
+ *   KV.morph(to, from) make element `to` look like a freshly drawn `from`, keeping elements by id
+ *   KV.alias(b) / KV.brokerName(b)   "A" / "Broker 1 (A)" from the lesson's broker names
+ *   KV.setDisabled(button, off, why) aria-disabled (stays focusable; the server explains refusals)
+ *   KV.reducedMotion() prefers-reduced-motion
+ *   KV.register(name, {update(element, frame)})  a diagram module (live.js calls it per frame) */
+(function () {
+  "use strict";
+  const KV = (window.KV = window.KV || {});
+  const SVGNS = "http://www.w3.org/2000/svg";
+  KV.diagrams = KV.diagrams || {};
+  KV.register = function (name, mod) { KV.diagrams[name] = mod; };
+
+  function loadData() {
+    const node = document.getElementById("lesson-data");
+    try { return node ? JSON.parse(node.textContent) : {}; } catch (_) { return {}; }
+  }
+  KV.data = loadData();
+  if (!KV.data.ui) KV.data.ui = {};
+  document.addEventListener("DOMContentLoaded", function () {
+    KV.data = Object.assign(KV.data, loadData());
+    if (!KV.data.ui) KV.data.ui = {};
+  });
+
+  KV.t = function (key, vars) {
+    let text = (KV.data.ui && KV.data.ui[key]) || key;
+    Object.keys(vars || {}).forEach(function (k) { text = text.split("{" + k + "}").join(String(vars[k])); });
+    return text;
+  };
+
+  function build(node, attrs, text) {
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (attrs[k] !== undefined && attrs[k] !== null) node.setAttribute(k, attrs[k]);
+    });
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+  KV.el = function (tag, attrs, text) { return build(document.createElementNS(SVGNS, tag), attrs, text); };
+  KV.html = function (tag, attrs, text) { return build(document.createElement(tag), attrs, text); };
+  // An HTML element with children: attrs.text (if any) is its text, children (nodes or null) follow.
+  KV.tree = function (tag, attrs, children) {
+    const a = Object.assign({}, attrs);
+    const text = a.text;
+    delete a.text;
+    const node = build(document.createElement(tag), a, text);
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  };
+
+  KV.keep = function (parent, id, make) {
+    let node = document.getElementById(id);
+    if (!node) { node = make(); node.id = id; parent.appendChild(node); }
+    return node;
+  };
+
+  // Make `to` look like `from` while keeping `to`'s elements: children are matched by id
+  // (or, without ids, by position and tag), attributes and text updated in place. A diagram
+  // can draw each frame from scratch and morph it in: elements persist, so CSS transitions
+  // (a marker's style transform, a cell's fill) animate the change. Elements whose id
+  // changes every frame (e.g. "...-<frame_seq>") are new each time, so their entry
+  // animation plays.
+  KV.morph = function (to, from) {
+    if (to.nodeType === 3 || to.nodeType === 8) {
+      if (to.nodeValue !== from.nodeValue) to.nodeValue = from.nodeValue;
+      return;
+    }
+    Array.from(from.attributes).forEach(function (a) {
+      if (to.getAttribute(a.name) !== a.value) to.setAttribute(a.name, a.value);
+    });
+    Array.from(to.attributes).forEach(function (a) { if (!from.hasAttribute(a.name)) to.removeAttribute(a.name); });
+    const byId = {};
+    Array.from(to.childNodes).forEach(function (k) { if (k.id) byId[k.id] = k; });
+    let i = 0;
+    Array.from(from.childNodes).forEach(function (fk) {
+      const here = to.childNodes[i] || null;
+      let match = fk.id ? byId[fk.id] : null;
+      if (!match && !fk.id && here && !here.id && here.nodeName === fk.nodeName) match = here;
+      if (match) {
+        if (match !== here) to.insertBefore(match, here);
+        KV.morph(match, fk);
+      } else {
+        to.insertBefore(fk, here);
+      }
+      i++;
+    });
+    while (to.childNodes.length > i) to.removeChild(to.lastChild);
+  };
+
+  KV.alias = function (b) { return (KV.data.brokers || {})[String(b)] || ""; };
+  KV.brokerName = function (b) {
+    const a = KV.alias(b);
+    return KV.t("broker") + " " + b + (a ? " (" + a + ")" : "");
+  };
+  KV.shortName = function (b) { return KV.alias(b) || KV.t("broker") + " " + b; };
+
+  KV.setDisabled = function (btn, off, why) {
+    if (!btn) return;
+    if (off) { btn.setAttribute("aria-disabled", "true"); if (why) btn.title = why; }
+    else { btn.removeAttribute("aria-disabled"); btn.removeAttribute("title"); }
+  };
+
+  KV.reducedMotion = function () {
+    return !!(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
+  };
+
+  // A form field has the focus: keys belong to it, not to the page's shortcuts.
+  KV.typing = function (t) {
+    return !!t && (t.tagName === "INPUT" && t.type !== "range" && t.type !== "radio" && t.type !== "checkbox" ||
+      t.tagName === "SELECT" || t.tagName === "TEXTAREA" || t.isContentEditable);
+  };
+})();

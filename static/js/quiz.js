@@ -1,0 +1,33 @@
+/* The lesson's quiz: answers are checked here (they are part of the lesson's data, not
+ * a secret), and each explanation points at a live diagram element, which is outlined
+ * and scrolled into view. */
+(function () {
+  "use strict";
+  const KV = window.KV;
+
+  function point(id) {
+    document.querySelectorAll(".kv-pointed").forEach(function (n) { n.classList.remove("kv-pointed"); });
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    target.classList.add("kv-pointed");
+    target.scrollIntoView({ block: "center", behavior: KV.reducedMotion() ? "auto" : "smooth" });
+  }
+
+  document.addEventListener("submit", function (e) {
+    const form = e.target.closest && e.target.closest("form[data-quiz]");
+    if (!form) return;
+    e.preventDefault();
+    const q = (KV.data.quiz || []).find(function (x) { return x.id === form.dataset.quiz; });
+    const picked = form.querySelector('input[name="answer"]:checked');
+    const out = form.querySelector(".quiz-feedback");
+    if (!q || !out) return;
+    if (!picked) { out.textContent = ""; return; }
+    const right = Number(picked.value) === q.answer;
+    form.classList.toggle("right", right);
+    form.classList.toggle("wrong", !right);
+    out.replaceChildren(
+      KV.html("strong", {}, right ? KV.t("correct") : KV.t("wrong")), " ", q.explain,
+      q.points_at ? KV.html("span", { class: "note" }, " " + KV.t("look_at")) : "");
+    point(q.points_at);
+  }, true);
+})();

@@ -1,0 +1,136 @@
+/* The guided-steps controls every lesson with a sandbox shares: back, play/pause, step,
+ * speed, the scrubber (any step), reset, the narration of the current step (the
+ * lesson's intro sentence, then what the engine did, generated from its events), and
+ * the keyboard shortcuts (listed on the "?" overlay). Buttons declare their key with
+ * aria-keyshortcuts; this file presses them. */
+(function () {
+  "use strict";
+  const KV = window.KV;
+  const $ = function (id) { return document.getElementById(id); };
+  const SPEEDS = [0.25, 0.5, 1, 2, 4, 8];
+  const BASE_MS = 1600;        // one step per 1.6 s at 1×
+  let run = { step: 0, total: 0, steps: [] };
+  let playing = null, sentAt = -1;
+
+  function press(id) {
+    const btn = $(id);
+    if (!btn || btn.getAttribute("aria-disabled") === "true") return false;
+    btn.click();
+    return true;
+  }
+
+  function seek(n) {
+    const range = $("scrubber");
+    if (!range) return;
+    range.value = String(Math.max(0, Math.min(run.total, n)));
+    range.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  function setPlaying(on) {
+    const btn = $("play-button");
+    if (playing) { window.clearInterval(playing); playing = null; }
+    if (on) {
+      const speed = Number(($("speed") || {}).value || 1);
+      sentAt = -1;
+      playing = window.setInterval(tick, BASE_MS / speed);
+      tick();
+    }
+    if (btn) {
+      btn.setAttribute("aria-pressed", on ? "true" : "false");
+      btn.querySelector(".play-icon").textContent = on ? "❚❚" : "▶";
+      btn.querySelector(".play-text").textContent = on ? KV.t("pause") : KV.t("play");
+    }
+  }
+  function tick() {
+    if (run.step >= run.total) { setPlaying(false); return; }
+    if (sentAt === run.step) return;     // the previous step's frame has not come back yet
+    sentAt = run.step;
+    press("step-button");
+  }
+
+  function li(text, cls) { return KV.html("li", { class: cls || "" }, text); }
+
+  function update(frame) {
+    const st = (frame.state || {}).run;
+    if (!st) return;
+    run = st;
+    const counter = $("step-counter");
+    if (counter) counter.textContent = st.step === 0 ? KV.t("start") + " · 0/" + st.total : KV.t("step_of", { step: st.step, total: st.total });
+    const range = $("scrubber");
+    if (range) {
+      range.max = String(st.total);
+      if (document.activeElement !== range || frame.snapshot) range.value = String(st.step);
+      range.setAttribute("aria-valuetext", counter ? counter.textContent : String(st.step));
+    }
+    KV.setDisabled($("back-button"), st.step === 0, KV.t("at_start"));
+    KV.setDisabled($("step-button"), st.step >= st.total, KV.t("at_end"));
+    const cur = st.step > 0 ? st.steps[st.step - 1] : null;
+    const say = $("step-say");
+    if (say) {
+      say.textContent = cur ? KV.t("step_of", { step: st.step, total: st.total }) + " — " +
+        (cur.say || (cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label) + ".") : "";
+    }
+    const box = $("step-happened-box"), list = $("step-happened");
+    if (list) {
+      list.replaceChildren();
+      (st.happened || []).forEach(function (t) { list.append(li(t)); });
+      if (cur && !(st.happened || []).length) list.append(li(KV.t("nothing_happened"), "note"));
+      if (box) box.hidden = !cur;
+    }
+    const next = $("next-step");
+    if (next) {
+      const n = st.steps[st.step];
+      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : "";
+    }
+    if (st.step >= st.total && playing) setPlaying(false);
+  }
+  KV.stepper = { update: update, seek: seek, setPlaying: setPlaying };
+
+  function toggleKeys() {
+    const d = $("keys-dialog");
+    if (!d) return;
+    if (d.open) d.close(); else d.showModal();
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    const play = $("play-button");
+    if (play) play.addEventListener("click", function () { setPlaying(!playing); });
+    const speed = $("speed");
+    if (speed) speed.addEventListener("change", function () { if (playing) setPlaying(true); });
+    const keys = $("keys-button");
+    if (keys) keys.addEventListener("click", toggleKeys);
+    // A learner's click on Back or the scrubber stops playback.
+    ["back-button", "scrubber", "reset-button"].forEach(function (id) {
+      const n = $(id);
+      if (n) n.addEventListener(id === "scrubber" ? "input" : "click", function () { setPlaying(false); });
+    });
+  });
+
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey || KV.typing(e.target)) return;
+    const d = $("keys-dialog");
+    if (e.key === "?") { e.preventDefault(); toggleKeys(); return; }
+    if (d && d.open) return;
+    if (e.target && e.target.type === "range" && ["ArrowLeft", "ArrowRight", "Home", "End"].indexOf(e.key) >= 0) return;
+    if (e.target && e.target.type === "radio" && e.key.indexOf("Arrow") === 0) return;
+    let handled = true;
+    if (e.key === " " && !(e.target && (e.target.tagName === "BUTTON" || e.target.tagName === "A"))) setPlaying(!playing);
+    else if (e.key === "Home") { setPlaying(false); seek(0); }
+    else if (e.key === "End") seek(run.total);
+    else if (e.key === "+" || e.key === "-" || e.key === "=") {
+      const sel = $("speed");
+      if (sel) {
+        const i = SPEEDS.indexOf(Number(sel.value)) + (e.key === "-" ? -1 : 1);
+        sel.value = String(SPEEDS[Math.max(0, Math.min(SPEEDS.length - 1, i))]);
+        sel.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    } else {
+      if (e.repeat) return;
+      const name = e.key === " " ? null : (e.shiftKey && e.key.length === 1 ? "Shift+" + e.key.toUpperCase() : e.key);
+      const target = name && document.querySelector('[aria-keyshortcuts~="' + CSS.escape(name) + '"]');
+      if (target && target.tagName === "BUTTON") { if (target.getAttribute("aria-disabled") !== "true") target.click(); }
+      else handled = false;
+    }
+    if (handled) e.preventDefault();
+  });
+})();

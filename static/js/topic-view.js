@@ -1,0 +1,147 @@
+/* Topic diagram (lesson 1): the producer's latest placements, each partition as a row of
+ * offset cells (key and value inside), and consumers A and B with the records in the
+ * order each received them and their next offset per partition. Cells are keyed by id
+ * (partition + offset), so a new record slides in and nothing else is redrawn. Keys get
+ * one of a few colours AND their name printed in the cell; keyless records are dashed. */
+(function () {
+  "use strict";
+  const KEY_CLASSES = 6;
+
+  const h = KV.tree;
+  function keyClass(key) {
+    if (key === null || key === undefined) return "k-none";
+    let n = 0;
+    for (let i = 0; i < key.length; i++) n = (n * 31 + key.charCodeAt(i)) >>> 0;
+    return "k-" + (n % KEY_CLASSES);
+  }
+  function ruleText(pl) {
+    if (pl.rule === "key") return "murmur2(\"" + pl.key + "\") = " + pl.hash + " → positive % " + pl.partitions + " = " + pl.partition;
+    if (pl.rule === "explicit") return "partition " + pl.partition + " given by the producer";
+    if (pl.rule === "sticky-switch") return "no key: batch on p" + pl.switched_from + " was full, stick to p" + pl.partition + " now";
+    return "no key: sticky partition p" + pl.partition;
+  }
+
+  function ensure(root, st) {
+    if (root.querySelector(".tv")) return;
+    const parts = st.partitions.map(function (p) {
+      return h("div", { class: "tv-part", id: "tv-part-" + p.partition }, [
+        h("div", { class: "tv-part-head" }, [
+          h("strong", { text: p.dir }),
+          h("span", { class: "tv-pos", id: "tv-pos-" + p.partition }),
+        ]),
+        h("ol", { class: "tv-cells", id: "tv-cells-" + p.partition, "aria-label": "Records of partition " + p.partition }),
+      ]);
+    });
+    const consumers = st.consumers.map(function (c) {
+      return h("div", { class: "tv-consumer", id: "tv-consumer-" + c.name }, [
+        h("div", { class: "tv-part-head" }, [
+          h("strong", { text: "Consumer " + c.name }),
+          h("span", { class: "tv-visit", text: "visits partitions " + c.assignment.join(", ") }),
+        ]),
+        h("ol", { class: "tv-got", id: "tv-got-" + c.name, "aria-label": "Records consumer " + c.name + " received, in order" }),
+      ]);
+    });
+    root.appendChild(h("div", { class: "tv" }, [
+      h("section", { class: "tv-producer", "aria-label": "Producer" }, [
+        h("h3", { text: "Producer: where each record went" }),
+        h("p", { class: "tv-sticky", id: "tv-sticky" }),
+        h("ol", { class: "tv-placements", id: "tv-placements", reversed: "" }),
+      ]),
+      h("section", { class: "tv-parts", "aria-label": "Partitions" }, [h("h3", { text: "Topic " + st.topic }) ].concat(parts)),
+      h("section", { class: "tv-consumers", "aria-label": "Consumers" }, [h("h3", { text: "Consumers" })].concat(consumers).concat([
+        h("p", { class: "tv-verdict", id: "tv-verdict", role: "status" }),
+      ])),
+    ]));
+  }
+
+  function drawPlacements(st) {
+    const ol = document.getElementById("tv-placements");
+    const shown = st.placements.slice(-8).reverse();
+    const want = shown.map(function (pl) { return "tv-pl-" + pl.seq; });
+    Array.from(ol.children).forEach(function (li) { if (want.indexOf(li.id) < 0) li.remove(); });
+    shown.forEach(function (pl, i) {
+      let li = document.getElementById("tv-pl-" + pl.seq);
+      if (!li) {
+        li = h("li", { id: "tv-pl-" + pl.seq, class: "tv-pl " + keyClass(pl.key) + (KV.reducedMotion() ? "" : " is-new") }, [
+          h("span", { class: "tv-chip", text: pl.value + (pl.key !== null ? " · key " + pl.key : " · no key") }),
+          h("span", { class: "tv-arrow", text: " → p" + pl.partition }),
+          h("span", { class: "tv-rule", text: " (" + ruleText(pl) + ")" }),
+        ]);
+        window.setTimeout(function () { li.classList.remove("is-new"); }, 600);
+      }
+      if (ol.children[i] !== li) ol.insertBefore(li, ol.children[i] || null);
+    });
+    document.getElementById("tv-sticky").textContent = st.sticky_partition === null
+      ? "No keyless record yet. batch.size here is " + st.batch_size + " bytes."
+      : "Keyless records stick to partition " + st.sticky_partition + " (" + st.sticky_bytes + " of " + st.batch_size +
+        " bytes of batch.size used); when that batch is full the next keyless record picks another partition.";
+  }
+
+  function drawPartitions(st) {
+    st.partitions.forEach(function (p) {
+      const ol = document.getElementById("tv-cells-" + p.partition);
+      const want = new Set(p.records.map(function (r) { return "tv-r-" + p.partition + "-" + r[0]; }));
+      Array.from(ol.children).forEach(function (li) { if (!want.has(li.id)) li.remove(); });
+      p.records.forEach(function (r) {
+        const id = "tv-r-" + p.partition + "-" + r[0];
+        if (document.getElementById(id)) return;
+        const li = h("li", { id: id, class: "tv-cell " + keyClass(r[1]) + (KV.reducedMotion() ? "" : " is-new"),
+          title: "offset " + r[0] + (r[1] !== null ? ", key " + r[1] : ", no key") + ", " + r[2] }, [
+          h("span", { class: "tv-off", text: r[0] }),
+          h("span", { class: "tv-key", text: r[1] !== null ? r[1] : "—" }),
+          h("span", { class: "tv-val", text: r[2].replace(/^order-/, "#") }),
+        ]);
+        ol.appendChild(li);
+        window.setTimeout(function () { li.classList.remove("is-new"); }, 600);
+      });
+      const pos = st.consumers.map(function (c) { return c.name + " next " + c.positions[String(p.partition)]; });
+      document.getElementById("tv-pos-" + p.partition).textContent =
+        "LEO " + p.log_end_offset + " · " + pos.join(" · ");
+      st.consumers.forEach(function (c) {
+        const next = c.positions[String(p.partition)];
+        Array.from(ol.children).forEach(function (li) {
+          const off = Number(li.id.split("-").pop());
+          li.classList.toggle("read-" + c.name, off < next);
+        });
+      });
+    });
+  }
+
+  function drawConsumers(st) {
+    st.consumers.forEach(function (c) {
+      const ol = document.getElementById("tv-got-" + c.name);
+      if (ol.dataset.count === String(c.received_count)) return;
+      ol.dataset.count = String(c.received_count);
+      ol.textContent = "";
+      c.received.forEach(function (r) {
+        ol.appendChild(h("li", { class: "tv-cell small " + keyClass(r[2]), title: "partition " + r[0] + ", offset " + r[1] }, [
+          h("span", { class: "tv-off", text: "p" + r[0] + "@" + r[1] }),
+          h("span", { class: "tv-val", text: r[3].replace(/^order-/, "#") }),
+        ]));
+      });
+    });
+    const a = st.consumers[0].received, b = st.consumers[1].received;
+    const v = document.getElementById("tv-verdict");
+    if (!a.length || !b.length) { v.textContent = "Poll with both consumers to compare what they received."; return; }
+    const samePer = [0, 1, 2].every(function (p) {
+      const fa = a.filter(function (r) { return r[0] === p; }).map(function (r) { return r[1]; });
+      const fb = b.filter(function (r) { return r[0] === p; }).map(function (r) { return r[1]; });
+      const n = Math.min(fa.length, fb.length);
+      return fa.slice(0, n).join() === fb.slice(0, n).join();
+    });
+    v.textContent = (samePer ? "✓ Within each partition A and B got the records in the same (offset) order. " : "") +
+      (st.orders_differ ? "≠ Across partitions their overall orders differ." :
+        "Overall order: compare once both have read everything.");
+  }
+
+  KV.register("topic-view", {
+    update: function (root, frame) {
+      const st = frame.state || {};
+      if (!st.partitions || !st.consumers) return;
+      ensure(root, st);
+      drawPlacements(st);
+      drawPartitions(st);
+      drawConsumers(st);
+    },
+  });
+})();

@@ -1,0 +1,114 @@
+"""Lessons 8, 9 and 11 in a real browser: their scenarios stepped forwards to the end and
+back to the start, a try-it done through the fault buttons and forms, a quiz question, and
+what the diagrams show (the leader's HW arithmetic, LEO/HW per replica, the chart, ISR
+badges, the produce table with a lost acknowledged write, the controller, epochs)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .test_storage_lessons import answer, back_to_start, open_lesson, page, step, task_done  # noqa: F401 (fixture)
+
+# Each walk takes 10-16 s on this box: marked slow (``make test-slow``).
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def load(page: Page, scenario: str, total: int) -> None:
+    page.select_option("#scenario-select", scenario)
+    expect(page.locator("#step-counter")).to_have_text(f"Start · 0/{total}")
+
+
+def test_lesson8_fetch_loop_hw_arithmetic_chart_and_own_produce(page: Page, live_server_url):
+    open_lesson(page, live_server_url, "replication")
+    for n in range(1, 5):
+        step(page, n, 12)
+    # m1 is on the leader only: its LEO 1, remote LEOs 0, so HW 0
+    expect(page.locator("#hw-leo-0")).to_contain_text("1 (own)")
+    expect(page.locator("#hw-remote-1")).to_contain_text("0 (remote)")
+    expect(page.locator("#hw-formula")).to_contain_text("min(1, 0, 0) = 0")
+    step(page, 5, 12)
+    step(page, 6, 12)                                  # the followers' next fetch carries offset 1
+    expect(page.locator("#hw-remote-1")).to_contain_text("1 (remote)")
+    expect(page.locator("#hw-formula")).to_contain_text("= 1")
+    expect(page.locator("#rpc-plot .main-svg").first).to_be_visible()
+    for n in range(7, 13):
+        step(page, n, 12)
+    expect(page.locator("#rpc-caption")).to_contain_text("broker 2: LEO 3, HW 3")
+    back_to_start(page, 12)
+
+    for n in range(1, 13):
+        step(page, n, 12)
+    page.fill("#produce-form input[name=value]", "mine")
+    page.click("#produce-button")
+    for _ in range(2):
+        page.click("#advance-button")
+        page.wait_for_timeout(300)
+    task_done(page, "own-produce")
+    expect(page.locator("#rpc-caption")).to_contain_text("broker 1: LEO 4, HW 4")
+    # pause broker 2's fetching, then an acks=all produce waits for it
+    page.select_option("#broker-pick", "2")
+    page.click("#pause_follower-button")
+    page.click("#produce-button")
+    page.click("#advance-button")
+    task_done(page, "paused-waits")
+    expect(page.locator("#hw-formula")).to_contain_text("min(5, 5, 4) = 4")
+    answer(page, "hw", 1, "hw-calc")
+
+
+def test_lesson9_acks_compared_flags_the_lost_acks1_write(page: Page, live_server_url):
+    open_lesson(page, live_server_url, "isr-and-acks")
+    load(page, "acks-compared", 17)
+    for n in range(1, 12):
+        step(page, n, 17)
+    expect(page.locator("#pr-3")).to_contain_text("acknowledged at offset 2")   # 'one', acks=1
+    expect(page.locator("#pr-4")).to_contain_text("waiting")                    # 'all', acks=all
+    expect(page.locator("#pr-2")).to_contain_text("no answer")                  # 'zero', acks=0
+    for n in range(12, 18):
+        step(page, n, 17)
+    expect(page.locator("#pr-3")).to_have_class(re.compile(r"\bpr-lost\b"))
+    expect(page.locator("#pr-3 .pr-now")).to_contain_text("LOST")
+    expect(page.locator("#pr-4")).to_contain_text("REQUEST_TIMED_OUT")
+    expect(page.locator("#pr-4")).not_to_have_class(re.compile(r"\bpr-lost\b"))
+    task_done(page, "acks1-lost")
+    back_to_start(page, 17)
+    expect(page.locator("#pr-table tbody")).to_contain_text("No produce request yet")
+
+    load(page, "isr-shrink-acks-all", 19)
+    for n in range(1, 13):
+        step(page, n, 19)
+    expect(page.locator("#pr-table")).to_contain_text("NOT_ENOUGH_REPLICAS")
+    task_done(page, "not-enough")
+    load(page, "follower-slow-out-of-isr", 9)
+    for n in range(1, 6):
+        step(page, n, 9)
+    task_done(page, "drop-out")
+    expect(page.locator("#replica-lanes")).to_contain_text("not in ISR")
+    answer(page, "all", 1, "produce-results")
+
+
+def test_lesson11_clean_then_unclean_election_and_own_crash(page: Page, live_server_url):
+    open_lesson(page, live_server_url, "leader-election")
+    for n in range(1, 8):
+        step(page, n, 13)
+    expect(page.locator("#lanes-text")).to_contain_text(re.compile(r"[Ll]eader: Broker 2\b.*epoch 1"))
+    task_done(page, "clean")
+    back_to_start(page, 13, at=7)
+    expect(page.locator("#lanes-text")).not_to_contain_text("epoch 1")
+
+    load(page, "unclean-election-loss", 16)
+    for n in range(1, 17):
+        step(page, n, 16)
+    expect(page.locator("#verdict")).to_contain_text("m2")
+    expect(page.locator("#verdict")).to_contain_text("m3")
+    task_done(page, "unclean")
+    # the learner's own fault: crash the current leader (broker 2) with the fault buttons
+    page.select_option("#broker-pick", "2")
+    page.click("#crash-button")
+    expect(page.locator("#cluster-text")).to_contain_text("Broker 2: DOWN")
+    load(page, "controller-failover", 12)
+    for n in range(1, 13):
+        step(page, n, 12)
+    task_done(page, "controller")
+    answer(page, "which", 1, "cluster")

@@ -1,0 +1,72 @@
+"""engine/narration.py: every engine event kind has a sentence in English and Chinese,
+built from the event's own fields, and a step's events fold into a short summary."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import engine.cluster.checker  # noqa: F401  (registers the checker's events)
+import engine.cluster.events  # noqa: F401
+import engine.log.events  # noqa: F401
+from engine import narration
+from engine.events import EVENT_TYPES
+
+SAMPLE = {"int": 1, "str": "x", "bool": False, "list": [], "dict": {}, "float": 0.5}
+
+
+def sample(cls) -> dict:
+    out = {"kind": cls.kind}
+    for f in dataclasses.fields(cls):
+        t = str(f.type).split("|")[0].strip()
+        out[f.name] = SAMPLE.get(t, 1 if "int" in t else None)
+    return out
+
+
+ENGINE_KINDS = sorted(k for k, cls in EVENT_TYPES.items() if cls.__module__.startswith("engine."))
+
+
+@pytest.mark.parametrize("kind", ENGINE_KINDS)
+@pytest.mark.parametrize("lang", narration.LANGS)
+def test_every_engine_event_has_its_own_sentence(kind, lang):
+    table = narration._TABLES[lang]
+    assert kind in table, f"no {lang} sentence for {kind}"
+    text = table[kind](sample(EVENT_TYPES[kind]))
+    assert isinstance(text, str) and text
+
+
+def test_retention_by_log_start_offset_never_reads_as_a_contradiction():
+    ev = {"kind": "retention_check", "partition": 0, "rule": "log_start_offset", "segment": 20, "threshold": 20,
+          "value": 20, "deletable": False, "blocked_by": None}
+    text = narration.describe(ev)
+    assert "active segment" in text and text.endswith("→ keep")
+    ev.update(segment=0, value=20, threshold=25, deletable=True)
+    assert "all its offsets are below the log start offset 25" in narration.describe(ev)
+
+
+def test_log_lookup_is_narrated_from_its_probes_and_scan():
+    ev = {"kind": "log_lookup", "broker": None, "topic": "t", "partition": 0, "mode": "offset", "target": 1234,
+          "candidates": [0, 1000, 2000], "segment": 1000, "rule": "floor", "time_probes": [],
+          "probes": [[0, 9, 4, 1120, 4000, "right"], [5, 9, 7, 1200, 7000, "hit"]],
+          "scan": [[7000, 1200, 1230, 0, False], [7400, 1231, 1240, 0, True]], "offset": 1234, "position": 7400,
+          "timestamp": None}
+    en, zh = narration.describe(ev), narration.describe(ev, "zh")
+    assert "lookup of offset 1234" in en and "2 binary-search probe(s)" in en and "scanned 2 batch(es)" in en
+    assert "found offset 1234 at byte 7400" in en
+    assert "查找偏移量 1234" in zh and "二分查找 2 次" in zh
+
+
+def test_a_step_summary_folds_appends_and_keeps_what_matters():
+    events = [{"kind": "batch_appended", "broker": None, "topic": "o", "partition": 0, "segment": 0,
+               "first_offset": i, "last_offset": i, "position": i * 100, "size_bytes": 100, "records": 1,
+               "max_timestamp": 0, "leader_epoch": 0} for i in range(5)]
+    events.append({"kind": "segment_rolled", "broker": None, "topic": "o", "partition": 0, "old_segment": 0,
+                   "new_segment": 5, "reason": "size", "detail": ""})
+    lines = narration.summarize(events)
+    assert lines[0] == "partition 0: appended 5 batch(es), offsets 0–4, 500 bytes"
+    assert "rolled a new segment 00000000000000000005.log" in lines[1]
+    assert narration.summarize(events, "zh")[0].startswith("分区 0：追加 5 个批次")
+
+
+def test_unknown_kinds_fall_back_to_their_fields():
+    assert narration.describe({"kind": "brand_new", "partition": 1, "x": 2}) == "partition 1: brand new x=2"

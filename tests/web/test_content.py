@@ -1,0 +1,85 @@
+"""Lesson files: every one loads, in every language, and its facts make sense, so a
+typo fails the suite rather than a learner's page."""
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from kafkaviz.lessons.catalogue import get_lesson
+from kafkaviz.lessons.content import CONTENT_DIR, LANGUAGES, ContentError, content_slugs, load_content, render_markup
+from kafkaviz.live.checks import validate_check
+from kafkaviz.live.kinds import SANDBOX_KINDS, get_kind
+from kafkaviz.live.validation import validate_command
+
+SLUGS = sorted(content_slugs())
+
+
+def test_lessons_two_and_ten_are_data():
+    assert {"segments", "leader-epoch"} <= set(SLUGS)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_every_lesson_file_loads_and_matches_the_catalogue(slug):
+    entry = get_lesson(slug)
+    assert entry is not None, f"{slug} is not in catalogue.py"
+    content = load_content(slug)
+    assert content.number == entry.number
+    assert content.kind is None or content.kind in SANDBOX_KINDS
+    assert 2 <= len(content.quiz) <= 5
+    for q in content.quiz:
+        assert 0 <= q.answer < len(q.choices)
+    for t in content.tasks:
+        validate_check(t.check, t.id)
+    # Sources are named by title for learners; seed ids never reach the page text.
+    for s in content.sources:
+        assert s.title and "seed" not in s.title.lower()
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_guided_steps_are_commands_the_kind_accepts(slug):
+    content = load_content(slug)
+    if content.kind is None:
+        return
+    specs = get_kind(content.kind).command_specs(content.scenario)
+    for step in content.steps:
+        for cmd in step.do:
+            validate_command(specs, cmd)   # raises CommandError naming the field
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_translations_only_key_ids_that_exist(slug):
+    base = tomllib.loads((CONTENT_DIR / f"{slug}.en.toml").read_text())
+    ids = {section: {x["id"] for x in base.get(section, [])} for section in ("steps", "tasks", "quiz")}
+    for lang in LANGUAGES:
+        path = CONTENT_DIR / f"{slug}.{lang}.toml"
+        if lang == "en" or not path.exists():
+            continue
+        over = tomllib.loads(path.read_text())
+        for section, known in ids.items():
+            assert set(over.get(section, {})) <= known, f"{path.name}: unknown {section} ids"
+        translated = load_content(slug, lang)
+        assert translated.lang == lang and translated.title != load_content(slug).title
+
+
+def test_markup_escapes_html_and_keeps_only_site_links():
+    html = str(render_markup("a <script>x</script> **b** `c` [ok](/lessons/x/) [no](http://evil.example/)"))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<strong>b</strong>" in html and "<code>c</code>" in html
+    assert '<a href="/lessons/x/">ok</a>' in html and 'href="http' not in html
+
+
+def test_a_quiz_answer_out_of_range_is_refused(tmp_path, monkeypatch):
+    import kafkaviz.lessons.content as content_mod
+
+    (tmp_path / "bad.en.toml").write_text(
+        'number = 99\ntitle = "t"\nsummary = "s"\nexplanation = "e"\n'
+        '[[quiz]]\nid = "a"\nquestion = "q"\nchoices = ["x", "y"]\nanswer = 2\nexplain = "e"\n'
+        '[[quiz]]\nid = "b"\nquestion = "q"\nchoices = ["x", "y"]\nanswer = 0\nexplain = "e"\n')
+    monkeypatch.setattr(content_mod, "CONTENT_DIR", tmp_path)
+    content_mod.load_content.cache_clear()
+    try:
+        with pytest.raises(ContentError, match="answer 2"):
+            content_mod.load_content("bad")
+    finally:
+        content_mod.load_content.cache_clear()
