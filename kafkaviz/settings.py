@@ -141,7 +141,7 @@ KAFKAVIZ_RUNTIME = {
     "MAX_DISK_BYTES": 5 * 1024 * 1024,
     "COMMANDS_PER_SECOND": 8.0,
     "COMMAND_BURST": 20,
-    "MAX_MESSAGE_BYTES": 4096,  # a WebSocket message from the browser
+    "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
 }
 
 LOGGING = {

@@ -6,4 +6,5 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("lessons/<slug:slug>/", views.lesson, name="lesson"),
+    path("sandbox/", views.lesson, {"slug": "sandbox"}, name="sandbox"),
 ]

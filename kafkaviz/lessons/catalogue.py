@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .content import LessonContent, content_slugs, load_content
 
-__all__ = ["Lesson", "LESSONS", "get_lesson", "available_lessons"]
+__all__ = ["Lesson", "LESSONS", "SANDBOX", "get_lesson", "available_lessons"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,12 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson(15, "timing-wheel", "The timing wheel", "How delayed produce and fetch requests wait."),
 )
 
-_BY_SLUG = {lesson.slug: lesson for lesson in LESSONS}
-assert len(_BY_SLUG) == len(LESSONS), "lesson slugs must be unique"
+# The free sandbox: not a lesson of the course, but served and run like one
+# (content/sandbox.en.toml); any run of a lesson with the same sandbox kind can be forked into it.
+SANDBOX = Lesson(0, "sandbox", "Sandbox", "Build a cluster, break it, and watch what the engine does.")
+
+_BY_SLUG = {lesson.slug: lesson for lesson in (*LESSONS, SANDBOX)}
+assert len(_BY_SLUG) == len(LESSONS) + 1, "lesson slugs must be unique"
 
 
 def get_lesson(slug: str) -> Lesson | None:

@@ -3,6 +3,7 @@ partials rendered alone when htmx asks for one (``HX-Request`` header)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -12,6 +13,8 @@ from django.views.decorators.http import require_GET
 
 from engine.cluster.config import ClusterConfig
 from engine.config import LogConfig
+
+from kafkaviz.live.models import SHARE_ID_RE
 
 from .catalogue import LESSONS, Lesson, get_lesson
 from .content import LANGUAGES, LessonContent, load_content
@@ -113,4 +116,7 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
             context.update(_cluster_context(content, commands))
         context["config_rows"] = config_rows(content.scenario.get("config") or {})
         context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+        shared = request.GET.get("run", "")
+        if content.kind is not None and re.fullmatch(SHARE_ID_RE, shared):
+            context["page_data"]["shared_run"] = shared   # the page asks its sandbox to open it
         return render(request, "lessons/lesson.html", context)

@@ -240,6 +240,46 @@ class SandboxKind:
         finally:
             self._muted = False
 
+    # ---- export / import (share links, JSON files) ------------------------------
+    def export_run(self) -> dict[str, Any]:
+        """The run as plain data: the commands of every step and where the learner is.
+        With the lesson's scenario (config, seed) it reproduces exactly what they see."""
+        return {"log": [{"id": e["id"], "do": [dict(c) for c in e["do"]], "scripted": e["scripted"]}
+                        for e in self.log], "step": self.position}
+
+    def import_run(self, run: Any) -> None:
+        """Replace the run with an exported one and replay it to its step. Every command
+        is validated against this kind's specs and run by the engine, so a tampered file
+        can do nothing a learner could not; on any error the sandbox is as it was."""
+        log, step = _checked_run(run, MAX_STEPS)
+        entries = []
+        ids = {s.id for s in self.lesson.steps}
+        for i, e in enumerate(log):
+            if not isinstance(e, dict) or not isinstance(e.get("do"), list) or not 1 <= len(e["do"]) <= 10:
+                raise CommandError("invalid", f"Step {i + 1} of the run must list 1 to 10 commands.", command="import")
+            for cmd in e["do"]:
+                spec, _values = validate_command(self.commands, cmd)
+                if spec.type in STEPPING:
+                    raise CommandError("invalid", f"Step {i + 1}: {spec.type} cannot be a step of a run.",
+                                       command="import")
+            scripted = bool(e.get("scripted")) and e.get("id") in ids
+            entries.append({"id": e.get("id") if scripted else None, "do": [dict(c) for c in e["do"]],
+                            "scripted": scripted})
+        if step > len(entries):
+            raise CommandError("invalid", f"The run is at step {step} but has {len(entries)} steps.", command="import")
+        saved = (self.log, self.position)
+        self.log = entries
+        try:
+            self.goto(0)
+            self._moved(saved[1], "back")
+            self.seek(step)
+        except Exception:
+            self.log = saved[0]
+            self.goto(0)
+            while self.position < saved[1]:
+                self.step()
+            raise
+
     # ---- what a kind provides --------------------------------------------------
     def open(self) -> None:
         """Build the engine on ``self.data_dir`` with ``self.scheduler``/``self.events``."""
@@ -283,6 +323,16 @@ class SandboxKind:
         st["run"] = self.run_state()
         st["tasks"] = self.tracker.state(st)
         return st
+
+
+def _checked_run(run: Any, max_steps: int) -> tuple[list, int]:
+    if not isinstance(run, dict) or not isinstance(run.get("log"), list) or not isinstance(run.get("step"), int) \
+            or isinstance(run.get("step"), bool):
+        raise CommandError("invalid", "A run needs a \"log\" (list of steps) and a \"step\" (whole number).",
+                           command="import")
+    if len(run["log"]) > max_steps or run["step"] < 0:
+        raise CommandError("invalid", f"A run has 0 to {max_steps} steps and a step within them.", command="import")
+    return run["log"], run["step"]
 
 
 def _stepping_specs() -> dict[str, CommandSpec]:

@@ -34,12 +34,12 @@ from engine import narration
 from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, build_summary, make_config
-from engine.cluster.scenarios import get_scenario
+from engine.cluster.scenarios import Scenario, Step, get_scenario
 
-from .kinds import MAX_STEPS, SandboxKind, command
 from .group_views import deliveries, group_view, lag_series, protocol_steps
+from .kinds import MAX_STEPS, SandboxKind, command
 from .replication_views import hw_view, offset_series, produce_table
-from .validation import CommandError, CommandSpec, Field
+from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
 
@@ -94,6 +94,35 @@ def _load_fields(scenario: dict) -> tuple[Field, ...]:
             Field("truncation", "str", "Truncation rule", default=truncations[0], choices=truncations))
 
 
+def _shape_fields(scenario: dict) -> tuple[Field, ...]:
+    truncations = tuple(scenario.get("truncations") or ("epoch",))
+    return (Field("brokers", "int", "Brokers", default=3, min=2, max=5),
+            Field("partitions", "int", "Partitions", default=1, min=1, max=3),
+            Field("replication_factor", "int", "Replication factor", default=2, min=1, max=3),
+            Field("min_insync_replicas", "int", "min.insync.replicas", default=1, min=1, max=3),
+            Field("unclean", "bool", "Unclean leader election", default=False),
+            Field("truncation", "str", "Truncation rule", default=truncations[0], choices=truncations))
+
+
+# Short timers, as in the engine's two-replica scenarios, so failures show within seconds.
+SHAPE_TIMERS = {"replica.high.watermark.checkpoint.interval.ms": 100, "broker.session.timeout.ms": 3000,
+                "broker.heartbeat.interval.ms": 500, "replica.lag.time.max.ms": 5000}
+
+
+def shape_scenario(shape: dict[str, Any], topic: str, seed: int) -> Scenario:
+    """A scenario for a cluster the learner shaped: create the topic, let leaders be elected."""
+    config = {"min.insync.replicas": shape["min_insync_replicas"],
+              "unclean.leader.election.enable": shape["unclean"]}
+    steps = (Step({"cmd": "create_topic", "topic": topic, "partitions": shape["partitions"],
+                   "replication_factor": shape["replication_factor"], "config": config},
+                  "Create the topic; the controller assigns replicas."),
+             Step({"cmd": "advance", "ms": 1000}, "Leaders are elected and followers start fetching."))
+    title = (f"{shape['brokers']} brokers, {shape['partitions']} partition(s), RF {shape['replication_factor']}, "
+             f"min.insync.replicas {shape['min_insync_replicas']}" + (", unclean election" if shape["unclean"] else ""))
+    return Scenario(name="custom", title=title, summary=title, steps=steps, expected={},
+                    config={"brokers": shape["brokers"], **SHAPE_TIMERS}, seed=seed)
+
+
 def _config_fields(scenario: dict) -> tuple[Field, ...]:
     names = tuple(scenario.get("configurable") or ())
     return (Field("name", "str", "Setting", required=True, choices=names or ("",)),
@@ -109,6 +138,7 @@ class ReplicationSandbox(SandboxKind):
         sc = self.scenario
         self.topic, self.partition = sc.get("topic", "t"), sc.get("partition", 0)
         self.run_id = 0
+        self.custom_shape: dict[str, Any] | None = None     # the learner's own cluster shape, when they built one
         self.run: Run | None = None
         self._subscribed: Any = None
         self._start(sc["choices"][0], (sc.get("truncations") or ["epoch"])[0])
@@ -123,15 +153,18 @@ class ReplicationSandbox(SandboxKind):
                 specs[name] = spec
         if not scenario.get("configurable"):
             specs.pop("set_config", None)
+        if not scenario.get("shape"):
+            specs.pop("shape", None)
         return specs
 
     # ---- the run -------------------------------------------------------------------
     def _run_dir(self) -> Path:
         return self.data_dir / f"run-{self.run_id}"
 
-    def _start(self, scenario: str, truncation: str) -> None:
+    def _start(self, scenario: "str | Scenario", truncation: str) -> None:
         self._close_run()
-        self.scenario_def = get_scenario(scenario)
+        self.scenario_def = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        self.custom_shape = None if isinstance(scenario, str) else self.custom_shape
         self.truncation = truncation
         self.run_id += 1
         run_dir = self._run_dir()
@@ -188,13 +221,22 @@ class ReplicationSandbox(SandboxKind):
         self._moved(0, "load")
         return f"Loaded {scenario} ({truncation} truncation): press Step."
 
+    @command(_shape_fields, help="Build your own cluster: brokers, partitions, replication factor, min ISR.")
+    def shape(self, **values: Any) -> str:
+        # Through import_run: the engine creates the topic, and refuses (say) RF > brokers, on a
+        # run built beside the current one, which stays if the engine says no.
+        seed = self.seed & 0xFFFF
+        script = [command_to_dict(parse_command(c)) for c in shape_scenario(values, self.topic, seed).commands()]
+        self.import_run({"shape": values, "seed": seed, "log": script, "step": len(script)})
+        return f"Your cluster: {self.scenario_def.title}."
+
     @command(_config_fields, help="Change a setting (Kafka name) of the cluster, or of one broker.")
     def set_config(self, name: str, value: int, broker: int | None = None) -> str:
         scope = {"scope": "broker", "target": broker} if broker is not None else {"scope": "cluster"}
         return self.engine("set_config", {**scope, "changes": {name: value}})
 
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        if spec.type in ("load", "step", "back", "seek"):
+        if spec.type in ("load", "shape", "step", "back", "seek"):
             return spec.handler(self, **values)
         before = self.run.position
         self.tracker.own = True
@@ -250,6 +292,70 @@ class ReplicationSandbox(SandboxKind):
         self.run.seek(step)
         self._sync_events()
         del self.step_seqs[step + 1:]
+
+    # ---- export / import -------------------------------------------------------------
+    def export_run(self) -> dict[str, Any]:
+        out = {"scenario": self.scenario_def.name, "truncation": self.truncation,
+               "log": [dict(c) for c in self.run.log], "step": self.run.position}
+        if self.custom_shape is not None:
+            out.update(shape=dict(self.custom_shape), seed=self.scenario_def.seed)
+        return out
+
+    def import_run(self, run: Any) -> None:
+        from .kinds import _checked_run
+
+        log, step = _checked_run(run, MAX_STEPS)
+        if run.get("shape") is not None:
+            if not isinstance(run["shape"], dict) or "shape" not in self.commands:
+                raise CommandError("invalid", "This run builds its own cluster; open it in the sandbox.",
+                                   command="import")
+            _, shape = validate_command(self.commands, {"type": "shape", **run["shape"]})
+            seed = run.get("seed") if isinstance(run.get("seed"), int) and 0 <= run["seed"] < 2**16 else 0
+            target: Any = shape_scenario(shape, self.topic, seed)
+            choice = {"truncation": shape["truncation"]}
+        else:
+            shape = None
+            _, choice = validate_command(self.commands, {"type": "load", "scenario": run.get("scenario"),
+                                                         "truncation": run.get("truncation")})
+            target = choice["scenario"]
+        allowed = set(self.scenario.get("commands") or ())
+        scenario_obj = get_scenario(target) if isinstance(target, str) else target
+        script = [command_to_dict(parse_command(c)) for c in scenario_obj.commands()]
+        for i, cmd in enumerate(log):
+            if not isinstance(cmd, dict):
+                raise CommandError("invalid", f"Step {i + 1} of the run is not a command.", command="import")
+            on_script = i < len(script) and cmd == script[i]
+            if not on_script and cmd.get("cmd") not in allowed:
+                raise CommandError("invalid", f"Step {i + 1}: {cmd.get('cmd')!r} is not a command of this lesson.",
+                                   command="import")
+        # Build the new run beside the current one, muted; keep the current one until the
+        # new one has replayed, so a refused file leaves the learner's run untouched.
+        keep = ("run", "run_id", "scenario_def", "truncation", "script", "step_seqs", "_subscribed", "events", "custom_shape")
+        saved = {name: getattr(self, name) for name in keep}
+        self.run = None
+        self._muted = True
+        try:
+            self.custom_shape = shape
+            self._start(target, choice["truncation"])
+            self.run.queue(log)          # the engine parses every command here
+            while self.run.position < step:
+                self.step()              # ... and checks each against the cluster as it runs
+        except Exception:
+            self._close_run()
+            for name, value in saved.items():
+                setattr(self, name, value)
+            raise
+        finally:
+            self._muted = False
+        new_run, new_id = self.run, self.run_id
+        self.run, self.run_id = saved["run"], saved["run_id"]
+        self._close_run()
+        self.run, self.run_id = new_run, new_id
+        self._subscribed = self.events = new_run.cluster.events   # subscribed once, in _start
+        self.tracker.own = any(not self._on_script(i + 1) for i in range(len(self.run.log)))
+        for env in list(self.run.cluster.events.envelopes):
+            self._emit(env)
+        self._moved(0, "load")
 
     # ---- state ---------------------------------------------------------------------
     def _on_script(self, upto: int) -> bool:

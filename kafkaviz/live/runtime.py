@@ -44,7 +44,16 @@ COMMON_COMMANDS: dict[str, CommandSpec] = {
     "reset": CommandSpec("reset", (), help="Throw the sandbox away and start again."),
     "mode": CommandSpec("mode", (Field("step", "bool", "Step mode", default=False),),
                         help="Step mode: one frame per engine event."),
+    "export": CommandSpec("export", (), help="The run as JSON (seed, lesson, command log, step)."),
+    "import": CommandSpec("import", (Field("run", "str", "Run file", required=True, max_length=64 * 1024),),
+                          help="Replace the run with an exported one."),
+    "share": CommandSpec("share", (), help="Store the run under a short id and get its link."),
+    "open_shared": CommandSpec("open_shared", (Field("id", "str", "Share id", required=True, max_length=8,
+                                                     pattern=r"[A-Za-z0-9_-]{8}",
+                                                     pattern_help="is not a share id"),),
+                               help="Replace the run with a shared one."),
 }
+RUN_FORMAT = "kafkaviz-run"
 
 
 def new_sandbox_id() -> str:
@@ -252,7 +261,9 @@ class Runtime:
             # Even a refused command may have changed something first (e.g. the first
             # of several appends): watchers see whatever the engine did.
             await self._after_command(sb)
-        return {"type": "ack", "command": spec.type, "text": text}
+        reply = {"type": "ack", "command": spec.type}
+        reply.update(text if isinstance(text, dict) else {"text": text})
+        return reply
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
         with sb.lock:
@@ -264,6 +275,8 @@ class Runtime:
             if spec.type == "mode":
                 sb.frames.step_mode = values["step"]
                 return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
+            if spec.type in RUN_COMMANDS:
+                return RUN_COMMANDS[spec.type](self, sb, values)
             try:
                 return sb.engine.execute(spec, values)
             except KafkaError as exc:
@@ -301,6 +314,82 @@ class Runtime:
             for frame in frames:
                 await self.publish(group_name(sb.id), {"type": "sandbox.frame", "frame": frame})
         return len(frames)
+
+
+# ---- runs: export, import, share --------------------------------------------------------
+
+def _export(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    data = {"format": RUN_FORMAT, "version": 1, "lesson": sb.slug, "kind": sb.kind_name, "seed": sb.seed,
+            "run": sb.engine.export_run()}
+    # "file" is the JSON text to save as it is: browsers' numbers lose digits past 2**53
+    # (a scenario's flush.messages=Long.MAX_VALUE), so the page must not re-serialise "data".
+    return {"text": "Here is the run as JSON.", "data": data, "file": json.dumps(data, indent=1)}
+
+
+def _import_payload(sb: Sandbox, data: Any) -> str:
+    if not isinstance(data, dict) or data.get("format") != RUN_FORMAT or data.get("version") != 1:
+        raise CommandError("invalid", "This is not a kafkaviz run file (format \"kafkaviz-run\", version 1).",
+                           "run", "import")
+    # The sandbox forks any run of a lesson with the same kind of engine.
+    fork = sb.slug == "sandbox" and data.get("kind") == sb.kind_name
+    if data.get("lesson") != sb.slug and not fork:
+        raise CommandError("invalid", f"This run belongs to lesson {str(data.get('lesson'))[:40]!r}, not to "
+                           f"{sb.slug!r}; open it there.", "run", "import")
+    try:
+        sb.engine.import_run(data.get("run"))
+    except KafkaError as exc:
+        raise CommandError("engine", f"The run could not be replayed: {type(exc).__name__}: {exc}",
+                           "run", "import") from exc
+    st = sb.engine.state()["run"]
+    return f"Run loaded: step {st['step']} of {st['total']}."
+
+
+def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    import json
+
+    try:
+        data = json.loads(values["run"])
+    except ValueError:
+        raise CommandError("invalid", "The file is not valid JSON.", "run", "import") from None
+    return _import_payload(sb, data)
+
+
+def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    from django.db import connections
+
+    from .models import MAX_RUN_BYTES, SharedRun
+
+    data = _export(rt, sb, values)["data"]
+    if len(json.dumps(data)) > MAX_RUN_BYTES:
+        raise CommandError("quota", "This run is too long to share; step back or reset first.", command="share")
+    try:
+        shared = SharedRun.objects.create(lesson=sb.slug, payload=data)
+    finally:
+        connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
+    return {"text": "Share link created.", "share_id": shared.id}
+
+
+def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    from django.db import connections
+
+    from .models import SharedRun
+
+    try:
+        shared = SharedRun.objects.filter(pk=values["id"]).first()
+    finally:
+        connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
+    if shared is None or (shared.lesson != sb.slug and sb.slug != "sandbox"):
+        raise CommandError("not_found", "This share link is unknown (mistyped, or made for another lesson).",
+                           "id", "open_shared")
+    return _import_payload(sb, shared.payload)
+
+
+RUN_COMMANDS: dict[str, Callable[[Runtime, Sandbox, dict[str, Any]], Any]] = {
+    "export": _export, "import": _import, "share": _share, "open_shared": _open_shared}
 
 
 def _log_failure(task: asyncio.Future) -> None:

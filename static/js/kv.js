@@ -91,6 +91,20 @@
     while (to.childNodes.length > i) to.removeChild(to.lastChild);
   };
 
+  // Progress that survives reloads (and the sandbox being reclaimed): done try-its and
+  // quiz answers, per lesson, in this browser only.
+  KV.progress = {
+    key: function () { return "kafkaviz:progress:" + (KV.data.slug || location.pathname); },
+    load: function () {
+      try { return JSON.parse(window.localStorage.getItem(KV.progress.key()) || "{}"); } catch (_) { return {}; }
+    },
+    save: function (update) {
+      const p = Object.assign({ tasks: [], quiz: {} }, KV.progress.load());
+      update(p);
+      try { window.localStorage.setItem(KV.progress.key(), JSON.stringify(p)); } catch (_) { /* private mode */ }
+    },
+  };
+
   KV.alias = function (b) { return (KV.data.brokers || {})[String(b)] || ""; };
   KV.brokerName = function (b) {
     const a = KV.alias(b);

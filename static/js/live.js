@@ -32,7 +32,7 @@
     let form = msg.command ? document.querySelector('form[data-command="' + msg.command + '"]') : null;
     // Commands sent by a button without its own form (fault panel) name their slot.
     if (!form && msg.command && KV.lastSender && KV.lastSender.closest) form = KV.lastSender.closest("form");
-    const slot = (form && form.querySelector(".form-error")) ||
+    const slot = (form && form.querySelector(".form-error")) || (msg.command && $(msg.command + "-error")) ||
       (["step", "back", "seek"].indexOf(msg.command) >= 0 && $("step-error")) || $("general-error");
     if (slot) slot.textContent = msg.message;
     if (form && msg.field) {
@@ -47,6 +47,12 @@
   }
 
   function updateTasks(tasks) {
+    const stored = KV.progress.load().tasks || [];
+    const newly = (tasks || []).filter(function (t) { return t.done && stored.indexOf(t.id) < 0; });
+    if (newly.length) KV.progress.save(function (p) { newly.forEach(function (t) { p.tasks.push(t.id); }); });
+    tasks = (tasks || []).map(function (t) {
+      return stored.indexOf(t.id) >= 0 ? Object.assign({}, t, { done: true, progress: "" }) : t;
+    });
     const texts = {};
     (KV.data.tasks || []).forEach(function (t) { texts[t.id] = t.text; });
     (tasks || []).forEach(function (t) {
@@ -108,9 +114,15 @@
       // Stepping is shown by the step counter and narration; other commands get their ack.
       const ack = $("ack");
       if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
+      if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
     }
   }
   KV.dispatch = dispatch;
+
+  // Tasks done in an earlier visit show as done at once (the server's sandbox may be new).
+  document.addEventListener("DOMContentLoaded", function () {
+    updateTasks((KV.progress.load().tasks || []).map(function (id) { return { id: id, done: true }; }));
+  });
 
   document.addEventListener("htmx:wsBeforeMessage", function (e) {
     let msg;

@@ -84,7 +84,37 @@
     }
     if (st.step >= st.total && playing) setPlaying(false);
   }
-  KV.stepper = { update: update, seek: seek, setPlaying: setPlaying };
+  // Runs: a share link opened, an export downloaded, a file imported.
+  let sharedSent = false;
+  function openShared(frame) {
+    const id = KV.data.shared_run;
+    const form = $("open_shared-form");
+    if (!id || sharedSent || !form || !frame.snapshot) return;
+    sharedSent = true;
+    $("open-shared-id").value = id;
+    form.requestSubmit();
+  }
+  KV.onAck = KV.onAck || {};
+  KV.onAck.share = function (msg) {
+    const box = $("share-link-box"), input = $("share-link");
+    if (!box || !input) return;
+    const url = new URL(window.location.href);
+    url.search = "?run=" + encodeURIComponent(msg.share_id) + (KV.data.lang && KV.data.lang !== "en" ? "&lang=" + KV.data.lang : "");
+    input.value = url.toString();
+    const fork = $("fork-link");
+    if (fork) fork.href = "/sandbox/?run=" + encodeURIComponent(msg.share_id) + (KV.data.lang && KV.data.lang !== "en" ? "&lang=" + KV.data.lang : "");
+    box.hidden = false;
+    input.focus();
+    input.select();
+  };
+  KV.onAck.export = function (msg) {
+    const blob = new Blob([msg.file], { type: "application/json" });   // the server's text: exact 64-bit numbers
+    const a = KV.html("a", { href: URL.createObjectURL(blob), download: "kafkaviz-" + (KV.data.slug || "run") + "-step-" + msg.data.run.step + ".json" });
+    document.body.append(a);
+    a.click();
+    window.setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+  };
+  KV.stepper = { update: function (frame) { update(frame); openShared(frame); }, seek: seek, setPlaying: setPlaying };
 
   function toggleKeys() {
     const d = $("keys-dialog");
@@ -97,6 +127,13 @@
     if (play) play.addEventListener("click", function () { setPlaying(!playing); });
     const speed = $("speed");
     if (speed) speed.addEventListener("change", function () { if (playing) setPlaying(true); });
+    const file = $("import-file");
+    if (file) file.addEventListener("change", function () {
+      const f = file.files && file.files[0];
+      if (!f) return;
+      if (f.size > 64 * 1024) { $("import-error").textContent = "⚠ " + f.name + ": more than 64 KB."; return; }
+      f.text().then(function (text) { $("import-run").value = text; $("import-form").requestSubmit(); file.value = ""; });
+    });
     const keys = $("keys-button");
     if (keys) keys.addEventListener("click", toggleKeys);
     // A learner's click on Back or the scrubber stops playback.

@@ -174,3 +174,49 @@ def test_phone_width_has_no_horizontal_overflow(browser, live_server_url, lang):
             expect(page.locator("#crash-button")).to_have_text("崩溃")
     finally:
         context.close()
+
+
+def test_share_link_and_exported_file_reproduce_the_run_in_a_fresh_browser(page: Page, browser, live_server_url):
+    open_lesson(page, live_server_url)
+    load(page, "hw", "kip101-divergence")
+    for n in range(1, 11):
+        page.click("#step-button")
+        at_step(page, n, 15)
+    page.locator("#run-tools summary").click()
+    page.click("#share-button")
+    link = page.locator("#share-link")
+    expect(link).to_have_value(re.compile(r"\?run=[A-Za-z0-9_-]{8}$"))
+    with page.expect_download() as dl:
+        page.click("#export-button")
+    path = dl.value.path()
+    seen = {b: lane_values(page, b) for b in (1, 2)}
+    text = page.locator("#cluster-text").inner_text()
+
+    for how in ("link", "file"):
+        context = browser.new_context()
+        other = context.new_page()
+        try:
+            if how == "link":
+                other.goto(link.input_value())
+            else:
+                other.goto(live_server_url + "/lessons/leader-epoch/")
+                expect(other.locator("#conn-status")).to_have_attribute("data-state", "open")
+                other.locator("#run-tools summary").click()
+                other.set_input_files("#import-file", path)
+            other.wait_for_timeout(1500)
+            assert other.locator("#general-error").inner_text() + other.locator("#open_shared-error").inner_text() + other.locator("#import-error").inner_text() == "", how
+            at_step(other, 10, 15)
+            expect(other.locator("#trunc-hw")).to_be_checked()
+            expect(other.locator("#scenario-select")).to_have_value("kip101-divergence")
+            expect(other.locator("#cluster-text")).to_have_text(text)
+            assert {b: lane_values(other, b) for b in (1, 2)} == seen
+        finally:
+            context.close()
+
+
+def test_a_tampered_share_link_says_so(page: Page, live_server_url):
+    page.goto(live_server_url + "/lessons/leader-epoch/?run=AAAAAAAA")
+    expect(page.locator("#open_shared-error")).to_contain_text("share link is unknown")
+    expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
+    page.click("#step-button")
+    at_step(page, 1)

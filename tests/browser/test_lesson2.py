@@ -195,3 +195,21 @@ def test_phone_width_has_no_horizontal_overflow(browser, live_server_url, lang):
             expect(page.locator("#produce-button")).to_have_text("发送")
     finally:
         context.close()
+
+
+def test_progress_survives_a_reload(page: Page, live_server_url):
+    open_lesson(page, live_server_url)
+    page.fill("input[name=count]", "12")
+    page.click("#produce-button")
+    expect(page.locator('[data-task="third-segment"]')).to_have_class(re.compile(r"\bdone\b"))
+    quiz = page.locator("#quiz-unit")
+    quiz.locator("input[value='1']").check()
+    quiz.get_by_role("button", name="Answer").click()
+    expect(quiz.locator(".quiz-feedback")).to_contain_text("Right.")
+    page.reload()
+    expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
+    page.click("#reset-button")      # even a fresh sandbox keeps what the learner achieved
+    expect(page.locator("#pd-sub-0")).to_contain_text("log end offset 0")
+    expect(page.locator('[data-task="third-segment"]')).to_have_class(re.compile(r"\bdone\b"))
+    expect(page.locator("#quiz-unit .quiz-feedback")).to_contain_text("Right.")
+    expect(page.locator("#quiz-unit input[value='1']")).to_be_checked()

@@ -127,7 +127,7 @@ async def test_non_json_and_oversized_messages_get_errors(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
     await comm.send_to(text_data="{not json")
     assert (await comm.receive_json_from(timeout=5))["message"] == "That message is not valid JSON."
-    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * 5000 + '"}')
+    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * 80000 + '"}')
     error = await comm.receive_json_from(timeout=5)
     assert error["code"] == "too_large"
     await comm.disconnect()

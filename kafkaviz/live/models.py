@@ -1,0 +1,35 @@
+"""Shared runs: what a share link reproduces, stored server-side under a short id.
+
+A run is the lesson (its content file holds the scenario: config and seed), plus the
+command log of every step and the step the learner was at; replaying it on a fresh
+sandbox gives exactly the state they saw (the engine is deterministic). The payload is
+the same JSON an export downloads and an import uploads.
+"""
+from __future__ import annotations
+
+import secrets
+
+from django.db import models
+
+__all__ = ["SharedRun", "new_share_id", "SHARE_ID_RE", "MAX_RUN_BYTES"]
+
+SHARE_ID_RE = r"[A-Za-z0-9_-]{8}"
+MAX_RUN_BYTES = 64 * 1024
+
+
+def new_share_id() -> str:
+    """48 random bits, URL-safe: short enough to read out in class, not guessable in practice."""
+    return secrets.token_urlsafe(6)
+
+
+class SharedRun(models.Model):
+    id = models.CharField(primary_key=True, max_length=8, default=new_share_id, editable=False)
+    lesson = models.CharField(max_length=64)
+    payload = models.JSONField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["created"])]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.lesson})"

@@ -1,0 +1,149 @@
+"""Runs leave the sandbox and come back: export → import gives the same state, a share
+link opened by another sandbox shows the same state, and tampered ids or files get a
+clear message while the sandbox keeps its own run."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.conf import settings as django_settings
+
+from kafkaviz.live.runtime import Runtime, new_sandbox_id
+from kafkaviz.live.validation import CommandError
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def make_runtime(tmp_path):
+    async def publish(group, message):
+        pass
+
+    settings = {**django_settings.KAFKAVIZ_RUNTIME, "FRAME_INTERVAL_MS": 0, "REAP_EVERY_SECONDS": 0,
+                "COMMAND_BURST": 1000, "COMMANDS_PER_SECOND": 1000.0}
+    return Runtime(tmp_path / "data", settings=settings, publish=publish)
+
+
+def comparable(state):
+    """The state a learner sees, minus try-it progress (a watcher's own achievement) and the
+    run counter browsers use to notice a new run."""
+    return json.dumps({k: v for k, v in state.items() if k not in ("tasks", "run_id")}, sort_keys=True)
+
+
+async def two_sandboxes(tmp_path, slug):
+    rt = make_runtime(tmp_path)
+    a, b = new_sandbox_id(), new_sandbox_id()
+    await rt.attach(a, slug)
+    await rt.attach(b, slug)
+    return rt, a, b
+
+
+async def test_lesson_two_export_then_import_round_trips(tmp_path):
+    rt, a, b = await two_sandboxes(tmp_path, "segments")
+    for _ in range(3):
+        await rt.command(a, {"type": "step"})
+    await rt.command(a, {"type": "produce", "count": "3", "value_size": "200", "key": "k"})
+    await rt.command(a, {"type": "back"})
+    exported = (await rt.command(a, {"type": "export"}))["data"]
+    assert exported["format"] == "kafkaviz-run" and exported["lesson"] == "segments"
+    assert exported["run"]["step"] == 3 and len(exported["run"]["log"]) == 4
+    reply = await rt.command(b, {"type": "import", "run": json.dumps(exported)})
+    assert reply["text"] == "Run loaded: step 3 of 4."
+    assert comparable(rt.sandboxes[b].engine.state()) == comparable(rt.sandboxes[a].engine.state())
+    # The future survives too: stepping forward replays the learner's own produce.
+    await rt.command(a, {"type": "step"})
+    await rt.command(b, {"type": "step"})
+    assert comparable(rt.sandboxes[b].engine.state()) == comparable(rt.sandboxes[a].engine.state())
+    rt.close_all()
+
+
+async def test_lesson_ten_share_link_opens_the_same_state_elsewhere(tmp_path):
+    rt, a, b = await two_sandboxes(tmp_path, "leader-epoch")
+    await rt.command(a, {"type": "load", "scenario": "kip101-divergence", "truncation": "epoch"})
+    for _ in range(5):
+        await rt.command(a, {"type": "step"})
+    await rt.command(a, {"type": "crash", "broker": "2"})
+    share_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    reply = await rt.command(b, {"type": "open_shared", "id": share_id})
+    assert reply["text"] == "Run loaded: step 6 of 6."
+    sa, sb = rt.sandboxes[a].engine.state(), rt.sandboxes[b].engine.state()
+    assert sb["truncation"] == "epoch" and sb["scenario"]["name"] == "kip101-divergence"
+    assert comparable(sb) == comparable(sa)
+    rt.close_all()
+
+
+async def test_tampered_share_ids_and_files_are_refused_and_change_nothing(tmp_path):
+    rt, a, b = await two_sandboxes(tmp_path, "leader-epoch")
+    await rt.command(b, {"type": "step"})
+    before = comparable(rt.sandboxes[b].engine.state())
+    with pytest.raises(CommandError, match="share link is unknown"):
+        await rt.command(b, {"type": "open_shared", "id": "AAAAAAAA"})
+    with pytest.raises(CommandError, match="is not a share id"):
+        await rt.command(b, {"type": "open_shared", "id": "../../x!"})
+    good = (await rt.command(b, {"type": "export"}))["data"]
+    bad_files = {
+        "not json": "{nope",
+        "wrong format": json.dumps({**good, "format": "other"}),
+        "other lesson": json.dumps({**good, "lesson": "segments"}),
+        "unknown command": json.dumps({**good, "run": {**good["run"], "log": [{"cmd": "rm_rf", "broker": 1}]}}),
+        "bad broker": json.dumps({**good, "run": {**good["run"], "log": good["run"]["log"][:1] + [
+            {"cmd": "crash", "broker": 9}], "step": 2}}),
+        "step past the end": json.dumps({**good, "run": {**good["run"], "step": 99}}),
+    }
+    for why, text in bad_files.items():
+        with pytest.raises(CommandError) as err:
+            await rt.command(b, {"type": "import", "run": text})
+        assert err.value.message, why
+        assert comparable(rt.sandboxes[b].engine.state()) == before, why
+    # The sandbox is still usable.
+    assert (await rt.command(b, {"type": "step"}))["type"] == "ack"
+    rt.close_all()
+
+
+async def test_a_lesson_two_file_with_a_forged_step_command_is_refused(tmp_path):
+    rt, a, _b = await two_sandboxes(tmp_path, "segments")
+    good = (await rt.command(a, {"type": "export"}))["data"]
+    forged = {**good, "run": {"log": [{"id": None, "do": [{"type": "produce", "count": "9999"}], "scripted": False}],
+                              "step": 1}}
+    with pytest.raises(CommandError, match="between 1 and 50"):
+        await rt.command(a, {"type": "import", "run": json.dumps(forged)})
+    rt.close_all()
+
+
+async def test_sandbox_builds_a_cluster_and_the_engine_refuses_an_impossible_one(tmp_path):
+    rt = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    reply = await rt.command(sid, {"type": "shape", "brokers": "4", "partitions": "2", "replication_factor": "3",
+                                   "min_insync_replicas": "2", "truncation": "hw", "unclean": "true"})
+    assert reply["text"].startswith("Your cluster: 4 brokers, 2 partition(s), RF 3")
+    st = rt.sandboxes[sid].engine.state()
+    assert len(st["brokers"]) == 4 and len(st["partition"]["isr"]) == 3 and st["truncation"] == "hw"
+    before = comparable(st)
+    with pytest.raises(CommandError) as err:
+        await rt.command(sid, {"type": "shape", "brokers": "2", "replication_factor": "3"})
+    assert err.value.code == "engine" and "replication factor 3 is larger than the number of brokers (2)" in \
+        err.value.message
+    assert comparable(rt.sandboxes[sid].engine.state()) == before
+    # A shaped run round-trips through export/import like any other.
+    exported = (await rt.command(sid, {"type": "export"}))["data"]
+    await rt.command(sid, {"type": "crash", "broker": "1"})
+    await rt.command(sid, {"type": "import", "run": json.dumps(exported)})
+    assert comparable(rt.sandboxes[sid].engine.state()) == before
+    rt.close_all()
+
+
+async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(tmp_path):
+    rt = make_runtime(tmp_path)
+    lesson, sandbox, other = new_sandbox_id(), new_sandbox_id(), new_sandbox_id()
+    await rt.attach(lesson, "leader-epoch")
+    await rt.attach(sandbox, "sandbox")
+    await rt.attach(other, "segments")
+    for _ in range(6):
+        await rt.command(lesson, {"type": "step"})
+    share_id = (await rt.command(lesson, {"type": "share"}))["share_id"]
+    reply = await rt.command(sandbox, {"type": "open_shared", "id": share_id})
+    assert reply["text"] == "Run loaded: step 6 of 16."
+    assert comparable(rt.sandboxes[sandbox].engine.state()) == comparable(rt.sandboxes[lesson].engine.state())
+    with pytest.raises(CommandError, match="share link is unknown"):
+        await rt.command(other, {"type": "open_shared", "id": share_id})
+    rt.close_all()
