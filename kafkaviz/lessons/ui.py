@@ -135,4 +135,18 @@ def ui_strings() -> dict[str, str]:
         "lc_nothing": _("The group has not been handed any record yet."),
         "lc_aria": _("High watermark, committed offset and lag of each partition over virtual time"),
         "lc_now_part": _("{p}: HW {hw}, committed {committed}, lag {lag}"),
+        # compaction (compaction.js)
+        "cp_no_pass": _("No cleaning pass yet."),
+        "cp_gap_title": _("offsets {a}–{b} were removed by compaction"),
+        "cp_empty": _("(empty)"),
+        "cp_active": _("active, never cleaned"),
+        "cp_clean": _("clean"),
+        "cp_dirty": _("dirty"),
+        "cp_meter": _("Dirty ratio {ratio} ({dirty} of {total} cleanable bytes) vs min.cleanable.dirty.ratio {thr}: {verdict}"),
+        "cp_will_clean": _("above — the cleaner will clean this log"),
+        "cp_wont_clean": _("not above — the cleaner leaves it"),
+        "cp_point": _("▏ Cleaner point (cleaner-offset-checkpoint): offset {point}; first uncleanable offset {unc}"),
+        "cp_before": _("Before the last cleaning pass"),
+        "cp_now": _("Now"),
+        "cp_map": _("Offset map of the last pass (key → latest offset)"),
     }
