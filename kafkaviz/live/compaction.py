@@ -44,6 +44,7 @@ class CompactionSandbox(SegmentsSandbox):
         self.before: list[dict[str, Any]] | None = None
         self.offset_map: list[list[Any]] = []
         self.last_pass: dict[str, Any] | None = None
+        self.own = {"superseded": 0, "tombstones_removed": 0}   # by passes after the learner's own commands
 
     # ---- commands ----------------------------------------------------------------
     def _write(self, key: str, value: bytes | None) -> Any:
@@ -113,6 +114,11 @@ class CompactionSandbox(SegmentsSandbox):
                 for key, offset in e.event.keys:
                     entries[key] = offset
         self.offset_map = sorted(([k, o] for k, o in entries.items()), key=lambda kv: kv[1])
+        if self.tracker.own:
+            for e in new:
+                if e.event.kind == "segments_cleaned":
+                    self.own["superseded"] += e.event.superseded
+                    self.own["tombstones_removed"] += e.event.tombstones_removed
         f = finished[-1]
         self.last_pass = {"first_dirty_offset": f.first_dirty_offset, "end_offset": f.end_offset,
                           "bytes_before": f.bytes_before, "bytes_after": f.bytes_after, "time_ms": self.clock.now_ms()}
@@ -149,5 +155,6 @@ class CompactionSandbox(SegmentsSandbox):
             "before": self.before,
             "offset_map": self.offset_map,
             "last_pass": self.last_pass,
+            "own": dict(self.own),
         }
         return st
