@@ -39,6 +39,7 @@ def _membership(strategy: str) -> Scenario:
                "so one broker coordinates every group.", "configure_groups", offsets_topic_num_partitions=1,
                group_initial_rebalance_delay_ms=0),
             _s("Create the topic.", "create_topic", topic="orders", partitions=3, replication_factor=3),
+            *(_s(f"Records for partition {p}.", "produce", topic="orders", partition=p, count=2 + p) for p in range(3)),
             _s("Consumer c1 joins group billing: FindCoordinator, then JoinGroup.", "consumer_join", name="c1",
                **join),
             _s("c1 is alone: it leads the group and takes every partition.", "advance", ms=2000),

@@ -118,6 +118,7 @@ def ui_strings() -> dict[str, str]:
                      "{coord} (__consumer_offsets-{op})"),
         "cg_consumers": _("Consumers"),
         "cg_dead": _("crashed"),
+        "cg_closed": _("closed: it left the group"),
         "cg_joining": _("rebalancing ({status})"),
         "cg_idle": _("idle: no partition left for it"),
         "cg_owns": _("owns {list}"),

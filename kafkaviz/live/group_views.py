@@ -58,8 +58,9 @@ def group_view(cluster: Any, topic: str, group: str | None = None) -> dict[str, 
     for cname, c in state["consumers"].items():
         if c["group"] != name:
             continue
-        alive = c["alive"]
-        consumers.append({"name": cname, "alive": alive, "status": c["status"] if alive else "dead",
+        alive = c["alive"] and c["status"] != "closed"
+        consumers.append({"name": cname, "alive": alive,
+                          "status": c["status"] if alive else ("closed" if c["alive"] else "dead"),
                           "member_id": c["member_id"] if alive else None, "generation": c["generation"],
                           "owned": [p for t, p in (c["owned"] if alive else []) if t == topic],
                           "positions": c["positions"] if alive else {},

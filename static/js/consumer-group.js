@@ -36,7 +36,8 @@
     const ul = h("ul", { class: "cg-consumers", id: "cg-consumers", "aria-label": KV.t("cg_consumers") });
     g.consumers.forEach(function (c) {
       let what;
-      if (!c.alive) what = KV.t("cg_dead");
+      if (c.status === "closed") what = KV.t("cg_closed");
+      else if (!c.alive) what = KV.t("cg_dead");
       else if (c.status !== "stable") what = KV.t("cg_joining", { status: c.status });
       else if (!c.owned.length) what = KV.t("cg_idle");
       else what = KV.t("cg_owns", { list: c.owned.map(function (p) { return g.topic + "-" + p; }).join(", ") });

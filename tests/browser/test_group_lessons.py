@@ -82,22 +82,23 @@ def test_lesson6_compaction_walk_try_its_and_quiz(page: Page, live_server_url):
 
 def test_lesson12_groups_walk_idle_member_rebalance_and_quiz(page: Page, live_server_url):
     open_lesson(page, live_server_url, "consumer-groups")
-    total = 14
-    for n in range(1, 9):
+    total = 17
+    for n in range(1, 12):
         step(page, n, total)
     # three consumers, three partitions: one owner each, shown by name and pattern
     owners = [page.locator(f"#cg-p-{p}").get_attribute("data-owner") for p in range(3)]
     assert sorted(owners) == ["c1", "c2", "c3"]
-    step(page, 9, total)
-    step(page, 10, total)
+    step(page, 12, total)
+    step(page, 13, total)
     expect(page.locator("#cg-consumers .cg-idle")).to_have_count(1)       # the fourth has nothing
     owners = [page.locator(f"#cg-p-{p}").get_attribute("data-owner") for p in range(3)]
     assert len(set(owners)) == 3
     expect(page.locator("#cg-protocol")).to_contain_text("SyncGroup")
-    for n in range(11, total + 1):
+    for n in range(14, total + 1):
         step(page, n, total)
     expect(page.locator("#cg-head")).to_contain_text("generation 6")
-    expect(page.locator("#cg-consumers .cg-dead")).to_have_count(1)
+    expect(page.locator("#cg-consumers .cg-dead")).to_have_count(2)       # c2 crashed, c1 closed
+    expect(page.locator("#cg-c-c1")).to_contain_text("left the group")
     shoot(page, "lesson12")
     back_to_start(page, total)
     expect(page.locator("#cg-empty")).to_be_visible()
@@ -105,7 +106,7 @@ def test_lesson12_groups_walk_idle_member_rebalance_and_quiz(page: Page, live_se
     # the round-robin assignor on the same group, then the learner's own consumer joins
     page.select_option("#scenario-select", "group-roundrobin")
     expect(page.locator("#step-counter")).to_have_text(f"Start · 0/{total}")
-    for n in range(1, 7):
+    for n in range(1, 10):
         step(page, n, total)
     expect(page.locator("#cg-head")).to_contain_text("assignor roundrobin")
     assert [page.locator(f"#cg-p-{p}").get_attribute("data-owner") for p in range(3)] == ["c1", "c2", "c1"]

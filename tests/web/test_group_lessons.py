@@ -54,7 +54,7 @@ def test_the_three_assignors_give_their_own_answers_for_the_same_group(tmp_path)
     for name in GROUPS.scenario["choices"]:
         kind.load(name, "epoch")
         # after c2 joined and the rebalance finished (step 6: advance after c2's join)
-        step_to(kind, 6)
+        step_to(kind, 9)
         st = kind.kind_state()
         assert st["group"]["generation"] == 2 and st["group"]["state"] == "Stable"
         seen[name] = owners(st)
@@ -79,7 +79,7 @@ def test_more_consumers_than_partitions_leaves_one_idle_and_no_partition_is_shar
 def test_a_learners_consumer_joins_like_the_group_and_a_crash_is_removed_after_the_session(tmp_path):
     kind = make_kind(tmp_path, GROUPS)
     kind.load("group-roundrobin", "epoch")
-    step_to(kind, 6)
+    step_to(kind, 9)
     send(kind, {"type": "consumer_join", "name": "c9", "group": "billing", "session_timeout_ms": "6000",
                 "heartbeat_interval_ms": "1000"})
     send(kind, {"type": "advance", "ms": "3000"})
