@@ -111,7 +111,7 @@ def lag_series(events: Any, topic: str) -> list[dict[str, Any]]:
         p = ev.partition
         h, c = hw.get(p, 0), committed.get(p)
         pts = points.setdefault(p, [])
-        row = [env.time_ms, h, c, h - (c or 0)]
+        row = [env.time_ms, h, c, None if c is None else h - c]      # no lag before the group's first commit
         if pts and pts[-1][0] == env.time_ms:
             pts[-1] = row
         else:

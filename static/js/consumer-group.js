@@ -56,7 +56,7 @@
       const committed = p.committed === null || p.committed === undefined ? null : p.committed;
       const bar = t("div", { class: "cg-bar", "aria-hidden": "true" }, [
         h("span", { class: "cg-bar-committed", style: "width:" + (100 * (committed || 0) / max) + "%" }),
-        h("span", { class: "cg-bar-lag", style: "width:" + (100 * Math.max(0, hw - (committed || 0)) / max) + "%" })]);
+        h("span", { class: committed === null ? "cg-bar-uncommitted" : "cg-bar-lag", style: "width:" + (100 * Math.max(0, hw - (committed || 0)) / max) + "%" })]);
       const words = KV.t("cg_offsets", { committed: committed === null ? KV.t("cg_none") : committed, hw: hw,
         lag: p.lag === null || p.lag === undefined ? (committed === null ? KV.t("cg_lag_unknown") : "–") : p.lag });
       table.appendChild(t("div", { class: "cg-part", role: "listitem", id: "cg-p-" + p.partition,

@@ -181,5 +181,8 @@ def test_phone_width_screenshots(browser, live_server_url, slug):
         width = pg.evaluate("document.documentElement.scrollWidth")
         assert width <= 392, f"{slug} is {width} px wide at 390 px"
         shoot(pg, slug)
+        blocks = pg.locator("section.diagram-block")
+        for i in range(blocks.count()):          # each diagram on its own, to look at closely
+            blocks.nth(i).screenshot(path=str(SHOTS / f"{slug}-390-block{i}.png"))
     finally:
         context.close()
