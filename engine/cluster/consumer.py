@@ -470,6 +470,10 @@ class Consumer:
     def join(self) -> None:
         if not self.alive:
             return
+        if self.config.enable_auto_commit and self.member_id and self.generation >= 0 and self.status == "stable":
+            # onJoinPrepare (seed 003): with auto-commit the consumer commits its positions
+            # before it rejoins, so the next owner starts where it stopped
+            self.commit(auto=True)
         self.status = "joining"
         if not self.cooperative:
             self._revoke(list(self.owned), self.generation)  # eager: give everything up first

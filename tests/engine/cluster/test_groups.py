@@ -487,3 +487,22 @@ def test_seed_003_a_coordinator_change_makes_the_group_rebalance(tmp_path):
     assert set(owners(c)) == all_partitions(c) and not ownership_findings(c.groups)
     assert any(e.error == "UNKNOWN_MEMBER_ID" for e in c.events.of_kind("heartbeat_answered"))
     assert g.generation >= 1 and gen >= 1
+
+
+def test_seed_003_auto_commit_before_rejoining_so_the_next_owner_resumes_there(tmp_path):
+    # seed 003 "join group": with enable.auto.commit a rejoining consumer commits its offsets
+    # before sending JoinGroup.
+    c = make(tmp_path, partitions=2, records=3)
+    join(c, "a", strategies=["range"])
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="consumer_poll", name="a")  # reads 3 records of each partition
+    join(c, "b", strategies=["range"])
+    A(c, cmd="advance", ms=8000)
+    sent = [e for e in c.events.of_kind("offset_commit_sent") if e.member == "a-1"]
+    assert sent and sent[0].auto and sorted(map(tuple, sent[0].offsets)) == [("t", 0, 3), ("t", 1, 3)]
+    rejoin = [e for e in c.events.of_kind("join_group_sent") if e.consumer == "a" and e.member == "a-1"][-1]
+    seqs = {id(ev): env.seq for env in c.events.envelopes for ev in [env.event]}
+    assert seqs[id(sent[0])] < seqs[id(rejoin)]
+    assert A(c, cmd="consumer_poll", name="b")["records"] == []  # b starts at 3: nothing read twice
+    assert c.groups.lag("g") == {"t-0": {"committed": 3, "high_watermark": 3, "lag": 0},
+                                 "t-1": {"committed": 3, "high_watermark": 3, "lag": 0}}
