@@ -699,8 +699,10 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
             last[key] = ({**ev, "old": first_old, "_i": i}, first_old)
             continue
         if k == "retention_check" and not ev.get("deletable") and not ev.get("blocked_by"):
-            key = (ev.get("broker"), ev.get("partition"), ev.get("rule"))
-            retained[key] = i     # the rule's last "keep": one line, not one per pass
+            # A rule's last "keep" says why nothing went (one line, not one per pass); the
+            # log-start-offset rule's and an under-the-limit size check's keeps are routine.
+            if ev.get("rule") == "time" or (ev.get("rule") == "size" and ev.get("segment") is not None):
+                retained[(ev.get("broker"), ev.get("partition"), ev.get("rule"))] = i
             continue
         if k == "file_deleted":
             continue              # folded below

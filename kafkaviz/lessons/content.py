@@ -88,6 +88,7 @@ class LessonContent:
     tasks: tuple[Task, ...]
     quiz: tuple[Question, ...]
     text: dict = field(default_factory=dict)   # lesson-specific UI text (labels of scenario choices etc.)
+    notes: dict = field(default_factory=dict)  # "<scenario>:<step>[:<rule>]" -> what to look at in that step
     languages: tuple[str, ...] = ("en",)
 
     @property
@@ -200,11 +201,17 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
     sources = tuple(Source(_need(s, "title", str, f"{where} sources"), s.get("url", ""), s.get("seed", ""))
                     for s in base.get("sources", []))
     ui_text = {**(base.get("text") or {}), **(over.get("text") or {})}
+    notes = {}
+    for i, n in enumerate(base.get("notes", [])):
+        w = f"{where} notes[{i}]"
+        key = f"{_need(n, 'scenario', str, w)}:{_need(n, 'step', int, w)}" + (f":{n['rule']}" if n.get("rule") else "")
+        notes[key] = ((over.get("notes") or {}).get(key) or {}).get("say") or _need(n, "say", str, w)
     return LessonContent(
         slug=slug, lang=lang, number=_need(base, "number", int, where), title=text("title"),
         summary=text("summary"), explanation=text("explanation"), kind=base.get("kind"),
         diagrams=tuple(base.get("diagrams", ())), sources=sources, scenario=dict(base.get("scenario") or {}),
-        steps=tuple(steps), tasks=tuple(tasks), quiz=tuple(quiz), text=ui_text, languages=_languages(slug))
+        steps=tuple(steps), tasks=tuple(tasks), quiz=tuple(quiz), text=ui_text, notes=notes,
+        languages=_languages(slug))
 
 
 # ---- the explanation's markup ----------------------------------------------------------

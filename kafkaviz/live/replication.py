@@ -363,7 +363,11 @@ class ReplicationSandbox(SandboxKind):
 
     def run_state(self) -> dict[str, Any]:
         run = self.run
-        steps = [{"n": i + 1, "label": narration.command_label(c, self.lang), "say": "",
+        notes = self.lesson.notes
+        name = self.scenario_def.name
+        steps = [{"n": i + 1, "label": narration.command_label(c, self.lang),
+                  "say": (notes.get(f"{name}:{i + 1}:{self.truncation}") or notes.get(f"{name}:{i + 1}", ""))
+                  if self._on_script(i + 1) else "",
                   "scripted": self._on_script(i + 1)} for i, c in enumerate(run.log)]
         return {"step": run.position, "total": len(run.log), "steps": steps,
                 "on_script": self._on_script(len(run.log)) and len(run.log) == len(self.script),

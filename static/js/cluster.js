@@ -72,7 +72,17 @@
       s.append(defs, el("g", { id: "cl-links" }), el("g", { id: "cl-boxes" }));
       return s;
     });
-    svg.setAttribute("viewBox", "0 0 " + W + " " + (50 + rows * BOX_H + (rows - 1) * 80 + 90));
+    svg.setAttribute("viewBox", "0 0 " + W + " " + (50 + rows * BOX_H + (rows - 1) * 80 + (perRow === 3 ? 90 : 30)));
+    // A broker whose every link is cut both ways is "isolated": said once, on its box, rather
+    // than on each of its links.
+    const isolated = {};
+    brokers.forEach(function (x) {
+      isolated[x.id] = brokers.length > 1 && brokers.every(function (y) {
+        if (y.id === x.id) return true;
+        const f = faultsBetween(st.links, x.id, y.id);
+        return f.ab === "cut" && f.ba === "cut";
+      });
+    });
     $("cl-title").textContent = KV.t("broker") + " 0–" + (brokers.length - 1);
     const desc = [];
     const linksG = $("cl-links"), boxesG = $("cl-boxes");
@@ -104,7 +114,7 @@
         const lx = (x1 + x2) / 2, ly = bend ? pa.y + BOX_H + bend + 16 : sameRow ? pa.y + BOX_H / 2 - 8 : (pa.y + BOX_H + pb.y) / 2;
         label.setAttribute("x", lx); label.setAttribute("y", ly);
         let text = "";
-        if (fault) {
+        if (fault && !isolated[a] && !isolated[b]) {
           const how = f.ab && f.ba ? (f.ab === f.ba ? f.ab : f.ab + " / " + f.ba) : (f.ab ? a + "→" + b : b + "→" + a) + " " + fault;
           text = "✂ " + (how === "cut" ? KV.t("link_cut") : how);
           desc.push("link " + a + "–" + b + ": " + text);
@@ -130,7 +140,8 @@
       g.setAttribute("class", "cl-broker " + (b.alive ? "up" : "down"));
       const texts = g.querySelectorAll("text");
       texts[0].textContent = KV.brokerName(b.id);
-      texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "");
+      texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
+        (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "");
       const tp = st.partition ? st.partition.topic + "-" + st.partition.partition : (st.topic || "");
       const role = b.replica ? (b.leader ? "♛ " + KV.t("leads") + " " + tp : KV.t("holds") + " " + tp) : KV.t("no_replica");
       texts[2].textContent = role;
@@ -139,6 +150,7 @@
       ctl.style.display = b.controller ? "" : "none";
       texts[4].textContent = "★ " + KV.t("controller");
       desc.push(KV.brokerName(b.id) + ": " + (b.alive ? KV.t("up") : KV.t("down")) + (b.fenced ? ", " + KV.t("fenced") : "") +
+        (isolated[b.id] ? ", " + KV.t("isolated") : "") +
         (b.controller ? ", ★ " + KV.t("controller") + " (epoch " + ((st.controller || {}).epoch) + ")" : "") + ", " + role.replace("♛ ", ""));
     });
     $("cl-desc").textContent = desc.join(". ");

@@ -76,7 +76,7 @@
       let range = "";
       if (seg !== null && idx >= 0) {
         const end = idx + 1 < segs.length ? segs[idx + 1] - 1 : part.log_end_offset - 1;
-        range = end > seg ? KV.t("offset") + " " + seg + "–" + end : end === seg ? KV.t("offset") + " " + seg : "—";
+        range = end > seg ? KV.t("offset") + " " + seg + "–" + end : end === seg ? KV.t("offset") + " " + seg : KV.t("empty");
       }
       if (G.narrow && seg !== null) y += INFO;
       const deleted = files.some(function (f) { return f.deleted; });

@@ -83,3 +83,19 @@ def test_a_quiz_answer_out_of_range_is_refused(tmp_path, monkeypatch):
             content_mod.load_content("bad")
     finally:
         content_mod.load_content.cache_clear()
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_scenario_notes_point_at_steps_that_exist(slug):
+    from engine.cluster.scenarios import get_scenario
+
+    content = load_content(slug)
+    for key in content.notes:
+        name, step, *rule = key.split(":")
+        assert rule in ([], ["hw"], ["epoch"]), key
+        assert name in content.scenario.get("choices", ()), key
+        assert 1 <= int(step) <= len(get_scenario(name).steps), key
+    for lang in LANGUAGES:
+        path = CONTENT_DIR / f"{slug}.{lang}.toml"
+        if lang != "en" and path.exists():
+            assert set(tomllib.loads(path.read_text()).get("notes", {})) <= set(content.notes), path.name

@@ -240,3 +240,14 @@ def test_step_narration_comes_from_the_step_events_not_ahead_of_them(tmp_path):
             assert values(lane_b) == ["m1"]        # the diagram shows the cut in the same step
     assert truncated_at is not None and truncated_at > restart_b
     kind.close()
+
+
+def test_a_rule_specific_note_shows_only_under_its_rule(tmp_path):
+    kind = make_kind(tmp_path)
+    for rule in ("hw", "epoch"):
+        kind.load("kip101-divergence", rule)
+        steps = kind.state()["run"]["steps"]
+        say = steps[13]["say"]
+        assert ("keeps what is below its own HW" in say) == (rule == "hw")
+        assert ("asks B where epoch 0 ends" in say) == (rule == "epoch")
+    kind.close()
