@@ -234,7 +234,7 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                       f"→ partition {e['partition']} (chosen by the producer)")),
     "producer_batch_sent": lambda e: (f"producer sent a batch of {e['records']} record(s) ({e['bytes']} bytes) to partition "
                                       f"{e['partition']}: offsets {e['first_offset']}–{e['last_offset']} ({e['reason']})"),
-    "consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
+    "simple_consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
                                    + (f"offsets {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "nothing new")
                                    + f"; next offset {e['next_offset']}"),
     "pages_written_back": lambda e: ("the OS wrote dirty pages back: " + (", ".join(
@@ -360,7 +360,7 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                      f"→ 分区 {e['partition']}（生产者指定）")),
     "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
                                       f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
-    "consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
+    "simple_consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
                                    + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
                                    + f"；下一个偏移量 {e['next_offset']}"),
     "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(

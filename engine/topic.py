@@ -55,7 +55,7 @@ class ProducerBatchSent(Event):
     last_offset: int
 
 
-@event("consumer_fetched")
+@event("simple_consumer_fetched")
 class ConsumerFetched(Event):
     consumer: str
     topic: str
