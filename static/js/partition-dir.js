@@ -161,8 +161,12 @@
     const lay = layout(part);
     svg.setAttribute("viewBox", "0 0 " + W + " " + lay.height);
     const seen = new Set();
+    // A .deleted file keeps its live name's row (renamed in place) unless a live file of that
+    // name exists too: compaction swaps a new segment in under the same name (lesson 6).
+    const live = new Set(lay.rows.filter(function (r) { return !r.file.deleted; }).map(function (r) { return r.file.name; }));
     lay.rows.forEach(function (row) {
-      const id = "pd-" + p + "-" + safe(baseName(row.file.name));
+      const twin = row.file.deleted && live.has(baseName(row.file.name));
+      const id = "pd-" + p + "-" + safe(baseName(row.file.name)) + (twin ? "-deleted" : "");
       seen.add(id);
       let g = document.getElementById(id);
       if (!g || g.classList.contains("pd-leave")) {

@@ -46,6 +46,9 @@ def test_lesson6_compaction_walk_try_its_and_quiz(page: Page, live_server_url):
     expect(page.locator("#cp-now-r6")).to_contain_text("pear ✝")          # the tombstone survives this pass
     step(page, 5, 5)
     expect(page.locator("#cp-now-r6")).to_have_count(0)                   # gone after delete.retention.ms
+    names = page.locator("#pd-fig-0 text.pd-name")                        # the swapped-in segment and its old twin
+    expect(names.filter(has_text=re.compile(r"^00000000000000000010\.log$"))).to_have_count(1)
+    expect(names.filter(has_text=re.compile(r"^00000000000000000010\.log\.deleted$"))).to_have_count(1)
     shoot(page, "lesson6")
     back_to_start(page, 5)
     expect(page.locator("#cp-now .cp-rec")).to_have_count(0)
