@@ -447,6 +447,14 @@ def _assignment(a: Any, zh: bool) -> str:
     return sep.join(f"{m} ← {_parts_zh(p) if zh else _parts(p)}" for m, p in sorted(a.items()))
 
 
+def _coord(e: Ev, zh: bool) -> str:
+    """The coordinator a request goes to; -1 while FindCoordinator has not answered yet."""
+    c = e.get("coordinator")
+    if isinstance(c, int) and c >= 0:
+        return f"broker {c}"
+    return "协调者（尚未找到）" if zh else "the coordinator (not found yet)"
+
+
 def _ratio(e: Ev) -> str:
     return f"{e['ratio']:.2f}" if isinstance(e.get("ratio"), (int, float)) else "?"
 
@@ -519,7 +527,7 @@ _EN.update({
                                     f"{e['coordinator']} (leader of __consumer_offsets-{e['partition']})"),
     "group_request_failed": lambda e: (f"{e['consumer']}: {e['api']} to group {e['group']} failed with {e['error']}"
                                        + (f" — {e['detail']}" if e.get("detail") else "")),
-    "join_group_sent": lambda e: (f"{e['consumer']} → broker {e['coordinator']}: JoinGroup {e['group']} "
+    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, False)}: JoinGroup {e['group']} "
                                   f"({', '.join(map(str, e.get('protocols') or [])) or '-'}"
                                   + (f"; owns {_parts(e.get('owned'))}" if e.get("owned") else "") + ")"),
     "rebalance_started": lambda e: (f"group {e['group']}: rebalance (PreparingRebalance) after generation "
@@ -595,7 +603,7 @@ _ZH.update({
                                     f"{e['coordinator']}（__consumer_offsets-{e['partition']} 的 leader）"),
     "group_request_failed": lambda e: (f"{e['consumer']}：发往消费组 {e['group']} 的 {e['api']} 失败：{e['error']}"
                                        + (f"——{e['detail']}" if e.get("detail") else "")),
-    "join_group_sent": lambda e: (f"{e['consumer']} → broker {e['coordinator']}：JoinGroup {e['group']}"
+    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, True)}：JoinGroup {e['group']}"
                                   f"（{', '.join(map(str, e.get('protocols') or [])) or '-'}"
                                   + (f"；持有 {_parts_zh(e.get('owned'))}" if e.get("owned") else "") + "）"),
     "rebalance_started": lambda e: (f"消费组 {e['group']}：在第 {e['generation']} 代之后开始再均衡（PreparingRebalance）——"

@@ -189,3 +189,14 @@ def test_phone_width_screenshots(browser, live_server_url, slug):
             blocks.nth(i).screenshot(path=str(SHOTS / f"{slug}-390-block{i}.png"))
     finally:
         context.close()
+
+
+def test_lesson12_in_chinese_narrates_the_protocol_in_chinese(page: Page, live_server_url):
+    page.goto(f"{live_server_url}/lessons/consumer-groups/?lang=zh")
+    expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
+    for _ in range(6):
+        page.click("#step-button")
+    expect(page.locator("#cg-head")).to_contain_text("消费组 billing")
+    expect(page.locator("#cg-protocol")).to_contain_text("JoinGroup")
+    expect(page.locator("#cg-protocol")).to_contain_text("消费组")
+    shoot(page, "lesson12-zh")
