@@ -119,12 +119,18 @@ def test_lesson12_groups_walk_idle_member_rebalance_and_quiz(page: Page, live_se
     page.click("#cg-advance-button")
     task_done(page, "rebalance-join")
     expect(page.locator("#cg-head")).to_contain_text("generation 3")
+    page.fill("#cg-join-name", "spare")                                    # a fourth consumer for three partitions
+    page.click("#cg-join-button")
+    page.click("#cg-advance-button")
+    task_done(page, "idle")
+    expect(page.locator("#cg-c-spare")).to_have_class(re.compile(r"\bcg-idle\b"))
     page.select_option("#cg-pick", "mine")
     page.click("#cg-crash-button")
     page.select_option("#cg-advance-ms", "7000")
     page.click("#cg-advance-button")
     task_done(page, "session-timeout")
     expect(page.locator("#cg-c-mine")).to_have_class(re.compile(r"\bcg-dead\b"))
+    expect(page.locator("#cg-c-spare")).not_to_have_class(re.compile(r"\bcg-idle\b"))   # the spare took over
     answer(page, "range", 0, "cg-parts")
 
 

@@ -33,6 +33,7 @@ def records(state):
 
 
 def test_guided_steps_compact_keep_gaps_and_expire_the_tombstone(tmp_path):
+    """Seed 002 §1.4 and 003 Q27-28: the latest value per key survives, offsets become non-contiguous."""
     kind = make_kind(tmp_path)
     kind.step()
     kind.step()                                     # the first pass
