@@ -25,10 +25,11 @@ from typing import Any
 from django.utils.safestring import SafeString, mark_safe
 
 __all__ = ["LessonContent", "Step", "Task", "Question", "Source", "load_content", "content_slugs",
-           "render_markup", "LANGUAGES", "ContentError"]
+           "render_markup", "LANGUAGES", "DJANGO_LANG", "ContentError"]
 
 CONTENT_DIR = Path(__file__).resolve().parent / "content"
 LANGUAGES = {"en": "English", "zh": "简体中文"}
+DJANGO_LANG = {"en": "en", "zh": "zh-hans"}   # our language codes → Django's (locale/zh_Hans/)
 
 
 class ContentError(ValueError):

@@ -31,6 +31,7 @@ def ui_strings() -> dict[str, str]:
         "wrong": _("Not quite."),
         "look_at": _("Look at the highlighted part of the diagram."),
         "offset": _("offset"),
+        "segment": _("segment"),
         "segments": _("segments"),
         "empty": _("empty"),
         "files_of": _("Files of partition {p}"),

@@ -17,11 +17,9 @@ from engine.config import LogConfig
 from kafkaviz.live.models import SHARE_ID_RE
 
 from .catalogue import LESSONS, Lesson, get_lesson
-from .content import LANGUAGES, LessonContent, load_content
+from .content import DJANGO_LANG, LANGUAGES, LessonContent, load_content
 from .ui import ui_strings
 
-# Our language codes → Django's (the .po files live under locale/zh_Hans/).
-DJANGO_LANG = {"en": "en", "zh": "zh-hans"}
 
 
 def is_htmx(request: HttpRequest) -> bool:

@@ -30,6 +30,8 @@ from engine.clock import Scheduler, VirtualClock
 from engine.events import Envelope, Event, EventLog, event
 from engine import narration
 
+from django.utils.translation import gettext as _
+
 from .checks import TaskTracker
 from .validation import CommandError, CommandSpec, Field, validate_command
 
@@ -189,8 +191,8 @@ class SandboxKind:
     # ---- stepping (the base implementation replays; see the module doc) ------
     def step(self) -> str:
         if self.position >= len(self.log):
-            raise CommandError("invalid", "There is no next step: this run is at its end. Step back, or press "
-                               "Reset.", command="step")
+            raise CommandError("invalid", _("There is no next step: this run is at its end. Step back, or press "
+                                            "Reset."), command="step")
         before = self.position
         self._run_step(self.log[before])
         self._step_done(before, "step")
@@ -198,7 +200,7 @@ class SandboxKind:
 
     def back(self) -> str:
         if self.position == 0:
-            raise CommandError("invalid", "This is the start of the run; there is no step before it.",
+            raise CommandError("invalid", _("This is the start of the run; there is no step before it."),
                                command="back")
         return self.seek(self.position - 1)
 

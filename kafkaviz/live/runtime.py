@@ -27,7 +27,9 @@ from typing import Any, Callable
 
 from engine.errors import KafkaError
 
-from kafkaviz.lessons.content import load_content
+from django.utils import translation
+
+from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
 from .frames import FrameBuilder
 from .kinds import Limits, SandboxKind, get_kind
@@ -250,7 +252,8 @@ class Runtime:
         now = self.now()
         sb.last_active = now
         specs = {**COMMON_COMMANDS, **sb.engine.commands}
-        spec, values = validate_command(specs, message)
+        with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
+            spec, values = validate_command(specs, message)
         if not sb.bucket.take(now):
             raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
                                f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
@@ -266,7 +269,7 @@ class Runtime:
         return reply
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
-        with sb.lock:
+        with sb.lock, translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
             if spec.type == "reset":
                 sb.engine.close()
                 sb.frames.mark_reset()

@@ -16,6 +16,9 @@ from engine.log.log import Log
 from engine.records import SimpleRecord
 from engine.records.batch import BATCH_OVERHEAD
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from .kinds import SandboxKind, command
 from .validation import CommandError, Field
 
@@ -34,16 +37,16 @@ def max_value_size(scenario: dict) -> int:
 
 def _produce_fields(scenario: dict) -> tuple[Field, ...]:
     return (
-        Field("partition", "int", "Partition", default=0, min=0, max=scenario.get("partitions", 1) - 1),
-        Field("count", "int", "Number of messages", required=True, min=1, max=50),
-        Field("value_size", "int", "Value size (bytes)", default=100, min=1, max=max_value_size(scenario)),
-        Field("key", "str", "Key", default="", max_length=KEY_MAX, pattern=r"[ -~]*",
-              pattern_help="may only hold printable ASCII characters"),
+        Field("partition", "int", gettext_lazy("Partition"), default=0, min=0, max=scenario.get("partitions", 1) - 1),
+        Field("count", "int", gettext_lazy("Number of messages"), required=True, min=1, max=50),
+        Field("value_size", "int", gettext_lazy("Value size (bytes)"), default=100, min=1, max=max_value_size(scenario)),
+        Field("key", "str", gettext_lazy("Key"), default="", max_length=KEY_MAX, pattern=r"[ -~]*",
+              pattern_help=gettext_lazy("may only hold printable ASCII characters")),
     )
 
 
 def _advance_fields(scenario: dict) -> tuple[Field, ...]:
-    return (Field("seconds", "int", "Jump", required=True, min=1, max=scenario.get("max_jump_seconds", 3600)),)
+    return (Field("seconds", "int", gettext_lazy("Jump"), required=True, min=1, max=scenario.get("max_jump_seconds", 3600)),)
 
 
 class SegmentsSandbox(SandboxKind):
@@ -77,7 +80,7 @@ class SegmentsSandbox(SandboxKind):
                                "retention deletes old segments, or press Reset.", "count", "produce")
         log = self.logs[partition]
         first = last = None
-        for _ in range(count):
+        for _i in range(count):
             self.scheduler.advance(self.ms_per_message)
             value = f"message-{self.messages_sent:06d}|".ljust(value_size, ".")[:value_size].encode()
             info = log.append_as_leader([SimpleRecord(value=value, key=key.encode() if key else None)],
@@ -85,8 +88,8 @@ class SegmentsSandbox(SandboxKind):
             self.messages_sent += 1
             first = info.first_offset if first is None else first
             last = info.last_offset
-        where = f"offset {first}" if first == last else f"offsets {first}–{last}"
-        return f"Sent {count} message(s) to partition {partition}: {where}."
+        where = _("offset %(a)s") % {"a": first} if first == last else _("offsets %(a)s–%(b)s") % {"a": first, "b": last}
+        return _("Sent %(n)s message(s) to partition %(p)s: %(where)s.") % {"n": count, "p": partition, "where": where}
 
     @command(_advance_fields, help="Move the virtual clock forward; due tasks (retention, deletes) run.")
     def advance(self, seconds: int) -> str:
@@ -101,7 +104,8 @@ class SegmentsSandbox(SandboxKind):
             ran += self.scheduler.advance(due - self.clock.now_ms())
             self.cut_frame()
         ran += self.scheduler.advance(target - self.clock.now_ms())
-        return f"Clock moved {seconds} s to {self.clock.now_ms() / 1000:.1f} s; {ran} scheduled task(s) ran."
+        return _("Clock moved %(s)s s to %(t).1f s; %(n)s scheduled task(s) ran.") % {
+            "s": seconds, "t": self.clock.now_ms() / 1000, "n": ran}
 
     # ---- state -------------------------------------------------------------
     def kind_state(self) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 __all__ = ["Field", "CommandSpec", "CommandError", "validate_command", "IGNORED_KEYS"]
 
 # htmx's ws extension adds the request headers under this key.
@@ -56,15 +58,16 @@ class Field:
     def clean(self, raw: Any, command: str) -> Any:
         if raw is None or (isinstance(raw, str) and raw.strip() == "" and self.kind != "str"):
             if self.required:
-                raise CommandError("invalid", f"{self.label} is required.", self.name, command)
+                raise CommandError("invalid", _("%(label)s is required.") % {"label": self.label}, self.name, command)
             return self.default
         if self.kind == "int":
             value = _to_int(raw)
             if value is None:
-                raise CommandError("invalid", f"{self.label} must be a whole number, got {_show(raw)}.",
-                                   self.name, command)
+                raise CommandError("invalid", _("%(label)s must be a whole number, got %(raw)s.")
+                                   % {"label": self.label, "raw": _show(raw)}, self.name, command)
             if self.min is not None and value < self.min or self.max is not None and value > self.max:
-                raise CommandError("invalid", f"{self.label} must be between {self.min} and {self.max}, got {value}.",
+                raise CommandError("invalid", _("%(label)s must be between %(min)s and %(max)s, got %(value)s.")
+                                   % {"label": self.label, "min": self.min, "max": self.max, "value": value},
                                    self.name, command)
         elif self.kind == "bool":
             if isinstance(raw, bool):
@@ -72,18 +75,19 @@ class Field:
             elif isinstance(raw, str) and raw.lower() in ("true", "on", "1", "yes", "false", "off", "0", "no"):
                 value = raw.lower() in ("true", "on", "1", "yes")
             else:
-                raise CommandError("invalid", f"{self.label} must be true or false, got {_show(raw)}.",
-                                   self.name, command)
+                raise CommandError("invalid", _("%(label)s must be true or false, got %(raw)s.")
+                                   % {"label": self.label, "raw": _show(raw)}, self.name, command)
         else:
             if not isinstance(raw, str):
-                raise CommandError("invalid", f"{self.label} must be text, got {_show(raw)}.", self.name, command)
+                raise CommandError("invalid", _("%(label)s must be text, got %(raw)s.") % {"label": self.label, "raw": _show(raw)},
+                                   self.name, command)
             value = raw
             if self.max_length is not None and len(value) > self.max_length:
-                raise CommandError("invalid", f"{self.label} is {len(value)} characters long; "
-                                   f"the limit is {self.max_length}.", self.name, command)
+                raise CommandError("invalid", _("%(label)s is %(n)s characters long; the limit is %(max)s.")
+                                   % {"label": self.label, "n": len(value), "max": self.max_length}, self.name, command)
             if self.pattern is not None and value and not re.fullmatch(self.pattern, value):
-                raise CommandError("invalid", f"{self.label} {self.pattern_help or 'has characters that are not allowed'}.",
-                                   self.name, command)
+                raise CommandError("invalid", _("%(label)s %(help)s.") % {"label": self.label, "help": self.pattern_help
+                                   or _("has characters that are not allowed")}, self.name, command)
         if self.choices is not None and value not in self.choices:
             raise CommandError("invalid", f"{self.label} must be one of {', '.join(map(str, self.choices))}; "
                                f"got {_show(raw)}.", self.name, command)

@@ -156,7 +156,7 @@
     document.getElementById("pd-title-" + p).textContent = part.dir + "/";
     document.getElementById("pd-sub-" + p).textContent =
       KV.t("log_start") + " " + part.log_start_offset + " · " + KV.t("log_end") + " " + part.log_end_offset + " · " +
-      part.segments.length + " " + KV.t("segments") + " · " + fmtBytes(part.size_bytes);
+      part.segments.length + " " + KV.t(part.segments.length === 1 ? "segment" : "segments") + " · " + fmtBytes(part.size_bytes);
     const rowsG = document.getElementById("pd-rows-" + p);
     const lay = layout(part);
     svg.setAttribute("viewBox", "0 0 " + W + " " + lay.height);

@@ -45,3 +45,33 @@ def test_the_compiled_catalogue_matches_the_po_file():
         mo = gettext.GNUTranslations(fh)
     for msgid, msgstr in po_entries(PO).items():
         assert mo.gettext(msgid) == msgstr, msgid
+
+
+def test_a_chinese_page_gets_refusals_and_replies_in_chinese(tmp_path):
+    import asyncio
+
+    import pytest
+    from django.conf import settings as django_settings
+
+    from kafkaviz.live.runtime import Runtime, new_sandbox_id
+    from kafkaviz.live.validation import CommandError
+
+    async def run():
+        async def publish(group, message):
+            pass
+        rt = Runtime(tmp_path / "data", settings={**django_settings.KAFKAVIZ_RUNTIME, "REAP_EVERY_SECONDS": 0},
+                     publish=publish)
+        zh, en = new_sandbox_id(), new_sandbox_id()
+        await rt.attach(zh, "segments", "zh")
+        await rt.attach(en, "segments", "en")
+        with pytest.raises(CommandError) as err:
+            await rt.command(zh, {"type": "produce", "count": ""})
+        assert err.value.message == "请填写消息数。"
+        with pytest.raises(CommandError) as err:
+            await rt.command(en, {"type": "produce", "count": ""})
+        assert err.value.message == "Number of messages is required."
+        reply = await rt.command(zh, {"type": "produce", "count": "2"})
+        assert reply["text"] == "已向分区 0 发送 2 条消息：偏移量 0–1。"
+        rt.close_all()
+
+    asyncio.run(run())
