@@ -153,4 +153,5 @@ def ui_strings() -> dict[str, str]:
         "cp_before": _("Before the last cleaning pass"),
         "cp_now": _("Now"),
         "cp_map": _("Offset map of the last pass (key → latest offset)"),
+        "cp_filling": _("filling: this pass is reading the dirty segments"),
     }

@@ -140,8 +140,24 @@ class CompactionSandbox(SegmentsSandbox):
                         "records": records})
         return out
 
+    def _pass_running(self) -> list[list[Any]] | None:
+        """While a pass is under way (a step-mode frame mid-pass): the offset map so far, from
+        the engine's offset_map_filled events since the cleaner chose this log; else None."""
+        keys: dict[str, int] = {}
+        for env in reversed(self.events.envelopes):
+            ev = env.event
+            if ev.kind == "cleaner_pass_finished":
+                return None
+            if ev.kind == "offset_map_filled":
+                for key, offset in reversed(ev.keys):      # newest first: the latest offset wins
+                    keys.setdefault(key, offset)
+            if ev.kind == "cleaner_check" and ev.chosen:
+                return sorted(([k, o] for k, o in keys.items()), key=lambda kv: kv[1])
+        return None
+
     def kind_state(self) -> dict[str, Any]:
         st = super().kind_state()
+        running = self._pass_running()
         log = self.logs[0]
         now = self.clock.now_ms()
         ltc = self.cleaner.to_clean(log, now)
@@ -153,7 +169,8 @@ class CompactionSandbox(SegmentsSandbox):
             "delete_retention_ms": log.config.delete_retention_ms,
             "segments": self._segments(),
             "before": self.before,
-            "offset_map": self.offset_map,
+            "offset_map": self.offset_map if running is None else running,
+            "pass_running": running is not None,
             "last_pass": self.last_pass,
             "own": dict(self.own),
         }

@@ -54,7 +54,8 @@
       segments(c.before, "cp-before", c.last_pass ? c.last_pass.first_dirty_offset : 0, KV.t("cp_before")),
       segments(c.segments, "cp-now", c.cleaner_point, KV.t("cp_now"))]);
     root.appendChild(cols);
-    const map = t("div", { class: "cp-map", id: "cp-map" }, [h("h3", { class: "cp-col-title" }, KV.t("cp_map"))]);
+    const map = t("div", { class: "cp-map", id: "cp-map" }, [h("h3", { class: "cp-col-title" },
+      KV.t("cp_map") + (c.pass_running ? " — " + KV.t("cp_filling") : ""))]);
     if (!c.offset_map.length) map.appendChild(h("p", { class: "note" }, KV.t("cp_no_pass")));
     else {
       const ul = h("ul", { class: "cp-map-list" });

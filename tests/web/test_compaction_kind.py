@@ -100,3 +100,25 @@ async def test_compaction_over_the_websocket(runtime):
     ack = (await replies_until(comm, lambda m: m["type"] == "ack"))[-1]
     assert "tombstone for apple" in ack["text"]
     await comm.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db
+async def test_step_mode_shows_the_swap_files_one_event_at_a_time(runtime):
+    """In step mode every event is a frame with the state right after it: mid-pass the
+    directory holds the .cleaned and then .swap files, and the state is still readable."""
+    comm, _ = await open_lesson("compaction")
+    await comm.send_json_to({"type": "mode", "step": True})
+    got = []
+    for n in (1, 2):
+        await comm.send_json_to({"type": "step"})
+        got += await replies_until(comm, lambda m, n=n: m["type"] == "frame" and m["state"]["run"]["step"] == n,
+                                   timeout=20)
+    frames = [m for m in got if m["type"] == "frame" and m["events"]]
+    names = [{f["name"] for f in m["state"]["partitions"][0]["files"]} for m in frames]
+    assert any(any(n.endswith(".cleaned") for n in s) for s in names)
+    assert any(any(n.endswith(".swap") for n in s) for s in names)
+    assert all("compaction" in m["state"] for m in frames)
+    filling = [m["state"]["compaction"]["offset_map"] for m in frames if m["state"]["compaction"]["pass_running"]]
+    assert filling and filling[-1] == [["fig", 2], ["apple", 3], ["pear", 4]]   # the map as the pass built it
+    await comm.disconnect()
