@@ -79,7 +79,8 @@
         range = end > seg ? KV.t("offset") + " " + seg + "–" + end : end === seg ? KV.t("offset") + " " + seg : KV.t("empty");
       }
       if (G.narrow && seg !== null) y += INFO;
-      const deleted = files.some(function (f) { return f.deleted; });
+      // "marked .deleted" heads a group only when all of it is (compaction swaps a live file in beside its old one)
+      const deleted = files.every(function (f) { return f.deleted; });
       files.forEach(function (f, fi) {
         rows.push({ file: f, seg: seg, y: y, first: fi === 0, last: fi === files.length - 1, group: gi,
           range: range, active: seg === part.active_segment && !f.deleted,
