@@ -247,7 +247,7 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                       f"→ partition {e['partition']} (chosen by the producer)")),
     "producer_batch_sent": lambda e: (f"producer sent a batch of {e['records']} record(s) ({e['bytes']} bytes) to partition "
                                       f"{e['partition']}: offsets {e['first_offset']}–{e['last_offset']} ({e['reason']})"),
-    "offset_consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
+    "simple_consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
                                    + (f"offsets {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "nothing new")
                                    + f"; next offset {e['next_offset']}"),
     "pages_written_back": lambda e: ("the OS wrote dirty pages back: " + (", ".join(
@@ -420,7 +420,7 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                      f"→ 分区 {e['partition']}（生产者指定）")),
     "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
                                       f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
-    "offset_consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
+    "simple_consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
                                    + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
                                    + f"；下一个偏移量 {e['next_offset']}"),
     "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
@@ -523,6 +523,228 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                             else f"运行到第 {e['step']} 步"),
 }
 
+
+# ---- the log cleaner and consumer groups (engine/log/cleaner_events.py, engine/group/events.py) ----
+
+def _parts(ps: Any) -> str:
+    """Partitions as ``t-0, t-1`` (``[topic, partition]`` pairs), or "none"."""
+    ps = list(ps or [])
+    return ", ".join(f"{p[0]}-{p[1]}" if isinstance(p, (list, tuple)) and len(p) == 2 else str(p)
+                     for p in ps) or "none"
+
+
+def _parts_zh(ps: Any) -> str:
+    text = _parts(ps)
+    return "无" if text == "none" else text
+
+
+def _assignment(a: Any, zh: bool) -> str:
+    if not isinstance(a, dict) or not a:
+        return "（无）" if zh else "(none)"
+    sep = "；" if zh else "; "
+    return sep.join(f"{m} ← {_parts_zh(p) if zh else _parts(p)}" for m, p in sorted(a.items()))
+
+
+def _coord(e: Ev, zh: bool) -> str:
+    """The coordinator a request goes to; -1 while FindCoordinator has not answered yet."""
+    c = e.get("coordinator")
+    if isinstance(c, int) and c >= 0:
+        return f"broker {c}"
+    return "协调者（尚未找到）" if zh else "the coordinator (not found yet)"
+
+
+def _ratio(e: Ev) -> str:
+    return f"{e['ratio']:.2f}" if isinstance(e.get("ratio"), (int, float)) else "?"
+
+
+def _commit_offsets(offs: Any) -> str:
+    out = []
+    for o in offs or []:
+        if isinstance(o, (list, tuple)) and len(o) >= 3:
+            out.append(f"{o[0]}-{o[1]}@{o[2]}")
+        else:
+            out.append(str(o))
+    return ", ".join(out) or "-"
+
+
+_REBALANCE_WHY_EN = {"member_joined": "a member joined", "member_left": "a member left (LeaveGroup)",
+                     "session_timeout": "a member's session timed out (no heartbeat)",
+                     "poll_timeout": "a member exceeded max.poll.interval.ms",
+                     "metadata_changed": "the subscribed topics' partition count changed",
+                     "rejoin": "a member rejoined"}
+_REBALANCE_WHY_ZH = {"member_joined": "有成员加入", "member_left": "有成员离开（LeaveGroup）",
+                     "session_timeout": "有成员会话超时（没有心跳）", "poll_timeout": "有成员超过 max.poll.interval.ms",
+                     "metadata_changed": "订阅主题的分区数变了", "rejoin": "有成员重新加入"}
+_REMOVED_WHY_EN = {"leave_group": "it sent LeaveGroup", "session_timeout": "its session timed out",
+                   "rebalance_timeout": "it did not rejoin within the rebalance timeout"}
+_REMOVED_WHY_ZH = {"leave_group": "它发送了 LeaveGroup", "session_timeout": "它的会话超时",
+                   "rebalance_timeout": "它没有在再均衡超时内重新加入"}
+_STOP_EN = {"crash": "crashed (no LeaveGroup: the coordinator waits for session.timeout.ms)",
+            "close": "closed and sent LeaveGroup", "poll_timeout": "stopped polling for longer than max.poll.interval.ms"}
+_STOP_ZH = {"crash": "崩溃了（没有 LeaveGroup：协调者要等 session.timeout.ms）", "close": "关闭并发送了 LeaveGroup",
+            "poll_timeout": "超过 max.poll.interval.ms 没有 poll"}
+_SOURCE_EN = {"committed": "its group's committed offset", "earliest": "auto.offset.reset=earliest",
+              "latest": "auto.offset.reset=latest"}
+_SOURCE_ZH = {"committed": "消费组已提交的偏移量", "earliest": "auto.offset.reset=earliest",
+              "latest": "auto.offset.reset=latest"}
+_SWAP_EN = {"cleaned": "wrote and fsync'd the .cleaned files", "swap": "renamed the .cleaned files to .swap",
+            "old_deleted": "renamed a replaced segment to .deleted", "swapped": "renamed the .swap files into place"}
+_SWAP_ZH = {"cleaned": "写入并 fsync 了 .cleaned 文件", "swap": "把 .cleaned 文件改名为 .swap",
+            "old_deleted": "把被替换的段改名为 .deleted", "swapped": "把 .swap 文件改名就位"}
+
+_EN.update({
+    "cleaner_check": lambda e: (
+        f"{_where(e, False)}: cleaner check — {e['dirty_bytes']} dirty of {e['clean_bytes'] + e['dirty_bytes']} bytes, "
+        f"dirty ratio {_ratio(e)} vs min.cleanable.dirty.ratio {e['min_cleanable_ratio']} (offsets "
+        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']} cleanable) → "
+        f"{'clean it' if e['chosen'] else 'not now'}: {e['reason']}"),
+    "offset_map_filled": lambda e: (
+        f"{_where(e, False)}: offset map took {e['keys_put']} key(s) from the {e['records']} record(s) of segment "
+        f"{_seg(e['segment'])}; the map holds {e['map_entries']} of {e['map_capacity']} entries, latest offset "
+        f"{e['latest_offset']}" + (" — map full, the pass stops here" if e.get("full") else "")),
+    "segments_cleaned": lambda e: (
+        f"{_where(e, False)}: segments {', '.join(_seg(s) for s in e.get('sources') or [])} rewritten into "
+        f"{_seg(e['segment'])}.log.cleaned: {e['records_before']} → {e['records_after']} record(s), "
+        f"{e['bytes_before']} → {e['bytes_after']} bytes; {e['superseded']} older value(s) dropped, "
+        f"{e['tombstones_kept']} tombstone(s) kept, {e['tombstones_removed']} removed"
+        + (f", {e['keyless_removed']} keyless record(s) dropped" if e.get("keyless_removed") else "")
+        + (f"; tombstones kept until {_s(e['delete_horizon_ms'])} (delete.retention.ms)"
+           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")),
+    "cleaner_swap_step": lambda e: (f"{_where(e, False)}: cleaner {_SWAP_EN.get(e['step'], e['step'])} "
+                                    f"(segment {_seg(e['segment'])}: {', '.join(e.get('files') or [])})"),
+    "cleaner_point_moved": lambda e: (f"{_where(e, False)}: cleaner point (first dirty offset) {e['old_offset']} → "
+                                      f"{e['new_offset']} in cleaner-offset-checkpoint"),
+    "cleaner_pass_finished": lambda e: (
+        f"{_where(e, False)}: cleaning pass over offsets {e['first_dirty_offset']}–{e['end_offset']} done: "
+        f"{len(e.get('segments_before') or [])} → {len(e.get('segments_after') or [])} segment(s), "
+        f"{e['bytes_before']} → {e['bytes_after']} bytes"),
+    "swap_completed": lambda e: (f"{_where(e, False)}: recovery finished an interrupted swap: "
+                                 f"{_seg(e['segment'])}.swap in place of "
+                                 f"{', '.join(_seg(s) for s in e.get('replaced') or []) or 'nothing'}"),
+    "coordinator_found": lambda e: (f"{e['consumer']}: FindCoordinator for group {e['group']} → broker "
+                                    f"{e['coordinator']} (leader of __consumer_offsets-{e['partition']})"),
+    "group_request_failed": lambda e: (f"{e['consumer']}: {e['api']} to group {e['group']} failed with {e['error']}"
+                                       + (f" — {e['detail']}" if e.get("detail") else "")),
+    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, False)}: JoinGroup {e['group']} "
+                                  f"({', '.join(map(str, e.get('protocols') or [])) or '-'}"
+                                  + (f"; owns {_parts(e.get('owned'))}" if e.get("owned") else "") + ")"),
+    "rebalance_started": lambda e: (f"group {e['group']}: rebalance (PreparingRebalance) after generation "
+                                    f"{e['generation']} — {_REBALANCE_WHY_EN.get(e['reason'], e['reason'])}"
+                                    + (f" ({e['member']})" if e.get("member") else "")),
+    "join_group_completed": lambda e: (
+        f"group {e['group']}: JoinGroup done — generation {e['generation']}, protocol {e['protocol']}, leader "
+        f"{e['leader']}, members {', '.join(map(str, e.get('members') or [])) or 'none'}"
+        + (f"; removed {', '.join(map(str, e['removed']))}" if e.get("removed") else "")),
+    "sync_group_sent": lambda e: (f"{e['member']}: SyncGroup generation {e['generation']}"
+                                  + (f" with the leader's assignment {_assignment(e.get('assignment'), False)}"
+                                     if e.get("leader") else " (follower, empty)")),
+    "sync_group_completed": lambda e: (f"group {e['group']}: SyncGroup done, generation {e['generation']} is "
+                                       f"Stable — {_assignment(e.get('assignment'), False)}"),
+    "heartbeat_answered": lambda e: (f"{e['member']}: heartbeat, generation {e['generation']} → {e['error']}"
+                                     + (" (rejoin)" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
+    "member_removed": lambda e: (f"group {e['group']}: member {e['member']} removed — "
+                                 f"{_REMOVED_WHY_EN.get(e['reason'], e['reason'])}"),
+    "group_state_changed": lambda e: (f"group {e['group']}: {e['old_state']} → {e['new_state']} "
+                                      f"(generation {e['generation']})"),
+    "offset_commit_sent": lambda e: (f"{e['member']}: {'auto-' if e.get('auto') else ''}OffsetCommit "
+                                     f"{_commit_offsets(e.get('offsets'))} (generation {e['generation']})"),
+    "offset_committed": lambda e: (f"group {e['group']}: committed offset {e['offset']} for {_tp(e)} "
+                                   f"(record in __consumer_offsets-{e['offsets_partition']}"
+                                   + (f" at offset {e['record_offset']})" if e.get("record_offset") is not None
+                                      else ")")),
+    "offset_commit_failed": lambda e: (f"{e['member']}: OffsetCommit {_commit_offsets(e.get('offsets'))} failed "
+                                       f"with {e['error']}"),
+    "offsets_loaded": lambda e: (f"broker {e['coordinator']} loaded __consumer_offsets-{e['offsets_partition']} "
+                                 f"({e['records']} record(s)) and now coordinates "
+                                 f"{', '.join(map(str, e.get('groups') or [])) or 'no groups yet'}"),
+    "consumer_fetched": lambda e: (f"{e['consumer']}: read {e['records']} record(s) of {_tp(e)} from offset "
+                                   f"{e['offset']}, next {e['next_offset']} (high watermark {e['high_watermark']})"),
+    "position_reset": lambda e: (f"{e['consumer']}: starts {_tp(e)} at offset {e['offset']} "
+                                 f"({_SOURCE_EN.get(e['source'], e['source'])})"),
+    "partitions_revoked": lambda e: (f"{e['consumer']}: revoked {_parts(e.get('partitions'))} "
+                                     f"(generation {e['generation']})"),
+    "partitions_assigned": lambda e: (f"{e['consumer']}: assigned {_parts(e.get('partitions'))} "
+                                      f"(generation {e['generation']})"
+                                      + ("" if e.get("partitions") else " — idle, no partition for it")),
+    "consumer_stopped": lambda e: f"{e['consumer']} {_STOP_EN.get(e['how'], e['how'])}",
+    "partitions_added": lambda e: f"topic {e['topic']}: partitions {e['old_count']} → {e['new_count']}",
+})
+
+_ZH.update({
+    "cleaner_check": lambda e: (
+        f"{_where(e, True)}：清理检查——{e['clean_bytes'] + e['dirty_bytes']} 字节中有 {e['dirty_bytes']} 字节是脏的，"
+        f"脏比例 {_ratio(e)}，min.cleanable.dirty.ratio 为 {e['min_cleanable_ratio']}（可清理偏移量 "
+        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']}）→ {'清理它' if e['chosen'] else '暂不清理'}：{e['reason']}"),
+    "offset_map_filled": lambda e: (
+        f"{_where(e, True)}：偏移量映射从段 {_seg(e['segment'])} 的 {e['records']} 条消息中放入 {e['keys_put']} 个键；"
+        f"映射共 {e['map_entries']}/{e['map_capacity']} 项，最新偏移量 {e['latest_offset']}"
+        + ("——映射已满，本轮到此为止" if e.get("full") else "")),
+    "segments_cleaned": lambda e: (
+        f"{_where(e, True)}：段 {', '.join(_seg(s) for s in e.get('sources') or [])} 重写为 "
+        f"{_seg(e['segment'])}.log.cleaned：{e['records_before']} → {e['records_after']} 条，"
+        f"{e['bytes_before']} → {e['bytes_after']} 字节；丢弃旧值 {e['superseded']} 条，保留墓碑 {e['tombstones_kept']} 条，"
+        f"删除墓碑 {e['tombstones_removed']} 条"
+        + (f"，丢弃无键消息 {e['keyless_removed']} 条" if e.get("keyless_removed") else "")
+        + (f"；墓碑保留到 {_s(e['delete_horizon_ms'])}（delete.retention.ms）"
+           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")),
+    "cleaner_swap_step": lambda e: (f"{_where(e, True)}：清理器{_SWAP_ZH.get(e['step'], e['step'])}"
+                                    f"（段 {_seg(e['segment'])}：{', '.join(e.get('files') or [])}）"),
+    "cleaner_point_moved": lambda e: (f"{_where(e, True)}：清理点（第一个脏偏移量）{e['old_offset']} → "
+                                      f"{e['new_offset']}，记在 cleaner-offset-checkpoint"),
+    "cleaner_pass_finished": lambda e: (
+        f"{_where(e, True)}：偏移量 {e['first_dirty_offset']}–{e['end_offset']} 的清理完成："
+        f"{len(e.get('segments_before') or [])} → {len(e.get('segments_after') or [])} 个段，"
+        f"{e['bytes_before']} → {e['bytes_after']} 字节"),
+    "swap_completed": lambda e: (f"{_where(e, True)}：恢复时完成了被中断的交换：{_seg(e['segment'])}.swap 取代 "
+                                 f"{', '.join(_seg(s) for s in e.get('replaced') or []) or '（无）'}"),
+    "coordinator_found": lambda e: (f"{e['consumer']}：FindCoordinator，消费组 {e['group']} 的协调者是 broker "
+                                    f"{e['coordinator']}（__consumer_offsets-{e['partition']} 的 leader）"),
+    "group_request_failed": lambda e: (f"{e['consumer']}：发往消费组 {e['group']} 的 {e['api']} 失败：{e['error']}"
+                                       + (f"——{e['detail']}" if e.get("detail") else "")),
+    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, True)}：JoinGroup {e['group']}"
+                                  f"（{', '.join(map(str, e.get('protocols') or [])) or '-'}"
+                                  + (f"；持有 {_parts_zh(e.get('owned'))}" if e.get("owned") else "") + "）"),
+    "rebalance_started": lambda e: (f"消费组 {e['group']}：在第 {e['generation']} 代之后开始再均衡（PreparingRebalance）——"
+                                    f"{_REBALANCE_WHY_ZH.get(e['reason'], e['reason'])}"
+                                    + (f"（{e['member']}）" if e.get("member") else "")),
+    "join_group_completed": lambda e: (
+        f"消费组 {e['group']}：JoinGroup 完成——第 {e['generation']} 代，协议 {e['protocol']}，leader "
+        f"{e['leader']}，成员 {', '.join(map(str, e.get('members') or [])) or '无'}"
+        + (f"；移除 {', '.join(map(str, e['removed']))}" if e.get("removed") else "")),
+    "sync_group_sent": lambda e: (f"{e['member']}：SyncGroup 第 {e['generation']} 代"
+                                  + (f"，带上 leader 的分配 {_assignment(e.get('assignment'), True)}"
+                                     if e.get("leader") else "（跟随者，不带分配）")),
+    "sync_group_completed": lambda e: (f"消费组 {e['group']}：SyncGroup 完成，第 {e['generation']} 代进入 Stable——"
+                                       f"{_assignment(e.get('assignment'), True)}"),
+    "heartbeat_answered": lambda e: (f"{e['member']}：心跳，第 {e['generation']} 代 → {e['error']}"
+                                     + ("（需重新加入）" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
+    "member_removed": lambda e: (f"消费组 {e['group']}：移除成员 {e['member']}——"
+                                 f"{_REMOVED_WHY_ZH.get(e['reason'], e['reason'])}"),
+    "group_state_changed": lambda e: (f"消费组 {e['group']}：{e['old_state']} → {e['new_state']}"
+                                      f"（第 {e['generation']} 代）"),
+    "offset_commit_sent": lambda e: (f"{e['member']}：{'自动' if e.get('auto') else ''}提交偏移量 "
+                                     f"{_commit_offsets(e.get('offsets'))}（第 {e['generation']} 代）"),
+    "offset_committed": lambda e: (f"消费组 {e['group']}：{_tp(e)} 提交的偏移量为 {e['offset']}"
+                                   f"（记录写入 __consumer_offsets-{e['offsets_partition']}"
+                                   + (f" 的偏移量 {e['record_offset']}）" if e.get("record_offset") is not None
+                                      else "）")),
+    "offset_commit_failed": lambda e: (f"{e['member']}：提交偏移量 {_commit_offsets(e.get('offsets'))} 失败：{e['error']}"),
+    "offsets_loaded": lambda e: (f"broker {e['coordinator']} 加载了 __consumer_offsets-{e['offsets_partition']}"
+                                 f"（{e['records']} 条记录），现在协调 "
+                                 f"{', '.join(map(str, e.get('groups') or [])) or '（暂无消费组）'}"),
+    "consumer_fetched": lambda e: (f"{e['consumer']}：从 {_tp(e)} 的偏移量 {e['offset']} 读到 {e['records']} 条，"
+                                   f"下一个 {e['next_offset']}（高水位 {e['high_watermark']}）"),
+    "position_reset": lambda e: (f"{e['consumer']}：从偏移量 {e['offset']} 开始读 {_tp(e)}"
+                                 f"（{_SOURCE_ZH.get(e['source'], e['source'])}）"),
+    "partitions_revoked": lambda e: (f"{e['consumer']}：被收回 {_parts_zh(e.get('partitions'))}"
+                                     f"（第 {e['generation']} 代）"),
+    "partitions_assigned": lambda e: (f"{e['consumer']}：分到 {_parts_zh(e.get('partitions'))}"
+                                      f"（第 {e['generation']} 代）"
+                                      + ("" if e.get("partitions") else "——空闲，没有分区给它")),
+    "consumer_stopped": lambda e: f"{e['consumer']} {_STOP_ZH.get(e['how'], e['how'])}",
+    "partitions_added": lambda e: f"主题 {e['topic']}：分区数 {e['old_count']} → {e['new_count']}",
+})
+
 _TABLES = {"en": _EN, "zh": _ZH}
 
 
@@ -557,7 +779,7 @@ _QUIET = {"fetch_sent", "fetch_parked", "fetch_answered", "fetch_received", "rem
           "checkpoint_written", "broker_registered", "alter_partition_sent", "produce_received",
           "index_entry_written", "recovery_started", "recovery_finished", "segment_created", "index_trimmed",
           "leader_epoch_assigned", "log_flushed", "epoch_request_sent", "run_moved", "log_closed",
-          "lookup_started", "lookup_segment", "index_probe", "lookup_scan"}
+          "lookup_started", "lookup_segment", "index_probe", "lookup_scan", "heartbeat_answered"}
 # Kinds where only the last value per broker/partition matters within a step.
 _LAST = {"leo_changed", "high_watermark_changed"}
 

@@ -55,7 +55,7 @@ class ProducerBatchSent(Event):
     last_offset: int
 
 
-@event("offset_consumer_fetched")
+@event("simple_consumer_fetched")
 class SimpleConsumerFetched(Event):
     """A lesson-1 consumer (no group) read a partition from its own position."""
     consumer: str

@@ -784,3 +784,5 @@ CLEAN_ELECTION = Scenario(
 )
 
 SCENARIOS.update({s.name: s for s in (FETCH_LOOP, ACKS_COMPARED, CLEAN_ELECTION)})
+
+from . import group_scenarios  # noqa: E402,F401  (lessons 12 and 13: consumer-group scenarios)

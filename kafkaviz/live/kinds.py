@@ -44,6 +44,7 @@ SANDBOX_KINDS: dict[str, str] = {
     "topic": "kafkaviz.live.topic:TopicSandbox",
     "inside-segment": "kafkaviz.live.inside_segment:InsideSegmentSandbox",
     "retention": "kafkaviz.live.retention:RetentionSandbox",
+    "compaction": "kafkaviz.live.compaction:CompactionSandbox",
     "page-cache": "kafkaviz.live.page_cache:PageCacheSandbox",
     "guided-cluster": "kafkaviz.live.guided_cluster:GuidedClusterSandbox",
 }

@@ -36,6 +36,7 @@ from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
 
+from .group_views import deliveries, group_view, lag_series, protocol_steps
 from .kinds import MAX_STEPS, SandboxKind, command
 from .replication_views import hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, validate_command
@@ -255,9 +256,26 @@ class ReplicationSandbox(SandboxKind):
             raise CommandError("quota", f"This run has {self.run.position} steps, the most it keeps; load the "
                                "scenario again to start over.", command=name)
         cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None}}
+        if name == "consumer_join":
+            cmd = self._join_like_the_group(cmd)
         self.run.apply(cmd)
         self._sync_events()
         return narration.command_label(cmd, self.lang)
+
+    def _join_like_the_group(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """A form cannot send lists: a new consumer subscribes to what the group's members
+        subscribe to, with their assignment strategies (else the lesson's topic), so it
+        joins the group the lesson shows rather than failing INCONSISTENT_GROUP_PROTOCOL."""
+        svc = getattr(self.run.cluster, "groups", None)
+        peers = [c for c in (svc.consumers.values() if svc is not None else ()) if c.group == cmd.get("group")]
+        if svc is not None and cmd.get("name") in svc.consumers:
+            return cmd        # a restart keeps the consumer's own subscription and strategies
+        if peers:
+            cmd.setdefault("topics", list(peers[0].topics))
+            cmd.setdefault("strategies", list(peers[0].config.strategies))
+        else:
+            cmd.setdefault("topics", [self.topic])
+        return cmd
 
     def _step_done(self, from_step: int, how: str) -> None:
         del self.step_seqs[self.run.position:]
@@ -416,6 +434,13 @@ class ReplicationSandbox(SandboxKind):
             out["hw_view"] = hw_view(cluster, self.topic, self.partition)
         if "replication-chart" in diagrams:
             out["series"] = offset_series(cluster.events, self.topic, self.partition)
+        if "consumer-group" in diagrams or "lag-chart" in diagrams:
+            view = group_view(cluster, self.topic, self.scenario.get("group"))
+            out["group"] = view
+            out["protocol"] = protocol_steps(cluster.events, self.lang)
+            if "lag-chart" in diagrams:
+                out["lag_series"] = lag_series(cluster.events, self.topic)
+                out["deliveries"] = deliveries(cluster.events, self.topic, view["group"] if view else None)
         if "produce-results" in diagrams:
             out["produce"] = produce_table(cluster, part["acknowledged"] if part else [], self.topic, self.partition)
         return out

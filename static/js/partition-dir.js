@@ -79,7 +79,8 @@
         range = end > seg ? KV.t("offset") + " " + seg + "–" + end : end === seg ? KV.t("offset") + " " + seg : KV.t("empty");
       }
       if (G.narrow && seg !== null) y += INFO;
-      const deleted = files.some(function (f) { return f.deleted; });
+      // "marked .deleted" heads a group only when all of it is (compaction swaps a live file in beside its old one)
+      const deleted = files.every(function (f) { return f.deleted; });
       files.forEach(function (f, fi) {
         rows.push({ file: f, seg: seg, y: y, first: fi === 0, last: fi === files.length - 1, group: gi,
           range: range, active: seg === part.active_segment && !f.deleted,
@@ -161,8 +162,12 @@
     const lay = layout(part);
     svg.setAttribute("viewBox", "0 0 " + W + " " + lay.height);
     const seen = new Set();
+    // A .deleted file keeps its live name's row (renamed in place) unless a live file of that
+    // name exists too: compaction swaps a new segment in under the same name (lesson 6).
+    const live = new Set(lay.rows.filter(function (r) { return !r.file.deleted; }).map(function (r) { return r.file.name; }));
     lay.rows.forEach(function (row) {
-      const id = "pd-" + p + "-" + safe(baseName(row.file.name));
+      const twin = row.file.deleted && live.has(baseName(row.file.name));
+      const id = "pd-" + p + "-" + safe(baseName(row.file.name)) + (twin ? "-deleted" : "");
       seen.add(id);
       let g = document.getElementById(id);
       if (!g || g.classList.contains("pd-leave")) {
