@@ -201,12 +201,14 @@ KAFKAVIZ_RUNTIME = {
     # Per-sandbox quotas.
     "MAX_MESSAGES": 5000,
     "MAX_DISK_BYTES": 5 * 1024 * 1024,
-    "COMMANDS_PER_SECOND": 8.0,
-    "COMMAND_BURST": 20,
+    # A learner holding an arrow key steps ~20 times a second; each step is a bounded command
+    # (a replay from the nearest checkpoint), and MAX_QUEUED_COMMANDS still caps the backlog.
+    "COMMANDS_PER_SECOND": 20.0,
+    "COMMAND_BURST": 40,
     "MAX_QUEUED_COMMANDS": 4,   # commands waiting for one sandbox; more are refused, not queued
     # Per connection.
-    "CONNECTION_COMMANDS_PER_SECOND": 10.0,
-    "CONNECTION_COMMAND_BURST": 20,
+    "CONNECTION_COMMANDS_PER_SECOND": 20.0,
+    "CONNECTION_COMMAND_BURST": 40,
     "INVALID_PER_SECOND": 2.0,  # invalid messages answered; past the burst they are dropped
     "INVALID_BURST": 10,
     "INVALID_CLOSE_AFTER": 200,  # dropped invalid messages in a row before the socket is closed
