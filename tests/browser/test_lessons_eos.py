@@ -49,7 +49,6 @@ def send(page: Page, form: str, button: str | None = None, **fields: str) -> Non
     wait_for(page, f"Number(document.body.dataset.frames || 0) > {frames}")
 
 
-@pytest.mark.slow
 def test_lesson_14_forward_and_back_with_what_the_lanes_show(page: Page, live_server_url):
     total = 13
     open_lesson(page, live_server_url, L14, total)

@@ -11,8 +11,8 @@ from playwright.sync_api import Page, expect
 
 from .test_storage_lessons import answer, back_to_start, open_lesson, page, step, task_done  # noqa: F401 (fixture)
 
-# Each walk takes 10-16 s on this box: marked slow (``make test-slow``).
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# Each walk takes 10-16 s on this box; they run in CI, as the course's proof that every lesson walks.
+pytestmark = pytest.mark.browser
 
 
 def load(page: Page, scenario: str, total: int) -> None:

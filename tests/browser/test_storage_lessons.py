@@ -9,9 +9,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-# Each walk takes 5-16 s on this box: marked slow (``make test-slow``); the smoke test below
+# Each walk takes 5-16 s on this box; they run in CI; the smoke test below
 # keeps one lesson's lookup in the default run.
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
