@@ -95,3 +95,11 @@ def test_language_switch_links_to_the_other_language_and_marks_the_current_one(p
     html = Client().get(path + "?lang=zh").content.decode()
     assert '<span aria-current="true">简体中文</span>' in html
     assert 'href="?lang=en"' in html
+
+
+@pytest.mark.parametrize("slug, preset", [("isr-and-acks", "acks"), ("leader-epoch", "truncation"),
+                                          ("leader-election", "unclean")])
+def test_replication_lessons_link_to_the_durability_labs_results(slug, preset):
+    html = Client().get(f"/lessons/{slug}/").content.decode()
+    assert f'href="/lab/latest/{preset}/"' in html
+    assert Client().get(f"/lab/latest/{preset}/").status_code == 302
