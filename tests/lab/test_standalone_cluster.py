@@ -81,7 +81,7 @@ def lab(*args, env=None):
 
 def test_a_grid_runs_on_a_standalone_master_and_worker_with_the_same_results(standalone, tmp_path):
     url, master, worker = standalone
-    args = ["sweep", "--axis", "truncation=hw,epoch", "--runs", "4", "--seed", "55", "--quiet"]
+    args = ["sweep", "--axis", "truncation=hw,epoch", "--runs", "4", "--seed", "306", "--quiet"]
     on_cluster = lab(*args, "--master", url, "--out", str(tmp_path / "cluster"))
     assert on_cluster.returncode == 0, on_cluster.stderr[-2000:]
     plain = lab(*args, "--no-spark", "--out", str(tmp_path / "plain"))
@@ -90,5 +90,5 @@ def test_a_grid_runs_on_a_standalone_master_and_worker_with_the_same_results(sta
     assert summary["master"] == url and summary["engine"] == "spark"
     assert summary["cells"] == json.loads((tmp_path / "plain" / "summary.json").read_text())["cells"]
     hw = next(c for c in summary["cells"] if c["axes"]["truncation"] == "hw")
-    assert hw["lost"] > 0                        # seed 57 is in 55..58
+    assert hw["lost"] > 0                        # seed 308 (it loses under HW truncation) is in 306..309
     assert master.poll() is None and worker.poll() is None
