@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,15 +26,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def live_server_url(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("kafkaviz-server")
+@contextmanager
+def daphne_server(tmp: Path, extra_env: dict[str, str], ready_path: str = "/healthz"):
+    """Run daphne on a free loopback port with a temp data dir and SQLite; yield its URL once
+    ``ready_path`` answers 200; stop it by process id."""
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kafkaviz.settings", "KAFKAVIZ_DATA_DIR": str(tmp / "data"),
-           "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "DJANGO_DEBUG": "1",
-           # Every page of the session comes from 127.0.0.1: the hosted demo's per-address caps
-           # would refuse the later tests (tests/web/test_limits.py covers the caps).
-           "KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0", "KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS": "0"}
+           "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "DJANGO_DEBUG": "1", **extra_env}
     env.pop("REDIS_URL", None)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
     log = open(tmp / "daphne.log", "wb")
@@ -44,7 +43,7 @@ def live_server_url(tmp_path_factory):
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(url + "/healthz", timeout=1) as resp:
+                with urllib.request.urlopen(url + ready_path, timeout=1) as resp:
                     if resp.status == 200:
                         break
             except OSError:
@@ -61,6 +60,15 @@ def live_server_url(tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def live_server_url(tmp_path_factory):
+    # Every page of the session comes from 127.0.0.1: the hosted demo's per-address caps
+    # would refuse the later tests (tests/web/test_limits.py covers the caps).
+    with daphne_server(tmp_path_factory.mktemp("kafkaviz-server"),
+                       {"KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0", "KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS": "0"}) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,6 @@ temp directory (KAFKAVIZ_SCREENSHOTS=dir keeps them)."""
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,8 +13,9 @@ from playwright.sync_api import Page, expect
 from engine.lab.grid import make_grid
 from kafkaviz.lab.spark_jobs import sweep_without_spark
 
+from .conftest import daphne_server
+
 pytestmark = pytest.mark.browser
-REPO = Path(__file__).resolve().parents[2]
 NAME = "sweep-20260101-000000-abcd"
 # The team's policy: our own files only, no inline script or style. The pages must work under it.
 STRICT_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -43,37 +38,8 @@ def lab_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("lab-server")
     (tmp / "lab").mkdir()
     sweep_without_spark(make_grid("truncation", runs=30, seed=40), tmp / "lab" / NAME)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kafkaviz.settings", "KAFKAVIZ_DATA_DIR": str(tmp / "data"),
-           "KAFKAVIZ_LAB_DIR": str(tmp / "lab"), "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "DJANGO_DEBUG": "1"}
-    env.pop("REDIS_URL", None)
-    log = open(tmp / "daphne.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "kafkaviz.asgi:application"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/lab/", timeout=1) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"daphne did not start; see {tmp / 'daphne.log'}")
-            time.sleep(0.2)
+    with daphne_server(tmp, {"KAFKAVIZ_LAB_DIR": str(tmp / "lab")}, ready_path="/lab/") as url:
         yield url, tmp
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def shots_dir(tmp: Path) -> Path:
