@@ -24,7 +24,7 @@ from typing import Sequence
 from .clock import DEFAULT_START_MS
 from .config import LogConfig, validate_topic_name
 from .errors import InvalidRequestError, KafkaError
-from .partitioner import murmur2, partition_for_key
+from .partitioner import DefaultPartitioner, murmur2, partition_for_key
 
 __all__ = ["main", "build_parser", "murmur2", "partition_for_key", "produce", "ProduceSummary",
            "PartitionSummary"]
@@ -77,9 +77,11 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     given), a value of ``value_bytes`` letters and digits drawn from ``random.Random(seed)``,
     and the virtual time as its CreateTime; the clock moves ``ms_per_record`` after each
     record (through the scheduler, so retention passes fall due as they would). Keyed
-    records go to ``murmur2(key) % partitions`` (Kafka's default partitioner); keyless
-    ones round-robin by record number. Each partition collects records until it has
-    ``batch_size`` of them and appends them as one batch; leftovers are appended at the end.
+    records go to ``murmur2(key) % partitions``; keyless ones stick to one partition until
+    the batch filling there is sent, then move to another one chosen by the seeded RNG —
+    Kafka's default partitioner for both (``engine.partitioner.DefaultPartitioner``, KIP-480).
+    Each partition collects records until it has ``batch_size`` of them and appends them as
+    one batch; leftovers are appended at the end.
     The logs are closed cleanly, so index files are trimmed.
     """
     from .clock import Scheduler, VirtualClock
@@ -98,15 +100,20 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True)
             for p in range(partitions)]
     pending: list[list] = [[] for _ in range(partitions)]
+    # Batches here are counted in records, so the partitioner's byte count never fills
+    # one: the sticky partition moves only when its batch is sent (on_new_batch).
+    partitioner = DefaultPartitioner(partitions, rng, batch_size=1 << 62)
     try:
         for i in range(count):
             key = f"key-{i % key_cardinality}".encode() if key_cardinality else None
-            p = partition_for_key(key, partitions) if key is not None else i % partitions
             value = "".join(rng.choices(_VALUE_ALPHABET, k=value_bytes)).encode()
+            p = partitioner.partition(key, len(value) + len(key or b"")).partition
             pending[p].append(SimpleRecord(value=value, key=key, timestamp=scheduler.now_ms()))
             if len(pending[p]) >= batch_size:
                 logs[p].append_as_leader(pending[p], leader_epoch=0)
                 pending[p] = []
+                if key is None:
+                    partitioner.on_new_batch()
             scheduler.advance(ms_per_record)
         for p, records in enumerate(pending):
             if records:
@@ -194,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("produce", help="write records into real partition directories DIR/T-0 … T-(N-1)",
                        description="Append records through the engine's Log into DIR/<topic>-<partition>. "
                                    "Keyed records are placed by murmur2(key) %% partitions (Kafka's default "
-                                   "partitioner); without --key-cardinality records have no key and go round-robin.")
+                                   "partitioner); without --key-cardinality records have no key and stick to one partition "
+                                   "per batch (the sticky partitioner, KIP-480).")
     p.add_argument("--dir", required=True, help="data directory (created if missing)")
     p.add_argument("--topic", required=True)
     p.add_argument("--partitions", type=_int_at_least(1), default=1)

@@ -93,11 +93,20 @@ def test_produce_is_deterministic_for_a_seed(tmp_path):
            (tmp_path / "b/t-0/00000000000000000000.log").read_bytes()
 
 
-def test_keyless_records_go_round_robin(tmp_path):
-    main(["produce", "--dir", str(tmp_path), "--topic", "t", "--partitions", "3", "--count", "9"])
+def test_keyless_records_stick_to_a_partition_per_batch_then_move(tmp_path):
+    """Kafka's default partitioner (KIP-480): a keyless batch fills on one partition;
+    the next batch goes to a different one (never round-robin record by record)."""
+    main(["produce", "--dir", str(tmp_path), "--topic", "t", "--partitions", "3", "--count", "30",
+          "--batch-size", "5", "--seed", "4"])
+    batches = []
     for p in range(3):
         records = _read_back(tmp_path, "t", p)
-        assert len(records) == 3 and all(r.key is None for r in records)
+        assert all(r.key is None for r in records)
+        assert len(records) % 5 == 0
+        batches += [(r.timestamp, p) for r in records[::5]]
+    order = [p for _, p in sorted(batches)]
+    assert len(order) == 6
+    assert all(a != b for a, b in zip(order, order[1:]))
 
 
 def test_produce_closes_logs_cleanly_so_indexes_are_trimmed(tmp_path):
