@@ -2,7 +2,7 @@
 
 WebSockets pass the origin check (only ``ALLOWED_HOSTS`` origins; cross-site pages
 cannot open a socket with the visitor's cookie) and get the session, which holds the
-visitor's sandbox ids and joined rooms, and the signed-in user (an instructor's room).
+visitor's sandbox ids.
 """
 import os
 
@@ -15,11 +15,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
-from kafkaviz.classroom.routing import websocket_urlpatterns as room_sockets  # noqa: E402
-from kafkaviz.live.routing import websocket_urlpatterns as lesson_sockets  # noqa: E402
+from kafkaviz.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    # The session (sandbox ids, joined rooms); room sockets also get the signed-in user.
-    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter([*lesson_sockets, *room_sockets]))),
+    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })

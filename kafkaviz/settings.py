@@ -55,10 +55,6 @@ CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` is the ASGI one
-    "django.contrib.admin",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
     "template_partials",
@@ -66,7 +62,6 @@ INSTALLED_APPS = [
     "kafkaviz.lessons",
     "kafkaviz.live",
     "kafkaviz.lab",
-    "kafkaviz.classroom",
 ]
 
 MIDDLEWARE = [
@@ -77,8 +72,6 @@ MIDDLEWARE = [
     "kafkaviz.live.middleware.BusyMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -94,8 +87,6 @@ TEMPLATES = [
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.template.context_processors.static",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
             ],
         },
     },
@@ -113,15 +104,6 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # round trip on every WebSocket connect, and the signature stops a client from
 # choosing (guessing) someone else's sandbox id.
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
-# Instructors sign in (kafkaviz/classroom); the login lives with the rooms.
-LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/rooms/"
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
-]
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _flag("DJANGO_SECURE_COOKIES", "0" if DEBUG else "1")

@@ -11,17 +11,6 @@ __all__ = ["ui_strings"]
 def ui_strings() -> dict[str, str]:
     return {
         "connected": _("Connected to the engine"),
-        "room_watching": _("You are watching; the instructor drives."),
-        "room_control": _("The instructor gave you control: your commands run for the whole room."),
-        "room_driving": _("You are driving. Everyone in the room sees what you do."),
-        "room_closed": _("The instructor closed this room."),
-        "room_give": _("Give control"),
-        "room_take": _("Take control back"),
-        "room_online": _("online"),
-        "room_away": _("away"),
-        "room_has_control": _("has control"),
-        "room_nobody": _("Nobody has joined yet."),
-        "room_not_yours": _("Only the instructor, or a student given control, can change this room's cluster."),
         "reconnecting": _("Disconnected — reconnecting…"),
         "conn_error": _("Connection error — retrying…"),
         "step_of": _("Step {step} of {total}"),

@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_GET
 
 from engine.cluster.config import ClusterConfig
 from engine.config import LogConfig
@@ -31,7 +31,7 @@ def _lang(request: HttpRequest) -> str:
     return lang if lang in LANGUAGES else "en"
 
 
-@require_safe
+@require_GET
 def home(request: HttpRequest) -> HttpResponse:
     lang = _lang(request)
     with translation.override(DJANGO_LANG[lang]):
@@ -84,16 +84,7 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
                                for name, label, key in _broker_actions() if name in commands]}
 
 
-def live_context(content: LessonContent, ws_path: str) -> dict[str, object]:
-    """What a page with a live sandbox of ``content``'s kind needs: the socket, the
-    forms' limits from the kind's specs, the broker buttons, the page data."""
-    context: dict[str, object] = {"ws_path": ws_path}
-    context["commands"] = commands = _commands(content)
-    context.update(_cluster_context(content, commands))
-    return context
-
-
-@require_safe
+@require_GET
 def lesson(request: HttpRequest, slug: str) -> HttpResponse:
     found: Lesson | None = get_lesson(slug)
     if found is None:
@@ -108,15 +99,15 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
         if is_htmx(request) and request.headers.get("HX-Target") == "explanation":
             return render(request, "lessons/lesson.html#explanation", context)
         if content.kind is not None:
-            from kafkaviz.classroom.models import is_instructor
             from kafkaviz.live.sessions import ensure_sandbox_id
 
             ensure_sandbox_id(request.session, slug)
-            context.update(live_context(content, f"/ws/lessons/{slug}/?lang={lang}"))
-            context["can_open_room"] = is_instructor(request.user)
+            context["ws_path"] = f"/ws/lessons/{slug}/?lang={lang}"
+            context["commands"] = commands = _commands(content)
+            context.update(_cluster_context(content, commands))
         context["config_rows"] = config_rows(content.scenario.get("config") or {})
         context["page_data"] = {**content.page_data(), "ui": ui_strings()}
         shared = request.GET.get("run", "")
         if content.kind is not None and re.fullmatch(SHARE_ID_RE, shared):
-            context["page_data"]["shared_run"] = shared   # the page asks its own sandbox to open it
+            context["page_data"]["shared_run"] = shared   # the page asks its sandbox to open it
         return render(request, "lessons/lesson.html", context)

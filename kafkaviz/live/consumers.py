@@ -56,21 +56,26 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                                     self._limit("CONNECTION_COMMAND_BURST", 20), now)
         self.invalid = TokenBucket(self._limit("INVALID_PER_SECOND", 2.0), self._limit("INVALID_BURST", 10), now)
         self.dropped = 0
-        resolved = await self.resolve_sandbox()
-        if resolved is None:
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        lesson = get_lesson(slug)
+        if lesson is None or lesson.sandbox_kind is None:
+            await self.close(code=CLOSE_NO_LESSON)
             return
-        sandbox_id, slug = resolved
+        sandbox_id = sandbox_id_from_session(self.scope.get("session"), slug)
+        if sandbox_id is None:
+            # No page visit issued an id to this browser: nothing to attach to.
+            await self.close(code=CLOSE_NO_SANDBOX)
+            return
         query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
         lang = (query.get("lang") or ["en"])[0]
         lang = lang if lang in LANGUAGES else "en"
         runtime = get_runtime()
         address = client_address(self.scope)
-        if self.counts_against_address:
-            if not runtime.open_connection(address):
-                await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
-                                                "close some tabs and reload."))
-                return
-            self.address = address
+        if not runtime.open_connection(address):
+            await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
+                                            "close some tabs and reload."))
+            return
+        self.address = address
         # Join the group before taking the snapshot: frames published from now on queue
         # for this consumer and reach the browser after the snapshot (the browser drops
         # any whose frame_seq the snapshot already covers).
@@ -88,36 +93,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         self.sandbox_id, self.group = sandbox_id, group
         await self.accept()
-        await self.send_json(await self.attached(snapshot))
-
-    # ---- hooks a subclass (kafkaviz/classroom's RoomConsumer) overrides ----------------
-    counts_against_address = True   # sockets count against MAX_CONNECTIONS_PER_ADDRESS
-
-    async def resolve_sandbox(self) -> tuple[str, str] | None:
-        """(sandbox id, lesson slug) this socket attaches to, or None after closing it.
-        A lesson socket's id comes from the signed session, never from the client."""
-        slug = self.scope["url_route"]["kwargs"]["slug"]
-        lesson = get_lesson(slug)
-        if lesson is None or lesson.sandbox_kind is None:
-            await self.close(code=CLOSE_NO_LESSON)
-            return None
-        sandbox_id = sandbox_id_from_session(self.scope.get("session"), slug)
-        if sandbox_id is None:
-            # No page visit issued an id to this browser: nothing to attach to.
-            await self.close(code=CLOSE_NO_SANDBOX)
-            return None
-        return sandbox_id, slug
-
-    async def attached(self, snapshot: dict[str, Any]) -> dict[str, Any]:
-        """The snapshot this socket gets first (a room may replay its run here first)."""
-        return snapshot
-
-    async def authorise(self, content: Any) -> CommandError | None:
-        """None if this socket may send ``content``; otherwise the refusal (nothing runs)."""
-        return None
-
-    async def command_done(self, content: Any, reply: dict[str, Any]) -> None:
-        """After a command ran (a room saves its run here)."""
+        await self.send_json(snapshot)
 
     async def _refuse(self, exc: CommandError) -> None:
         """Tell the browser why (its page shows the message), then close."""
@@ -174,10 +150,6 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         await self.receive_json(content)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        refusal = await self.authorise(content)
-        if refusal is not None:
-            await self.send_error(refusal)
-            return
         try:
             reply = await get_runtime().command(self.sandbox_id, content)
         except CommandError as exc:
@@ -191,7 +163,6 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                                                "that command; it has been logged. Reset the sandbox if it looks wrong."))
         else:
             await self.send_json(reply)
-            await self.command_done(content, reply)
 
     async def refuse(self, exc: CommandError) -> None:
         """An invalid message: tell the sender, unless it keeps sending them (rate-limited:

@@ -119,7 +119,6 @@ class Sandbox:
     seed: int = 0
     address: str = ""
     queued: int = 0                     # commands waiting for or holding this sandbox
-    room: str = ""                      # the join code, when a classroom room drives this sandbox
     lock: threading.Lock = field(default_factory=threading.Lock)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)   # commands queue here, not in threads
     flush_handle: asyncio.TimerHandle | None = None
@@ -369,8 +368,7 @@ class Runtime:
         """What ``/healthz`` reports for this process."""
         return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
                 "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
-                "connections": sum(self.connections.values()),
-                "rooms": sum(1 for sb in self.sandboxes.values() if sb.room),
+                "connections": sum(self.connections.values()), "rooms": 0,
                 "disk_bytes": _tree_bytes(self.data_root)}
 
     # ---- commands ----------------------------------------------------------
@@ -392,9 +390,6 @@ class Runtime:
         if sb.queued >= self.settings.get("MAX_QUEUED_COMMANDS", 4):
             raise CommandError("rate_limited", "This sandbox is still working on your earlier commands; "
                                "wait for them to finish and try again.", command=spec.type)
-        return await self._execute(sb, spec, values)
-
-    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> dict[str, Any]:
         sb.queued += 1
         try:
             # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
@@ -415,54 +410,6 @@ class Runtime:
         reply = {"type": "ack", "command": spec.type}
         reply.update(text if isinstance(text, dict) else {"text": text})
         return reply
-
-    # ---- what rooms (kafkaviz/classroom) ask of a sandbox ------------------------
-    def has(self, sandbox_id: str) -> bool:
-        return sandbox_id in self.sandboxes
-
-    def mark_room(self, sandbox_id: str, code: str) -> None:
-        sb = self.sandboxes.get(sandbox_id)
-        if sb is not None:
-            sb.room = code
-
-    def _live(self, sandbox_id: str) -> Sandbox:
-        sb = self.sandboxes.get(sandbox_id)
-        if sb is None:
-            raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
-        return sb
-
-    def _peek(self, sb: Sandbox) -> tuple[dict[str, Any], dict[str, CommandSpec]]:
-        with sb.lock:
-            return sb.engine.state(), {**COMMON_COMMANDS, **sb.engine.commands}
-
-    async def peek(self, sandbox_id: str) -> tuple[dict[str, Any], dict[str, CommandSpec]]:
-        """The sandbox's current state and the command specs it accepts (read only)."""
-        return await asyncio.to_thread(self._peek, self._live(sandbox_id))
-
-    def current_run(self, sandbox_id: str) -> dict[str, Any] | None:
-        """The sandbox's run in the export format (docs/web.md, "Runs"), or None if it is
-        not live in this process. Blocking (the sandbox's lock)."""
-        sb = self.sandboxes.get(sandbox_id)
-        if sb is None:
-            return None
-        with sb.lock:
-            return _export(self, sb, {})["data"]
-
-    async def export_run(self, sandbox_id: str) -> dict[str, Any]:
-        self._live(sandbox_id)
-        run = await asyncio.to_thread(self.current_run, sandbox_id)
-        if run is None:
-            raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
-        return run
-
-    async def restore_run(self, sandbox_id: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Replay a run the server itself kept (a room's, after its sandbox was reclaimed):
-        validated and replayed like an import, not counted against the sandbox's command rate."""
-        import json
-
-        sb = self._live(sandbox_id)
-        spec, values = validate_command(COMMON_COMMANDS, {"type": "import", "run": json.dumps(data)})
-        return await self._execute(sb, spec, values)
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
         with sb.lock, translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):

@@ -144,7 +144,6 @@
       if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
       if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
     }
-    else if (KV.onMessage && KV.onMessage[msg.type]) KV.onMessage[msg.type](msg);   // e.g. "room" (room.js)
   }
   KV.dispatch = dispatch;
 
