@@ -21,3 +21,9 @@ application = ProtocolTypeRouter({
     "http": django_asgi_app,
     "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })
+
+if os.environ.get("KAFKAVIZ_ACCESS_LOG") == "1":
+    # One JSON line per request and socket (make serve-prod; daphne's text log is off there).
+    from kafkaviz.accesslog import AccessLog  # noqa: E402
+
+    application = AccessLog(application)

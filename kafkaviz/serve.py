@@ -228,9 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
         for i in range(args.processes):
             port = args.port + i
-            proc_env = {**env, "KAFKAVIZ_DATA_DIR": str(data_root / str(port))}
+            # The access log is ours, in JSON (kafkaviz/accesslog.py); daphne's text one is off.
+            proc_env = {**env, "KAFKAVIZ_DATA_DIR": str(data_root / str(port)), "KAFKAVIZ_ACCESS_LOG": "1"}
             log = open(state / f"daphne-{port}.log", "ab")
-            servers.append(subprocess.Popen([sys.executable, "-m", "daphne", "-b", args.host, "-p", str(port),
+            servers.append(subprocess.Popen([sys.executable, "-m", "daphne", "-v", "0", "-b", args.host, "-p", str(port),
                                              "kafkaviz.asgi:application"], cwd=REPO, env=proc_env,
                                             stdout=log, stderr=subprocess.STDOUT))
         urls = [f"http://{args.host}:{args.port + i}" for i in range(args.processes)]
