@@ -1,0 +1,185 @@
+"""``/ws/rooms/<code>/``: a room's socket. The same consumer as a learner's lesson
+(limits, hostile input, frames), watching the room's sandbox instead of the session's,
+with two differences: who may run commands is decided here, on the server, for every
+command (the instructor, or a student the instructor granted control to and has not
+revoked: read from the database each time, so a revoke counts at once in every
+process), and room messages ride a second group, ``room.<code>`` (the roster when
+somebody joins, leaves or is granted control; the room closing).
+
+Everybody may ``sync``, ``export`` the room's run and ``share`` it (how a student forks
+the room into a private sandbox: the share id opens in their own lesson sandbox).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from kafkaviz.live.consumers import CLOSE_NO_LESSON, CLOSE_NO_SANDBOX, LessonConsumer, log_problem
+from kafkaviz.live.runtime import get_runtime
+from kafkaviz.live.validation import CommandError
+
+from .auth import is_instructor
+from .models import Member, Room, normalise_code
+from .rooms import MEMBERS_SESSION_KEY, roster
+
+log = logging.getLogger("kafkaviz.classroom")
+
+CLOSE_ROOM_CLOSED = 4410
+
+# What any watcher of a room may send: nothing here changes the room's sandbox.
+READ_ONLY = frozenset({"export", "share"})
+ROOM_MESSAGES = frozenset({"grant", "revoke"})
+
+
+class RoomConsumer(LessonConsumer):
+    room_id: int | None = None
+    room_code: str | None = None
+    room_group: str | None = None
+    member_id: int | None = None
+    instructor: bool = False
+
+    # ---- hooks of LessonConsumer -----------------------------------------------------
+    async def resolve_sandbox(self) -> tuple[str, str] | None:
+        code = normalise_code(self.scope["url_route"]["kwargs"].get("code", ""))
+        found = await database_sync_to_async(self._identify)(code) if code else None
+        if found is None:
+            await self.close(code=CLOSE_NO_LESSON)
+            return None
+        room, member_id, instructor = found
+        if not room.is_open:
+            await self.accept()
+            await self.send_json(CommandError("closed", "This room has been closed by its instructor.").to_message())
+            await self.close(code=CLOSE_ROOM_CLOSED)
+            return None
+        if member_id is None and not instructor:
+            # Neither the room's instructor nor a student who joined it from this browser.
+            await self.close(code=CLOSE_NO_SANDBOX)
+            return None
+        self.room_id, self.room_code, self.room_group = room.pk, room.code, room.group()
+        self.member_id, self.instructor = member_id, instructor
+        return room.sandbox_id, room.lesson
+
+    async def authorise(self, content: Any) -> CommandError | None:
+        ctype = content.get("type") if isinstance(content, dict) else None
+        if ctype in READ_ONLY or self.instructor:
+            return None
+        if self.member_id is not None and await database_sync_to_async(self._granted)():
+            return None
+        return CommandError("forbidden", "Only the instructor, or a student the instructor has given control to, "
+                            "can change the room's cluster. You are watching.",
+                            command=ctype if isinstance(ctype, str) else None)
+
+    # ---- the connection --------------------------------------------------------------
+    async def connect(self) -> None:
+        await super().connect()
+        if self.sandbox_id is None:
+            return
+        await self.channel_layer.group_add(self.room_group, self.channel_name)
+        await database_sync_to_async(self._presence)(+1)
+        await self._seed()
+        await self.broadcast_roster()
+
+    async def disconnect(self, code: int) -> None:
+        if self.room_group is not None and self.sandbox_id is not None:
+            await self.channel_layer.group_discard(self.room_group, self.channel_name)
+            try:
+                await database_sync_to_async(self._presence)(-1)
+                await self.broadcast_roster()
+            except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
+                log_problem("room presence failed", exc, sandbox=self.sandbox_id)
+            self.room_group = None
+        await super().disconnect(code)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") in ROOM_MESSAGES:
+            await self._grant(content)
+            return
+        await super().receive_json(content, **kwargs)
+
+    async def _grant(self, content: dict[str, Any]) -> None:
+        ctype = content["type"]
+        if not self.instructor:
+            await self.send_error(CommandError("forbidden", "Only the instructor can give or take control.",
+                                               command=ctype))
+            return
+        member = content.get("member")
+        if isinstance(member, bool) or not isinstance(member, int) or len(content) != 2:
+            await self.refuse(CommandError("invalid", f'"{ctype}" takes the member\'s id: {{"type": "{ctype}", '
+                                           '"member": 12}.', "member", ctype))
+            return
+        name = await database_sync_to_async(self._set_granted)(member, ctype == "grant")
+        if name is None:
+            await self.send_error(CommandError("not_found", "No such student in this room.", "member", ctype))
+            return
+        await self.broadcast_roster()
+        text = (f"{name} may now run commands." if ctype == "grant" else f"{name} is watching again.")
+        await self.send_json({"type": "ack", "command": ctype, "text": text})
+
+    async def _seed(self) -> None:
+        """The first watcher starts the room from the run it was opened with (the
+        instructor's sandbox at that moment), once."""
+        start = await database_sync_to_async(self._claim_seed)()
+        if not start:
+            return
+        try:
+            await get_runtime().command(self.sandbox_id, {"type": "import", "run": start})
+        except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
+            log_problem("room start run failed", exc, sandbox=self.sandbox_id)
+            if isinstance(exc, CommandError):
+                await self.send_error(CommandError(exc.code, f"The room started from the lesson's beginning: "
+                                                   f"the run it was opened with could not be replayed ({exc})."))
+
+    async def broadcast_roster(self) -> None:
+        members = await database_sync_to_async(roster)(self.room_id)
+        await self.channel_layer.group_send(self.room_group, {"type": "room.roster", "members": members})
+
+    # ---- group messages --------------------------------------------------------------
+    async def room_roster(self, message: dict[str, Any]) -> None:
+        members = message["members"]
+        you = next((m for m in members if m["id"] == self.member_id), None)
+        await self.send_json({"type": "roster", "members": members, "you": you, "instructor": self.instructor})
+
+    async def room_closed(self, message: dict[str, Any]) -> None:
+        await self.send_json(CommandError("closed", "The instructor closed this room. Thank you for watching!")
+                             .to_message())
+        await self.close(code=CLOSE_ROOM_CLOSED)
+
+    # ---- database (worker threads) ---------------------------------------------------
+    def _identify(self, code: str) -> tuple[Room, int | None, bool] | None:
+        room = Room.objects.filter(code=code).first()
+        if room is None:
+            return None
+        user = self.scope.get("user")
+        instructor = bool(user is not None and getattr(user, "pk", None) == room.instructor_id
+                          and is_instructor(user))
+        token = ((self.scope.get("session") or {}).get(MEMBERS_SESSION_KEY) or {}).get(room.code)
+        member_id = None
+        if isinstance(token, str):
+            member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
+        return room, member_id, instructor
+
+    def _granted(self) -> bool:
+        return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,
+                                     room__closed__isnull=True).exists()
+
+    def _set_granted(self, member: int, granted: bool) -> str | None:
+        row = Member.objects.filter(pk=member, room_id=self.room_id).first()
+        if row is None:
+            return None
+        Member.objects.filter(pk=row.pk).update(granted=granted)
+        return row.name
+
+    def _presence(self, delta: int) -> None:
+        if self.member_id is not None:
+            from django.db.models import F
+
+            Member.objects.filter(pk=self.member_id).update(connections=F("connections") + delta,
+                                                             last_seen=timezone.now())
+
+    def _claim_seed(self) -> str:
+        if Room.objects.filter(pk=self.room_id, seeded=False).update(seeded=True) != 1:
+            return ""
+        return Room.objects.filter(pk=self.room_id).values_list("start_run", flat=True).first() or ""
