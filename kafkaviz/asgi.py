@@ -2,7 +2,8 @@
 
 WebSockets pass the origin check (only ``ALLOWED_HOSTS`` origins; cross-site pages
 cannot open a socket with the visitor's cookie) and get the session, which holds the
-visitor's sandbox ids and, for instructors, their login (rooms).
+visitor's sandbox ids (and, for rooms, the instructor's login: the room consumer
+reads it from the session itself, so lesson sockets never touch the database).
 """
 import os
 
@@ -13,12 +14,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
 from kafkaviz.classroom.routing import websocket_urlpatterns as room_urlpatterns  # noqa: E402
 from kafkaviz.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns + room_urlpatterns))),
+    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns + room_urlpatterns))),
 })

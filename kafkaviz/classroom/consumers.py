@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from channels.auth import get_user
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
@@ -44,7 +45,8 @@ class RoomConsumer(LessonConsumer):
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
         code = normalise_code(self.scope["url_route"]["kwargs"].get("code", ""))
-        found = await database_sync_to_async(self._identify)(code) if code else None
+        user = await get_user(self.scope) if code and self.scope.get("session") is not None else None
+        found = await database_sync_to_async(self._identify)(code, user) if code else None
         if found is None:
             await self.close(code=CLOSE_NO_LESSON)
             return None
@@ -148,11 +150,10 @@ class RoomConsumer(LessonConsumer):
         await self.close(code=CLOSE_ROOM_CLOSED)
 
     # ---- database (worker threads) ---------------------------------------------------
-    def _identify(self, code: str) -> tuple[Room, int | None, bool] | None:
+    def _identify(self, code: str, user: Any) -> tuple[Room, int | None, bool] | None:
         room = Room.objects.filter(code=code).first()
         if room is None:
             return None
-        user = self.scope.get("user")
         instructor = bool(user is not None and getattr(user, "pk", None) == room.instructor_id
                           and is_instructor(user))
         token = ((self.scope.get("session") or {}).get(MEMBERS_SESSION_KEY) or {}).get(room.code)

@@ -12,10 +12,12 @@ import json
 import os
 
 import pytest
+import pytest_asyncio
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.core.management import call_command
+from django.db import connections
 from django.core.management.base import CommandError as ManagementError
 from django.test import Client
 
@@ -35,6 +37,23 @@ PASSWORD = "a-long-test-password"
 def fast_hashing(settings):
     """Password hashing is slow by design; these tests log in often."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def close_thread_connections():
+    """The consumer's database work runs in asgiref's shared worker thread. Forget the
+    connection it opened there (SQLite's in-memory test database ignores close()), so
+    later tests without a database find none in that thread."""
+    yield
+
+    def forget() -> None:
+        for alias in list(connections):
+            try:
+                del connections[alias]
+            except AttributeError:
+                pass
+
+    await sync_to_async(forget)()
 
 
 # ---- set-up (sync: the Django test client and the ORM) --------------------------------------
