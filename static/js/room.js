@@ -31,7 +31,7 @@
     const granted = !!(you && you.granted);
     box.dataset.control = granted ? "granted" : "watching";
     label.textContent = "";
-    label.appendChild(KV.html("span", { "aria-hidden": "true" }, granted ? "✋ " : "👁 "));
+    label.appendChild(KV.html("span", { "aria-hidden": "true" }, granted ? "◆ " : "◇ "));
     label.appendChild(document.createTextNode(granted ? t("in_control") : t("watching")));
     if (hadControl !== null && hadControl !== granted) KV.announce(granted ? t("granted_now") : t("revoked_now"));
     hadControl = granted;
@@ -43,7 +43,7 @@
     list.textContent = "";
     members.forEach(function (m) {
       const state = KV.html("span", { class: "roster-state" },
-        (m.connected ? "● " + t("online") : "○ " + t("offline")) + (m.granted ? " · ✋ " + t("has_control") : ""));
+        (m.connected ? "● " + t("online") : "○ " + t("offline")) + (m.granted ? " · ◆ " + t("has_control") : ""));
       const btn = KV.html("button", { type: "button", class: "secondary roster-toggle", "data-member": String(m.id),
         "aria-pressed": m.granted ? "true" : "false" }, m.granted ? t("revoke") : t("grant"));
       btn.addEventListener("click", function () { send({ type: m.granted ? "revoke" : "grant", member: m.id }); });

@@ -73,29 +73,44 @@ def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room
         teacher.locator("body").click(position={"x": 5, "y": 5})
         teacher.keyboard.press("Shift+K")
         wait_for(student, f"KV.lastFrame.state.brokers[{leader}].alive === false")
-        expect(student.locator(f"#cl-broker-{leader} .cl-status")).to_contain_text("down")
+        expect(student.locator(f"#cl-broker-{leader} .cl-status")).to_contain_text("DOWN")
 
-        # Grant: the student steps the room; everybody sees it.
-        step_before = teacher.evaluate("() => KV.lastFrame.state.run.step")
+        # Grant: the student moves the room's clock; everybody sees it.
+        clock = teacher.evaluate("() => KV.lastFrame.state.clock_ms")
         teacher.locator(".roster-member", has_text="Ada").locator("button").click()
         expect(student.locator("#room-banner")).to_have_attribute("data-control", "granted")
-        student.click("#step-button")
-        wait_for(teacher, f"KV.lastFrame.state.run.step === {step_before + 1}")
+        student.click("#advance-button")
+        wait_for(teacher, f"KV.lastFrame.state.clock_ms > {clock}")
+        clock = teacher.evaluate("() => KV.lastFrame.state.clock_ms")
 
         # Revoke: the next command is refused and nothing moves.
         teacher.locator(".roster-member", has_text="Ada").locator("button").click()
         expect(student.locator("#room-banner")).to_have_attribute("data-control", "watching")
-        student.click("#step-button")
-        expect(student.locator("#general-error, #step-error").first).to_contain_text("Only the instructor")
+        student.click("#advance-button")
+        expect(student.locator("[role=alert]", has_text="Only the instructor").first).to_be_visible()
         teacher.wait_for_timeout(300)
-        assert teacher.evaluate("() => KV.lastFrame.state.run.step") == step_before + 1
+        assert teacher.evaluate("() => KV.lastFrame.state.clock_ms") == clock
 
+        for page in (teacher, student):
+            page.evaluate("() => window.scrollTo(0, 0)")
         teacher.screenshot(path=str(tmp_path / "presenter-1366.png"), full_page=False)
         student.screenshot(path=str(tmp_path / "student-390.png"), full_page=False)
         out = os.environ.get("KAFKAVIZ_SCREENSHOTS")
         if out:
             teacher.screenshot(path=os.path.join(out, "presenter-1366.png"))
             student.screenshot(path=os.path.join(out, "student-390.png"))
+
+        # Fork: one click, and the student is in a sandbox of their own at the room's step.
+        room_step = teacher.evaluate("() => KV.lastFrame.state.run.step")
+        student.click("#room-fork")
+        student.wait_for_url("**/lessons/sandbox/?run=*")
+        expect(student.locator("#conn-status")).to_have_attribute("data-state", "open")
+        wait_for(student, f"KV.lastFrame && KV.lastFrame.state.run.step === {room_step} && "
+                          f"KV.lastFrame.state.brokers[{leader}].alive === false")
+        student.click("#back-button")
+        wait_for(student, f"KV.lastFrame.state.run.step === {room_step - 1}")
+        teacher.wait_for_timeout(300)
+        assert teacher.evaluate("() => KV.lastFrame.state.run.step") == room_step   # the room did not move
     finally:
         teacher_ctx.close()
         student_ctx.close()
