@@ -14,6 +14,6 @@ class MemberInline(admin.TabularInline):
 class RoomAdmin(admin.ModelAdmin):
     list_display = ("code", "lesson", "instructor", "created", "closed")
     list_filter = ("closed", "lesson")
-    readonly_fields = ("code", "sandbox_id", "created", "seeded")
-    exclude = ("start_run",)
+    readonly_fields = ("code", "sandbox_id", "created")
+    exclude = ("run",)
     inlines = [MemberInline]

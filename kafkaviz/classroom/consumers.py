@@ -41,6 +41,8 @@ class RoomConsumer(LessonConsumer):
     room_group: str | None = None
     member_id: int | None = None
     instructor: bool = False
+    first_seq: int | None = None
+    room_closed_seen: bool = False
 
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
@@ -88,6 +90,7 @@ class RoomConsumer(LessonConsumer):
         if self.room_group is not None and self.sandbox_id is not None:
             await self.channel_layer.group_discard(self.room_group, self.channel_name)
             try:
+                await self._save()
                 await database_sync_to_async(self._presence)(-1)
                 await self.broadcast_roster()
             except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
@@ -120,19 +123,42 @@ class RoomConsumer(LessonConsumer):
         text = (f"{name} may now run commands." if ctype == "grant" else f"{name} is watching again.")
         await self.send_json({"type": "ack", "command": ctype, "text": text})
 
+    async def send_json(self, content: Any, close: bool = False) -> None:
+        if self.first_seq is None and isinstance(content, dict) and content.get("snapshot"):
+            self.first_seq = content.get("frame_seq")      # 0: nothing has happened in this sandbox yet
+        await super().send_json(content, close)
+
     async def _seed(self) -> None:
-        """The first watcher starts the room from the run it was opened with (the
-        instructor's sandbox at that moment), once."""
-        start = await database_sync_to_async(self._claim_seed)()
-        if not start:
+        """A room sandbox nothing has happened in yet (the first watcher, or the room was
+        reclaimed while nobody watched) starts from the room's saved run. Two watchers
+        arriving at once both import the same run: the same state either way."""
+        if self.first_seq != 0:
+            return
+        run = await database_sync_to_async(self._saved_run)()
+        if not run:
             return
         try:
-            await get_runtime().command(self.sandbox_id, {"type": "import", "run": start})
+            await get_runtime().command(self.sandbox_id, {"type": "import", "run": run})
         except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
             log_problem("room start run failed", exc, sandbox=self.sandbox_id)
             if isinstance(exc, CommandError):
                 await self.send_error(CommandError(exc.code, f"The room started from the lesson's beginning: "
-                                                   f"the run it was opened with could not be replayed ({exc})."))
+                                                   f"its saved run could not be replayed ({exc})."))
+
+    async def _save(self) -> None:
+        """Someone with control leaves: keep the room's run, so a reclaimed room sandbox
+        comes back where the class left it."""
+        if self.room_closed_seen or not (
+                self.instructor or (self.member_id is not None and await database_sync_to_async(self._granted)())):
+            return
+        try:
+            reply = await get_runtime().command(self.sandbox_id, {"type": "export"})
+        except CommandError as exc:
+            if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
+                return
+            raise
+        await database_sync_to_async(Room.objects.filter(pk=self.room_id, closed__isnull=True).update)(
+            run=reply["file"])
 
     async def broadcast_roster(self) -> None:
         members = await database_sync_to_async(roster)(self.room_id)
@@ -145,6 +171,7 @@ class RoomConsumer(LessonConsumer):
         await self.send_json({"type": "roster", "members": members, "you": you, "instructor": self.instructor})
 
     async def room_closed(self, message: dict[str, Any]) -> None:
+        self.room_closed_seen = True
         await self.send_json(CommandError("closed", "The instructor closed this room. Thank you for watching!")
                              .to_message())
         await self.close(code=CLOSE_ROOM_CLOSED)
@@ -180,7 +207,5 @@ class RoomConsumer(LessonConsumer):
             Member.objects.filter(pk=self.member_id).update(connections=F("connections") + delta,
                                                              last_seen=timezone.now())
 
-    def _claim_seed(self) -> str:
-        if Room.objects.filter(pk=self.room_id, seeded=False).update(seeded=True) != 1:
-            return ""
-        return Room.objects.filter(pk=self.room_id).values_list("start_run", flat=True).first() or ""
+    def _saved_run(self) -> str:
+        return Room.objects.filter(pk=self.room_id).values_list("run", flat=True).first() or ""

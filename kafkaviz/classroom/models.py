@@ -48,10 +48,11 @@ class Room(models.Model):
     lesson = models.CharField(max_length=64)
     sandbox_id = models.CharField(max_length=32, unique=True, default=new_sandbox_id, editable=False)
     instructor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rooms")
-    # The run the room started from (the instructor's sandbox when they opened it): the
-    # export format (docs/web.md "Runs"), imported into the room's sandbox once.
-    start_run = models.TextField(blank=True, default="")
-    seeded = models.BooleanField(default=False)
+    # The room's run in the export format (docs/web.md "Runs"): the instructor's sandbox
+    # when they opened the room, then saved again whenever someone with control leaves.
+    # A fresh room sandbox (first watcher, or after being reclaimed while nobody watched)
+    # starts from it, so the class never loses more than what happened since.
+    run = models.TextField(blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
     closed = models.DateTimeField(null=True, blank=True)
 

@@ -58,7 +58,7 @@ def new_room(request: HttpRequest) -> HttpResponse:
         if form.is_valid() and load_content(form.cleaned_data["lesson"], "en") is not None \
                 and load_content(form.cleaned_data["lesson"], "en").kind is not None:
             room = Room.objects.create(lesson=form.cleaned_data["lesson"], instructor=request.user,
-                                       start_run=form.cleaned_data["run"] or "")
+                                       run=form.cleaned_data["run"] or "")
             return redirect(reverse("classroom:present", args=[room.code]) + (f"?lang={lang}" if lang != "en" else ""))
         messages.error(request, _("Choose a lesson that has a live sandbox."))
     with translation.override(DJANGO_LANG[lang]):

@@ -324,6 +324,31 @@ async def test_the_rooms_export_is_the_learner_format(runtime):
     await t.disconnect()
 
 
+async def test_a_reclaimed_room_comes_back_where_the_class_left_it(runtime):
+    teacher, room, student = await setup("leader-epoch")
+    t, _ = await connect(teacher, room)
+    for _ in range(3):
+        await t.send_json_to({"type": "step"})
+        await until(t, is_type("ack", command="step"))
+    before = digest(runtime, room)
+    await t.disconnect()
+    runtime.settings["IDLE_SECONDS"] = 0
+    assert runtime.reap_idle() == [room.sandbox_id]          # nobody watched: reclaimed, files and all
+    s, snapshot = await connect(student, room)
+    frame = (await until(s, lambda m: m.get("type") == "frame" and m["state"]["run"]["step"] == 3))[-1]
+    assert frame["state"]["run"]["step"] == 3 and digest(runtime, room) == before
+    await s.disconnect()
+
+
+async def test_room_sandboxes_are_not_reclaimed_while_watched(runtime):
+    teacher, room, student = await setup()
+    s, _ = await connect(student, room)
+    runtime.settings["IDLE_SECONDS"] = 0
+    assert runtime.reap_idle() == []
+    await s.disconnect()
+    assert runtime.reap_idle() == [room.sandbox_id]
+
+
 # ---- close -----------------------------------------------------------------------------------
 
 async def test_closing_tells_watchers_refuses_joins_and_reclaims_the_sandbox(runtime):
