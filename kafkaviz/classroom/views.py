@@ -189,4 +189,5 @@ def _qr_svg(url: str) -> str:
     """The join URL as an inline SVG QR code (drawn here; no image service, no CDN)."""
     svg = segno.make(url, error="m").svg_inline(scale=6, border=2, dark="#111", light="#fff", omitsize=True)
     # An accessible name for the image; the URL itself is printed beside it.
-    return re.sub(r"^<svg ", f'<svg role="img" aria-label="{_("QR code of the join link")}" ', svg, count=1)
+    label = _("QR code of the join link")
+    return re.sub(r"^<svg ", f'<svg role="img" aria-label="{label}" ', svg, count=1)
