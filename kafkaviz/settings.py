@@ -228,6 +228,12 @@ KAFKAVIZ_RUNTIME = {
     "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
 }
 
+# Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute
+# before every join from it is refused for the rest of that minute.
+KAFKAVIZ_ROOMS = {
+    "JOIN_FAILURES_PER_MINUTE": _int("KAFKAVIZ_JOIN_FAILURES_PER_MINUTE", 10),
+}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

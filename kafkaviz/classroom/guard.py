@@ -17,7 +17,7 @@ JOIN_WINDOW = timedelta(minutes=1)
 
 
 def _limit() -> int:
-    return int(getattr(settings, "KAFKAVIZ_ROOMS", {}).get("JOIN_FAILURES_PER_MINUTE", 10))
+    return int(settings.KAFKAVIZ_ROOMS["JOIN_FAILURES_PER_MINUTE"])
 
 
 def guessing_blocked(address: str) -> bool:
