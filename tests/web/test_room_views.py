@@ -183,3 +183,31 @@ def test_admin_lists_rooms():
     admin = Client()
     admin.login(username="root", password=PASSWORD)
     assert room.code.encode() in admin.get("/admin/classroom/room/").content
+
+
+def test_room_pages_hold_nothing_inline_the_csp_would_block():
+    teacher = make_instructor()
+    room = open_room(teacher)
+    student = Client()
+    student.post("/rooms/join", {"code": room.code, "name": "Ada"})
+    pages = [(teacher, f"/rooms/{room.code}/present"), (teacher, "/rooms/new?lesson=sandbox"),
+             (teacher, "/lessons/sandbox/"), (student, f"/r/{room.code}/"), (Client(), "/rooms/join"),
+             (Client(), "/accounts/login/")]
+    for client, path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert "unsafe-inline" not in response["Content-Security-Policy"]
+        html = response.content.decode()
+        assert "<script>" not in html and "<style" not in html and " style=" not in html and " onclick=" not in html, path
+
+
+def test_room_pages_in_chinese():
+    teacher = make_instructor()
+    room = open_room(teacher)
+    student = Client()
+    assert "加入房间" in student.get("/rooms/join?lang=zh").content.decode()
+    student.post("/rooms/join?lang=zh", {"code": room.code, "name": "小明"})
+    page = student.get(f"/r/{room.code}/?lang=zh").content.decode()
+    assert "复制到我自己的沙盒" in page and f'ws-connect="/ws/rooms/{room.code}/?lang=zh"' in page
+    present = teacher.get(f"/rooms/{room.code}/present?lang=zh").content.decode()
+    assert "杀死 leader" in present and "在场的人" in present
