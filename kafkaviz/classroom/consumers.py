@@ -35,6 +35,12 @@ READ_ONLY = frozenset({"export", "share"})
 ROOM_MESSAGES = frozenset({"grant", "revoke"})
 
 
+def _type_of(content: Any) -> str | None:
+    """A message's ``type`` if it is a string (anything else is the runtime's to refuse)."""
+    ctype = content.get("type") if isinstance(content, dict) else None
+    return ctype if isinstance(ctype, str) else None
+
+
 class RoomConsumer(LessonConsumer):
     room_id: int | None = None
     room_code: str | None = None
@@ -67,14 +73,14 @@ class RoomConsumer(LessonConsumer):
         return room.sandbox_id, room.lesson
 
     async def authorise(self, content: Any) -> CommandError | None:
-        ctype = content.get("type") if isinstance(content, dict) else None
+        ctype = _type_of(content)
         if ctype in READ_ONLY or self.instructor:
             return None
         if self.member_id is not None and await database_sync_to_async(self._granted)():
             return None
         return CommandError("forbidden", "Only the instructor, or a student the instructor has given control to, "
                             "can change the room's cluster. You are watching.",
-                            command=ctype if isinstance(ctype, str) else None)
+                            command=ctype)
 
     # ---- the connection --------------------------------------------------------------
     async def connect(self) -> None:
@@ -99,7 +105,7 @@ class RoomConsumer(LessonConsumer):
         await super().disconnect(code)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if isinstance(content, dict) and content.get("type") in ROOM_MESSAGES:
+        if _type_of(content) in ROOM_MESSAGES:
             await self._grant(content)
             return
         await super().receive_json(content, **kwargs)

@@ -372,3 +372,40 @@ async def test_closing_tells_watchers_refuses_joins_and_reclaims_the_sandbox(run
     assert (await comm.receive_output(timeout=5))["code"] == 4410
     await s.disconnect()
     await t.disconnect()
+
+
+async def test_malformed_messages_from_a_student_and_room_messages_with_odd_values_break_nothing(
+        runtime, settings, caplog):
+    import logging
+    import random
+
+    from .test_hostile_input import ODD_VALUES, malformed_messages
+
+    settings.KAFKAVIZ_RUNTIME = {**settings.KAFKAVIZ_RUNTIME, "INVALID_BURST": 10**6,
+                                 "CONNECTION_COMMAND_BURST": 10**6}
+    teacher, room, student = await setup()
+    t, _ = await connect(teacher, room)
+    s, _ = await connect(student, room)
+    before = digest(runtime, room)
+    rng = random.Random(7)
+    corpus = malformed_messages(300) + [json.dumps({"type": rng.choice(["grant", "revoke"]), "member": v},
+                                                   allow_nan=True) for v in ODD_VALUES]
+    for message in corpus:
+        if isinstance(message, bytes):
+            await s.send_to(bytes_data=message)
+        else:
+            await s.send_to(text_data=message)
+        reply = (await until(s, lambda m: m.get("type") in ("error", "ack") or m.get("snapshot")))[-1]
+        if reply.get("snapshot"):           # a well-formed sync: allowed to everybody
+            continue
+        assert reply["type"] == "error" and reply["code"] != "internal", (message, reply)
+    assert digest(runtime, room) == before          # a watcher changed nothing
+    for value in ODD_VALUES:                         # the instructor's odd grants are refused cleanly
+        await t.send_to(text_data=json.dumps({"type": "grant", "member": value}, allow_nan=True))
+        reply = (await until(t, lambda m: m.get("type") in ("error", "ack")))[-1]
+        assert reply["type"] == "error" and reply["code"] in ("invalid", "not_found"), (value, reply)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    await t.send_json_to({"type": "crash", "broker": 1})       # the room is alive
+    await until(t, is_type("ack", command="crash"))
+    await s.disconnect()
+    await t.disconnect()
