@@ -15,7 +15,6 @@ import secrets
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F
 
 from kafkaviz.live.runtime import new_sandbox_id
 
@@ -85,9 +84,6 @@ class Member(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} in {self.room_id}"
-
-    def connected(self, delta: int) -> None:
-        Member.objects.filter(pk=self.pk).update(connections=F("connections") + delta)
 
 
 class JoinFailure(models.Model):

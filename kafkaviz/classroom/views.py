@@ -6,7 +6,6 @@ import re
 
 import segno
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -55,8 +54,7 @@ def new_room(request: HttpRequest) -> HttpResponse:
     choices = [(c.slug, c.title) for c in (load_content(slug, lang) for slug in _live_slugs()) if c is not None]
     if request.method == "POST":
         form = NewRoomForm(request.POST)
-        if form.is_valid() and load_content(form.cleaned_data["lesson"], "en") is not None \
-                and load_content(form.cleaned_data["lesson"], "en").kind is not None:
+        if form.is_valid() and form.cleaned_data["lesson"] in _live_slugs():
             room = Room.objects.create(lesson=form.cleaned_data["lesson"], instructor=request.user,
                                        run=form.cleaned_data["run"] or "")
             return redirect(reverse("classroom:present", args=[room.code]) + (f"?lang={lang}" if lang != "en" else ""))
@@ -136,12 +134,9 @@ def room_page(request: HttpRequest, code: str) -> HttpResponse:
 @require_GET
 def present(request: HttpRequest, code: str) -> HttpResponse:
     """``/rooms/<code>/present``: the instructor's projector page."""
-    refused = _instructor_only(request)
-    if refused is not None:
-        return refused
-    room = _room_or_404(code)
-    if room.instructor_id != request.user.pk:
-        return HttpResponseForbidden(_("This is another instructor's room."))
+    room = _own_room(request, code)
+    if isinstance(room, HttpResponse):
+        return room
     lang = _lang(request)
     if not room.is_open:
         return _closed(request, lang)
@@ -162,15 +157,23 @@ def present(request: HttpRequest, code: str) -> HttpResponse:
 
 @require_POST
 def close(request: HttpRequest, code: str) -> HttpResponse:
+    room = _own_room(request, code)
+    if isinstance(room, HttpResponse):
+        return room
+    close_room(room)
+    messages.success(request, _("Room %(code)s is closed.") % {"code": room.code})
+    return redirect(reverse("lesson", args=[room.lesson]) if get_lesson(room.lesson) else reverse("home"))
+
+
+def _own_room(request: HttpRequest, code: str) -> Room | HttpResponse:
+    """The room, if the request comes from its instructor; otherwise the refusal."""
     refused = _instructor_only(request)
     if refused is not None:
         return refused
     room = _room_or_404(code)
     if room.instructor_id != request.user.pk:
         return HttpResponseForbidden(_("This is another instructor's room."))
-    close_room(room)
-    messages.success(request, _("Room %(code)s is closed.") % {"code": room.code})
-    return redirect(reverse("lesson", args=[room.lesson]) if get_lesson(room.lesson) else reverse("home"))
+    return room
 
 
 def _room_or_404(code: str) -> Room:

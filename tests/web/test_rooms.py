@@ -7,7 +7,6 @@ codes is rate-limited; a student forks the room into a private sandbox; the room
 exports in the learner's format."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 
@@ -18,15 +17,15 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.db import connections
-from django.core.management.base import CommandError as ManagementError
 from django.test import Client
 
 from kafkaviz.asgi import application
-from kafkaviz.classroom.models import JoinFailure, Member, Room
+from kafkaviz.classroom.models import Member, Room
 from kafkaviz.classroom.presets import PRESETS
 
 from .conftest import ORIGIN
 from .framing import TrackedCommunicator
+from .test_consumers import replies_until
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -103,16 +102,7 @@ async def connect(client: Client, room: Room):
 
 
 async def until(comm, predicate, timeout=10.0):
-    got = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        remaining = deadline - loop.time()
-        assert remaining > 0, f"timed out; got {[(m.get('type'), m.get('code')) for m in got]}"
-        msg = await comm.receive_json_from(timeout=remaining)
-        got.append(msg)
-        if predicate(msg):
-            return got
+    return await replies_until(comm, predicate, timeout)
 
 
 def is_type(kind, **fields):
