@@ -18,7 +18,7 @@ from channels.auth import get_user
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from kafkaviz.live.consumers import CLOSE_NO_LESSON, CLOSE_NO_SANDBOX, LessonConsumer, log_problem
+from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_problem
 from kafkaviz.live.runtime import get_runtime
 from kafkaviz.live.validation import CommandError
 
@@ -56,7 +56,9 @@ class RoomConsumer(LessonConsumer):
         user = await get_user(self.scope) if code and self.scope.get("session") is not None else None
         found = await database_sync_to_async(self._identify)(code, user) if code else None
         if found is None:
-            await self.close(code=CLOSE_NO_LESSON)
+            # The same close as for a room this browser has not joined: a socket is no
+            # way to learn which codes exist (joins are rate-limited; sockets are not).
+            await self.close(code=CLOSE_NO_SANDBOX)
             return None
         room, member_id, instructor = found
         if not room.is_open:

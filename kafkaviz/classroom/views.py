@@ -71,54 +71,67 @@ def _live_slugs() -> list[str]:
     return [s for s in slugs if (c := load_content(s, "en")) is not None and c.kind is not None]
 
 
-@require_http_methods(["GET", "POST"])
-def join(request: HttpRequest, code: str = "") -> HttpResponse:
-    """``/rooms/join`` and ``/r/<code>``: the join form; POST joins under a display name."""
-    lang = _lang(request)
-    address = request.META.get("REMOTE_ADDR", "")
-    status = 200
-    if request.method == "POST":
-        form = JoinForm(request.POST)
-        if guessing_blocked(address):
-            form.is_valid()
-            form.add_error(None, _("Too many wrong room codes from your network. Wait a minute, then check the "
-                                   "code on the projector and try again."))
-            status = 429
-        elif form.is_valid():
-            room = Room.objects.filter(code=form.cleaned_data["code"]).first()
-            if room is None:
-                record_failure(address)
-                form.add_error("code", _("No room has this code. Check it on the projector."))
-                status = 404
-            elif not room.is_open:
-                form.add_error("code", _("This room has been closed by its instructor."))
-                status = 410
-            else:
-                member = member_of(request.session, room)
-                if member is None:
-                    member = Member.objects.create(room=room, name=form.cleaned_data["name"])
-                else:
-                    Member.objects.filter(pk=member.pk).update(name=form.cleaned_data["name"])
-                remember_member(request.session, member)
-                return redirect(reverse("classroom:room", args=[room.code]) + (f"?lang={lang}" if lang != "en" else ""))
-        else:
-            status = 400
-    else:
-        form = JoinForm(initial={"code": normalise_code(code) or ""})
+def _guarded_lookup(address: str, code: str) -> tuple[Room | None, str, int]:
+    """The open room with this code, or why not (message, HTTP status). Every way of
+    asking (the form, the link) goes through the guessing limit: a wrong well-formed
+    code counts against the address, and a blocked address learns nothing."""
+    if guessing_blocked(address):
+        return None, _("Too many wrong room codes from your network. Wait a minute, then check the code on the "
+                       "projector and try again."), 429
+    room = Room.objects.filter(code=code).first()
+    if room is None:
+        record_failure(address)
+        return None, _("No room has this code. Check it on the projector."), 404
+    if not room.is_open:
+        return None, _("This room has been closed by its instructor."), 410
+    return room, "", 200
+
+
+def _join_page(request: HttpRequest, form: JoinForm, lang: str, status: int, notice: str = "") -> HttpResponse:
     with translation.override(DJANGO_LANG[lang]):
-        return render(request, "classroom/join.html", {"form": form, "lang": lang}, status=status)
+        return render(request, "classroom/join.html", {"form": form, "lang": lang, "notice": notice}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def join(request: HttpRequest) -> HttpResponse:
+    """``/rooms/join``: the join form; POST joins under a display name."""
+    lang = _lang(request)
+    if request.method != "POST":
+        return _join_page(request, JoinForm(), lang, 200)
+    form = JoinForm(request.POST)
+    if not form.is_valid():
+        return _join_page(request, form, lang, 400)
+    room, why, status = _guarded_lookup(request.META.get("REMOTE_ADDR", ""), form.cleaned_data["code"])
+    if room is None:
+        form.add_error("code" if status != 429 else None, why)
+        return _join_page(request, form, lang, status)
+    member = member_of(request.session, room)
+    if member is None:
+        member = Member.objects.create(room=room, name=form.cleaned_data["name"])
+    else:
+        Member.objects.filter(pk=member.pk).update(name=form.cleaned_data["name"])
+    remember_member(request.session, member)
+    return redirect(reverse("classroom:room", args=[room.code]) + (f"?lang={lang}" if lang != "en" else ""))
 
 
 @require_GET
 def room_page(request: HttpRequest, code: str) -> HttpResponse:
-    """``/r/<code>``: a student in the room sees the lesson page on the room's socket."""
-    room = _room_or_404(code)
+    """``/r/<code>``: a student in the room sees the lesson page on the room's socket;
+    anybody else gets the join form with the code filled in."""
     lang = _lang(request)
-    if room.instructor_id == request.user.pk and is_instructor(request.user):
+    normal = normalise_code(code)
+    room = Room.objects.filter(code=normal).first() if normal else None
+    if room is not None and room.instructor_id == request.user.pk and is_instructor(request.user):
         return redirect(reverse("classroom:present", args=[room.code]))
-    member = member_of(request.session, room) if room.is_open else None
+    member = member_of(request.session, room) if room is not None and room.is_open else None
     if member is None:
-        return join(request, room.code) if room.is_open else _closed(request, lang)
+        form = JoinForm(initial={"code": normal or ""})
+        if normal is None:
+            return _join_page(request, form, lang, 404)
+        room, why, status = _guarded_lookup(request.META.get("REMOTE_ADDR", ""), normal)
+        if status == 410:
+            return _closed(request, lang)
+        return _join_page(request, form, lang, status, notice=why)
     content = load_content(room.lesson, lang)
     if content is None or content.kind is None:
         raise Http404("lesson gone")

@@ -44,8 +44,9 @@
     members.forEach(function (m) {
       const state = KV.html("span", { class: "roster-state" },
         (m.connected ? "● " + t("online") : "○ " + t("offline")) + (m.granted ? " · ◆ " + t("has_control") : ""));
+      const label = m.granted ? t("revoke") : t("grant");
       const btn = KV.html("button", { type: "button", class: "secondary roster-toggle", "data-member": String(m.id),
-        "aria-pressed": m.granted ? "true" : "false" }, m.granted ? t("revoke") : t("grant"));
+        "aria-label": label + ": " + m.name }, label);
       btn.addEventListener("click", function () { send({ type: m.granted ? "revoke" : "grant", member: m.id }); });
       list.appendChild(KV.tree("li", { class: "roster-member" + (m.connected ? " online" : " offline"),
         "data-granted": m.granted ? "true" : "false" }, [KV.html("span", { class: "roster-name" }, m.name), state, btn]));

@@ -165,6 +165,17 @@ def test_guessing_codes_is_rate_limited_per_address():
     assert guesser.post("/rooms/join", {"code": room.code, "name": "Mallory"}).status_code == 302
 
 
+def test_guessing_by_link_counts_too_and_says_nothing_once_blocked():
+    room = open_room(make_instructor())
+    guesser = Client(REMOTE_ADDR="10.0.0.11")
+    for i in range(10):
+        response = guesser.get(f"/r/ABCDEFG{CODE_ALPHABET[i]}")
+        assert response.status_code == 404 and "No room has this code" in response.content.decode()
+    blocked = guesser.get(f"/r/{room.code}")
+    assert blocked.status_code == 429 and "Too many wrong room codes" in blocked.content.decode()
+    assert Client(REMOTE_ADDR="10.0.0.12").get(f"/r/{room.code}").status_code == 200
+
+
 def test_malformed_codes_do_not_count_as_guesses_but_are_refused():
     response = Client().post("/rooms/join", {"code": "<script>", "name": "X"})
     assert response.status_code == 400 and "8 letters" in response.content.decode()
