@@ -3,8 +3,11 @@
 with two differences: who may run commands is decided here, on the server, for every
 command (the instructor, or a student the instructor granted control to and has not
 revoked: read from the database each time, so a revoke counts at once in every
-process), and room messages ride a second group, ``room.<code>`` (the roster when
-somebody joins, leaves or is granted control; the room closing).
+process), and room messages ride groups of their own: ``room.<code>`` (every watcher:
+the room closing), ``room.<code>.staff`` (the instructor's sockets: the roster when
+somebody joins, leaves or is granted control) and ``room.<code>.member.<id>`` (one
+student's sockets: control given or taken back). Students never get the whole roster,
+so a class of n joining costs n roster messages, not n².
 
 Everybody may ``sync``, ``export`` the room's run and ``share`` it (how a student forks
 the room into a private sandbox: the share id opens in their own lesson sandbox).
@@ -85,18 +88,28 @@ class RoomConsumer(LessonConsumer):
                             command=ctype)
 
     # ---- the connection --------------------------------------------------------------
+    def _groups(self) -> list[str]:
+        own = f"{self.room_group}.staff" if self.instructor else f"{self.room_group}.member.{self.member_id}"
+        return [self.room_group, own]
+
     async def connect(self) -> None:
         await super().connect()
         if self.sandbox_id is None:
             return
-        await self.channel_layer.group_add(self.room_group, self.channel_name)
+        for group in self._groups():
+            await self.channel_layer.group_add(group, self.channel_name)
         await database_sync_to_async(self._presence)(+1)
         await self._seed()
+        if self.instructor:
+            await self.send_json({"type": "roster", "members": await database_sync_to_async(roster)(self.room_id)})
+        else:
+            await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
         await self.broadcast_roster()
 
     async def disconnect(self, code: int) -> None:
         if self.room_group is not None and self.sandbox_id is not None:
-            await self.channel_layer.group_discard(self.room_group, self.channel_name)
+            for group in self._groups():
+                await self.channel_layer.group_discard(group, self.channel_name)
             try:
                 await self._save()
                 await database_sync_to_async(self._presence)(-1)
@@ -127,6 +140,8 @@ class RoomConsumer(LessonConsumer):
         if name is None:
             await self.send_error(CommandError("not_found", "No such student in this room.", "member", ctype))
             return
+        await self.channel_layer.group_send(f"{self.room_group}.member.{member}",
+                                            {"type": "room.control", "granted": ctype == "grant"})
         await self.broadcast_roster()
         text = (f"{name} may now run commands." if ctype == "grant" else f"{name} is watching again.")
         await self.send_json({"type": "ack", "command": ctype, "text": text})
@@ -170,13 +185,14 @@ class RoomConsumer(LessonConsumer):
 
     async def broadcast_roster(self) -> None:
         members = await database_sync_to_async(roster)(self.room_id)
-        await self.channel_layer.group_send(self.room_group, {"type": "room.roster", "members": members})
+        await self.channel_layer.group_send(f"{self.room_group}.staff", {"type": "room.roster", "members": members})
 
     # ---- group messages --------------------------------------------------------------
     async def room_roster(self, message: dict[str, Any]) -> None:
-        members = message["members"]
-        you = next((m for m in members if m["id"] == self.member_id), None)
-        await self.send_json({"type": "roster", "members": members, "you": you, "instructor": self.instructor})
+        await self.send_json({"type": "roster", "members": message["members"]})
+
+    async def room_control(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "control", "granted": bool(message["granted"])})
 
     async def room_closed(self, message: dict[str, Any]) -> None:
         self.room_closed_seen = True

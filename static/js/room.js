@@ -1,6 +1,6 @@
 /* kafkaviz rooms: the extra parts of a room's pages (docs/web.md "Rooms").
- * - student page: who you are, whether you have control (from the roster the server
- *   pushes), and "fork": share the room's run, then open it in your own lesson sandbox;
+ * - student page: who you are, whether you have control (the server pushes "control"
+ *   when it changes), and "fork": share the room's run, then open it in your own lesson sandbox;
  * - presenter page: fault presets (data from kafkaviz/classroom/presets.py; roles such as
  *   $leader filled from the last frame), the roster with grant / take back;
  * - a lesson page of an instructor: "Open a room from here" posts the current run.
@@ -55,11 +55,8 @@
     const empty = $("roster-empty");
     if (empty) empty.hidden = members.length > 0;
   }
-  KV.onMessage.roster = function (msg) {
-    if (RD.role === "instructor") showRoster(msg);
-    else showControl(msg.you);
-    document.body.dataset.roster = String(Number(document.body.dataset.roster || 0) + 1);
-  };
+  KV.onMessage.roster = showRoster;                                        // instructor's sockets only
+  KV.onMessage.control = function (msg) { showControl({ granted: msg.granted }); };   // a student's own
 
   // ---- presets (presenter) ----------------------------------------------------------
   function role(name, state) {
