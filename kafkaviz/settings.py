@@ -229,9 +229,10 @@ KAFKAVIZ_RUNTIME = {
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute
-# before every join from it is refused for the rest of that minute.
+# before every join from it is refused for the rest of that minute; students per room.
 KAFKAVIZ_ROOMS = {
     "JOIN_FAILURES_PER_MINUTE": _int("KAFKAVIZ_JOIN_FAILURES_PER_MINUTE", 10),
+    "MAX_MEMBERS": _int("KAFKAVIZ_ROOM_MAX_MEMBERS", 300),   # students one room admits
 }
 
 LOGGING = {

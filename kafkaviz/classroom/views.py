@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import segno
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
@@ -107,6 +108,9 @@ def join(request: HttpRequest) -> HttpResponse:
         return _join_page(request, form, lang, status)
     member = member_of(request.session, room)
     if member is None:
+        if Member.objects.filter(room=room).count() >= settings.KAFKAVIZ_ROOMS["MAX_MEMBERS"]:
+            form.add_error(None, _("This room is full: it has as many students as it admits. Ask your instructor."))
+            return _join_page(request, form, lang, 429)
         member = Member.objects.create(room=room, name=form.cleaned_data["name"])
     else:
         Member.objects.filter(pk=member.pk).update(name=form.cleaned_data["name"])

@@ -222,3 +222,16 @@ def test_room_pages_in_chinese():
     assert "复制到我自己的沙盒" in page and f'ws-connect="/ws/rooms/{room.code}/?lang=zh"' in page
     present = teacher.get(f"/rooms/{room.code}/present?lang=zh").content.decode()
     assert "杀死 leader" in present and "在场的人" in present
+
+
+def test_a_full_room_says_so_and_admits_nobody_more(settings):
+    settings.KAFKAVIZ_ROOMS = {**settings.KAFKAVIZ_ROOMS, "MAX_MEMBERS": 2}
+    room = open_room(make_instructor())
+    first = Client()
+    for name in ("Ada", "Bob"):
+        assert (first if name == "Ada" else Client()).post("/rooms/join", {"code": room.code, "name": name}).status_code == 302
+    response = Client().post("/rooms/join", {"code": room.code, "name": "Cy"})
+    assert response.status_code == 429 and "This room is full" in response.content.decode()
+    # A browser already in the room may still come back (and rename itself).
+    assert first.post("/rooms/join", {"code": room.code, "name": "Ada L"}).status_code == 302
+    assert sorted(Member.objects.values_list("name", flat=True)) == ["Ada L", "Bob"]
