@@ -21,5 +21,6 @@ from kafkaviz.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns + room_urlpatterns))),
+    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(
+        URLRouter(websocket_urlpatterns + room_urlpatterns))),
 })

@@ -31,7 +31,7 @@ ROLES = ("$leader", "$controller", "$follower")
 @dataclass(frozen=True)
 class Preset:
     id: str
-    key: str   # presenter page shortcut (aria-keyshortcuts); Shift+letter, so a stray key never breaks the class's cluster
+    key: str        # presenter shortcut (aria-keyshortcuts): Shift+letter, so a stray key breaks nothing
     label: Any                     # lazy translation
     explain: Any
     do: tuple[dict[str, Any], ...]
