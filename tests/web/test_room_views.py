@@ -235,3 +235,12 @@ def test_a_full_room_says_so_and_admits_nobody_more(settings):
     # A browser already in the room may still come back (and rename itself).
     assert first.post("/rooms/join", {"code": room.code, "name": "Ada L"}).status_code == 302
     assert sorted(Member.objects.values_list("name", flat=True)) == ["Ada L", "Bob"]
+
+
+def test_closing_a_room_says_so_on_the_next_page():
+    teacher = make_instructor()
+    room = open_room(teacher, "leader-epoch")
+    response = teacher.post(f"/rooms/{room.code}/close", follow=True)
+    assert response.redirect_chain[-1][0] == "/lessons/leader-epoch/"
+    assert f"Room {room.code} is closed." in response.content.decode()
+    assert teacher.get(f"/rooms/{room.code}/present").status_code == 410
