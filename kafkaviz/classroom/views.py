@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import segno
 from django.conf import settings
@@ -136,16 +137,23 @@ def room_page(request: HttpRequest, code: str) -> HttpResponse:
         if status == 410:
             return _closed(request, lang)
         return _join_page(request, form, lang, status, notice=why)
+    fork = reverse("lesson", args=[room.lesson]) + (f"?lang={lang}&run=" if lang != "en" else "?run=")
+    with translation.override(DJANGO_LANG[lang]):
+        _, context = _room_context(room, lang, "student", member=member.pk, name=member.name, fork_url=fork)
+        return render(request, "lessons/lesson.html", context)
+
+
+def _room_context(room: Room, lang: str, role: str, **room_data: Any) -> tuple[Any, dict[str, Any]]:
+    """The lesson's content and the page context of a room page (the lesson's own, on the
+    room's socket), with the facts room.js reads."""
     content = load_content(room.lesson, lang)
     if content is None or content.kind is None:
         raise Http404("lesson gone")
-    with translation.override(DJANGO_LANG[lang]):
-        context = live_context(content, lang, ROOM_SOCKET.format(code=room.code, lang=lang))
-        context["room"] = room
-        fork = reverse("lesson", args=[room.lesson]) + (f"?lang={lang}&run=" if lang != "en" else "?run=")
-        context["room_data"] = {"code": room.code, "role": "student", "member": member.pk, "name": member.name,
-                                "lesson": room.lesson, "fork_url": fork, "ui": room_strings()}
-        return render(request, "lessons/lesson.html", context)
+    context = live_context(content, lang, ROOM_SOCKET.format(code=room.code, lang=lang))
+    context["room"] = room
+    context["room_data"] = {"code": room.code, "role": role, "lesson": room.lesson, "ui": room_strings(),
+                            **room_data}
+    return content, context
 
 
 @require_GET
@@ -157,18 +165,13 @@ def present(request: HttpRequest, code: str) -> HttpResponse:
     lang = _lang(request)
     if not room.is_open:
         return _closed(request, lang)
-    content = load_content(room.lesson, lang)
-    if content is None or content.kind is None:
-        raise Http404("lesson gone")
     join_url = request.build_absolute_uri(reverse("classroom:join_code", args=[room.code]))
     with translation.override(DJANGO_LANG[lang]):
-        context = live_context(content, lang, ROOM_SOCKET.format(code=room.code, lang=lang))
+        content, context = _room_context(room, lang, "instructor")
         specs = {**COMMON_COMMANDS, **get_kind(content.kind).command_specs(content.scenario)}
-        presets = presets_for(specs)
+        context["room_data"]["presets"] = presets = presets_for(specs)
         diagrams = list(content.diagrams) + ([] if "timeline" in content.diagrams else ["timeline"])
-        context.update(room=room, join_url=join_url, qr_svg=_qr_svg(join_url), presets=presets, diagrams=diagrams,
-                       room_data={"code": room.code, "role": "instructor", "presets": presets,
-                                  "lesson": room.lesson, "ui": room_strings()})
+        context.update(join_url=join_url, qr_svg=_qr_svg(join_url), presets=presets, diagrams=diagrams)
         return render(request, "classroom/present.html", context)
 
 
