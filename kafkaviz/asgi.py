@@ -2,7 +2,8 @@
 
 WebSockets pass the origin check (only ``ALLOWED_HOSTS`` origins; cross-site pages
 cannot open a socket with the visitor's cookie) and get the session, which holds the
-visitor's sandbox ids.
+visitor's sandbox ids (and, for rooms, the instructor's login: the room consumer
+reads it from the session itself, so lesson sockets never touch the database).
 """
 import os
 
@@ -15,11 +16,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from channels.sessions import SessionMiddlewareStack  # noqa: E402
 
+from kafkaviz.classroom.routing import websocket_urlpatterns as room_urlpatterns  # noqa: E402
 from kafkaviz.live.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(
+        URLRouter(websocket_urlpatterns + room_urlpatterns))),
 })
 
 if os.environ.get("KAFKAVIZ_ACCESS_LOG") == "1":

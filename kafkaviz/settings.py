@@ -55,6 +55,10 @@ CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` is the ASGI one
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
     "template_partials",
@@ -62,6 +66,7 @@ INSTALLED_APPS = [
     "kafkaviz.lessons",
     "kafkaviz.live",
     "kafkaviz.lab",
+    "kafkaviz.classroom",
 ]
 
 MIDDLEWARE = [
@@ -72,6 +77,8 @@ MIDDLEWARE = [
     "kafkaviz.live.middleware.BusyMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -87,6 +94,8 @@ TEMPLATES = [
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.template.context_processors.static",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
             ],
         },
     },
@@ -99,6 +108,10 @@ DATABASES = {
                                       conn_max_age=_int("DJANGO_CONN_MAX_AGE", 0), conn_health_checks=True),
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Instructor accounts (rooms): Django auth; students join rooms without an account.
+LOGIN_URL = "classroom:login"
+LOGIN_REDIRECT_URL = "home"
 
 # Sessions only hold the ids of a visitor's sandboxes. Signed cookies need no database
 # round trip on every WebSocket connect, and the signature stops a client from
@@ -213,6 +226,13 @@ KAFKAVIZ_RUNTIME = {
     "INVALID_BURST": 10,
     "INVALID_CLOSE_AFTER": 200,  # dropped invalid messages in a row before the socket is closed
     "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
+}
+
+# Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute
+# before every join from it is refused for the rest of that minute; students per room.
+KAFKAVIZ_ROOMS = {
+    "JOIN_FAILURES_PER_MINUTE": _int("KAFKAVIZ_JOIN_FAILURES_PER_MINUTE", 10),
+    "MAX_MEMBERS": _int("KAFKAVIZ_ROOM_MAX_MEMBERS", 300),   # students one room admits
 }
 
 LOGGING = {

@@ -1,3 +1,4 @@
+from django.contrib import admin
 from django.urls import include, path
 
 from kafkaviz.lessons import views
@@ -9,4 +10,6 @@ urlpatterns = [
     path("lessons/<slug:slug>/", views.lesson, name="lesson"),
     path("sandbox/", views.lesson, {"slug": "sandbox"}, name="sandbox"),
     path("lab/", include("kafkaviz.lab.urls")),
+    path("admin/", admin.site.urls),
+    path("", include("kafkaviz.classroom.urls")),
 ]

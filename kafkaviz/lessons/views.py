@@ -84,6 +84,18 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
                                for name, label, key in _broker_actions() if name in commands]}
 
 
+def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, object]:
+    """What the page of a lesson with a sandbox needs, whichever socket drives it (the
+    learner's own, or a room's: ``kafkaviz/classroom``)."""
+    context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
+                                  "available_langs": content.languages, "ws_path": ws_path}
+    context["commands"] = commands = _commands(content)
+    context.update(_cluster_context(content, commands))
+    context["config_rows"] = config_rows(content.scenario.get("config") or {})
+    context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+    return context
+
+
 @require_GET
 def lesson(request: HttpRequest, slug: str) -> HttpResponse:
     found: Lesson | None = get_lesson(slug)
@@ -99,14 +111,19 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
         if is_htmx(request) and request.headers.get("HX-Target") == "explanation":
             return render(request, "lessons/lesson.html#explanation", context)
         if content.kind is not None:
+            from kafkaviz.classroom.auth import is_instructor
             from kafkaviz.live.sessions import ensure_sandbox_id
 
             ensure_sandbox_id(request.session, slug)
-            context["ws_path"] = f"/ws/lessons/{slug}/?lang={lang}"
-            context["commands"] = commands = _commands(content)
-            context.update(_cluster_context(content, commands))
-        context["config_rows"] = config_rows(content.scenario.get("config") or {})
-        context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+            context = live_context(content, lang, f"/ws/lessons/{slug}/?lang={lang}")
+            if is_instructor(request.user):
+                from kafkaviz.classroom.ui import room_strings
+
+                context["can_open_room"] = True
+                context["room_data"] = {"role": "opener", "ui": room_strings()}
+        else:
+            context["config_rows"] = config_rows(content.scenario.get("config") or {})
+            context["page_data"] = {**content.page_data(), "ui": ui_strings()}
         shared = request.GET.get("run", "")
         if content.kind is not None and re.fullmatch(SHARE_ID_RE, shared):
             context["page_data"]["shared_run"] = shared   # the page asks its sandbox to open it

@@ -56,16 +56,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                                     self._limit("CONNECTION_COMMAND_BURST", 20), now)
         self.invalid = TokenBucket(self._limit("INVALID_PER_SECOND", 2.0), self._limit("INVALID_BURST", 10), now)
         self.dropped = 0
-        slug = self.scope["url_route"]["kwargs"]["slug"]
-        lesson = get_lesson(slug)
-        if lesson is None or lesson.sandbox_kind is None:
-            await self.close(code=CLOSE_NO_LESSON)
+        resolved = await self.resolve_sandbox()
+        if resolved is None:
             return
-        sandbox_id = sandbox_id_from_session(self.scope.get("session"), slug)
-        if sandbox_id is None:
-            # No page visit issued an id to this browser: nothing to attach to.
-            await self.close(code=CLOSE_NO_SANDBOX)
-            return
+        sandbox_id, slug = resolved
         query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
         lang = (query.get("lang") or ["en"])[0]
         lang = lang if lang in LANGUAGES else "en"
@@ -94,6 +88,27 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         self.sandbox_id, self.group = sandbox_id, group
         await self.accept()
         await self.send_json(snapshot)
+
+    async def resolve_sandbox(self) -> tuple[str, str] | None:
+        """Hook: which sandbox this socket watches, as (sandbox id, lesson slug), from
+        the URL and the signed session, never from the client. ``None`` once the socket
+        has been closed (or refused) with the reason. Rooms override it."""
+        slug = self.scope["url_route"]["kwargs"]["slug"]
+        lesson = get_lesson(slug)
+        if lesson is None or lesson.sandbox_kind is None:
+            await self.close(code=CLOSE_NO_LESSON)
+            return None
+        sandbox_id = sandbox_id_from_session(self.scope.get("session"), slug)
+        if sandbox_id is None:
+            # No page visit issued an id to this browser: nothing to attach to.
+            await self.close(code=CLOSE_NO_SANDBOX)
+            return None
+        return sandbox_id, slug
+
+    async def authorise(self, content: Any) -> CommandError | None:
+        """Hook: may this socket run ``content``? ``None`` if so, else the refusal sent
+        back (nothing runs). A learner owns their sandbox; rooms override it."""
+        return None
 
     async def _refuse(self, exc: CommandError) -> None:
         """Tell the browser why (its page shows the message), then close."""
@@ -150,6 +165,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         await self.receive_json(content)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        refusal = await self.authorise(content)
+        if refusal is not None:
+            await self.send_error(refusal)
+            return
         try:
             reply = await get_runtime().command(self.sandbox_id, content)
         except CommandError as exc:

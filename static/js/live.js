@@ -144,6 +144,8 @@
       if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
       if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
     }
+    // Other message types (a room's roster, ...) go to whoever registered for them.
+    else if (KV.onMessage && KV.onMessage[msg.type]) KV.onMessage[msg.type](msg);
   }
   KV.dispatch = dispatch;
 

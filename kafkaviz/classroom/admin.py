@@ -1,0 +1,19 @@
+from django.contrib import admin
+
+from .models import Member, Room
+
+
+class MemberInline(admin.TabularInline):
+    model = Member
+    fields = ("name", "granted", "connections", "joined", "last_seen")
+    readonly_fields = ("connections", "joined", "last_seen")
+    extra = 0
+
+
+@admin.register(Room)
+class RoomAdmin(admin.ModelAdmin):
+    list_display = ("code", "lesson", "instructor", "created", "closed")
+    list_filter = ("closed", "lesson")
+    readonly_fields = ("code", "sandbox_id", "created")
+    exclude = ("run",)
+    inlines = [MemberInline]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class ClassroomConfig(AppConfig):
+    name = "kafkaviz.classroom"
+    label = "classroom"
+    verbose_name = "Classroom rooms"

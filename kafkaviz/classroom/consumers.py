@@ -1,0 +1,235 @@
+"""``/ws/rooms/<code>/``: a room's socket. The same consumer as a learner's lesson
+(limits, hostile input, frames), watching the room's sandbox instead of the session's,
+with two differences: who may run commands is decided here, on the server, for every
+command (the instructor, or a student the instructor granted control to and has not
+revoked: read from the database each time, so a revoke counts at once in every
+process), and room messages ride groups of their own: ``room.<code>`` (every watcher:
+the room closing), ``room.<code>.staff`` (the instructor's sockets: the roster when
+somebody joins, leaves or is granted control) and ``room.<code>.member.<id>`` (one
+student's sockets: control given or taken back). Students never get the whole roster,
+so a class of n joining costs n roster messages, not n².
+
+Everybody may ``sync``, ``export`` the room's run and ``share`` it (how a student forks
+the room into a private sandbox: the share id opens in their own lesson sandbox).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channels.auth import get_user
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_problem
+from kafkaviz.live.runtime import get_runtime
+from kafkaviz.live.validation import CommandError
+
+from .auth import is_instructor
+from .models import Member, Room, normalise_code
+from .rooms import MEMBERS_SESSION_KEY, roster
+
+log = logging.getLogger("kafkaviz.classroom")
+
+CLOSE_ROOM_CLOSED = 4410
+
+# What any watcher of a room may send: nothing here changes the room's sandbox.
+READ_ONLY = frozenset({"export", "share"})
+ROOM_MESSAGES = frozenset({"grant", "revoke"})
+
+
+def _type_of(content: Any) -> str | None:
+    """A message's ``type`` if it is a string (anything else is the runtime's to refuse)."""
+    ctype = content.get("type") if isinstance(content, dict) else None
+    return ctype if isinstance(ctype, str) else None
+
+
+class RoomConsumer(LessonConsumer):
+    room_id: int | None = None
+    room_code: str | None = None
+    room_group: str | None = None
+    member_id: int | None = None
+    instructor: bool = False
+    first_seq: int | None = None
+    room_closed_seen: bool = False
+
+    # ---- hooks of LessonConsumer -----------------------------------------------------
+    async def resolve_sandbox(self) -> tuple[str, str] | None:
+        code = normalise_code(self.scope["url_route"]["kwargs"].get("code", ""))
+        user = await get_user(self.scope) if code and self.scope.get("session") is not None else None
+        found = await database_sync_to_async(self._identify)(code, user) if code else None
+        if found is None:
+            # The same close as for a room this browser has not joined: a socket is no
+            # way to learn which codes exist (joins are rate-limited; sockets are not).
+            await self.close(code=CLOSE_NO_SANDBOX)
+            return None
+        room, member_id, instructor = found
+        if not room.is_open:
+            await self.accept()
+            await self.send_json(CommandError("closed", "This room has been closed by its instructor.").to_message())
+            await self.close(code=CLOSE_ROOM_CLOSED)
+            return None
+        if member_id is None and not instructor:
+            # Neither the room's instructor nor a student who joined it from this browser.
+            await self.close(code=CLOSE_NO_SANDBOX)
+            return None
+        self.room_id, self.room_code, self.room_group = room.pk, room.code, room.group()
+        self.member_id, self.instructor = member_id, instructor
+        return room.sandbox_id, room.lesson
+
+    async def authorise(self, content: Any) -> CommandError | None:
+        ctype = _type_of(content)
+        if ctype in READ_ONLY or self.instructor:
+            return None
+        if self.member_id is not None and await database_sync_to_async(self._granted)():
+            return None
+        return CommandError("forbidden", "Only the instructor, or a student the instructor has given control to, "
+                            "can change the room's cluster. You are watching.",
+                            command=ctype)
+
+    # ---- the connection --------------------------------------------------------------
+    def _groups(self) -> list[str]:
+        own = f"{self.room_group}.staff" if self.instructor else f"{self.room_group}.member.{self.member_id}"
+        return [self.room_group, own]
+
+    async def connect(self) -> None:
+        await super().connect()
+        if self.sandbox_id is None:
+            return
+        for group in self._groups():
+            await self.channel_layer.group_add(group, self.channel_name)
+        await database_sync_to_async(self._presence)(+1)
+        await self._seed()
+        if self.instructor:
+            await self.send_json({"type": "roster", "members": await database_sync_to_async(roster)(self.room_id)})
+        else:
+            await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
+        await self.broadcast_roster()
+
+    async def disconnect(self, code: int) -> None:
+        if self.room_group is not None and self.sandbox_id is not None:
+            for group in self._groups():
+                await self.channel_layer.group_discard(group, self.channel_name)
+            try:
+                await self._save()
+                await database_sync_to_async(self._presence)(-1)
+                await self.broadcast_roster()
+            except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
+                log_problem("room presence failed", exc, sandbox=self.sandbox_id)
+            self.room_group = None
+        await super().disconnect(code)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if _type_of(content) in ROOM_MESSAGES:
+            await self._grant(content)
+            return
+        await super().receive_json(content, **kwargs)
+
+    async def _grant(self, content: dict[str, Any]) -> None:
+        ctype = content["type"]
+        if not self.instructor:
+            await self.send_error(CommandError("forbidden", "Only the instructor can give or take control.",
+                                               command=ctype))
+            return
+        member = content.get("member")
+        if isinstance(member, bool) or not isinstance(member, int) or len(content) != 2:
+            await self.refuse(CommandError("invalid", f'"{ctype}" takes the member\'s id: {{"type": "{ctype}", '
+                                           '"member": 12}.', "member", ctype))
+            return
+        name = await database_sync_to_async(self._set_granted)(member, ctype == "grant")
+        if name is None:
+            await self.send_error(CommandError("not_found", "No such student in this room.", "member", ctype))
+            return
+        await self.channel_layer.group_send(f"{self.room_group}.member.{member}",
+                                            {"type": "room.control", "granted": ctype == "grant"})
+        await self.broadcast_roster()
+        text = (f"{name} may now run commands." if ctype == "grant" else f"{name} is watching again.")
+        await self.send_json({"type": "ack", "command": ctype, "text": text})
+
+    async def send_json(self, content: Any, close: bool = False) -> None:
+        if self.first_seq is None and isinstance(content, dict) and content.get("snapshot"):
+            self.first_seq = content.get("frame_seq")      # 0: nothing has happened in this sandbox yet
+        await super().send_json(content, close)
+
+    async def _seed(self) -> None:
+        """A room sandbox nothing has happened in yet (the first watcher, or the room was
+        reclaimed while nobody watched) starts from the room's saved run. Two watchers
+        arriving at once both import the same run: the same state either way."""
+        if self.first_seq != 0:
+            return
+        run = await database_sync_to_async(self._saved_run)()
+        if not run:
+            return
+        try:
+            await get_runtime().command(self.sandbox_id, {"type": "import", "run": run})
+        except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
+            log_problem("room start run failed", exc, sandbox=self.sandbox_id)
+            if isinstance(exc, CommandError):
+                await self.send_error(CommandError(exc.code, f"The room started from the lesson's beginning: "
+                                                   f"its saved run could not be replayed ({exc})."))
+
+    async def _save(self) -> None:
+        """Someone with control leaves: keep the room's run, so a reclaimed room sandbox
+        comes back where the class left it."""
+        if self.room_closed_seen or not (
+                self.instructor or (self.member_id is not None and await database_sync_to_async(self._granted)())):
+            return
+        try:
+            reply = await get_runtime().command(self.sandbox_id, {"type": "export"})
+        except CommandError as exc:
+            if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
+                return
+            raise
+        await database_sync_to_async(Room.objects.filter(pk=self.room_id, closed__isnull=True).update)(
+            run=reply["file"])
+
+    async def broadcast_roster(self) -> None:
+        members = await database_sync_to_async(roster)(self.room_id)
+        await self.channel_layer.group_send(f"{self.room_group}.staff", {"type": "room.roster", "members": members})
+
+    # ---- group messages --------------------------------------------------------------
+    async def room_roster(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "roster", "members": message["members"]})
+
+    async def room_control(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "control", "granted": bool(message["granted"])})
+
+    async def room_closed(self, message: dict[str, Any]) -> None:
+        self.room_closed_seen = True
+        await self.send_json(CommandError("closed", "The instructor closed this room. Thank you for watching!")
+                             .to_message())
+        await self.close(code=CLOSE_ROOM_CLOSED)
+
+    # ---- database (worker threads) ---------------------------------------------------
+    def _identify(self, code: str, user: Any) -> tuple[Room, int | None, bool] | None:
+        room = Room.objects.filter(code=code).first()
+        if room is None:
+            return None
+        instructor = bool(user is not None and getattr(user, "pk", None) == room.instructor_id
+                          and is_instructor(user))
+        token = ((self.scope.get("session") or {}).get(MEMBERS_SESSION_KEY) or {}).get(room.code)
+        member_id = None
+        if isinstance(token, str):
+            member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
+        return room, member_id, instructor
+
+    def _granted(self) -> bool:
+        return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,
+                                     room__closed__isnull=True).exists()
+
+    def _set_granted(self, member: int, granted: bool) -> str | None:
+        row = Member.objects.filter(pk=member, room_id=self.room_id).first()
+        if row is None:
+            return None
+        Member.objects.filter(pk=row.pk).update(granted=granted)
+        return row.name
+
+    def _presence(self, delta: int) -> None:
+        if self.member_id is not None:
+            from django.db.models import F
+
+            Member.objects.filter(pk=self.member_id).update(connections=F("connections") + delta,
+                                                             last_seen=timezone.now())
+
+    def _saved_run(self) -> str:
+        return Room.objects.filter(pk=self.room_id).values_list("run", flat=True).first() or ""

@@ -1,0 +1,46 @@
+"""``manage.py createinstructor USERNAME [--password-env VAR]``: an instructor account
+(a user in the ``instructors`` group); without ``--password-env`` the password is asked."""
+from __future__ import annotations
+
+import getpass
+import os
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from kafkaviz.classroom.models import INSTRUCTORS_GROUP
+
+
+class Command(BaseCommand):
+    help = "Create an instructor account (or make an existing user an instructor and set the password)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument("--password-env", metavar="VAR",
+                            help="read the password from this environment variable instead of asking")
+        parser.add_argument("--email", default="")
+
+    def handle(self, *args, username: str, password_env: str | None, email: str, **options):
+        if password_env:
+            password = os.environ.get(password_env)
+            if not password:
+                raise CommandError(f"Environment variable {password_env} is unset or empty.")
+        else:
+            password = getpass.getpass("Password: ")
+            if password != getpass.getpass("Password (again): "):
+                raise CommandError("The passwords differ.")
+        User = get_user_model()
+        user = User.objects.filter(username=username).first() or User(username=username, email=email)
+        try:
+            user.full_clean(exclude=["password"])
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        user.set_password(password)
+        user.save()
+        group, _ = Group.objects.get_or_create(name=INSTRUCTORS_GROUP)
+        user.groups.add(group)
+        self.stdout.write(f"Instructor {username} is ready; log in at /accounts/login/.")

@@ -1,0 +1,51 @@
+"""Room operations shared by the views and the consumer: membership in the session,
+the roster, closing."""
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.utils import timezone
+
+from kafkaviz.live.runtime import get_runtime
+
+from .models import Member, Room
+
+__all__ = ["MEMBERS_SESSION_KEY", "member_of", "remember_member", "roster", "close_room"]
+
+MEMBERS_SESSION_KEY = "kafkaviz_rooms"
+MAX_ROOMS_PER_SESSION = 20
+
+
+def member_of(session: Any, room: Room) -> Member | None:
+    token = (session.get(MEMBERS_SESSION_KEY) or {}).get(room.code)
+    if not isinstance(token, str):
+        return None
+    return Member.objects.filter(room=room, token=token).first()
+
+
+def remember_member(session: Any, member: Member) -> None:
+    rooms = dict(session.get(MEMBERS_SESSION_KEY) or {})
+    rooms.pop(member.room.code, None)
+    rooms[member.room.code] = member.token
+    while len(rooms) > MAX_ROOMS_PER_SESSION:     # the signed cookie stays small
+        rooms.pop(next(iter(rooms)))
+    session[MEMBERS_SESSION_KEY] = rooms
+
+
+def roster(room_id: int) -> list[dict[str, Any]]:
+    """Who is in the room, as every watcher gets it (no tokens)."""
+    return [{"id": m.pk, "name": m.name, "granted": m.granted, "connected": m.connections > 0}
+            for m in Member.objects.filter(room_id=room_id).only("pk", "name", "granted", "connections")]
+
+
+def close_room(room: Room) -> None:
+    """Close: refuse joins from now on, tell every watcher (in any process, through the
+    room's group), and reclaim the room's sandbox and its files in this process."""
+    Room.objects.filter(pk=room.pk, closed__isnull=True).update(closed=timezone.now())
+    Member.objects.filter(room=room).update(granted=False)
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(room.group(), {"type": "room.closed"})
+    get_runtime().discard(room.sandbox_id)

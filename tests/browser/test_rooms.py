@@ -1,0 +1,116 @@
+"""A class in two browsers: the instructor logs in, opens a room from the sandbox, a
+student joins on a phone-sized page, the instructor kills the leader with the preset's
+shortcut and the student's diagram shows it; control granted → the student steps the
+room; revoked → refused. Screenshots of the presenter view (1366 px) and the student's
+page (390 px) are saved in the test's temp dir to look at."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from .conftest import REPO, daphne_server
+from .test_frame_protocol import wait_for
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "browser-test-password"
+
+
+@pytest.fixture(scope="module")
+def room_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("kafkaviz-rooms")
+    env = {"KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0", "KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS": "0"}
+    with daphne_server(tmp, env) as url:
+        run_env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kafkaviz.settings", "DJANGO_DEBUG": "1",
+                   "DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite3'}", "ROOM_PW": PASSWORD}
+        subprocess.run([sys.executable, "manage.py", "createinstructor", "teacher", "--password-env", "ROOM_PW"],
+                       cwd=REPO, env=run_env, check=True, capture_output=True)
+        yield url
+
+
+def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room_server, tmp_path):
+    teacher_ctx = browser.new_context(viewport={"width": 1366, "height": 900})
+    student_ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    teacher, student = teacher_ctx.new_page(), student_ctx.new_page()
+    try:
+        # The instructor logs in and opens a room from their sandbox, two steps in.
+        teacher.goto(room_server + "/accounts/login/")
+        teacher.fill("#id_username", "teacher")
+        teacher.fill("#id_password", PASSWORD)
+        teacher.click("button[type=submit]")
+        teacher.goto(room_server + "/lessons/sandbox/")
+        expect(teacher.locator("#conn-status")).to_have_attribute("data-state", "open")
+        teacher.click("#step-button")
+        teacher.click("#step-button")
+        expect(teacher.locator("#step-counter")).to_contain_text("Step 2 of")
+        teacher.click("#open-room-button")
+        teacher.wait_for_url("**/rooms/*/present")
+        expect(teacher.locator("#conn-status")).to_have_attribute("data-state", "open")
+        code = teacher.locator(".join-code").inner_text().strip()
+        assert len(code) == 8
+        wait_for(teacher, "KV.lastFrame && KV.lastFrame.state.run.step === 2")
+
+        # A student joins by the link, under a name, without an account.
+        student.goto(f"{room_server}/r/{code}")
+        student.fill("#id_name", "Ada")
+        student.click("button[type=submit]")
+        expect(student.locator("#conn-status")).to_have_attribute("data-state", "open")
+        wait_for(student, "KV.lastFrame && KV.lastFrame.state.run.step === 2")
+        expect(student.locator("#room-control")).to_contain_text("Watching")
+        expect(teacher.locator("#roster")).to_contain_text("Ada")
+
+        # The instructor steps until the partition has a leader, then kills it: Shift+K.
+        for _ in range(6):
+            if teacher.evaluate("() => { const p = KV.lastFrame.state.partition; return !!p && p.leader >= 0; }"):
+                break
+            teacher.click("#step-button")
+            teacher.wait_for_timeout(300)
+        leader = teacher.evaluate("() => KV.lastFrame.state.partition.leader")
+        teacher.locator("body").click(position={"x": 5, "y": 5})
+        teacher.keyboard.press("Shift+K")
+        wait_for(student, f"KV.lastFrame.state.brokers[{leader}].alive === false")
+        expect(student.locator(f"#cl-broker-{leader} .cl-status")).to_contain_text("DOWN")
+
+        # Grant: the student moves the room's clock; everybody sees it.
+        clock = teacher.evaluate("() => KV.lastFrame.state.clock_ms")
+        teacher.locator(".roster-member", has_text="Ada").locator("button").click()
+        expect(student.locator("#room-banner")).to_have_attribute("data-control", "granted")
+        student.click("#advance-button")
+        wait_for(teacher, f"KV.lastFrame.state.clock_ms > {clock}")
+        clock = teacher.evaluate("() => KV.lastFrame.state.clock_ms")
+
+        # Revoke: the next command is refused and nothing moves.
+        teacher.locator(".roster-member", has_text="Ada").locator("button").click()
+        expect(student.locator("#room-banner")).to_have_attribute("data-control", "watching")
+        student.click("#advance-button")
+        expect(student.locator("[role=alert]", has_text="Only the instructor").first).to_be_visible()
+        teacher.wait_for_timeout(300)
+        assert teacher.evaluate("() => KV.lastFrame.state.clock_ms") == clock
+
+        for page in (teacher, student):
+            page.evaluate("() => window.scrollTo(0, 0)")
+        teacher.screenshot(path=str(tmp_path / "presenter-1366.png"), full_page=False)
+        student.screenshot(path=str(tmp_path / "student-390.png"), full_page=False)
+        out = os.environ.get("KAFKAVIZ_SCREENSHOTS")
+        if out:
+            teacher.screenshot(path=os.path.join(out, "presenter-1366.png"))
+            student.screenshot(path=os.path.join(out, "student-390.png"))
+
+        # Fork: one click, and the student is in a sandbox of their own at the room's step.
+        room_step = teacher.evaluate("() => KV.lastFrame.state.run.step")
+        student.click("#room-fork")
+        student.wait_for_url("**/lessons/sandbox/?run=*")
+        expect(student.locator("#conn-status")).to_have_attribute("data-state", "open")
+        wait_for(student, f"KV.lastFrame && KV.lastFrame.state.run.step === {room_step} && "
+                          f"KV.lastFrame.state.brokers[{leader}].alive === false")
+        student.click("#back-button")
+        wait_for(student, f"KV.lastFrame.state.run.step === {room_step - 1}")
+        teacher.wait_for_timeout(300)
+        assert teacher.evaluate("() => KV.lastFrame.state.run.step") == room_step   # the room did not move
+    finally:
+        teacher_ctx.close()
+        student_ctx.close()
