@@ -11,12 +11,13 @@
 3. ``manage.py migrate`` and ``collectstatic`` (WhiteNoise then serves hashed,
    compressed files: ``KAFKAVIZ_STATIC_MANIFEST=1``).
 4. Starts ``--processes`` daphne processes on ports ``port .. port+N-1``, each with
-   its own sandbox data directory, and waits. Ctrl-C / SIGTERM stops everything it
-   started, by process id.
+   its own sandbox data directory, and waits; a process that dies is started again on
+   its port. Ctrl-C / SIGTERM stops everything it started, by process id.
 
-A sandbox lives in the process that created it, so each visitor must stay on one
-process: here each process has its own port (a page and its socket share it); behind
-a load balancer, make it sticky (docs/web.md, "Where the runtime lives").
+A sandbox's engine lives in one process, but its sockets may be in any: requests are
+forwarded to the owner through Redis, and a dead owner's sandboxes are taken over from
+their saved runs (kafkaviz/live/router.py; docs/web.md, "Several processes"). So a
+load balancer needs no stickiness.
 The helpers :func:`start_redis` and :func:`start_postgres` are also what the tests use.
 """
 from __future__ import annotations
@@ -226,26 +227,35 @@ def main(argv: list[str] | None = None) -> int:
         manage = [sys.executable, "manage.py"]
         subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
-        for i in range(args.processes):
-            port = args.port + i
+        def start_daphne(port: int) -> subprocess.Popen:
             # The access log is ours, in JSON (kafkaviz/accesslog.py); daphne's text one is off.
             proc_env = {**env, "KAFKAVIZ_DATA_DIR": str(data_root / str(port)), "KAFKAVIZ_ACCESS_LOG": "1"}
             log = open(state / f"daphne-{port}.log", "ab")
-            servers.append(subprocess.Popen([sys.executable, "-m", "daphne", "-v", "0", "-b", args.host, "-p", str(port),
-                                             "kafkaviz.asgi:application"], cwd=REPO, env=proc_env,
-                                            stdout=log, stderr=subprocess.STDOUT))
-        urls = [f"http://{args.host}:{args.port + i}" for i in range(args.processes)]
+            return subprocess.Popen([sys.executable, "-m", "daphne", "-v", "0", "-b", args.host, "-p", str(port),
+                                     "kafkaviz.asgi:application"], cwd=REPO, env=proc_env,
+                                    stdout=log, stderr=subprocess.STDOUT)
+
+        def write_state() -> None:
+            (state / "serve.json").write_text(json.dumps({
+                "pid": os.getpid(), "urls": urls, "servers": [p.pid for p in servers],
+                "services": {s.name: {"pid": s.pid, "url": s.url} for s in started}}, indent=2))
+
+        ports = [args.port + i for i in range(args.processes)]
+        servers.extend(start_daphne(port) for port in ports)
+        urls = [f"http://{args.host}:{port}" for port in ports]
         for url in urls:
             healthy(url.replace(f"//{args.host}:", "//127.0.0.1:") if args.host in ("0.0.0.0", "::") else url, 30)
-        (state / "serve.json").write_text(json.dumps({
-            "pid": os.getpid(), "urls": urls, "servers": [p.pid for p in servers],
-            "services": {s.name: {"pid": s.pid, "url": s.url} for s in started}}, indent=2))
+        write_state()
         print(f"serve: kafkaviz is up on {', '.join(urls)} (logs and data in {state}); Ctrl-C stops it", flush=True)
         while not stopping["now"]:
-            for proc in servers:
-                if proc.poll() is not None:
-                    print(f"serve: daphne pid {proc.pid} exited with {proc.returncode}; stopping", flush=True)
-                    stopping["now"] = True
+            for i, proc in enumerate(servers):
+                if proc.poll() is not None and not stopping["now"]:
+                    # A process died: start another on its port. Its sandboxes are taken over by the
+                    # next request in a live process (kafkaviz/live/router.py), from their saved runs.
+                    print(f"serve: daphne pid {proc.pid} on port {ports[i]} exited with {proc.returncode}; "
+                          "starting it again", flush=True)
+                    servers[i] = start_daphne(ports[i])
+                    write_state()
             time.sleep(0.2)
         return 0
     finally:

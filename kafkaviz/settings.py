@@ -243,7 +243,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler",
                              "formatter": "text" if os.environ.get("KAFKAVIZ_LOG_FORMAT") == "text" else "json"}},
     "loggers": {
-        "kafkaviz": {"handlers": ["console"], "level": os.environ.get("KAFKAVIZ_LOG_LEVEL", "INFO")},
+        "kafkaviz": {"handlers": ["console"], "level": os.environ.get("KAFKAVIZ_LOG_LEVEL", "INFO"),
+                     "propagate": False},   # daphne configures the root logger too: one line each, not two
         "django": {"handlers": ["console"], "level": "WARNING"},
     },
 }

@@ -12,3 +12,6 @@ ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
 # No collectstatic before tests: WhiteNoise looks files up per request instead of
 # warning at every start that STATIC_ROOT does not exist.
 WHITENOISE_AUTOREFRESH = True
+
+# pytest's log capture listens on the root logger.
+LOGGING["loggers"]["kafkaviz"]["propagate"] = True  # noqa: F405

@@ -22,7 +22,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_problem
-from kafkaviz.live.runtime import get_runtime
+from kafkaviz.live.router import get_router
 from kafkaviz.live.validation import CommandError
 
 from .auth import is_instructor
@@ -44,7 +44,13 @@ def _type_of(content: Any) -> str | None:
     return ctype if isinstance(ctype, str) else None
 
 
+MAX_SOCKETS_PER_MEMBER = 4
+
+
 class RoomConsumer(LessonConsumer):
+    # A class shares one address behind its school's NAT: room sockets are capped per member
+    # (MAX_SOCKETS_PER_MEMBER) instead of per address; members come only through the join form.
+    counts_against_address = False
     room_id: int | None = None
     room_code: str | None = None
     room_group: str | None = None
@@ -72,6 +78,11 @@ class RoomConsumer(LessonConsumer):
         if member_id is None and not instructor:
             # Neither the room's instructor nor a student who joined it from this browser.
             await self.close(code=CLOSE_NO_SANDBOX)
+            return None
+        if member_id is not None and await database_sync_to_async(self._open_sockets)(member_id) >= \
+                MAX_SOCKETS_PER_MEMBER:
+            await self._refuse(CommandError("quota", f"You have this room open {MAX_SOCKETS_PER_MEMBER} times "
+                                            "already; close another tab."))
             return None
         self.room_id, self.room_code, self.room_group = room.pk, room.code, room.group()
         self.member_id, self.instructor = member_id, instructor
@@ -161,7 +172,7 @@ class RoomConsumer(LessonConsumer):
         if not run:
             return
         try:
-            await get_runtime().command(self.sandbox_id, {"type": "import", "run": run})
+            await get_router().command(self.sandbox_id, {"type": "import", "run": run})
         except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
             log_problem("room start run failed", exc, sandbox=self.sandbox_id)
             if isinstance(exc, CommandError):
@@ -175,7 +186,7 @@ class RoomConsumer(LessonConsumer):
                 self.instructor or (self.member_id is not None and await database_sync_to_async(self._granted)())):
             return
         try:
-            reply = await get_runtime().command(self.sandbox_id, {"type": "export"})
+            reply = await get_router().command(self.sandbox_id, {"type": "export"})
         except CommandError as exc:
             if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
                 return
@@ -212,6 +223,9 @@ class RoomConsumer(LessonConsumer):
         if isinstance(token, str):
             member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
         return room, member_id, instructor
+
+    def _open_sockets(self, member_id: int) -> int:
+        return Member.objects.filter(pk=member_id).values_list("connections", flat=True).first() or 0
 
     def _granted(self) -> bool:
         return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,

@@ -8,7 +8,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from kafkaviz.live.runtime import get_runtime
+from kafkaviz.live.router import get_router
 
 from .models import Member, Room
 
@@ -42,10 +42,11 @@ def roster(room_id: int) -> list[dict[str, Any]]:
 
 def close_room(room: Room) -> None:
     """Close: refuse joins from now on, tell every watcher (in any process, through the
-    room's group), and reclaim the room's sandbox and its files in this process."""
+    room's group), and reclaim the room's sandbox and its files wherever it runs."""
     Room.objects.filter(pk=room.pk, closed__isnull=True).update(closed=timezone.now())
     Member.objects.filter(room=room).update(granted=False)
     layer = get_channel_layer()
     if layer is not None:
         async_to_sync(layer.group_send)(room.group(), {"type": "room.closed"})
-    get_runtime().discard(room.sandbox_id)
+    # Through the router: the sandbox may live in another process (docs/web.md, "Several processes").
+    async_to_sync(get_router().discard)(room.sandbox_id)

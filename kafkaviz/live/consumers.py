@@ -26,6 +26,7 @@ from django.conf import settings
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import LANGUAGES
 
+from .router import get_router
 from .runtime import TokenBucket, get_runtime, group_name
 from .sessions import sandbox_id_from_session
 from .validation import CommandError
@@ -65,18 +66,19 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         lang = lang if lang in LANGUAGES else "en"
         runtime = get_runtime()
         address = client_address(self.scope)
-        if not runtime.open_connection(address):
-            await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
-                                            "close some tabs and reload."))
-            return
-        self.address = address
+        if self.counts_against_address:
+            if not runtime.open_connection(address):
+                await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
+                                                "close some tabs and reload."))
+                return
+            self.address = address
         # Join the group before taking the snapshot: frames published from now on queue
         # for this consumer and reach the browser after the snapshot (the browser drops
         # any whose frame_seq the snapshot already covers).
         group = group_name(sandbox_id)
         await self.channel_layer.group_add(group, self.channel_name)
         try:
-            snapshot = await runtime.attach(sandbox_id, slug, lang, address)
+            snapshot = await get_router().attach(sandbox_id, slug, lang, address)
         except Exception as exc:  # noqa: BLE001 - a refusal is a message to the browser, never a 1011
             await self.channel_layer.group_discard(group, self.channel_name)
             if not isinstance(exc, CommandError):
@@ -88,6 +90,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         self.sandbox_id, self.group = sandbox_id, group
         await self.accept()
         await self.send_json(snapshot)
+
+    # Hook: sockets count against MAX_CONNECTIONS_PER_ADDRESS. Rooms turn it off: a class
+    # shares one address behind its school's NAT, and room sockets are capped per member.
+    counts_against_address = True
 
     async def resolve_sandbox(self) -> tuple[str, str] | None:
         """Hook: which sandbox this socket watches, as (sandbox id, lesson slug), from
@@ -123,7 +129,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             self.address = None
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
-            await runtime.detach(self.sandbox_id)
+            await get_router().detach(self.sandbox_id)
             self.group = None
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
@@ -160,7 +166,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
             # The browser lost track of the state (it missed the whole state a diff refers to).
-            await self.send_json(await get_runtime().snapshot(self.sandbox_id))
+            await self.send_json(await get_router().snapshot(self.sandbox_id))
             return
         await self.receive_json(content)
 
@@ -170,7 +176,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self.send_error(refusal)
             return
         try:
-            reply = await get_runtime().command(self.sandbox_id, content)
+            reply = await get_router().command(self.sandbox_id, content)
         except CommandError as exc:
             if exc.code in ("invalid", "unknown_type"):
                 await self.refuse(exc)

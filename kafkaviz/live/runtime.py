@@ -390,6 +390,9 @@ class Runtime:
         if sb.queued >= self.settings.get("MAX_QUEUED_COMMANDS", 4):
             raise CommandError("rate_limited", "This sandbox is still working on your earlier commands; "
                                "wait for them to finish and try again.", command=spec.type)
+        return await self._execute(sb, spec, values)
+
+    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> dict[str, Any]:
         sb.queued += 1
         try:
             # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
@@ -410,6 +413,28 @@ class Runtime:
         reply = {"type": "ack", "command": spec.type}
         reply.update(text if isinstance(text, dict) else {"text": text})
         return reply
+
+    # ---- what the router (several processes) asks of a sandbox --------------------
+    def has(self, sandbox_id: str) -> bool:
+        return sandbox_id in self.sandboxes
+
+    def current_run(self, sandbox_id: str) -> dict[str, Any] | None:
+        """The sandbox's run in the export format (docs/web.md, "Runs"), its lesson and
+        language, or None if it is not live here. Blocking (the sandbox's lock)."""
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            return None
+        with sb.lock:
+            return {"slug": sb.slug, "lang": sb.frames.lang, "data": _export(self, sb, {})["data"]}
+
+    async def restore(self, sandbox_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Replay a run the server itself kept (the sandbox's last owner process died):
+        validated and replayed like an import, not counted against the command rate."""
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
+        spec, values = validate_command(COMMON_COMMANDS, {"type": "import", "run": json.dumps(data)})
+        return await self._execute(sb, spec, values)
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
         with sb.lock, translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):

@@ -410,3 +410,24 @@ async def test_malformed_messages_from_a_student_and_room_messages_with_odd_valu
     await until(t, is_type("ack", command="crash"))
     await s.disconnect()
     await t.disconnect()
+
+
+# ---- a class behind one address ------------------------------------------------------------
+
+async def test_a_class_behind_one_address_is_not_capped_per_address_but_per_student(runtime, runtime_settings):
+    from kafkaviz.classroom.consumers import MAX_SOCKETS_PER_MEMBER
+
+    runtime_settings["MAX_CONNECTIONS_PER_ADDRESS"] = 1       # a school's NAT: every student has one address
+    teacher, room, ada = await setup()
+    grace = await sync_to_async(student_client)(room, "Grace")
+    sockets = [(await connect(c, room))[0] for c in (teacher, ada, grace)]
+    for _ in range(MAX_SOCKETS_PER_MEMBER - 1):
+        sockets.append((await connect(ada, room))[0])
+    extra = WebsocketCommunicator(application, f"/ws/rooms/{room.code}/", headers=headers(ada))
+    connected, _ = await extra.connect()
+    assert connected
+    refusal = await extra.receive_json_from(timeout=5)
+    assert refusal["type"] == "error" and refusal["code"] == "quota" and "open" in refusal["message"]
+    assert (await extra.receive_output(timeout=5))["type"] == "websocket.close"
+    for comm in sockets:
+        await comm.disconnect()

@@ -115,3 +115,66 @@ def test_serve_prod_starts_redis_postgres_and_two_daphne_processes_and_stops_the
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not [pid for pid in pids if alive(pid)]
+
+
+async def _recv_until(ws, predicate, timeout=15):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        msg = json.loads(await asyncio.wait_for(ws.recv(), max(0.01, deadline - loop.time())))
+        if predicate(msg):
+            return msg
+
+
+async def _across_processes(info) -> None:
+    a, b = info["urls"]
+    with urllib.request.urlopen(a + "/lessons/segments/") as resp:
+        cookie = "; ".join(c.split(";", 1)[0] for c in resp.headers.get_all("Set-Cookie"))
+    path = "/ws/lessons/segments/"
+    ws_a = await websockets.connect(a.replace("http", "ws") + path, origin=a, additional_headers={"Cookie": cookie})
+    await _recv_until(ws_a, lambda m: m.get("snapshot"))                 # process A owns the sandbox now
+    async with websockets.connect(b.replace("http", "ws") + path, origin=b, additional_headers={"Cookie": cookie}) as ws_b:
+        await _recv_until(ws_b, lambda m: m.get("snapshot"))             # B's socket, A's engine
+        await ws_b.send(json.dumps({"type": "produce", "count": "2", "partition": "0"}))
+        assert "offsets 0–1" in (await _recv_until(ws_b, lambda m: m["type"] in ("ack", "error")))["text"]
+        for ws in (ws_a, ws_b):                                          # both sockets see A's frames
+            await _recv_until(ws, lambda m: m["type"] == "frame" and any(e["kind"] == "batch_appended"
+                                                                         for e in m["events"]))
+        await ws_a.close()
+        os.kill(info["servers"][0], signal.SIGKILL)                      # the owner process dies
+        for _ in range(20):
+            await ws_b.send(json.dumps({"type": "produce", "count": "2", "partition": "0"}))
+            reply = await _recv_until(ws_b, lambda m: m["type"] in ("ack", "error"), timeout=30)
+            if reply["type"] == "ack":
+                break
+            assert reply["code"] == "busy", reply                      # until the dead owner's key lapses
+            await asyncio.sleep(1)
+        assert reply["type"] == "ack" and "offsets 2–3" in reply["text"], reply   # restored at the same step
+        await ws_b.send(json.dumps({"type": "sync"}))
+        snap = await _recv_until(ws_b, lambda m: m.get("snapshot"))
+        assert snap["state"]["partitions"][0]["log_end_offset"] == 4
+
+
+def test_one_sandbox_across_two_processes_survives_its_owner_dying(tmp_path):
+    port = two_free_ports()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "KAFKAVIZ_DATA_DIR")}
+    env["DJANGO_SETTINGS_MODULE"] = "kafkaviz.settings"
+    state = tmp_path / "state"
+    log = open(tmp_path / "serve.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "kafkaviz.serve", "--processes", "2", "--port", str(port),
+                             "--state-dir", str(state)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    info = None
+    try:
+        deadline = time.monotonic() + 90
+        while info is None:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            if (state / "serve.json").exists():
+                info = json.loads((state / "serve.json").read_text())
+            time.sleep(0.2)
+        asyncio.run(_across_processes(info))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        log.close()

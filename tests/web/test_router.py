@@ -1,0 +1,142 @@
+"""Commands across processes (kafkaviz/live/router.py): two runtimes, each with its own
+Redis channel layer and router, play two ASGI processes on one real Redis. A request in
+the process that does not own the sandbox is forwarded to the owner; when the owner stops
+answering, the next request takes the sandbox over and rebuilds it from the saved run."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels_redis.core import RedisChannelLayer
+from django.conf import settings as django_settings
+
+from kafkaviz.live.router import OWNER_KEY, RedisRouter
+from kafkaviz.live.runtime import Runtime, group_name, new_sandbox_id
+from kafkaviz.live.validation import CommandError
+
+from .test_redis_layer import REDIS, redis_url  # noqa: F401 - the fixture
+
+pytestmark = [pytest.mark.asyncio,
+              pytest.mark.skipif(REDIS is None, reason="redis-server is not installed (make test installs it)")]
+
+
+def process(tmp_path, name, url):
+    layer = RedisChannelLayer(hosts=[url])
+    settings = {**django_settings.KAFKAVIZ_RUNTIME, "FRAME_INTERVAL_MS": 0, "REAP_EVERY_SECONDS": 0,
+                "COMMAND_BURST": 1000, "COMMANDS_PER_SECOND": 1000.0}
+    runtime = Runtime(tmp_path / name, settings=settings, publish=layer.group_send)
+    router = RedisRouter(layer, url, runtime, forward_timeout_s=2.0, owner_ttl_s=3, refresh_every_s=0.3)
+    return layer, runtime, router
+
+
+async def frames_until(layer, channel, predicate, timeout=5.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        msg = await asyncio.wait_for(layer.receive(channel), max(0.01, deadline - loop.time()))
+        frame = json.loads(msg["text"])
+        if predicate(frame):
+            return frame
+
+
+async def test_a_command_in_another_process_runs_on_the_owner(tmp_path, redis_url):  # noqa: F811
+    layer_a, rt_a, a = process(tmp_path, "a", redis_url)
+    layer_b, rt_b, b = process(tmp_path, "b", redis_url)
+    sid = new_sandbox_id()
+    try:
+        snap_a = await a.attach(sid, "segments")
+        snap_b = await b.attach(sid, "segments")            # forwarded: A owns it
+        assert sid in rt_a.sandboxes and sid not in rt_b.sandboxes
+        assert snap_b["state"]["partitions"] == snap_a["state"]["partitions"]
+        assert rt_a.sandboxes[sid].watchers == 2            # B's watcher is counted where the engine is
+
+        reply = await b.command(sid, {"type": "produce", "count": "4", "partition": "0"})
+        assert reply["type"] == "ack" and reply["command"] == "produce"
+        state = (await b.snapshot(sid))["state"]
+        assert state == (await a.snapshot(sid))["state"]
+        assert state["partitions"][0]["log_end_offset"] == 4
+        with pytest.raises(CommandError) as refused:         # the owner's refusal comes back as it was
+            await b.command(sid, {"type": "produce", "count": "100000", "partition": "0"})
+        assert refused.value.code == "invalid" and refused.value.field == "count"
+        await b.detach(sid)
+        assert rt_a.sandboxes[sid].watchers == 1
+    finally:
+        await a.stop()
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
+
+
+async def test_when_the_owner_dies_the_next_command_restores_the_sandbox_elsewhere(tmp_path, redis_url):  # noqa: F811
+    layer_a, rt_a, a = process(tmp_path, "a", redis_url)
+    layer_b, rt_b, b = process(tmp_path, "b", redis_url)
+    sid = new_sandbox_id()
+    try:
+        await a.attach(sid, "segments")
+        await b.attach(sid, "segments")
+        for _ in range(3):
+            await b.command(sid, {"type": "produce", "count": "3", "partition": "1"})
+        before = rt_a.current_run(sid)
+        await a.stop()                                       # process A dies: no answers, no refreshes
+
+        reply = await b.command(sid, {"type": "produce", "count": "2", "partition": "1"})
+        assert reply["type"] == "ack"
+        assert sid in rt_b.sandboxes
+        after = rt_b.current_run(sid)["data"]["run"]
+        assert after["log"][:-1] == before["data"]["run"]["log"]      # nothing the class saw is lost
+        assert after["log"][-1]["do"] == [{"type": "produce", "partition": 1, "count": 2, "value_size": 100,
+                                           "key": ""}]
+        state = (await b.snapshot(sid))["state"]
+        p1 = next(p for p in state["partitions"] if p["partition"] == 1)
+        assert p1["log_end_offset"] == 11
+        assert (await b.redis.get(OWNER_KEY.format(sid))).decode() == b.channel
+        assert rt_b.sandboxes[sid].watchers == 1               # B's own watcher, attached again
+    finally:
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
+
+
+async def test_an_owner_releases_what_it_reclaimed_and_keeps_what_lives(tmp_path, redis_url):  # noqa: F811
+    _, rt_a, a = process(tmp_path, "a", redis_url)
+    sid, gone = new_sandbox_id(), new_sandbox_id()
+    try:
+        await a.attach(sid, "segments")
+        await a.attach(gone, "segments")
+        await a.detach(gone)
+        rt_a.settings["IDLE_SECONDS"] = 0
+        rt_a.reap_idle()
+        a.owned = {sid: when - 60 for sid, when in a.owned.items()}     # claimed long ago (no grace left)
+        await a.refresh()
+        assert await a.redis.get(OWNER_KEY.format(gone)) is None
+        assert (await a.redis.get(OWNER_KEY.format(sid))).decode() == a.channel
+        assert await a.redis.ttl(OWNER_KEY.format(sid)) > 1
+    finally:
+        await a.stop()
+        rt_a.close_all()
+
+
+async def test_a_slow_owner_that_still_refreshes_is_not_taken_over(tmp_path, redis_url):  # noqa: F811
+    _, rt_a, a = process(tmp_path, "a", redis_url)
+    _, rt_b, b = process(tmp_path, "b", redis_url)
+    sid = new_sandbox_id()
+    try:
+        await a.attach(sid, "segments")
+        b.forward_timeout_s = 0.5
+        serve = a._local
+
+        async def slow(op, s, args):
+            await asyncio.sleep(1.0)
+            return await serve(op, s, args)
+        a._local = slow
+        with pytest.raises(CommandError) as busy:
+            await b.command(sid, {"type": "produce", "count": "1", "partition": "0"})
+        assert busy.value.code == "busy"
+        assert sid not in rt_b.sandboxes                      # never two engines for one sandbox
+        assert (await b.redis.get(OWNER_KEY.format(sid))).decode() == a.channel
+    finally:
+        await a.stop()
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
