@@ -8,7 +8,9 @@ against the issue's goal (p99 <= 50 ms), and frames per second during a burst of
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import secrets
 import signal
 import socket
 import statistics
@@ -46,7 +48,10 @@ def free_port() -> int:
 def serve(tmp: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "kafkaviz.settings", "KAFKAVIZ_DATA_DIR": f"{tmp}/data",
-           "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3", "KAFKAVIZ_LOG_LEVEL": "WARNING"}
+           "DATABASE_URL": f"sqlite:///{tmp}/db.sqlite3", "KAFKAVIZ_LOG_LEVEL": "WARNING",
+           # Production settings (DEBUG off) need a key; this one lives as long as the run.
+           "DJANGO_SECRET_KEY": secrets.token_urlsafe(40), "KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0",
+           "KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS": "0"}
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
     proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                              "kafkaviz.asgi:application"], cwd=REPO, env=env,
@@ -60,6 +65,16 @@ def serve(tmp: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
     proc.kill()
     raise SystemExit("daphne did not start")
+
+
+def poll(page, expression: str, timeout_s: float = 60) -> None:
+    """Wait for a JS expression from Python: the page's CSP forbids the eval that
+    Playwright's wait_for_function needs."""
+    deadline = time.monotonic() + timeout_s
+    while not page.evaluate(f"() => Boolean({expression})"):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {expression}")
+        page.wait_for_timeout(5)
 
 
 def pct(values: list[float], p: float) -> float:
@@ -78,7 +93,7 @@ def measure(page, url: str, path: str, target: str, clicks: int) -> list[float]:
         at_start = page.get_attribute("#back-button", "aria-disabled") == "true"
         forward = (forward and not at_end) or at_start
         out.append(page.evaluate(TIMED_CLICK, ["#step-button" if forward else "#back-button", target]))
-        page.wait_for_function("c => document.querySelector('#step-counter').textContent !== c", arg=counter)
+        poll(page, f"document.querySelector('#step-counter').textContent !== {json.dumps(counter)}")
     return out
 
 
@@ -107,8 +122,7 @@ def main() -> None:
                 before = int(page.evaluate("Number(document.body.dataset.frames || 0)"))
                 t0 = time.monotonic()
                 page.click("#play-button")
-                page.wait_for_function("document.querySelector('#play-button').getAttribute('aria-pressed') === 'false'",
-                                       timeout=60000)
+                poll(page, "document.querySelector('#play-button').getAttribute('aria-pressed') === 'false'")
                 frames = int(page.evaluate("Number(document.body.dataset.frames || 0)")) - before
                 print(f"  play at 8x through lesson 10: {frames} frames in {time.monotonic() - t0:.1f} s "
                       f"({frames / (time.monotonic() - t0):.1f} frames/s drawn)")

@@ -557,12 +557,17 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    from django.conf import settings
     from django.db import connections
 
     from .models import SharedRun
 
     try:
         shared = SharedRun.objects.filter(pk=values["id"]).first()
+        if shared is not None and shared.expired:
+            shared.delete()   # purged on access; `manage.py purge_shares` purges the rest
+            raise CommandError("expired", f"This share link has expired: links last "
+                               f"{settings.KAFKAVIZ_SHARE_DAYS} days. Ask for a new one.", "id", "open_shared")
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     if shared is None or (shared.lesson != sb.slug and sb.slug != "sandbox"):

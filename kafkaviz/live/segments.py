@@ -16,6 +16,7 @@ from engine.log.log import Log
 from engine.records import SimpleRecord
 from engine.records.batch import BATCH_OVERHEAD
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -38,7 +39,8 @@ def max_value_size(scenario: dict) -> int:
 def _produce_fields(scenario: dict) -> tuple[Field, ...]:
     return (
         Field("partition", "int", gettext_lazy("Partition"), default=0, min=0, max=scenario.get("partitions", 1) - 1),
-        Field("count", "int", gettext_lazy("Number of messages"), required=True, min=1, max=50),
+        Field("count", "int", gettext_lazy("Number of messages"), required=True, min=1,
+              max=settings.KAFKAVIZ_RUNTIME.get("MAX_MESSAGES_PER_COMMAND", 50)),
         Field("value_size", "int", gettext_lazy("Value size (bytes)"), default=100, min=1, max=max_value_size(scenario)),
         Field("key", "str", gettext_lazy("Key"), default="", max_length=KEY_MAX, pattern=r"[ -~]*",
               pattern_help=gettext_lazy("may only hold printable ASCII characters")),

@@ -135,8 +135,15 @@
     return true;
   }
 
+  // What reached this page over the socket (the burst test and bench read it): frames,
+  // the events they carried, and the events the server folded into "skipped".
+  KV.received = { frames: 0, events: 0, skipped: 0, maxEvents: 0 };
   function dispatch(msg) {
-    if (msg.type === "frame") { if (resolve(msg)) onAnyFrame(msg); }
+    if (msg.type === "frame") {
+      const n = (msg.events || []).length, r = KV.received;
+      r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+      if (resolve(msg)) onAnyFrame(msg);
+    }
     else if (msg.type === "error") showError(msg);
     else if (msg.type === "ack") {
       // Stepping is shown by the step counter and narration; other commands get their ack.
