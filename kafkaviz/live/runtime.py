@@ -39,6 +39,7 @@ from typing import Any, Callable
 from engine.errors import KafkaError
 
 from django.utils import translation
+from django.utils.translation import gettext as _
 
 from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
@@ -417,7 +418,7 @@ class Runtime:
                 sb.engine.close()
                 sb.frames.mark_reset()
                 sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames)
-                return "The sandbox started over."
+                return _("The sandbox started over.")
             if spec.type == "mode":
                 sb.frames.step_mode = values["step"]
                 return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
@@ -508,7 +509,7 @@ def _export(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
             "run": sb.engine.export_run()}
     # "file" is the JSON text to save as it is: browsers' numbers lose digits past 2**53
     # (a scenario's flush.messages=Long.MAX_VALUE), so the page must not re-serialise "data".
-    return {"text": "Here is the run as JSON.", "data": data, "file": json.dumps(data, indent=1)}
+    return {"text": _("Here is the run as JSON."), "data": data, "file": json.dumps(data, indent=1)}
 
 
 def _import_payload(sb: Sandbox, data: Any) -> str:
@@ -526,7 +527,7 @@ def _import_payload(sb: Sandbox, data: Any) -> str:
         raise CommandError("engine", f"The run could not be replayed: {type(exc).__name__}: {exc}",
                            "run", "import") from exc
     st = sb.engine.state()["run"]
-    return f"Run loaded: step {st['step']} of {st['total']}."
+    return _("Run loaded: step %(n)s of %(total)s.") % {"n": st["step"], "total": st["total"]}
 
 
 def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
@@ -553,7 +554,7 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
         shared = SharedRun.objects.create(lesson=sb.slug, payload=data)
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
-    return {"text": "Share link created.", "share_id": shared.id}
+    return {"text": _("Share link created."), "share_id": shared.id}
 
 
 def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
@@ -566,12 +567,12 @@ def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
         shared = SharedRun.objects.filter(pk=values["id"]).first()
         if shared is not None and shared.expired:
             shared.delete()   # purged on access; `manage.py purge_shares` purges the rest
-            raise CommandError("expired", f"This share link has expired: links last "
-                               f"{settings.KAFKAVIZ_SHARE_DAYS} days. Ask for a new one.", "id", "open_shared")
+            raise CommandError("expired", _("This share link has expired: links last %(days)s days. Ask for a "
+                                            "new one.") % {"days": settings.KAFKAVIZ_SHARE_DAYS}, "id", "open_shared")
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     if shared is None or (shared.lesson != sb.slug and sb.slug != "sandbox"):
-        raise CommandError("not_found", "This share link is unknown (mistyped, or made for another lesson).",
+        raise CommandError("not_found", _("This share link is unknown (mistyped, or made for another lesson)."),
                            "id", "open_shared")
     return _import_payload(sb, shared.payload)
 
