@@ -126,6 +126,7 @@ class SandboxKind:
         self.step_seqs = [0]
         self._muted = False
         self.cut_hook: Callable[[], None] | None = None   # the runtime's: end a frame here
+        self.touch_hook: Callable[[], None] | None = None  # the runtime's: send a frame though no event came
         self.clock = VirtualClock()
         self.scheduler = Scheduler(self.clock)
         self.events = EventLog(self.clock, keep=self.events_kept)

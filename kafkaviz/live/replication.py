@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from engine import narration
 from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
@@ -100,10 +101,13 @@ def _load_fields(scenario: dict) -> tuple[Field, ...]:
             Field("truncation", "str", "Truncation rule", default=truncations[0], choices=truncations))
 
 
+MAX_PARTITIONS = 3     # of a cluster the learner builds; the diagrams show one at a time
+
+
 def _shape_fields(scenario: dict) -> tuple[Field, ...]:
     truncations = tuple(scenario.get("truncations") or ("epoch",))
     return (Field("brokers", "int", "Brokers", default=3, min=2, max=5),
-            Field("partitions", "int", "Partitions", default=1, min=1, max=3),
+            Field("partitions", "int", "Partitions", default=1, min=1, max=MAX_PARTITIONS),
             Field("replication_factor", "int", "Replication factor", default=2, min=1, max=3),
             Field("min_insync_replicas", "int", "min.insync.replicas", default=1, min=1, max=3),
             Field("unclean", "bool", "Unclean leader election", default=False),
@@ -243,8 +247,23 @@ class ReplicationSandbox(SandboxKind):
         scope = {"scope": "broker", "target": broker} if broker is not None else {"scope": "cluster"}
         return self.engine("set_config", {**scope, "changes": {name: value}})
 
+    @command(Field("partition", "int", gettext_lazy("Partition"), required=True, min=0, max=MAX_PARTITIONS - 1),
+             help="Show another partition of the topic in the diagrams (changes nothing in the cluster).")
+    def view_partition(self, partition: int) -> str:
+        count = self._partition_count()
+        if partition >= count:
+            raise CommandError("invalid", _("Topic %(t)s has partitions 0 to %(last)s.") % {
+                "t": self.topic, "last": count - 1}, "partition", "view_partition")
+        self.partition = partition
+        if self.touch_hook is not None:
+            self.touch_hook()
+        return _("Showing partition %(t)s-%(p)s.") % {"t": self.topic, "p": partition}
+
+    def _partition_count(self) -> int:
+        return len(self.run.cluster.state()["topics"].get(self.topic, {}).get("partitions", ())) or 1
+
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        if spec.type in ("load", "shape", "step", "back", "seek"):
+        if spec.type in ("load", "shape", "step", "back", "seek", "view_partition"):
             return spec.handler(self, **values)
         before = self.run.position
         self.tracker.own = True
@@ -395,6 +414,9 @@ class ReplicationSandbox(SandboxKind):
         cluster = run.cluster
         summary = build_summary(run)
         cstate = cluster.state()
+        count = len(cstate["topics"].get(self.topic, {}).get("partitions", ()))
+        if self.partition >= max(count, 1):
+            self.partition = 0     # a run with fewer partitions than the one shown before
         topic, pnum = self.topic, self.partition
         part = next((p for p in summary["partitions"] if p["topic"] == topic and p["partition"] == pnum), None)
         pmeta = cstate["topics"][topic]["partitions"][pnum] if part is not None else None
@@ -415,6 +437,7 @@ class ReplicationSandbox(SandboxKind):
             "scenario": {"name": self.scenario_def.name, "title": self.scenario_def.title},
             "truncation": self.truncation,
             "topic": topic,
+            "partition_ids": list(range(count)),     # the diagrams show "partition"; a switcher picks it
             "controller": {"active": controller["active"], "epoch": controller["controller_epoch"]},
             "brokers": brokers,
             "links": cstate["network"]["faults"],

@@ -186,6 +186,7 @@ class Runtime:
 
         engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
         engine.cut_hook = lambda: frames.cut(engine.state())
+        engine.touch_hook = frames.touch
         box["engine"] = engine
         return engine
 
