@@ -183,7 +183,7 @@ class ReplicationSandbox(SandboxKind):
         self.script = [command_to_dict(parse_command(c)) for c in self.scenario_def.commands()]
         run = Run(self.scenario_def.seed, make_config({**SANDBOX_LOG_CONFIG, **self.scenario_def.config},
                                                       truncation=truncation),
-                  str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2)
+                  str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2, os_fsync=False)
         run.queue(self.script)
         self.run = run
         self.step_seqs = [run.cluster.events.seq]

@@ -99,8 +99,10 @@
   function onAnyFrame(frame) {
     if (frame.snapshot || frame.reset) { stepQueue.length = 0; }
     if (frame.mode === "step" && !frame.snapshot) {
-      stepQueue.push(frame);
-      if (!stepTimer) stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
+      // The first phase is drawn at once (a click never waits for the timer), the rest paced.
+      if (stepTimer) { stepQueue.push(frame); return; }
+      onFrame(frame);
+      stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
       return;
     }
     while (stepQueue.length) onFrame(stepQueue.shift()); // catch up before a live frame
