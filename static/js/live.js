@@ -87,8 +87,10 @@
   }
 
   // Frames the server cut inside one command (mode "step": each engine phase of a long
-  // clock jump) are played one at a time so each phase is seen; live frames at once.
-  const STEP_MS = 150;
+  // clock jump) are played one at a time so each phase is seen: the first at once (a click
+  // never waits for a timer), the rest -- and the live frame that closes the command --
+  // every STEP_MS. A long backlog is drawn at once; a snapshot or reset drops it.
+  const STEP_MS = 150, MAX_QUEUED = 20;
   const stepQueue = [];
   let stepTimer = null;
   function drainStep() {
@@ -96,17 +98,16 @@
     if (next) onFrame(next);
     if (!stepQueue.length) { window.clearInterval(stepTimer); stepTimer = null; }
   }
+  function catchUp() { while (stepQueue.length) onFrame(stepQueue.shift()); }
   function onAnyFrame(frame) {
-    if (frame.snapshot || frame.reset) { stepQueue.length = 0; }
-    if (frame.mode === "step" && !frame.snapshot) {
-      // The first phase is drawn at once (a click never waits for the timer), the rest paced.
-      if (stepTimer) { stepQueue.push(frame); return; }
-      onFrame(frame);
-      stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
+    if (frame.snapshot || frame.reset) { stepQueue.length = 0; onFrame(frame); return; }
+    if (stepTimer) {
+      stepQueue.push(frame);
+      if (stepQueue.length > MAX_QUEUED) catchUp();
       return;
     }
-    while (stepQueue.length) onFrame(stepQueue.shift()); // catch up before a live frame
     onFrame(frame);
+    if (frame.mode === "step") stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
   }
 
   // The frame protocol (docs/web.md, "Frame shape"): a frame carries the whole state
