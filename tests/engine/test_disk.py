@@ -130,8 +130,10 @@ def test_a_sandbox_disk_models_fsync_without_asking_the_os(tmp_path, monkeypatch
     d.append("p/a.log", b"kept")
     d.fsync("p/a.log")
     d.append("p/a.log", b"lost")
+    d.write_atomic("p/cp", b"longer first")
     d.write_atomic("p/cp", b"x")
     assert bool(calls) is os_fsync
+    assert sorted(name for name, _ in d.list_files("p")) == ["a.log", "cp"]
     # The model is the same either way: a crash keeps exactly what was fsynced.
     d.crash("p")
     assert d.read_all("p/a.log") == b"kept" and d.read_all("p/cp") == b"x"

@@ -3,6 +3,7 @@ link opened by another sandbox shows the same state, and tampered ids or files g
 clear message while the sandbox keeps its own run."""
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 
@@ -154,34 +155,43 @@ async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(t
     rt.close_all()
 
 
-async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path, settings):
+async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path):
     from datetime import timedelta
 
-    from asgiref.sync import sync_to_async
     from django.core.management import call_command
+    from django.db import connections
     from django.utils import timezone
 
     from kafkaviz.live.models import SharedRun
 
+    def in_db(fn):
+        # In a worker thread that closes its connection (as the runtime's share commands do).
+        def run():
+            try:
+                return fn()
+            finally:
+                connections.close_all()
+        return asyncio.to_thread(run)
+
+    assert django_settings.KAFKAVIZ_SHARE_DAYS == 30
     rt, a, b = await two_sandboxes(tmp_path, "segments")
     await rt.command(a, {"type": "step"})
     old_id = (await rt.command(a, {"type": "share"}))["share_id"]
     other_id = (await rt.command(a, {"type": "share"}))["share_id"]
     fresh_id = (await rt.command(a, {"type": "share"}))["share_id"]
-    settings.KAFKAVIZ_SHARE_DAYS = 30
     aged = timezone.now() - timedelta(days=31)
-    await sync_to_async(lambda: SharedRun.objects.filter(pk__in=[old_id, other_id]).update(created=aged))()
+    await in_db(lambda: SharedRun.objects.filter(pk__in=[old_id, other_id]).update(created=aged))
     before = comparable(rt.sandboxes[b].engine.state())
     with pytest.raises(CommandError, match="has expired: links last 30 days") as err:
         await rt.command(b, {"type": "open_shared", "id": old_id})
     assert err.value.code == "expired"
     assert comparable(rt.sandboxes[b].engine.state()) == before
     # Refused on access and deleted; the command purges the rest; a fresh link still opens.
-    assert not await sync_to_async(SharedRun.objects.filter(pk=old_id).exists)()
+    assert not await in_db(lambda: SharedRun.objects.filter(pk=old_id).exists())
     out = io.StringIO()
-    await sync_to_async(call_command)("purge_shares", stdout=out)
+    await in_db(lambda: call_command("purge_shares", stdout=out))
     assert "Deleted 1 shared run(s) older than 30 days." in out.getvalue()
-    assert await sync_to_async(lambda: sorted(SharedRun.objects.values_list("pk", flat=True)))() == [fresh_id]
+    assert await in_db(lambda: sorted(SharedRun.objects.values_list("pk", flat=True))) == [fresh_id]
     reply = await rt.command(b, {"type": "open_shared", "id": fresh_id})
     assert reply["text"] == "Run loaded: step 1 of 6."
     rt.close_all()
