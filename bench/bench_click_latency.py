@@ -109,7 +109,7 @@ def main() -> None:
                                             args=["--no-sandbox", "--disable-gpu"])
                 page = browser.new_page()
                 print(f"click -> diagram change over a real WebSocket, {args.clicks} clicks each "
-                      f"(goal p99 <= {GOAL_P99_MS:.0f} ms)")
+                      f"(goal p99 <= {GOAL_P99_MS:.0f} ms; load average {os.getloadavg()[0]:.2f} at the start)")
                 for path, target in (("/lessons/segments/", "#partition-dir"),
                                      ("/lessons/leader-epoch/", "#cluster")):
                     ms = measure(page, url, path, target, args.clicks)
