@@ -204,6 +204,12 @@ class Runtime:
             if sb is not None:
                 if sb.slug != slug:
                     raise CommandError("not_found", "This sandbox belongs to another lesson.")
+                if lesson.lang != sb.frames.lang:
+                    # The page switched language: the sandbox (same session) speaks the new one
+                    # from now on -- narration, step texts, replies.
+                    with sb.lock:
+                        sb.frames.lang = sb.engine.lang = lesson.lang
+                        sb.engine.lesson = lesson
                 # Count the watcher under the lock, so a concurrent reap cannot take it.
                 sb.watchers += 1
                 sb.last_active = self.now()

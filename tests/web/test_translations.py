@@ -109,3 +109,28 @@ def test_a_chinese_replication_lesson_gets_its_replies_in_chinese(tmp_path):
         rt.close_all()
 
     asyncio.run(run())
+
+
+def test_a_sandbox_opened_again_in_chinese_speaks_chinese(tmp_path):
+    import asyncio
+
+    from django.conf import settings as django_settings
+
+    from kafkaviz.live.runtime import Runtime, new_sandbox_id
+
+    async def run():
+        async def publish(group, message):
+            pass
+        rt = Runtime(tmp_path / "data", settings={**django_settings.KAFKAVIZ_RUNTIME, "REAP_EVERY_SECONDS": 0},
+                     publish=publish)
+        sid = new_sandbox_id()
+        await rt.attach(sid, "segments", "en")
+        await rt.command(sid, {"type": "step"})
+        snap = await rt.attach(sid, "segments", "zh")    # the language link reloads the page
+        assert snap["state"]["run"]["steps"][0]["say"].startswith("向分区 0 发送四条")
+        assert any("分区 0" in e["text"] for e in snap["events"])
+        reply = await rt.command(sid, {"type": "produce", "count": "2"})
+        assert reply["text"].startswith("已向分区 0 发送 2 条消息")
+        rt.close_all()
+
+    asyncio.run(run())
