@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -67,6 +68,24 @@ def serve(tmp: str) -> tuple[subprocess.Popen, str]:
     raise SystemExit("daphne did not start")
 
 
+@contextmanager
+def served_browser(prefix: str):
+    """daphne on a temp data dir and Debian's headless chromium: yields (url, browser)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        proc, url = serve(tmp)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                            args=["--no-sandbox", "--disable-gpu"])
+                try:
+                    yield url, browser
+                finally:
+                    browser.close()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=10)
+
+
 def poll(page, expression: str, timeout_s: float = 60) -> None:
     """Wait for a JS expression from Python: the page's CSP forbids the eval that
     Playwright's wait_for_function needs."""
@@ -101,35 +120,26 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clicks", type=int, default=100)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="kafkaviz-bench-") as tmp:
-        proc, url = serve(tmp)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                            args=["--no-sandbox", "--disable-gpu"])
-                page = browser.new_page()
-                print(f"click -> diagram change over a real WebSocket, {args.clicks} clicks each "
-                      f"(goal p99 <= {GOAL_P99_MS:.0f} ms; load average {os.getloadavg()[0]:.2f} at the start)")
-                for path, target in (("/lessons/segments/", "#partition-dir"),
-                                     ("/lessons/leader-epoch/", "#cluster")):
-                    ms = measure(page, url, path, target, args.clicks)
-                    print(f"  {path:24} p50 {statistics.median(ms):6.1f} ms   p99 {pct(ms, 99):6.1f} ms   "
-                          f"{'met' if pct(ms, 99) <= GOAL_P99_MS else 'NOT met'}")
-                # A burst: play at 8x on lesson 10 and count frames the page drew per second.
-                page.goto(url + "/lessons/leader-epoch/")
-                page.wait_for_selector("#conn-status[data-state=open]")
-                page.select_option("#speed", "8")
-                before = int(page.evaluate("Number(document.body.dataset.frames || 0)"))
-                t0 = time.monotonic()
-                page.click("#play-button")
-                poll(page, "document.querySelector('#play-button').getAttribute('aria-pressed') === 'false'")
-                frames = int(page.evaluate("Number(document.body.dataset.frames || 0)")) - before
-                print(f"  play at 8x through lesson 10: {frames} frames in {time.monotonic() - t0:.1f} s "
-                      f"({frames / (time.monotonic() - t0):.1f} frames/s drawn)")
-                browser.close()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=10)
+    with served_browser("kafkaviz-bench-") as (url, browser):
+        page = browser.new_page()
+        print(f"click -> diagram change over a real WebSocket, {args.clicks} clicks each "
+              f"(goal p99 <= {GOAL_P99_MS:.0f} ms; load average {os.getloadavg()[0]:.2f} at the start)")
+        for path, target in (("/lessons/segments/", "#partition-dir"),
+                             ("/lessons/leader-epoch/", "#cluster")):
+            ms = measure(page, url, path, target, args.clicks)
+            print(f"  {path:24} p50 {statistics.median(ms):6.1f} ms   p99 {pct(ms, 99):6.1f} ms   "
+                  f"{'met' if pct(ms, 99) <= GOAL_P99_MS else 'NOT met'}")
+        # A burst: play at 8x on lesson 10 and count frames the page drew per second.
+        page.goto(url + "/lessons/leader-epoch/")
+        page.wait_for_selector("#conn-status[data-state=open]")
+        page.select_option("#speed", "8")
+        before = int(page.evaluate("Number(document.body.dataset.frames || 0)"))
+        t0 = time.monotonic()
+        page.click("#play-button")
+        poll(page, "document.querySelector('#play-button').getAttribute('aria-pressed') === 'false'")
+        frames = int(page.evaluate("Number(document.body.dataset.frames || 0)")) - before
+        print(f"  play at 8x through lesson 10: {frames} frames in {time.monotonic() - t0:.1f} s "
+              f"({frames / (time.monotonic() - t0):.1f} frames/s drawn)")
 
 
 if __name__ == "__main__":

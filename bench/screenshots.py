@@ -12,10 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_click_latency import serve  # noqa: E402  (one way to start daphne for benches)
+from bench_click_latency import served_browser  # noqa: E402  (one way to start daphne for benches)
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTHS = (1366, 390)
@@ -42,42 +40,33 @@ def main() -> None:
     out = Path(args.out or tempfile.mkdtemp(prefix="kafkaviz-shots-"))
     out.mkdir(parents=True, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
-    with tempfile.TemporaryDirectory(prefix="kafkaviz-shots-srv-") as tmp:
-        proc, url = serve(tmp)
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                            args=["--no-sandbox", "--disable-gpu"])
-                for width in WIDTHS:
-                    ctx = browser.new_context(viewport={"width": width, "height": 900}, reduced_motion="reduce")
-                    page = ctx.new_page()
-                    for slug, lang in pages():
-                        if only and slug not in only:
-                            continue
-                        page.goto(f"{url}/lessons/{slug}/?lang={lang}")
-                        try:
-                            page.wait_for_selector("#conn-status[data-state=open]", timeout=10000)
-                            for _ in range(args.steps):
-                                if page.get_attribute("#step-button", "aria-disabled") == "true":
-                                    break
-                                page.click("#step-button")
-                                time.sleep(0.4)
-                        except Exception as exc:  # noqa: BLE001 - a page without a sandbox still gets its shot
-                            print(f"  {slug} {lang} {width}: {type(exc).__name__}")
-                        time.sleep(0.5)
-                        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-                        height = page.evaluate("document.documentElement.scrollHeight")
-                        # Slices a viewer can show at full size (a 390 px page is ~6,000 px tall).
-                        for i, top in enumerate(range(0, height, SLICE)):
-                            path = out / f"{slug}.{lang}.{width}.{i}.png"
-                            page.screenshot(path=str(path), full_page=True,
-                                            clip={"x": 0, "y": top, "width": width, "height": min(SLICE, height - top)})
-                        print(f"{slug} {lang} {width}: {i + 1} slices, horizontal overflow {overflow} px")
-                    ctx.close()
-                browser.close()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+    with served_browser("kafkaviz-shots-") as (url, browser):
+        for width in WIDTHS:
+            ctx = browser.new_context(viewport={"width": width, "height": 900}, reduced_motion="reduce")
+            page = ctx.new_page()
+            for slug, lang in pages():
+                if only and slug not in only:
+                    continue
+                page.goto(f"{url}/lessons/{slug}/?lang={lang}")
+                try:
+                    page.wait_for_selector("#conn-status[data-state=open]", timeout=10000)
+                    for _ in range(args.steps):
+                        if page.get_attribute("#step-button", "aria-disabled") == "true":
+                            break
+                        page.click("#step-button")
+                        time.sleep(0.4)
+                except Exception as exc:  # noqa: BLE001 - a page without a sandbox still gets its shot
+                    print(f"  {slug} {lang} {width}: {type(exc).__name__}")
+                time.sleep(0.5)
+                overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+                height = page.evaluate("document.documentElement.scrollHeight")
+                # Slices a viewer can show at full size (a 390 px page is ~6,000 px tall).
+                for i, top in enumerate(range(0, height, SLICE)):
+                    path = out / f"{slug}.{lang}.{width}.{i}.png"
+                    page.screenshot(path=str(path), full_page=True,
+                                    clip={"x": 0, "y": top, "width": width, "height": min(SLICE, height - top)})
+                print(f"{slug} {lang} {width}: {i + 1} slices, horizontal overflow {overflow} px")
+            ctx.close()
 
 
 if __name__ == "__main__":
