@@ -155,7 +155,7 @@ def _lookup_zh(e: Ev) -> str:
     what = f"偏移量 {e['target']}" if e.get("mode") == "offset" else f"时间戳 {e['target']}"
     probes = e.get("probes") or []
     scan = e.get("scan") or []
-    parts = [f"查找{what}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e.get('segment'))}（{e.get('rule')}）"]
+    parts = [f"查找{what}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e.get('segment'))}（{_why_zh(e.get('rule'))}）"]
     if e.get("time_probes"):
         parts.append(f"在时间索引中探查 {len(e['time_probes'])} 次")
     if probes:
@@ -372,6 +372,44 @@ _EN: dict[str, Callable[[Ev], str]] = {
                             if e["how"] == "back" else f"the run is at step {e['step']}"),
 }
 
+# The engine's reason and rule codes (event fields) in Chinese; a code missing here is
+# shown as it is. The English table prints the codes themselves (they read as English).
+_WHY_ZH = {
+    # segment rolls, deletes and the log start offset
+    "size": "段大小会超过 segment.bytes", "time": "段存在超过 segment.ms", "index_full": "索引已满",
+    "offset_overflow": "相对偏移量会超出 32 位", "manual": "手动", "retention": "全部过期，先滚出一个空的活跃段",
+    "retention:size": "按大小保留", "retention:time": "按时间保留",
+    "retention:log_start_offset": "按日志起始偏移量保留", "cleaner": "日志清理", "delete_records": "DeleteRecords 请求",
+    "unflushed: at or after the recovery point": "未刷盘：位于恢复点或之后",
+    "dirty ratio above min.cleanable.dirty.ratio": "脏比例高于 min.cleanable.dirty.ratio",
+    # lookups
+    "largest base offset <= target": "基准偏移量不大于目标的最大段",
+    "largest base offset <= target, then the next segment (nothing at or after it there)":
+        "基准偏移量不大于目标的最大段，再往后一段（那里没有不小于目标的偏移量）",
+    "first segment with largest timestamp >= target": "第一个最大时间戳不小于目标的段",
+    "first segment with largest timestamp >= target, then the next segment (nothing at or after the log start "
+    "offset there)": "第一个最大时间戳不小于目标的段，再往后一段（那里没有不小于日志起始偏移量的数据）",
+    # replication
+    "hw": "截到高水位", "out_of_range": "偏移量越界", "truncate": "截断", "append": "追加", "txn_marker": "事务标记",
+    "isr_leo": "ISR 中所有副本的 LEO 都已到达", "leader_hw": "跟随 leader 的高水位", "caught_up": "已追上",
+    "lagging": "落后超过 replica.lag.time.max.ms", "session_timeout": "会话超时", "startup": "启动",
+    "lost_quorum": "失去多数派", "controlled_shutdown": "受控关闭", "clean": "从 ISR 中干净选举",
+    "unclean": "非干净选举：可能丢失已确认的消息", "initial": "初次选举", "preferred": "首选副本",
+    "fenced_leader_epoch": "leader epoch 已过期", "invalid_update_version": "分区版本已过期",
+    "ineligible_replica": "副本不符合条件", "metadata_changed": "元数据已变",
+    "no live replica in the ISR": "ISR 中没有存活的副本",
+    "no live replica in the ISR and unclean.leader.election.enable=false":
+        "ISR 中没有存活的副本，且 unclean.leader.election.enable=false",
+    "destination_down": "目标已宕机", "link_cut": "链路被切断", "source_crashed": "发送方已崩溃",
+    # producers
+    "batch.size reached": "达到 batch.size", "linger.ms (flush)": "linger.ms 到期（flush）",
+}
+
+
+def _why_zh(code: Any) -> str:
+    return _WHY_ZH.get(code, str(code)) if code is not None else ""
+
+
 _ZH: dict[str, Callable[[Ev], str]] = {
     "batch_appended": lambda e: (f"{_where(e, True)}：追加一个批次，{e['records']} 条消息，{_offs(e, True)}，"
                                  f"{e['size_bytes']} 字节，位于 {_seg(e['segment'])}.log 的字节 {e['position']}"),
@@ -380,14 +418,14 @@ _ZH: dict[str, Callable[[Ev], str]] = {
         if e.get("index") == "time" else
         f"{_where(e, True)}：{_seg(e['segment'])}.index 第 {e['entries']} 项：偏移量 {e['offset']} → 字节 {e['position']}"),
     "segment_created": lambda e: f"{_where(e, True)}：创建段 {_seg(e['segment'])}（{', '.join(e.get('files') or [])}）",
-    "segment_rolled": lambda e: f"{_where(e, True)}：滚动出新段 {_seg(e['new_segment'])}.log（原因：{e['reason']}）",
+    "segment_rolled": lambda e: f"{_where(e, True)}：滚动出新段 {_seg(e['new_segment'])}.log（原因：{_why_zh(e['reason'])}）",
     "index_trimmed": lambda e: (f"{_where(e, True)}：把段 {_seg(e['segment'])} 的 {e['index']} 索引裁剪到 {e['entries']} 项"
                                 f"（{e['from_bytes']} → {e['to_bytes']} 字节）"),
     "retention_check": lambda e: f"{_where(e, True)}：{_retention_zh(e)}",
-    "segment_deleted": lambda e: (f"{_where(e, True)}：段 {_seg(e['segment'])} 改名为 .deleted（{e['reason']}），"
+    "segment_deleted": lambda e: (f"{_where(e, True)}：段 {_seg(e['segment'])} 改名为 .deleted（{_why_zh(e['reason'])}），"
                                   f"{_s(e['delete_after_ms'])} 后删除文件"),
     "file_deleted": lambda e: f"{_where(e, True)}：文件 {e['file']} 已从磁盘删除",
-    "log_start_offset_changed": lambda e: f"{_where(e, True)}：日志起始偏移量 {e['old']} → {e['new']}（{e['reason']}）",
+    "log_start_offset_changed": lambda e: f"{_where(e, True)}：日志起始偏移量 {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
     "leader_epoch_assigned": lambda e: f"{_where(e, True)}：leader epoch {e['epoch']} 从偏移量 {e['start_offset']} 开始（leader-epoch-checkpoint）",
     "log_flushed": lambda e: f"{_where(e, True)}：刷盘（fsync）到偏移量 {e['up_to_offset']}",
     "recovery_started": lambda e: f"{_where(e, True)}：打开日志，从偏移量 {e['recovery_point']} 开始恢复",
@@ -396,14 +434,14 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "epoch_cache_truncated": lambda e: (f"{_where(e, True)}：leader-epoch 缓存从{'头部' if e.get('direction') == 'start' else '尾部'}"
                                        f"截断（偏移量 {e['offset']}）；现在的条目 {e.get('entries')}"),
     "recovery_truncated": lambda e: (f"{_where(e, True)}：恢复时把 {_seg(e['segment'])}.log 从 {e['from_bytes']} 字节截到 "
-                                     f"{e['to_bytes']} 字节（{e['reason']}）"),
-    "index_rebuilt": lambda e: f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的 {e['index']} 索引（{e['entries']} 项；{e['reason']}）",
+                                     f"{e['to_bytes']} 字节（{_why_zh(e['reason'])}）"),
+    "index_rebuilt": lambda e: f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的 {e['index']} 索引（{e['entries']} 项；{_why_zh(e['reason'])}）",
     "leftover_removed": lambda e: f"{_where(e, True)}：打开日志时删除残留文件 {e['file']}",
-    "log_truncated": lambda e: f"{_where(e, True)}：日志从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（{e['reason']}）",
+    "log_truncated": lambda e: f"{_where(e, True)}：日志从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（{_why_zh(e['reason'])}）",
     "log_closed": lambda e: f"{_where(e, True)}：日志关闭，末端偏移量 {e['log_end_offset']}",
     "log_lookup": lambda e: f"{_where(e, True)}：{_lookup_zh(e)}",
     "lookup_started": lambda e: f"{_where(e, True)}：开始查找 {e['mode']} {e['target']}",
-    "lookup_segment": lambda e: f"{_where(e, True)}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e['segment'])}（{e['rule']}）",
+    "lookup_segment": lambda e: f"{_where(e, True)}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e['segment'])}（{_why_zh(e['rule'])}）",
     "index_probe": lambda e: (f"{_where(e, True)}：{e['index']} 索引探查：第 {e['low']}–{e['high']} 项，取第 {e['mid']} 项"
                               f"（偏移量 {e['entry_offset']}）→ {e['went']}"),
     "lookup_scan": lambda e: (f"{_where(e, True)}：扫描字节 {e['position']} 处的批次（偏移量 {e['base_offset']}–{e['last_offset']}）"
@@ -419,7 +457,7 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                      f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
                                      f"→ 分区 {e['partition']}（生产者指定）")),
     "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
-                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{e['reason']}）"),
+                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{_why_zh(e['reason'])}）"),
     "simple_consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
                                    + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
                                    + f"；下一个偏移量 {e['next_offset']}"),
@@ -435,17 +473,17 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "logs_loaded": lambda e: f"broker {e['broker']} 打开日志：" + "；".join(
         f"{x['topic']}-{x['partition']} LEO {x['leo']}，HW {x['high_watermark']}" for x in e["logs"]),
     "broker_registered": lambda e: f"控制器 {e['controller']} 登记了 broker {e['broker']}（broker epoch {e['broker_epoch']}）",
-    "broker_fenced": lambda e: f"控制器 {e['controller']} 隔离了 broker {e['broker']}（{e['reason'].replace('_', ' ')}）",
-    "controller_changed": lambda e: f"broker {e['new']} 成为活跃控制器（控制器 epoch {e['controller_epoch']}，{e['reason'].replace('_', ' ')}）",
+    "broker_fenced": lambda e: f"控制器 {e['controller']} 隔离了 broker {e['broker']}（{_why_zh(e['reason'])}）",
+    "controller_changed": lambda e: f"broker {e['new']} 成为活跃控制器（控制器 epoch {e['controller_epoch']}，{_why_zh(e['reason'])}）",
     "topic_created": lambda e: (f"创建主题 {e['topic']}：" + "；".join(
         f"分区 {p} 在 broker {', '.join(map(str, r))} 上" for p, r in sorted(e["assignment"].items()))),
     "leader_elected": lambda e: (f"控制器选举 broker {e['chosen']} 为 {_tp(e)} 的 leader，leader epoch {e['leader_epoch']}"
-                                 f"（{e['rule']}）；ISR {e['isr']}"),
-    "partition_offline": lambda e: f"{_tp(e)} 离线：没有副本可以当 leader（{e['reason']}）",
-    "isr_shrunk": lambda e: f"{_tp(e)} 的 ISR 缩小为 {e['isr']}（移除 {e['removed']}：{e['reason']}）",
+                                 f"（{_why_zh(e['rule'])}）；ISR {e['isr']}"),
+    "partition_offline": lambda e: f"{_tp(e)} 离线：没有副本可以当 leader（{_why_zh(e['reason'])}）",
+    "isr_shrunk": lambda e: f"{_tp(e)} 的 ISR 缩小为 {e['isr']}（移除 {e['removed']}：{_why_zh(e['reason'])}）",
     "isr_expanded": lambda e: f"{_tp(e)} 的 ISR 扩大为 {e['isr']}（加入 {e['added']}）",
     "alter_partition_sent": lambda e: f"broker {e['broker']} 请求控制器把 {_tp(e)} 的 ISR 设为 {e['proposed_isr']}",
-    "alter_partition_rejected": lambda e: f"控制器拒绝了 broker {e['broker']} 的 ISR 变更（{e['reason']}）",
+    "alter_partition_rejected": lambda e: f"控制器拒绝了 broker {e['broker']} 的 ISR 变更（{_why_zh(e['reason'])}）",
     "became_leader": lambda e: (f"broker {e['broker']} 成为 {_tp(e)} 的 leader，epoch {e['leader_epoch']}（LEO {e['leo']}，"
                                 f"HW {e['high_watermark']}）；epoch 缓存加入 ({e['leader_epoch']}, {e['leo']})"),
     "became_follower": lambda e: (f"broker {e['broker']} 以 epoch {e['leader_epoch']} 跟随 broker {e['leader']}（{_tp(e)}，"
@@ -460,8 +498,8 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "fetch_received": lambda e: (f"broker {e['broker']} 收到拉取响应：{e['records']} 条消息，leader HW {e['leader_high_watermark']}"
                                  + (f"，错误 {e['error']}" if e["error"] else "")),
     "remote_leo_updated": lambda e: f"broker {e['broker']} 记下 broker {e['follower']} 的 LEO {e['old']} → {e['new']}",
-    "leo_changed": lambda e: f"broker {e['broker']}（{e['role']}）LEO {e['old']} → {e['new']}（{e['reason']}）",
-    "high_watermark_changed": lambda e: f"broker {e['broker']}（{e['role']}）HW {e['old']} → {e['new']}（{e['reason'].replace('_', ' ')}）",
+    "leo_changed": lambda e: f"broker {e['broker']}（{e['role']}）LEO {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
+    "high_watermark_changed": lambda e: f"broker {e['broker']}（{e['role']}）HW {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
     "epoch_request_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：OffsetsForLeaderEpoch——epoch {e['epoch']} 在哪里结束？",
     "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}：epoch {e['requested_epoch']} 结束于偏移量 "
                                          f"{e['end_offset']}" + (f"（按 epoch {e['epoch']} 回答）" if e["epoch"] != e["requested_epoch"] else "")),
@@ -480,7 +518,7 @@ _ZH: dict[str, Callable[[Ev], str]] = {
     "consumer_read": lambda e: f"消费者从偏移量 {e['offset']} 读取 {_tp(e)} 的 {e['records']} 条消息（HW {e['high_watermark']}）",
     "checkpoint_written": lambda e: f"broker {e['broker']} 写入 {e['file']}",
     "link_changed": lambda e: f"链路 {_b(e['a'], True)} {'↔' if e['both'] else '→'} {_b(e['b'], True)}：{e['state']}",
-    "message_dropped": lambda e: f"{_b(e['src'], True)} 发往 {_b(e['dst'], True)} 的 {e['api']} 被丢弃（{e['reason'].replace('_', ' ')}）",
+    "message_dropped": lambda e: f"{_b(e['src'], True)} 发往 {_b(e['dst'], True)} 的 {e['api']} 被丢弃（{_why_zh(e['reason'])}）",
     "config_changed": lambda e: f"{e['scope']} {e['target']} 的配置已修改：" + "，".join(f"{k}={v}" for k, v in e["changes"].items()),
     "check_acked_record_lost": lambda e: f"检查器：已确认的消息 {e.get('value') or e['digest']}（偏移量 {e['offset']}）不在 leader 的日志里——丢失",
     "check_replicas_diverged": lambda e: f"检查器：broker {', '.join(map(str, e['brokers']))} 在偏移量 {e['offset']} 上的消息不同——不一致",
@@ -597,7 +635,7 @@ _EN.update({
         f"{_where(e, False)}: cleaner check — {e['dirty_bytes']} dirty of {e['clean_bytes'] + e['dirty_bytes']} bytes, "
         f"dirty ratio {_ratio(e)} vs min.cleanable.dirty.ratio {e['min_cleanable_ratio']} (offsets "
         f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']} cleanable) → "
-        f"{'clean it' if e['chosen'] else 'not now'}: {e['reason']}"),
+        f"{'clean it' if e['chosen'] else 'not now'}: {_why_zh(e['reason'])}"),
     "offset_map_filled": lambda e: (
         f"{_where(e, False)}: offset map took {e['keys_put']} key(s) from the {e['records']} record(s) of segment "
         f"{_seg(e['segment'])}; the map holds {e['map_entries']} of {e['map_capacity']} entries, latest offset "
@@ -674,7 +712,7 @@ _ZH.update({
     "cleaner_check": lambda e: (
         f"{_where(e, True)}：清理检查——{e['clean_bytes'] + e['dirty_bytes']} 字节中有 {e['dirty_bytes']} 字节是脏的，"
         f"脏比例 {_ratio(e)}，min.cleanable.dirty.ratio 为 {e['min_cleanable_ratio']}（可清理偏移量 "
-        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']}）→ {'清理它' if e['chosen'] else '暂不清理'}：{e['reason']}"),
+        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']}）→ {'清理它' if e['chosen'] else '暂不清理'}：{_why_zh(e['reason'])}"),
     "offset_map_filled": lambda e: (
         f"{_where(e, True)}：偏移量映射从段 {_seg(e['segment'])} 的 {e['records']} 条消息中放入 {e['keys_put']} 个键；"
         f"映射共 {e['map_entries']}/{e['map_capacity']} 项，最新偏移量 {e['latest_offset']}"

@@ -194,6 +194,10 @@ USE_TZ = True
 # ---- kafkaviz -------------------------------------------------------------
 KAFKAVIZ_DATA_DIR = os.environ.get("KAFKAVIZ_DATA_DIR") or os.path.join(tempfile.gettempdir(), "kafkaviz-data")
 
+# A share link (a stored run) is refused and deleted once it is this many days old;
+# `manage.py purge_shares` deletes the expired ones in bulk (run it daily from cron).
+KAFKAVIZ_SHARE_DAYS = _int("KAFKAVIZ_SHARE_DAYS", 30)
+
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
     # one frame per this many ms leaves (about a display's pace).
@@ -211,9 +215,10 @@ KAFKAVIZ_RUNTIME = {
     "IDLE_SECONDS": _int("KAFKAVIZ_IDLE_SECONDS", 90),
     "REAP_EVERY_SECONDS": 10,
     "REAP_BATCH": 25,
-    # Per-sandbox quotas.
-    "MAX_MESSAGES": 5000,
-    "MAX_DISK_BYTES": 5 * 1024 * 1024,
+    # Per-sandbox quotas (raised only by tests that need a big burst; keep these in production).
+    "MAX_MESSAGES": _int("KAFKAVIZ_MAX_MESSAGES", 5000),
+    "MAX_DISK_BYTES": _int("KAFKAVIZ_MAX_DISK_BYTES", 5 * 1024 * 1024),
+    "MAX_MESSAGES_PER_COMMAND": _int("KAFKAVIZ_MAX_MESSAGES_PER_COMMAND", 50),  # one produce of lesson 2
     # A learner holding an arrow key steps ~20 times a second; each step is a bounded command
     # (a replay from the nearest checkpoint), and MAX_QUEUED_COMMANDS still caps the backlog.
     "COMMANDS_PER_SECOND": 20.0,

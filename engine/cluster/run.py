@@ -83,7 +83,7 @@ class Run:
 
     def __init__(self, seed: int = 0, config: ClusterConfig | Mapping[str, Any] | None = None,
                  disk_root: str | None = None, *, snapshot_every: int = 10, max_snapshots: int = 16,
-                 keep_events: int | None = 1000) -> None:
+                 keep_events: int | None = 1000, os_fsync: bool = True) -> None:
         from .cluster import Cluster
 
         if disk_root is None:
@@ -99,7 +99,7 @@ class Run:
         self.disk_root = str(disk_root)
         self.snapshot_every = snapshot_every
         self.max_snapshots = max(3, max_snapshots)
-        self.cluster = Cluster(Disk(self.disk_root), self.config, self.seed,
+        self.cluster = Cluster(Disk(self.disk_root, os_fsync=os_fsync), self.config, self.seed,
                                events=EventLog(VirtualClock(), keep=keep_events))
         self.checker = Checker()
         for env in self.cluster.events.envelopes:     # the cluster's start-up, before the checker

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES, load_content
@@ -119,7 +119,7 @@ def join(request: HttpRequest) -> HttpResponse:
     return redirect(reverse("classroom:room", args=[room.code]) + (f"?lang={lang}" if lang != "en" else ""))
 
 
-@require_GET
+@require_safe
 def room_page(request: HttpRequest, code: str) -> HttpResponse:
     """``/r/<code>``: a student in the room sees the lesson page on the room's socket;
     anybody else gets the join form with the code filled in."""
@@ -156,7 +156,7 @@ def _room_context(room: Room, lang: str, role: str, **room_data: Any) -> tuple[A
     return content, context
 
 
-@require_GET
+@require_safe
 def present(request: HttpRequest, code: str) -> HttpResponse:
     """``/rooms/<code>/present``: the instructor's projector page."""
     room = _own_room(request, code)

@@ -11,7 +11,7 @@ from pathlib import Path
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_safe, require_POST
 
 from engine.lab.grid import AXES, PRESETS, GridError, make_grid
 from engine.lab.logscan import NotALogDirError, find_partition_dirs
@@ -50,7 +50,7 @@ def _home_context(request: HttpRequest, **extra: object) -> dict:
             "form": {"preset": "", "runs": 20, "seed": 0, "axes": {}, "logdir": ""}, **extra}
 
 
-@require_GET
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     context = _home_context(request)
     if request.GET.get("preset") in PRESETS:
@@ -58,7 +58,7 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "lab/home.html", context)
 
 
-@require_GET
+@require_safe
 def latest(request: HttpRequest, preset: str) -> HttpResponse:
     """The newest finished sweep of a preset (what lessons link to), or the form with that
     preset chosen when there is none yet."""
@@ -137,7 +137,7 @@ def _job_or_404(name: str, kind: str) -> jobs.Job:
     return job
 
 
-@require_GET
+@require_safe
 def sweep(request: HttpRequest, name: str) -> HttpResponse:
     job = _job_or_404(name, "sweep")
     context: dict = {"job": job}
@@ -151,7 +151,7 @@ def sweep(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "lab/sweep.html", context)
 
 
-@require_GET
+@require_safe
 def progress(request: HttpRequest, name: str) -> HttpResponse:
     job = jobs.get_job(name)
     if job is None:
@@ -162,7 +162,7 @@ def progress(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 def worst(request: HttpRequest, name: str, cell: str) -> HttpResponse:
     job = _job_or_404(name, "sweep")
     if job.state != "done":
@@ -211,7 +211,7 @@ def _result_text(result: dict) -> str:
     return ""
 
 
-@require_GET
+@require_safe
 def analytics(request: HttpRequest, name: str) -> HttpResponse:
     job = _job_or_404(name, "analytics")
     return render(request, "lab/analytics.html", {"job": job, "summary": job.summary})

@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from engine.cluster.config import ClusterConfig
 from engine.config import LogConfig
@@ -31,7 +31,7 @@ def _lang(request: HttpRequest) -> str:
     return lang if lang in LANGUAGES else "en"
 
 
-@require_GET
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     lang = _lang(request)
     with translation.override(DJANGO_LANG[lang]):
@@ -96,7 +96,7 @@ def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, o
     return context
 
 
-@require_GET
+@require_safe
 def lesson(request: HttpRequest, slug: str) -> HttpResponse:
     found: Lesson | None = get_lesson(slug)
     if found is None:

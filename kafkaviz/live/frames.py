@@ -149,6 +149,7 @@ class FrameBuilder:
         self._base: dict[str, Any] | None = None
         self._base_seq = 0
         self._force_full = True
+        self._touched = False
 
     # ---- input -----------------------------------------------------------
     def add(self, env: Envelope, state_fn: Callable[[], dict[str, Any]] | None = None) -> None:
@@ -170,6 +171,11 @@ class FrameBuilder:
             self._steps.append({"events": list(self._pending), "state": state})
             self._pending.clear()
 
+    def touch(self) -> None:
+        """The state changed without an engine event (a view choice such as the partition a
+        diagram shows): the next flush sends a frame all the same."""
+        self._touched = True
+
     def mark_reset(self) -> None:
         """The sandbox started over: the next frame tells clients to clear what they show."""
         self._pending.clear()
@@ -179,7 +185,7 @@ class FrameBuilder:
 
     @property
     def has_pending(self) -> bool:
-        return bool(self._pending or self._steps or self._reset or self._skipped)
+        return bool(self._pending or self._steps or self._reset or self._skipped or self._touched)
 
     # ---- output ----------------------------------------------------------
     def take(self, state: dict[str, Any], now_s: float) -> list[dict[str, Any]]:
@@ -192,8 +198,9 @@ class FrameBuilder:
             frames.append(self._frame(step["events"], step["state"], self._skipped if i == 0 else 0, "step"))
         if steps:
             self._skipped = 0
-        if self._pending or self._skipped or self._reset:
+        if self._pending or self._skipped or self._reset or (self._touched and not steps):
             frames.append(self._frame(list(self._pending), state, self._skipped, "live"))
+        self._touched = False
         self._pending.clear()
         self._skipped = 0
         self.last_flush_s = now_s

@@ -74,7 +74,7 @@ class GuidedClusterSandbox(SandboxKind):
         self.reads: dict[str, dict[str, Any]] = {}
         self.records_sent = 0      # produced through this run: the sandbox's quota (Limits.max_messages)
         self.run = Run(int(self.scenario.get("seed", 0)), make_config(self.scenario.get("cluster") or {}),
-                       str(run_dir), snapshot_every=10**6, max_snapshots=2)
+                       str(run_dir), snapshot_every=10**6, max_snapshots=2, os_fsync=False)
         self.events = self.run.cluster.events
         self.events.subscribe(self._emit)
         self.retry_writes: dict[tuple, dict[int, int]] = {}   # (topic, partition) -> offset -> first request

@@ -126,6 +126,7 @@ class SandboxKind:
         self.step_seqs = [0]
         self._muted = False
         self.cut_hook: Callable[[], None] | None = None   # the runtime's: end a frame here
+        self.touch_hook: Callable[[], None] | None = None  # the runtime's: send a frame though no event came
         self.clock = VirtualClock()
         self.scheduler = Scheduler(self.clock)
         self.events = EventLog(self.clock, keep=self.events_kept)
@@ -148,8 +149,8 @@ class SandboxKind:
         if spec.type in STEPPING:
             return spec.handler(self, **values)
         if len(self.log[:self.position]) >= MAX_STEPS:
-            raise CommandError("quota", f"This run has {self.position} steps, the most it keeps; step back or "
-                               "press Reset to start over.", command=spec.type)
+            raise CommandError("quota", _("This run has %(n)s steps, the most it keeps; step back or press Reset "
+                                          "to start over.") % {"n": self.position}, command=spec.type)
         before = self.position
         self.tracker.own = True
         text = spec.handler(self, **values)
@@ -197,7 +198,7 @@ class SandboxKind:
         before = self.position
         self._run_step(self.log[before])
         self._step_done(before, "step")
-        return f"Step {self.position} of {len(self.log)} done."
+        return _("Step %(n)s of %(total)s done.") % {"n": self.position, "total": len(self.log)}
 
     def back(self) -> str:
         if self.position == 0:
@@ -212,16 +213,17 @@ class SandboxKind:
     def seek(self, step: int) -> str:
         total = self.total_steps
         if not 0 <= step <= total:
-            raise CommandError("invalid", f"Step must be between 0 and {total}, got {step}.", "step", "seek")
+            raise CommandError("invalid", _("Step must be between 0 and %(total)s, got %(step)s.") % {
+                "total": total, "step": step}, "step", "seek")
         before = self.position
         if step > before:
             while self.position < step:
                 self.step()
-            return f"At step {step} of {total}."
+            return _("At step %(n)s of %(total)s.") % {"n": step, "total": total}
         if step < before:
             self.goto(step)
             self._moved(before, "back")
-        return f"Back to step {step} of {total}."
+        return _("Back to step %(n)s of %(total)s.") % {"n": step, "total": total}
 
     def goto(self, step: int) -> None:
         """Make the engine's state that after ``step`` steps (step < position)."""

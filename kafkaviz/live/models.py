@@ -8,10 +8,13 @@ the same JSON an export downloads and an import uploads.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
-__all__ = ["SharedRun", "new_share_id", "SHARE_ID_RE", "MAX_RUN_BYTES"]
+__all__ = ["SharedRun", "new_share_id", "SHARE_ID_RE", "MAX_RUN_BYTES", "share_cutoff"]
 
 SHARE_ID_RE = r"[A-Za-z0-9_-]{8}"
 MAX_RUN_BYTES = 64 * 1024
@@ -22,6 +25,11 @@ def new_share_id() -> str:
     return secrets.token_urlsafe(6)
 
 
+def share_cutoff():
+    """Runs shared before this moment have expired (settings.KAFKAVIZ_SHARE_DAYS)."""
+    return timezone.now() - timedelta(days=settings.KAFKAVIZ_SHARE_DAYS)
+
+
 class SharedRun(models.Model):
     id = models.CharField(primary_key=True, max_length=8, default=new_share_id, editable=False)
     lesson = models.CharField(max_length=64)
@@ -30,6 +38,15 @@ class SharedRun(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["created"])]
+
+    @property
+    def expired(self) -> bool:
+        return self.created < share_cutoff()
+
+    @classmethod
+    def purge_expired(cls) -> int:
+        """Delete every expired run; returns how many."""
+        return cls.objects.filter(created__lt=share_cutoff()).delete()[0]
 
     def __str__(self) -> str:
         return f"{self.id} ({self.lesson})"

@@ -37,7 +37,7 @@ class PageCacheSandbox(SandboxKind):
     def open(self) -> None:
         sc = self.scenario
         self.config = LogConfig().replace(**(sc.get("config") or {}))
-        self.disk = Disk(self.data_dir)
+        self.disk = Disk(self.data_dir, os_fsync=False)   # a throwaway sandbox: fsync modelled, not asked of the OS
         self.messages_sent = 0
         self.acked = 0
         self.crashes: list[dict[str, Any]] = []

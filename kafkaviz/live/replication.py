@@ -30,6 +30,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from engine import narration
 from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.commands import command_to_dict, parse_command
@@ -98,10 +101,13 @@ def _load_fields(scenario: dict) -> tuple[Field, ...]:
             Field("truncation", "str", "Truncation rule", default=truncations[0], choices=truncations))
 
 
+MAX_PARTITIONS = 3     # of a cluster the learner builds; the diagrams show one at a time
+
+
 def _shape_fields(scenario: dict) -> tuple[Field, ...]:
     truncations = tuple(scenario.get("truncations") or ("epoch",))
     return (Field("brokers", "int", "Brokers", default=3, min=2, max=5),
-            Field("partitions", "int", "Partitions", default=1, min=1, max=3),
+            Field("partitions", "int", "Partitions", default=1, min=1, max=MAX_PARTITIONS),
             Field("replication_factor", "int", "Replication factor", default=2, min=1, max=3),
             Field("min_insync_replicas", "int", "min.insync.replicas", default=1, min=1, max=3),
             Field("unclean", "bool", "Unclean leader election", default=False),
@@ -177,7 +183,7 @@ class ReplicationSandbox(SandboxKind):
         self.script = [command_to_dict(parse_command(c)) for c in self.scenario_def.commands()]
         run = Run(self.scenario_def.seed, make_config({**SANDBOX_LOG_CONFIG, **self.scenario_def.config},
                                                       truncation=truncation),
-                  str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2)
+                  str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2, os_fsync=False)
         run.queue(self.script)
         self.run = run
         self.step_seqs = [run.cluster.events.seq]
@@ -224,7 +230,8 @@ class ReplicationSandbox(SandboxKind):
         self._start(scenario, truncation)
         self.tracker.own = False
         self._moved(0, "load")
-        return f"Loaded {scenario} ({truncation} truncation): press Step."
+        return _("Loaded %(scenario)s (%(truncation)s truncation): press Step.") % {"scenario": scenario,
+                                                                                "truncation": truncation}
 
     @command(_shape_fields, help="Build your own cluster: brokers, partitions, replication factor, min ISR.")
     def shape(self, **values: Any) -> str:
@@ -233,15 +240,30 @@ class ReplicationSandbox(SandboxKind):
         seed = self.seed & 0xFFFF
         script = [command_to_dict(parse_command(c)) for c in shape_scenario(values, self.topic, seed).commands()]
         self.import_run({"shape": values, "seed": seed, "log": script, "step": len(script)})
-        return f"Your cluster: {self.scenario_def.title}."
+        return _("Your cluster: %(title)s.") % {"title": self.scenario_def.title}
 
     @command(_config_fields, help="Change a setting (Kafka name) of the cluster, or of one broker.")
     def set_config(self, name: str, value: int, broker: int | None = None) -> str:
         scope = {"scope": "broker", "target": broker} if broker is not None else {"scope": "cluster"}
         return self.engine("set_config", {**scope, "changes": {name: value}})
 
+    @command(Field("partition", "int", gettext_lazy("Partition"), required=True, min=0, max=MAX_PARTITIONS - 1),
+             help="Show another partition of the topic in the diagrams (changes nothing in the cluster).")
+    def view_partition(self, partition: int) -> str:
+        count = self._partition_count()
+        if partition >= count:
+            raise CommandError("invalid", _("Topic %(t)s has partitions 0 to %(last)s.") % {
+                "t": self.topic, "last": count - 1}, "partition", "view_partition")
+        self.partition = partition
+        if self.touch_hook is not None:
+            self.touch_hook()
+        return _("Showing partition %(t)s-%(p)s.") % {"t": self.topic, "p": partition}
+
+    def _partition_count(self) -> int:
+        return len(self.run.cluster.state()["topics"].get(self.topic, {}).get("partitions", ())) or 1
+
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        if spec.type in ("load", "shape", "step", "back", "seek"):
+        if spec.type in ("load", "shape", "step", "back", "seek", "view_partition"):
             return spec.handler(self, **values)
         before = self.run.position
         self.tracker.own = True
@@ -253,8 +275,8 @@ class ReplicationSandbox(SandboxKind):
         """The learner's own engine command, added at the current step (the rest of the
         scenario is dropped). The engine validates it against the cluster."""
         if self.run.position >= MAX_STEPS:
-            raise CommandError("quota", f"This run has {self.run.position} steps, the most it keeps; load the "
-                               "scenario again to start over.", command=name)
+            raise CommandError("quota", _("This run has %(n)s steps, the most it keeps; load the scenario again "
+                                          "to start over.") % {"n": self.run.position}, command=name)
         cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None}}
         if name == "consumer_join":
             cmd = self._join_like_the_group(cmd)
@@ -285,13 +307,13 @@ class ReplicationSandbox(SandboxKind):
     def step(self) -> str:
         run = self.run
         if run.position >= len(run.log):
-            raise CommandError("invalid", "There is no next step: this run is at its end. Step back, or load the "
-                               "scenario again.", command="step")
+            raise CommandError("invalid", _("There is no next step: this run is at its end. Step back, or load "
+                                            "the scenario again."), command="step")
         before = run.position
         run.redo()
         self._sync_events()
         self._step_done(before, "step")
-        return f"Step {run.position} of {len(run.log)} done."
+        return _("Step %(n)s of %(total)s done.") % {"n": run.position, "total": len(run.log)}
 
     def goto(self, step: int) -> None:
         self.run.seek(step)
@@ -312,15 +334,15 @@ class ReplicationSandbox(SandboxKind):
         log, step = _checked_run(run, MAX_STEPS)
         if run.get("shape") is not None:
             if not isinstance(run["shape"], dict) or "shape" not in self.commands:
-                raise CommandError("invalid", "This run builds its own cluster; open it in the sandbox.",
+                raise CommandError("invalid", _("This run builds its own cluster; open it in the sandbox."),
                                    command="import")
-            _, shape = validate_command(self.commands, {"type": "shape", **run["shape"]})
+            _spec, shape = validate_command(self.commands, {"type": "shape", **run["shape"]})
             seed = run.get("seed") if isinstance(run.get("seed"), int) and 0 <= run["seed"] < 2**16 else 0
             target: Any = shape_scenario(shape, self.topic, seed)
             choice = {"truncation": shape["truncation"]}
         else:
             shape = None
-            _, choice = validate_command(self.commands, {"type": "load", "scenario": run.get("scenario"),
+            _spec, choice = validate_command(self.commands, {"type": "load", "scenario": run.get("scenario"),
                                                          "truncation": run.get("truncation")})
             target = choice["scenario"]
         allowed = set(self.scenario.get("commands") or ())
@@ -328,11 +350,12 @@ class ReplicationSandbox(SandboxKind):
         script = [command_to_dict(parse_command(c)) for c in scenario_obj.commands()]
         for i, cmd in enumerate(log):
             if not isinstance(cmd, dict):
-                raise CommandError("invalid", f"Step {i + 1} of the run is not a command.", command="import")
+                raise CommandError("invalid", _("Step %(n)s of the run is not a command.") % {"n": i + 1},
+                                   command="import")
             on_script = i < len(script) and cmd == script[i]
             if not on_script and cmd.get("cmd") not in allowed:
-                raise CommandError("invalid", f"Step {i + 1}: {cmd.get('cmd')!r} is not a command of this lesson.",
-                                   command="import")
+                raise CommandError("invalid", _("Step %(n)s: %(cmd)r is not a command of this lesson.") % {
+                    "n": i + 1, "cmd": cmd.get("cmd")}, command="import")
         # Build the new run beside the current one, muted; keep the current one until the
         # new one has replayed, so a refused file leaves the learner's run untouched.
         keep = ("run", "run_id", "scenario_def", "truncation", "script", "step_seqs", "_subscribed", "events", "custom_shape")
@@ -391,6 +414,9 @@ class ReplicationSandbox(SandboxKind):
         cluster = run.cluster
         summary = build_summary(run)
         cstate = cluster.state()
+        count = len(cstate["topics"].get(self.topic, {}).get("partitions", ()))
+        if self.partition >= max(count, 1):
+            self.partition = 0     # a run with fewer partitions than the one shown before
         topic, pnum = self.topic, self.partition
         part = next((p for p in summary["partitions"] if p["topic"] == topic and p["partition"] == pnum), None)
         pmeta = cstate["topics"][topic]["partitions"][pnum] if part is not None else None
@@ -411,6 +437,7 @@ class ReplicationSandbox(SandboxKind):
             "scenario": {"name": self.scenario_def.name, "title": self.scenario_def.title},
             "truncation": self.truncation,
             "topic": topic,
+            "partition_ids": list(range(count)),     # the diagrams show "partition"; a switcher picks it
             "controller": {"active": controller["active"], "epoch": controller["controller_epoch"]},
             "brokers": brokers,
             "links": cstate["network"]["faults"],

@@ -39,6 +39,7 @@ from typing import Any, Callable
 from engine.errors import KafkaError
 
 from django.utils import translation
+from django.utils.translation import gettext as _
 
 from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
@@ -185,6 +186,7 @@ class Runtime:
 
         engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
         engine.cut_hook = lambda: frames.cut(engine.state())
+        engine.touch_hook = frames.touch
         box["engine"] = engine
         return engine
 
@@ -202,6 +204,12 @@ class Runtime:
             if sb is not None:
                 if sb.slug != slug:
                     raise CommandError("not_found", "This sandbox belongs to another lesson.")
+                if lesson.lang != sb.frames.lang:
+                    # The page switched language: the sandbox (same session) speaks the new one
+                    # from now on -- narration, step texts, replies.
+                    with sb.lock:
+                        sb.frames.lang = sb.engine.lang = lesson.lang
+                        sb.engine.lesson = lesson
                 # Count the watcher under the lock, so a concurrent reap cannot take it.
                 sb.watchers += 1
                 sb.last_active = self.now()
@@ -442,7 +450,7 @@ class Runtime:
                 sb.engine.close()
                 sb.frames.mark_reset()
                 sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames)
-                return "The sandbox started over."
+                return _("The sandbox started over.")
             if spec.type == "mode":
                 sb.frames.step_mode = values["step"]
                 return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
@@ -533,7 +541,7 @@ def _export(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
             "run": sb.engine.export_run()}
     # "file" is the JSON text to save as it is: browsers' numbers lose digits past 2**53
     # (a scenario's flush.messages=Long.MAX_VALUE), so the page must not re-serialise "data".
-    return {"text": "Here is the run as JSON.", "data": data, "file": json.dumps(data, indent=1)}
+    return {"text": _("Here is the run as JSON."), "data": data, "file": json.dumps(data, indent=1)}
 
 
 def _import_payload(sb: Sandbox, data: Any) -> str:
@@ -551,7 +559,7 @@ def _import_payload(sb: Sandbox, data: Any) -> str:
         raise CommandError("engine", f"The run could not be replayed: {type(exc).__name__}: {exc}",
                            "run", "import") from exc
     st = sb.engine.state()["run"]
-    return f"Run loaded: step {st['step']} of {st['total']}."
+    return _("Run loaded: step %(n)s of %(total)s.") % {"n": st["step"], "total": st["total"]}
 
 
 def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
@@ -578,20 +586,25 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
         shared = SharedRun.objects.create(lesson=sb.slug, payload=data)
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
-    return {"text": "Share link created.", "share_id": shared.id}
+    return {"text": _("Share link created."), "share_id": shared.id}
 
 
 def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    from django.conf import settings
     from django.db import connections
 
     from .models import SharedRun
 
     try:
         shared = SharedRun.objects.filter(pk=values["id"]).first()
+        if shared is not None and shared.expired:
+            shared.delete()   # purged on access; `manage.py purge_shares` purges the rest
+            raise CommandError("expired", _("This share link has expired: links last %(days)s days. Ask for a "
+                                            "new one.") % {"days": settings.KAFKAVIZ_SHARE_DAYS}, "id", "open_shared")
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     if shared is None or (shared.lesson != sb.slug and sb.slug != "sandbox"):
-        raise CommandError("not_found", "This share link is unknown (mistyped, or made for another lesson).",
+        raise CommandError("not_found", _("This share link is unknown (mistyped, or made for another lesson)."),
                            "id", "open_shared")
     return _import_payload(sb, shared.payload)
 

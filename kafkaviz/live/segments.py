@@ -16,6 +16,7 @@ from engine.log.log import Log
 from engine.records import SimpleRecord
 from engine.records.batch import BATCH_OVERHEAD
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -38,7 +39,8 @@ def max_value_size(scenario: dict) -> int:
 def _produce_fields(scenario: dict) -> tuple[Field, ...]:
     return (
         Field("partition", "int", gettext_lazy("Partition"), default=0, min=0, max=scenario.get("partitions", 1) - 1),
-        Field("count", "int", gettext_lazy("Number of messages"), required=True, min=1, max=50),
+        Field("count", "int", gettext_lazy("Number of messages"), required=True, min=1,
+              max=settings.KAFKAVIZ_RUNTIME.get("MAX_MESSAGES_PER_COMMAND", 50)),
         Field("value_size", "int", gettext_lazy("Value size (bytes)"), default=100, min=1, max=max_value_size(scenario)),
         Field("key", "str", gettext_lazy("Key"), default="", max_length=KEY_MAX, pattern=r"[ -~]*",
               pattern_help=gettext_lazy("may only hold printable ASCII characters")),
@@ -59,7 +61,7 @@ class SegmentsSandbox(SandboxKind):
         self.config = LogConfig().replace(**sc.get("config", {}))
         # Preallocated index bytes take real blocks here, so the quota (which counts them) and
         # `du` agree; the lesson's small segment.index.bytes keeps them to one block per index.
-        self.disk = Disk(self.data_dir, allocate=True)
+        self.disk = Disk(self.data_dir, allocate=True, os_fsync=False)   # a throwaway sandbox
         self.messages_sent = 0
         self.logs = [Log(self.disk, f"{self.topic}-{p}", self.topic, p, self.config, self.scheduler, self.events,
                          hw_follows_leo=True) for p in range(sc.get("partitions", 1))]

@@ -44,7 +44,7 @@ class TopicSandbox(SandboxKind):
 
     def open(self) -> None:
         sc = self.scenario
-        self.disk = Disk(self.data_dir)
+        self.disk = Disk(self.data_dir, os_fsync=False)   # a throwaway sandbox: fsync modelled, not asked of the OS
         self.topic = Topic(self.disk, sc.get("topic", "orders"), int(sc.get("partitions", 3)), LogConfig(),
                            self.scheduler, self.events)
         self.producer = Producer(self.topic, random.Random(self.seed), batch_size=int(sc.get("batch_size", 100)))

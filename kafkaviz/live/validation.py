@@ -24,7 +24,7 @@ class CommandError(Exception):
     """A command refused before or while it ran; sent to the one client that sent it.
 
     ``code`` is machine-readable ("invalid", "unknown_type", "rate_limited", "quota", "busy",
-    "engine", "not_found", "too_large", "internal"); ``field`` names the form field to
+    "engine", "not_found", "expired", "too_large", "internal"); ``field`` names the form field to
     highlight, when one is at fault."""
 
     def __init__(self, code: str, message: str, field: str | None = None, command: str | None = None) -> None:

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from .runtime import get_runtime
 
 
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     """This process: live sandboxes (and the most allowed), watchers, open lesson
     sockets, rooms, and bytes on disk under the data directory. ``status`` is "busy"

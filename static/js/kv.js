@@ -33,9 +33,16 @@
     return text;
   };
 
+  // A "style" goes through the CSSOM: the page's CSP (style-src 'self') refuses style
+  // attributes set with setAttribute, which left every translated cell at the origin.
+  function setAttr(node, k, v) {
+    if (k === "style") node.style.cssText = v; else node.setAttribute(k, v);
+  }
+  KV.setAttr = setAttr;
+
   function build(node, attrs, text) {
     Object.keys(attrs || {}).forEach(function (k) {
-      if (attrs[k] !== undefined && attrs[k] !== null) node.setAttribute(k, attrs[k]);
+      if (attrs[k] !== undefined && attrs[k] !== null) setAttr(node, k, attrs[k]);
     });
     if (text !== undefined && text !== null) node.textContent = text;
     return node;
@@ -70,7 +77,7 @@
       return;
     }
     Array.from(from.attributes).forEach(function (a) {
-      if (to.getAttribute(a.name) !== a.value) to.setAttribute(a.name, a.value);
+      if (to.getAttribute(a.name) !== a.value) setAttr(to, a.name, a.value);
     });
     Array.from(to.attributes).forEach(function (a) { if (!from.hasAttribute(a.name)) to.removeAttribute(a.name); });
     const byId = {};

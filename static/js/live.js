@@ -87,8 +87,10 @@
   }
 
   // Frames the server cut inside one command (mode "step": each engine phase of a long
-  // clock jump) are played one at a time so each phase is seen; live frames at once.
-  const STEP_MS = 150;
+  // clock jump) are played one at a time so each phase is seen: the first at once (a click
+  // never waits for a timer), the rest -- and the live frame that closes the command --
+  // every STEP_MS. A long backlog is drawn at once; a snapshot or reset drops it.
+  const STEP_MS = 150, MAX_QUEUED = 20;
   const stepQueue = [];
   let stepTimer = null;
   function drainStep() {
@@ -96,15 +98,16 @@
     if (next) onFrame(next);
     if (!stepQueue.length) { window.clearInterval(stepTimer); stepTimer = null; }
   }
+  function catchUp() { while (stepQueue.length) onFrame(stepQueue.shift()); }
   function onAnyFrame(frame) {
-    if (frame.snapshot || frame.reset) { stepQueue.length = 0; }
-    if (frame.mode === "step" && !frame.snapshot) {
+    if (frame.snapshot || frame.reset) { stepQueue.length = 0; onFrame(frame); return; }
+    if (stepTimer) {
       stepQueue.push(frame);
-      if (!stepTimer) stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
+      if (stepQueue.length > MAX_QUEUED) catchUp();
       return;
     }
-    while (stepQueue.length) onFrame(stepQueue.shift()); // catch up before a live frame
     onFrame(frame);
+    if (frame.mode === "step") stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
   }
 
   // The frame protocol (docs/web.md, "Frame shape"): a frame carries the whole state
@@ -135,8 +138,15 @@
     return true;
   }
 
+  // What reached this page over the socket (the burst test and bench read it): frames,
+  // the events they carried, and the events the server folded into "skipped".
+  KV.received = { frames: 0, events: 0, skipped: 0, maxEvents: 0 };
   function dispatch(msg) {
-    if (msg.type === "frame") { if (resolve(msg)) onAnyFrame(msg); }
+    if (msg.type === "frame") {
+      const n = (msg.events || []).length, r = KV.received;
+      r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+      if (resolve(msg)) onAnyFrame(msg);
+    }
     else if (msg.type === "error") showError(msg);
     else if (msg.type === "ack") {
       // Stepping is shown by the step counter and narration; other commands get their ack.

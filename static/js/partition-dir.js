@@ -113,7 +113,9 @@
         g.appendChild(el("text", { x: COL_NAME, y: -16, class: "pd-info pd-group-info" }, label));
       }
     }
-    g.appendChild(el("text", { x: COL_NAME, y: 0, class: "pd-name" }, f.name));
+    // At 390 px a ".timeindex.deleted" name would run under the size bar: squeeze it to fit.
+    const squeeze = G.narrow && f.name.length > 34 ? { textLength: COL_BAR - COL_NAME - 6, lengthAdjust: "spacingAndGlyphs" } : {};
+    g.appendChild(el("text", Object.assign({ x: COL_NAME, y: 0, class: "pd-name" }, squeeze), f.name));
     // The .log row carries the segment's offsets; the others stay quiet unless deleted.
     let info = "";
     if (f.deleted) info = "✗ " + KV.t("marked_deleted");

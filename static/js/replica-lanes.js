@@ -65,11 +65,32 @@
     return c;
   }
 
+  // A topic with several partitions (the sandbox's own cluster): the lanes show one, a
+  // select (keyboard: Tab, arrows) switches; the heading names the one shown.
+  function partitionSwitch(st) {
+    const tp = document.getElementById("lanes-tp");
+    if (tp && st.partition) tp.textContent = st.partition.topic + "-" + st.partition.partition;
+    const form = document.getElementById("partition-form");
+    const sel = document.getElementById("partition-select");
+    if (!form || !sel) return;
+    const ids = st.partition_ids || [];
+    form.hidden = ids.length < 2;
+    if (sel.dataset.ids !== ids.join(",")) {
+      sel.replaceChildren.apply(sel, ids.map(function (i) { return KV.html("option", { value: i }, st.topic + "-" + i); }));
+      sel.dataset.ids = ids.join(",");
+    }
+    if (st.partition && document.activeElement !== sel) sel.value = String(st.partition.partition);
+  }
+
   function draw(container, frame) {
     const st = frame.state || {};
     const lanes = st.lanes || [];
     const part = st.partition;
-    if (previous.runId !== st.run_id) { previous.lanes = {}; previous.runId = st.run_id; }
+    const shown = part ? part.partition : null;
+    if (previous.runId !== st.run_id || previous.shown !== shown) {
+      previous.lanes = {}; previous.runId = st.run_id; previous.shown = shown;
+    }
+    partitionSwitch(st);
     verdict(st);
     if (!part) {
       container.replaceChildren(KV.html("p", { class: "note" }, KV.t("no_topic")));

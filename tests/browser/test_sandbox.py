@@ -58,3 +58,27 @@ def test_a_lesson_run_continues_in_the_sandbox(page: Page, live_server_url):
     expect(page.locator("h1")).to_contain_text("Sandbox")
     expect(page.locator("#step-counter")).to_have_text("Step 4 of 16")
     expect(page.locator("#replica-lanes")).to_contain_text("m1")
+
+
+def test_a_cluster_with_three_partitions_shows_each_through_the_partition_switch(page: Page, live_server_url):
+    page.goto(live_server_url + "/lessons/sandbox/")
+    expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
+    expect(page.locator("#partition-form")).to_be_hidden()       # one partition: nothing to switch
+    page.fill("#shape-form input[name=partitions]", "3")
+    page.click("#shape-button")
+    expect(page.locator("#step-counter")).to_have_text("Step 2 of 2")
+    expect(page.locator("#partition-form")).to_be_visible()
+    expect(page.locator("#partition-select option")).to_have_text(["t-0", "t-1", "t-2"])
+    expect(page.locator("#lanes-tp")).to_have_text("t-0")
+    # Keyboard only: focus the select, pick t-2 with the arrow keys, Enter submits.
+    page.locator("#partition-select").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#lanes-tp")).to_have_text("t-2")
+    expect(page.locator("#ack")).to_have_text("Showing partition t-2.")
+    expect(page.locator("#lanes-svg-title")).to_have_text("t-2")
+    # Viewing changes nothing in the run: still two steps, and stepping back keeps t-2 shown.
+    expect(page.locator("#step-counter")).to_have_text("Step 2 of 2")
+    page.click("#produce-button")
+    expect(page.locator("#step-counter")).to_have_text("Step 3 of 3")
+    expect(page.locator("#lanes-tp")).to_have_text("t-2")

@@ -118,3 +118,23 @@ def test_restore_keeps_preallocation_allocated(tmp_path):
     other.restore(images)
     assert os.stat(tmp_path / "b" / "p" / "b.index").st_blocks * 512 >= 64 * 1024
     assert other.usage_bytes() == disk.usage_bytes()
+
+
+@pytest.mark.parametrize("os_fsync", [True, False])
+def test_a_sandbox_disk_models_fsync_without_asking_the_os(tmp_path, monkeypatch, os_fsync):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    d = Disk(tmp_path / "d", os_fsync=os_fsync)
+    d.mkdir("p")
+    d.append("p/a.log", b"kept")
+    d.fsync("p/a.log")
+    d.append("p/a.log", b"lost")
+    d.write_atomic("p/cp", b"longer first")
+    d.write_atomic("p/cp", b"x")
+    assert bool(calls) is os_fsync
+    assert sorted(name for name, _ in d.list_files("p")) == ["a.log", "cp"]
+    # The model is the same either way: a crash keeps exactly what was fsynced.
+    d.crash("p")
+    assert d.read_all("p/a.log") == b"kept" and d.read_all("p/cp") == b"x"
+    assert pickle.loads(pickle.dumps(d)).os_fsync is os_fsync

@@ -73,3 +73,31 @@ def test_a_step_summary_folds_appends_and_keeps_what_matters():
 
 def test_unknown_kinds_fall_back_to_their_fields():
     assert narration.describe({"kind": "brand_new", "partition": 1, "x": 2}) == "partition 1: brand new x=2"
+
+
+# Events whose Chinese sentence names the engine's reason or rule code, and the codes the
+# engine emits for them (engine/log, engine/cluster, engine/producer).
+REASONED = {
+    ("segment_rolled", "reason"): ["size", "time", "index_full", "offset_overflow", "retention"],
+    ("segment_deleted", "reason"): ["retention:size", "retention:time", "retention:log_start_offset", "cleaner"],
+    ("log_start_offset_changed", "reason"): ["retention:size", "delete_records"],
+    ("log_truncated", "reason"): ["hw", "out_of_range"],
+    ("controller_changed", "reason"): ["startup", "session_timeout", "lost_quorum", "controlled_shutdown"],
+    ("leader_elected", "rule"): ["clean", "unclean", "initial", "preferred"],
+    ("isr_shrunk", "reason"): ["lagging", "session_timeout"],
+    ("leo_changed", "reason"): ["append", "truncate", "txn_marker"],
+    ("high_watermark_changed", "reason"): ["isr_leo", "leader_hw", "truncate"],
+    ("message_dropped", "reason"): ["destination_down", "link_cut", "source_crashed"],
+    ("producer_batch_sent", "reason"): ["batch.size reached", "linger.ms (flush)"],
+    ("partition_offline", "reason"): ["no live replica in the ISR"],
+}
+
+
+@pytest.mark.parametrize("kind, field", sorted(REASONED))
+def test_chinese_sentences_say_the_engine_reason_in_chinese(kind, field):
+    for code in REASONED[(kind, field)]:
+        ev = {**sample(EVENT_TYPES[kind]), field: code}
+        zh, en = narration.describe(ev, "zh"), narration.describe(ev, "en")
+        assert narration._WHY_ZH[code] in zh, zh
+        assert code not in zh.replace("retention.bytes", ""), zh
+        assert code in en or code.replace("_", " ") in en, en

@@ -3,6 +3,8 @@ link opened by another sandbox shows the same state, and tampered ids or files g
 clear message while the sandbox keeps its own run."""
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 
 import pytest
@@ -150,4 +152,75 @@ async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(t
     assert (forked["run"]["step"], forked["run"]["total"]) == (6, 16)
     with pytest.raises(CommandError, match="share link is unknown"):
         await rt.command(other, {"type": "open_shared", "id": share_id})
+    rt.close_all()
+
+
+async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.db import connections
+    from django.utils import timezone
+
+    from kafkaviz.live.models import SharedRun
+
+    def in_db(fn):
+        # In a worker thread that closes its connection (as the runtime's share commands do).
+        def run():
+            try:
+                return fn()
+            finally:
+                connections.close_all()
+        return asyncio.to_thread(run)
+
+    assert django_settings.KAFKAVIZ_SHARE_DAYS == 30
+    rt, a, b = await two_sandboxes(tmp_path, "segments")
+    await rt.command(a, {"type": "step"})
+    old_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    other_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    fresh_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    aged = timezone.now() - timedelta(days=31)
+    await in_db(lambda: SharedRun.objects.filter(pk__in=[old_id, other_id]).update(created=aged))
+    before = comparable(rt.sandboxes[b].engine.state())
+    with pytest.raises(CommandError, match="has expired: links last 30 days") as err:
+        await rt.command(b, {"type": "open_shared", "id": old_id})
+    assert err.value.code == "expired"
+    assert comparable(rt.sandboxes[b].engine.state()) == before
+    # Refused on access and deleted; the command purges the rest; a fresh link still opens.
+    assert not await in_db(lambda: SharedRun.objects.filter(pk=old_id).exists())
+    out = io.StringIO()
+    await in_db(lambda: call_command("purge_shares", stdout=out))
+    assert "Deleted 1 shared run(s) older than 30 days." in out.getvalue()
+    assert await in_db(lambda: sorted(SharedRun.objects.values_list("pk", flat=True))) == [fresh_id]
+    reply = await rt.command(b, {"type": "open_shared", "id": fresh_id})
+    assert reply["text"] == "Run loaded: step 1 of 6."
+    rt.close_all()
+
+
+async def test_the_partition_switch_shows_any_partition_and_is_not_a_step(tmp_path):
+    rt = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    await rt.command(sid, {"type": "shape", "brokers": "3", "partitions": "3", "replication_factor": "2",
+                           "min_insync_replicas": "1", "truncation": "epoch"})
+    st = rt.sandboxes[sid].engine.state()
+    assert st["partition_ids"] == [0, 1, 2] and st["partition"]["partition"] == 0
+    steps = st["run"]["total"]
+    reply = await rt.command(sid, {"type": "view_partition", "partition": "2"})
+    assert reply["text"] == "Showing partition t-2."
+    st = rt.sandboxes[sid].engine.state()
+    assert st["partition"]["partition"] == 2 and st["run"]["total"] == steps
+    assert {lane["broker"] for lane in st["lanes"]} == set(st["partition"]["replicas"])
+    with pytest.raises(CommandError, match="between 0 and 2"):
+        await rt.command(sid, {"type": "view_partition", "partition": "3"})
+    # A run with one partition falls back to showing partition 0, and refuses another.
+    await rt.command(sid, {"type": "load", "scenario": "kip101-data-loss", "truncation": "epoch"})
+    while not rt.sandboxes[sid].engine.state()["partition_ids"]:
+        await rt.command(sid, {"type": "step"})       # until the scenario creates its topic
+    st = rt.sandboxes[sid].engine.state()
+    assert st["partition_ids"] == [0] and st["partition"]["partition"] == 0
+    with pytest.raises(CommandError, match="Topic t has partitions 0 to 0.") as err:
+        await rt.command(sid, {"type": "view_partition", "partition": "1"})
+    assert err.value.field == "partition"
+    assert rt.sandboxes[sid].engine.state()["partition"]["partition"] == 0
     rt.close_all()

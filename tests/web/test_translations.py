@@ -6,6 +6,8 @@ import ast
 import gettext
 from pathlib import Path
 
+import pytest
+
 PO = Path(__file__).resolve().parents[2] / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 
 
@@ -47,20 +49,32 @@ def test_the_compiled_catalogue_matches_the_po_file():
         assert mo.gettext(msgid) == msgstr, msgid
 
 
-def test_a_chinese_page_gets_refusals_and_replies_in_chinese(tmp_path):
+def with_runtime(tmp_path, body) -> None:
+    """Run ``await body(runtime)`` on a fresh runtime (no reaper, frames dropped)."""
     import asyncio
 
-    import pytest
     from django.conf import settings as django_settings
 
-    from kafkaviz.live.runtime import Runtime, new_sandbox_id
-    from kafkaviz.live.validation import CommandError
+    from kafkaviz.live.runtime import Runtime
 
     async def run():
         async def publish(group, message):
             pass
         rt = Runtime(tmp_path / "data", settings={**django_settings.KAFKAVIZ_RUNTIME, "REAP_EVERY_SECONDS": 0},
                      publish=publish)
+        try:
+            await body(rt)
+        finally:
+            rt.close_all()
+
+    asyncio.run(run())
+
+
+def test_a_chinese_page_gets_refusals_and_replies_in_chinese(tmp_path):
+    from kafkaviz.live.runtime import new_sandbox_id
+    from kafkaviz.live.validation import CommandError
+
+    async def body(rt):
         zh, en = new_sandbox_id(), new_sandbox_id()
         await rt.attach(zh, "segments", "zh")
         await rt.attach(en, "segments", "en")
@@ -72,6 +86,43 @@ def test_a_chinese_page_gets_refusals_and_replies_in_chinese(tmp_path):
         assert err.value.message == "Number of messages is required."
         reply = await rt.command(zh, {"type": "produce", "count": "2"})
         assert reply["text"] == "已向分区 0 发送 2 条消息：偏移量 0–1。"
-        rt.close_all()
 
-    asyncio.run(run())
+    with_runtime(tmp_path, body)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chinese_replication_lesson_gets_its_replies_in_chinese(tmp_path):
+    from kafkaviz.live.runtime import new_sandbox_id
+    from kafkaviz.live.validation import CommandError
+
+    async def body(rt):
+        sid = new_sandbox_id()
+        await rt.attach(sid, "leader-epoch", "zh")
+        reply = await rt.command(sid, {"type": "load", "scenario": "kip101-divergence", "truncation": "hw"})
+        assert reply["text"] == "已载入 kip101-divergence（截断规则 hw）：请按“下一步”。"
+        reply = await rt.command(sid, {"type": "step"})
+        assert reply["text"].startswith("第 1 步完成（共 ")
+        reply = await rt.command(sid, {"type": "back"})
+        assert reply["text"].startswith("已回到第 0 步（共 ")
+        assert (await rt.command(sid, {"type": "export"}))["text"] == "这是这次运行的 JSON。"
+        with pytest.raises(CommandError) as err:
+            await rt.command(sid, {"type": "open_shared", "id": "AAAAAAAA"})
+        assert err.value.message == "找不到这个分享链接（可能输错了，或它属于另一课）。"
+
+    with_runtime(tmp_path, body)
+
+
+def test_a_sandbox_opened_again_in_chinese_speaks_chinese(tmp_path):
+    from kafkaviz.live.runtime import new_sandbox_id
+
+    async def body(rt):
+        sid = new_sandbox_id()
+        await rt.attach(sid, "segments", "en")
+        await rt.command(sid, {"type": "step"})
+        snap = await rt.attach(sid, "segments", "zh")    # the language link reloads the page
+        assert snap["state"]["run"]["steps"][0]["say"].startswith("向分区 0 发送四条")
+        assert any("分区 0" in e["text"] for e in snap["events"])
+        reply = await rt.command(sid, {"type": "produce", "count": "2"})
+        assert reply["text"].startswith("已向分区 0 发送 2 条消息")
+
+    with_runtime(tmp_path, body)

@@ -103,3 +103,21 @@ def test_replication_lessons_link_to_the_durability_labs_results(slug, preset):
     html = Client().get(f"/lessons/{slug}/").content.decode()
     assert f'href="/lab/latest/{preset}/"' in html
     assert Client().get(f"/lab/latest/{preset}/").status_code == 302
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/", "/lessons/segments/", "/sandbox/", "/healthz", "/lab/"])
+def test_pages_answer_head_like_get_without_a_body(path):
+    # Link checkers and monitors send HEAD; require_safe answers it, POST stays refused.
+    client = Client()
+    head = client.head(path)
+    assert head.status_code == 200 and head.content == b""
+    assert client.post(path).status_code in (403, 405)
+
+
+@pytest.mark.django_db
+def test_the_sandbox_page_reads_in_chinese():
+    html = Client().get("/sandbox/?lang=zh").content.decode()
+    assert "<h1" in html and "沙盒" in html and "图一次只显示主题" in html
+    assert "数据丢失（KIP-101 场景 1）" in html          # the scenario names, from the same file
+    assert 'id="partition-form"' in html and "显示的分区" in html
