@@ -4,6 +4,7 @@ another ASGI process would be). Needs the ``redis-server`` binary (``make test``
 installs it)."""
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import socket
@@ -65,3 +66,16 @@ async def test_frames_reach_a_watcher_on_another_redis_layer(tmp_path, redis_url
         await owner_layer.flush()
         await owner_layer.close_pools()
         await watcher_layer.close_pools()
+
+
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_an_idle_socket_outlives_the_layers_blocking_read(redis_url):
+    """A watcher with nothing to receive for longer than channels-redis's 5 s blocking read
+    keeps waiting (redis-py 8 raised "Timeout reading" here and killed every idle socket)."""
+    layer = RedisChannelLayer(hosts=[redis_url])
+    channel = await layer.new_channel()
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(layer.receive(channel), 7)
+    await layer.send(channel, {"type": "still.here"})
+    assert (await layer.receive(channel))["type"] == "still.here"
