@@ -79,6 +79,6 @@ messages: deps
 ## Every benchmark in bench/, each figure printed beside its goal (a few minutes; see bench/README.md).
 .PHONY: bench
 bench: deps-dev
-	@for b in bench_codec bench_log bench_cluster bench_frames bench_memory bench_groups bench_timer bench_idempotence bench_validation bench_sandboxes bench_page_weight; do \
+	@for b in bench_codec bench_log bench_cluster bench_frames bench_memory bench_groups bench_timer bench_idempotence bench_validation bench_sandboxes bench_page_weight bench_classroom; do \
 	  echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit $$?; \
 	done
