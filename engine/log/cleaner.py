@@ -67,6 +67,9 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _ATTR_DELETE_HORIZON = 0x40
 _ATTR_CODEC = 0x07
 _MAX_KEYS_IN_EVENT = 32
+# Records whose scanned keys one pass keeps between building the map and cleaning (~100 bytes
+# each): the dirty section is parsed once; past this it is parsed again, as Kafka reads it twice.
+_SCAN_CACHE_RECORDS = 1_000_000
 
 StepHook = Callable[[str, int], None]
 
@@ -310,6 +313,7 @@ class LogCleaner:
         self.checkpoint = CheckpointFile(disk, rel, (str, int, int))
         self.dedupe_buffer_size = dedupe_buffer_size
         self.step_hook = step_hook
+        self._scanned: dict[tuple[int, int], list] = {}   # (segment, position) → keys, during a pass
 
     # ---- the cleaner point --------------------------------------------------------------
     def checkpoints(self) -> dict[tuple[str, int], int]:
@@ -419,6 +423,7 @@ class LogCleaner:
         bytes_before = log.size_bytes
         omap = OffsetMap(self.dedupe_buffer_size)
         last_batch_of_producer = self._producer_last_batches(log)
+        self._scanned.clear()
         self._build_offset_map(log, omap, start, upper)
         end = omap.latest_offset + 1 if omap.latest_offset >= start else start
         result = CleanResult(log.topic, log.partition, start, end, round(ltc.ratio, 6), before, before, bytes_before,
@@ -432,6 +437,7 @@ class LogCleaner:
                 for name in ("records_before", "records_after", "superseded", "tombstones_kept",
                              "tombstones_removed", "keyless_removed"):
                     setattr(result, name, getattr(result, name) + getattr(stats, name))
+        self._scanned.clear()
         self._write_point(log, end)
         self._step("checkpoint", end)
         result.segments_after = [s.base_offset for s in log.segments]
@@ -455,7 +461,13 @@ class LogCleaner:
         return set(last.values())
 
     def _build_offset_map(self, log, omap: OffsetMap, start: int, upper: int) -> None:
+        """Kafka's ``buildOffsetMap`` over the dirty section. Each batch's scanned keys are kept
+        (up to ``_SCAN_CACHE_RECORDS`` records) for the cleaning pass, which reads the same
+        batches again: one parse of the dirty section, not two."""
         ident = (log.broker, log.topic, log.partition)
+        table, slot = omap.table, omap.slot_key
+        cache = self._scanned
+        budget = _SCAN_CACHE_RECORDS
         for seg in log.segments:
             if seg.base_offset >= upper or not seg.size or seg.next_offset <= start:
                 continue
@@ -463,20 +475,27 @@ class LogCleaner:
             sample: list = []
             full = False
             data = seg.read_all()
-            for pos, h in seg.iter_headers():
-                if h.base_offset + h.last_offset_delta < start:
+            for pos, h in seg.iter_headers(data=data):
+                last = h.base_offset + h.last_offset_delta
+                if last < start:
                     continue
                 if h.base_offset >= upper:
                     break
                 if not h.is_control:
-                    for offset, key, *_ in record_keys(data, pos, h):
-                        records += 1
-                        if key is not None and start <= offset < upper:
-                            omap.put(key, offset)
+                    scanned = record_keys(data, pos, h)
+                    records += len(scanned)
+                    if budget >= len(scanned):
+                        budget -= len(scanned)
+                        cache[(seg.base_offset, pos)] = scanned
+                    whole = start <= h.base_offset and last < upper
+                    for rec in scanned:
+                        key = rec[1]
+                        if key is not None and (whole or start <= rec[0] < upper):
+                            table[key if len(key) < 16 else slot(key)] = rec[0]
                             put += 1
                             if len(sample) < _MAX_KEYS_IN_EVENT:
-                                sample.append([_key_text(key), offset])
-                omap.update_latest_offset(min(h.base_offset + h.last_offset_delta, upper - 1))
+                                sample.append([_key_text(key), rec[0]])
+                omap.update_latest_offset(min(last, upper - 1))
                 if omap.full:
                     full = True
                     break
@@ -531,10 +550,12 @@ class LogCleaner:
         for rel in (new.log_rel, new.offset_index.rel, new.time_index.rel):
             disk.delete(rel)
             disk.touch(rel)
+        cache = self._scanned
         for seg in group:
             raw = seg.read_all()
-            for pos, h in seg.iter_headers():
-                data = self._filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats)
+            for pos, h in seg.iter_headers(data=raw):
+                data = self._filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats,
+                                          cache.pop((seg.base_offset, pos), None))
                 if data is not None:
                     new.append(data, decode_header(data), now)
         new.on_become_inactive()
@@ -575,7 +596,7 @@ class LogCleaner:
 
     @staticmethod
     def _filter_batch(raw: bytes, pos: int, h: BatchHeader, omap: OffsetMap, now: int, horizon_now: int,
-                      producer_last: set[int], stats: _GroupStats) -> bytes | None:
+                      producer_last: set[int], stats: _GroupStats, scanned: list | None = None) -> bytes | None:
         """The batch as the cleaner writes it back: the original bytes if every record stays
         and no delete horizon is added, a rebuilt batch, an empty batch, or None."""
         size = h.batch_length + 12
@@ -586,8 +607,9 @@ class LogCleaner:
         kept = []
         has_tombstone = False
         latest = omap.latest_offset
-        get = omap.get
-        scanned = record_keys(raw, pos, h)
+        get, slot = omap.table.get, omap.slot_key
+        if scanned is None:
+            scanned = record_keys(raw, pos, h)
         for rec in scanned:
             offset, key, tombstone = rec[0], rec[1], rec[2]
             keep = False
@@ -595,7 +617,7 @@ class LogCleaner:
                 keep = True
             elif key is None:
                 stats.keyless_removed += 1
-            elif offset < get(key):
+            elif offset < get(key if len(key) < 16 else slot(key), -1):
                 stats.superseded += 1
             elif not tombstone or horizon is None or now < horizon:
                 keep = True

@@ -203,12 +203,13 @@ class LogSegment:
         return self.max_timestamp_so_far if self.max_timestamp_so_far >= 0 else self.last_modified_ms
 
     # ---- reading -------------------------------------------------------------
-    def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchHeader]]:
+    def iter_headers(self, start: int = 0, end: int | None = None,
+                     data: bytes | None = None) -> Iterator[tuple[int, BatchHeader]]:
         """``(position, header)`` of each batch from ``start``, reading the file in chunks and
-        only decoding the 61-byte headers."""
+        only decoding the 61-byte headers (or walking ``data``, the whole file already read)."""
         end = self.size if end is None else min(end, self.size)
         pos = start
-        buf, buf_pos = b"", start
+        buf, buf_pos = (data, 0) if data is not None else (b"", start)
         while pos < end:
             rel = pos - buf_pos
             if rel + BATCH_OVERHEAD > len(buf):

@@ -32,6 +32,16 @@ class OffsetMap:
     def digest(key: bytes) -> bytes:
         return hashlib.md5(key).digest()
 
+    @staticmethod
+    def slot_key(key: bytes) -> bytes:
+        """What the map stores for ``key`` (itself when shorter than a digest, else its MD5)."""
+        return key if len(key) < 16 else _md5(key).digest()
+
+    @property
+    def table(self) -> dict[bytes, int]:
+        """slot key → offset, for the cleaner's hot loops (which keep ``latest_offset`` themselves)."""
+        return self._map
+
     def put(self, key: bytes, offset: int) -> None:
         # Keys shorter than a digest are stored as they are (no longer than a digest, and a
         # different length, so they cannot collide with one); the rest as their MD5 digest.
