@@ -362,7 +362,7 @@ class GroupService:
         elif api == "commit":
             err = coord.check_commit(group, payload["member_id"], payload["generation"])
             if err != "NONE":
-                self.emit(OffsetCommitFailed(group, payload["member_id"], err, _tps(payload["offsets"])))
+                self.emit(OffsetCommitFailed(group, payload["member_id"], err, [[t, q] for t, q, _ in payload["offsets"]]))
                 self._reply(name, "commit", {"error": err, "offsets": payload["offsets"]})
                 return
             self._append_commits(broker_id, p, name, group, payload["offsets"])

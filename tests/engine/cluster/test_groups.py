@@ -533,3 +533,29 @@ def test_seed_003_auto_commit_before_rejoining_so_the_next_owner_resumes_there(t
     assert A(c, cmd="consumer_poll", name="b")["records"] == []  # b starts at 3: nothing read twice
     assert c.groups.lag("g") == {"t-0": {"committed": 3, "high_watermark": 3, "lag": 0},
                                  "t-1": {"committed": 3, "high_watermark": 3, "lag": 0}}
+
+
+def test_compaction_keeps_only_the_latest_group_metadata_record(tmp_path):
+    from engine.group.metadata import decode_group_key, decode_group_value
+    c = make(tmp_path, partitions=2, records=1)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="set_config", scope="topic", target=OFFSETS_TOPIC,
+      changes={"segment.bytes": 1024, "min.cleanable.dirty.ratio": 0.01,
+               "min.compaction.lag.ms": 10**9})  # the periodic cleaner waits
+    for n in ["b", "d", "e"]:  # three more rebalances, three more records
+        join(c, n, enable_auto_commit=False)
+        A(c, cmd="advance", ms=8000)
+    p = partition_for_group("g", 3)
+
+    def group_records():
+        log = c.brokers[c.controller.partition(OFFSETS_TOPIC, p).leader].partitions[(OFFSETS_TOPIC, p)].log
+        return [decode_group_value(r.value) for r in log.records() if decode_group_key(r.key) == "g"]
+
+    before = group_records()
+    assert len(before) >= 4 and before[-1].generation == coordinator_group(c).generation
+    A(c, cmd="set_config", scope="topic", target=OFFSETS_TOPIC, changes={"min.compaction.lag.ms": 0})
+    A(c, cmd="run_cleaner")
+    after = group_records()
+    assert len(after) < len(before) and after[-1] == before[-1]
+    assert {m.member_id for m in after[-1].members} == set(coordinator_group(c).members)
