@@ -8,7 +8,8 @@
   the coordinator again after ``retry.backoff.ms``. Each broker's coordinator state
   (:class:`engine.group.coordinator.GroupCoordinator`) lives as long as the broker process
   and its leadership of the partition; a new coordinator reads the partition's log to
-  load the committed offsets (so they survive a failover; members rejoin).
+  load the committed offsets and each group's latest GroupMetadata record (so offsets,
+  generation and assignment survive a failover without a rebalance).
 * ``__consumer_offsets`` is a real compacted topic (created on first use, replication
   factor min(3, brokers)); a commit appends one record per partition with Kafka's
   OffsetCommit key (v1) and value (v3) through the cluster's produce path with acks=all,
