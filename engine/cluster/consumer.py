@@ -8,7 +8,8 @@
   the coordinator again after ``retry.backoff.ms``. Each broker's coordinator state
   (:class:`engine.group.coordinator.GroupCoordinator`) lives as long as the broker process
   and its leadership of the partition; a new coordinator reads the partition's log to
-  load the committed offsets (so they survive a failover; members rejoin).
+  load the committed offsets and each group's latest GroupMetadata record (so offsets,
+  generation and assignment survive a failover without a rebalance).
 * ``__consumer_offsets`` is a real compacted topic (created on first use, replication
   factor min(3, brokers)); a commit appends one record per partition with Kafka's
   OffsetCommit key (v1) and value (v3) through the cluster's produce path with acks=all,
@@ -36,6 +37,9 @@ from ..group.events import (ConsumerFetched, ConsumerStopped, CoordinatorFound, 
                             OffsetsLoaded, PartitionsAdded, PartitionsAssigned, PartitionsRevoked, PositionReset,
                             SyncGroupSent)
 from ..group.java import partition_for_group
+from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignment, decode_group_key,
+                              decode_group_value, decode_subscription, encode_assignment, encode_group_key,
+                              encode_group_value, encode_subscription)
 from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, decode_key, decode_value, encode_key, encode_value
 from .config import CLIENT
 
@@ -128,6 +132,17 @@ class _CoordinatorGuard:
         return part is not None and loaded is not None and loaded[0] == part.leader_epoch
 
 
+class _GroupStore:
+    """``store`` for broker ``broker``'s coordinator: append the group's GroupMetadata record
+    to its offsets partition (picklable, unlike a closure)."""
+
+    def __init__(self, service: "GroupService", broker: int) -> None:
+        self.service, self.broker = service, broker
+
+    def __call__(self, group: Any) -> None:
+        self.service._store_group(self.broker, group)
+
+
 class GroupService:
     """See the module docstring. One per cluster (``cluster.groups``)."""
 
@@ -140,6 +155,7 @@ class GroupService:
         self.coordinators: dict[int, tuple[int, GroupCoordinator]] = {}   # broker -> (incarnation, coordinator)
         self.loaded: dict[tuple[int, int], tuple[int, dict]] = {}         # (broker, p) -> (leader epoch, offsets)
         self.pending_commits: dict[int, tuple] = {}
+        self.pending_groups: dict[int, tuple] = {}                        # produce id -> (broker, group, generation)
         self.commit_task = None
         self.cleaner = ClusterCleaner(cluster)
 
@@ -189,7 +205,7 @@ class GroupService:
                 coord.shutdown()
             coord = GroupCoordinator(broker_id, self.scheduler, self.emit, self._reply,
                                      self.initial_rebalance_delay_ms,
-                                     _CoordinatorGuard(self, broker_id, b.incarnation))
+                                     _CoordinatorGuard(self, broker_id, b.incarnation), _GroupStore(self, broker_id))
             self.coordinators[broker_id] = (b.incarnation, coord)
             for key in [k for k in self.loaded if k[0] == broker_id]:
                 del self.loaded[key]
@@ -198,21 +214,40 @@ class GroupService:
         if key not in self.loaded or self.loaded[key][0] != epoch:
             for gid in [g for g in coord.groups if self.partition_for(g) == p]:
                 coord.unload(gid)  # leadership came back: the groups' membership is gone
-            self.loaded[key] = (epoch, self._load_offsets(broker_id, p, part))
+            offsets, groups = self._load_partition(broker_id, p, part)
+            self.loaded[key] = (epoch, offsets)
+            for gid in sorted(groups):
+                v = groups[gid]
+                members = []
+                for m in v.members:
+                    topics, owned, gen = decode_subscription(m.subscription)
+                    members.append((m.member_id, m.client_id, m.session_timeout_ms, m.rebalance_timeout_ms,
+                                    Subscription(tuple(topics), tuple(owned), gen), decode_assignment(m.assignment)))
+                coord.load_group(gid, v.generation, v.protocol, v.leader, members)
             for other, (_, oc) in self.coordinators.items():  # the previous coordinator resigns
                 if other != broker_id:
                     for gid in [g for g in oc.groups if self.partition_for(g) == p]:
                         oc.unload(gid)
         return coord
 
-    def _load_offsets(self, broker_id: int, p: int, part: Any) -> dict:
+    def _load_partition(self, broker_id: int, p: int, part: Any) -> tuple[dict, dict]:
+        """Replay the partition's log: each group's committed offsets and its latest
+        GroupMetadata record (a tombstone removes it)."""
         offsets: dict[str, dict] = {}
+        groups: dict[str, GroupMetadataValue] = {}
         records = part.log.records(part.log.log_start_offset, part.log.log_end_offset)
         for r in records:
             if r.key is None:
                 continue
             k = decode_key(r.key)
             if k is None:
+                gid = decode_group_key(r.key)
+                if gid is not None:
+                    v = decode_group_value(r.value)
+                    if v is None:
+                        groups.pop(gid, None)
+                    else:
+                        groups[gid] = v
                 continue
             v = decode_value(r.value)
             group = offsets.setdefault(k.group, {})
@@ -220,8 +255,32 @@ class GroupService:
                 group.pop((k.topic, k.partition), None)
             else:
                 group[(k.topic, k.partition)] = v.offset
-        self.emit(OffsetsLoaded(broker_id, p, len(records), sorted(offsets)))
-        return offsets
+        self.emit(OffsetsLoaded(broker_id, p, len(records), sorted(set(offsets) | set(groups))))
+        return offsets, groups
+
+    def _store_group(self, broker_id: int, g: Any) -> None:
+        p = self.partition_for(g.group_id)
+        members = tuple(MemberMetadata(m.member_id, None, m.client, "/client", m.rebalance_timeout_ms,
+                                       m.session_timeout_ms, self._subscription_bytes(m, g.protocol),
+                                       encode_assignment(m.assignment)) for m in g.members.values())
+        value = encode_group_value(GroupMetadataValue("consumer", g.generation, g.protocol, g.leader,
+                                                      self.cluster.now_ms(), members))
+        rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=encode_group_key(g.group_id), acks=-1,
+                                   broker=broker_id)
+        self.pending_groups[rid] = (broker_id, g.group_id, g.generation)
+        self._watch_produces()
+
+    @staticmethod
+    def _subscription_bytes(m: Any, protocol: str | None) -> bytes:
+        sub = dict(m.protocols).get(protocol)
+        if sub is None:
+            return encode_subscription([])
+        return encode_subscription(list(sub.topics), list(sub.owned), sub.generation)
+
+    def _watch_produces(self) -> None:
+        if (self.pending_commits or self.pending_groups) and self.commit_task is None:
+            self.commit_task = self.scheduler.schedule_periodic(COMMIT_POLL_MS, self._check_commits,
+                                                                name="offset-commit-completion")
 
     def committed(self, group: str) -> dict | None:
         """The group's committed offsets as its coordinator knows them, or None when no
@@ -304,7 +363,7 @@ class GroupService:
         elif api == "commit":
             err = coord.check_commit(group, payload["member_id"], payload["generation"])
             if err != "NONE":
-                self.emit(OffsetCommitFailed(group, payload["member_id"], err, _tps(payload["offsets"])))
+                self.emit(OffsetCommitFailed(group, payload["member_id"], err, [[t, q] for t, q, _ in payload["offsets"]]))
                 self._reply(name, "commit", {"error": err, "offsets": payload["offsets"]})
                 return
             self._append_commits(broker_id, p, name, group, payload["offsets"])
@@ -330,9 +389,7 @@ class GroupService:
             value = encode_value(OffsetValue(offset, -1, "", now))
             rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id)
             self.pending_commits[rid] = (broker_id, p, name, group, topic, partition, offset)
-        if self.pending_commits and self.commit_task is None:
-            self.commit_task = self.scheduler.schedule_periodic(COMMIT_POLL_MS, self._check_commits,
-                                                                name="offset-commit-completion")
+        self._watch_produces()
 
     def _check_commits(self) -> None:
         results = self.cluster.produce_results
@@ -350,7 +407,15 @@ class GroupService:
             else:
                 self.emit(OffsetCommitFailed(group, name, res.error or "UNKNOWN", [[topic, partition]]))
                 self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]})
-        if not self.pending_commits and self.commit_task is not None:
+        for rid in sorted(self.pending_groups):
+            res = results.get(rid)
+            if res is None:
+                continue
+            broker_id, group, generation = self.pending_groups.pop(rid)
+            inc, coord = self.coordinators.get(broker_id, (None, None))
+            if coord is not None:
+                coord.group_stored(group, generation, None if res.status == "ok" else "NOT_COORDINATOR")
+        if not self.pending_commits and not self.pending_groups and self.commit_task is not None:
             self.scheduler.cancel(self.commit_task)
             self.commit_task = None
 

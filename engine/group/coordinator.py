@@ -69,6 +69,7 @@ class Group:
     last_join_ms: int = 0
     next_member: int = 0
     pending: set = field(default_factory=set)     # member ids handed out by MEMBER_ID_REQUIRED
+    storing: bool = False                         # the leader's assignment is being written
 
     def to_dict(self) -> dict:
         return {"group": self.group_id, "state": self.state, "generation": self.generation,
@@ -86,8 +87,12 @@ class GroupCoordinator:
 
     def __init__(self, broker: int, scheduler: Any, emit: Callable[[Any], None],
                  reply: Callable[[str, str, dict], None], initial_rebalance_delay_ms: int,
-                 guard: Callable[[str], bool] | None = None) -> None:
+                 guard: Callable[[str], bool] | None = None,
+                 store: Callable[["Group"], None] | None = None) -> None:
         self.broker = broker
+        # store(group) appends the group's GroupMetadata record; the caller answers through
+        # group_stored(group id, generation, error) once it is acknowledged (or failed).
+        self.store = store
         self.guard = guard  # guard(group) -> is this still the group's coordinator (broker up, still leader)?
         self.scheduler = scheduler
         self.emit = emit
@@ -172,6 +177,7 @@ class GroupCoordinator:
                     other.awaiting_sync = False
                     self.reply(other.client, "sync", {"error": "REBALANCE_IN_PROGRESS"})
         was_empty = g.state == EMPTY
+        g.storing = False
         self._set_state(g, PREPARING)
         self.emit(RebalanceStarted(g.group_id, self.broker, g.generation, reason, member))
         now = self._now()
@@ -228,6 +234,8 @@ class GroupCoordinator:
             g.protocol = g.leader = None
             self.emit(JoinGroupCompleted(g.group_id, self.broker, g.generation, None, None, [], removed))
             self._set_state(g, EMPTY)
+            if self.store is not None:
+                self.store(g)  # the Empty group's record: its generation, no members
             return
         g.protocol = self._select_protocol(g)
         if g.leader not in g.members:
@@ -315,18 +323,63 @@ class GroupCoordinator:
                                           "assignment": list(m.assignment)})
             return None
         m.awaiting_sync = True
-        if member_id == g.leader and assignment is not None:
+        if member_id == g.leader and assignment is not None and not g.storing:
             for mid, other in g.members.items():
                 other.assignment = [tuple(tp) for tp in assignment.get(mid, [])]
-            self._set_state(g, STABLE)
-            self.emit(SyncGroupCompleted(g.group_id, self.broker, g.generation,
-                                         {mid: [list(tp) for tp in o.assignment] for mid, o in g.members.items()}))
-            for other in g.members.values():
-                if other.awaiting_sync:
-                    other.awaiting_sync = False
-                    self.reply(other.client, "sync", {"error": "NONE", "generation": g.generation,
-                                                      "assignment": list(other.assignment)})
+            if self.store is not None:
+                # Kafka answers SyncGroup only once the group's record is written: a new
+                # coordinator then loads this generation and its assignment.
+                g.storing = True
+                self.store(g)
+                return None
+            self._finish_sync(g)
         return None
+
+    def group_stored(self, group_id: str, generation: int, error: str | None) -> None:
+        g = self._current(group_id)
+        if g is None or g.generation != generation or not g.storing:
+            return
+        g.storing = False
+        if g.state != COMPLETING:
+            return
+        if error is None:
+            self._finish_sync(g)
+            return
+        for other in g.members.values():  # Kafka: the store failed, every member rejoins
+            other.assignment = []
+            if other.awaiting_sync:
+                other.awaiting_sync = False
+                self.reply(other.client, "sync", {"error": error})
+        self._prepare(g, "store_failed", g.leader or "")
+
+    def load_group(self, group_id: str, generation: int, protocol: str | None, leader: str | None,
+                   members: list) -> None:
+        """A new coordinator loads the group's last GroupMetadata record: the group keeps its
+        generation and assignment (Stable, or Empty without members); every member's session
+        timer starts now. ``members``: [(member id, client, session ms, rebalance ms,
+        subscription, assignment)]."""
+        self.unload(group_id)
+        g = self.group(group_id)
+        g.generation, g.protocol, g.leader = generation, protocol, leader
+        now = self._now()
+        for mid, client, session, rebalance, sub, assigned in members:
+            m = Member(mid, client, session, rebalance, [(protocol, sub)], now, assignment=[tuple(tp) for tp in assigned])
+            g.members[mid] = m
+            tail = mid.rsplit("-", 1)[-1]
+            if tail.isdigit():
+                g.next_member = max(g.next_member, int(tail))
+            self._arm_expiry(g, m)
+        self._set_state(g, STABLE if g.members else EMPTY)
+
+    def _finish_sync(self, g: Group) -> None:
+        self._set_state(g, STABLE)
+        self.emit(SyncGroupCompleted(g.group_id, self.broker, g.generation,
+                                     {mid: [list(tp) for tp in o.assignment] for mid, o in g.members.items()}))
+        for other in g.members.values():
+            if other.awaiting_sync:
+                other.awaiting_sync = False
+                self.reply(other.client, "sync", {"error": "NONE", "generation": g.generation,
+                                                  "assignment": list(other.assignment)})
 
     def heartbeat(self, group_id: str, member_id: str, generation: int) -> str:
         g = self.groups.get(group_id)
