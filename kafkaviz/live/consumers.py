@@ -78,7 +78,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         group = group_name(sandbox_id)
         await self.channel_layer.group_add(group, self.channel_name)
         try:
-            snapshot = await get_router().attach(sandbox_id, slug, lang, address)
+            snapshot = await get_router().attach(sandbox_id, slug, lang, address, getattr(self, "room_code", None) or "")
         except Exception as exc:  # noqa: BLE001 - a refusal is a message to the browser, never a 1011
             await self.channel_layer.group_discard(group, self.channel_name)
             if not isinstance(exc, CommandError):

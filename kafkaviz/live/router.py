@@ -63,8 +63,9 @@ class LocalRouter:
     def runtime(self) -> Runtime:
         return self._runtime or get_runtime()
 
-    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "") -> dict[str, Any]:
-        return await self.runtime.attach(sandbox_id, slug, lang, address)
+    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
+                     room: str = "") -> dict[str, Any]:
+        return await self.runtime.attach(sandbox_id, slug, lang, address, room)
 
     async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
         return await self.runtime.command(sandbox_id, message)
@@ -185,7 +186,8 @@ class RedisRouter(LocalRouter):
     async def _local(self, op: str, sid: str, args: dict[str, Any]) -> Any:
         rt = self.runtime
         if op == "attach":
-            result = await rt.attach(sid, str(args.get("slug")), str(args.get("lang", "en")), str(args.get("address", "")))
+            result = await rt.attach(sid, str(args.get("slug")), str(args.get("lang", "en")),
+                                     str(args.get("address", "")), str(args.get("room", "")))
             await self._claimed(sid)
             return result
         if sid not in rt.sandboxes and op != "discard":
@@ -302,9 +304,11 @@ class RedisRouter(LocalRouter):
                                err.get("command"))
         raise CommandError("busy", "The server that runs this sandbox is not answering; try again shortly.")
 
-    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "") -> dict[str, Any]:
+    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
+                     room: str = "") -> dict[str, Any]:
         self.meta[sandbox_id] = (slug, lang, address)
-        result = await self._call("attach", sandbox_id, {"slug": slug, "lang": lang, "address": address})
+        result = await self._call("attach", sandbox_id, {"slug": slug, "lang": lang, "address": address,
+                                                        "room": room})
         self.watching[sandbox_id] += 1
         return result
 

@@ -120,6 +120,7 @@ class Sandbox:
     seed: int = 0
     address: str = ""
     queued: int = 0                     # commands waiting for or holding this sandbox
+    room: str = ""                      # the join code, when a classroom room drives this sandbox
     lock: threading.Lock = field(default_factory=threading.Lock)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)   # commands queue here, not in threads
     flush_handle: asyncio.TimerHandle | None = None
@@ -314,11 +315,15 @@ class Runtime:
         log.info("sandbox reclaimed", extra={"event": "sandbox_reclaimed", "sandbox": sb.id[:8],
                                              "sandboxes": len(self.sandboxes)})
 
-    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "") -> dict[str, Any]:
+    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
+                     room: str = "") -> dict[str, Any]:
         """A watcher of lesson ``slug`` arrives: create the sandbox if needed (narrated
-        in ``lang``); return its snapshot frame."""
+        in ``lang``); return its snapshot frame. ``room``: the join code, when a classroom
+        room drives this sandbox (counted in ``/healthz``)."""
         self._ensure_reaper()
         sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address)
+        if room:
+            sb.room = room
         try:
             return await asyncio.to_thread(self._snapshot, sb)
         except BaseException:
@@ -376,7 +381,8 @@ class Runtime:
         """What ``/healthz`` reports for this process."""
         return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
                 "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
-                "connections": sum(self.connections.values()), "rooms": 0,
+                "connections": sum(self.connections.values()),
+                "rooms": sum(1 for sb in self.sandboxes.values() if sb.room),
                 "disk_bytes": _tree_bytes(self.data_root)}
 
     # ---- commands ----------------------------------------------------------

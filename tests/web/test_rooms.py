@@ -431,3 +431,11 @@ async def test_a_class_behind_one_address_is_not_capped_per_address_but_per_stud
     assert (await extra.receive_output(timeout=5))["type"] == "websocket.close"
     for comm in sockets:
         await comm.disconnect()
+
+
+async def test_healthz_counts_the_rooms_this_process_runs(runtime):
+    teacher, room, student = await setup()
+    comm, _ = await connect(teacher, room)
+    body = (await sync_to_async(Client().get)("/healthz")).json()
+    assert body["rooms"] == 1 and body["sandboxes"] == 1
+    await comm.disconnect()
