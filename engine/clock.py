@@ -40,22 +40,37 @@ class VirtualClock:
         self._now_ms += int(delta_ms)
 
 
-@dataclass
 class ScheduledTask:
     """One entry of the scheduler's heap. ``fn`` must be picklable (a module-level
-    function or a bound method), so a snapshot of the engine can hold pending tasks."""
+    function or a bound method), so a snapshot of the engine can hold pending tasks.
+    A ``__slots__`` class rather than a dataclass: the replicated cluster makes several per
+    request, and construction is most of a push."""
 
-    due_ms: int
-    priority: int
-    seq: int
-    fn: Callable[..., Any]
-    args: tuple
-    name: str
-    period_ms: int | None = None
-    cancelled: bool = False
+    __slots__ = ("due_ms", "priority", "seq", "fn", "args", "name", "period_ms", "cancelled")
+
+    def __init__(self, due_ms: int, priority: int, seq: int, fn: Callable[..., Any], args: tuple, name: str,
+                 period_ms: int | None = None, cancelled: bool = False) -> None:
+        self.due_ms = due_ms
+        self.priority = priority
+        self.seq = seq
+        self.fn = fn
+        self.args = args
+        self.name = name
+        self.period_ms = period_ms
+        self.cancelled = cancelled
 
     def sort_key(self) -> tuple[int, int, int]:
         return (self.due_ms, self.priority, self.seq)
+
+    def __repr__(self) -> str:
+        return f"ScheduledTask({self.name!r}, due={self.due_ms}, seq={self.seq})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScheduledTask):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaced
 
 
 @dataclass
@@ -98,9 +113,9 @@ class Scheduler:
             task.cancelled = True
 
     def _push(self, due_ms, priority, fn, args, name, period_ms) -> ScheduledTask:
-        self._seq += 1
-        task = ScheduledTask(due_ms, priority, self._seq, fn, tuple(args), name or getattr(fn, "__name__", "task"), period_ms)
-        heapq.heappush(self._heap, (task.sort_key(), task))
+        self._seq = seq = self._seq + 1
+        task = ScheduledTask(due_ms, priority, seq, fn, args, name or getattr(fn, "__name__", "task"), period_ms)
+        heapq.heappush(self._heap, ((due_ms, priority, seq), task))
         return task
 
     def next_due_ms(self) -> int | None:

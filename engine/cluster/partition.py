@@ -69,15 +69,30 @@ class RemoteReplica:
     last_caught_up_ms: int = 0
 
 
-@dataclass
-class ParkedFetch:
-    """A follower fetch waiting in the fetch purgatory."""
+class DelayedFetch(DelayedOperation):
+    """A follower fetch that found nothing new, waiting in the broker's fetch purgatory (Kafka's
+    ``DelayedFetch``) on its own timing wheel: completed when the leader's log end passes the
+    fetch offset or its HW moves (checked when the leader appends and when the HW moves), when
+    this replica stops leading (NOT_LEADER_OR_FOLLOWER), or at ``max_wait_ms`` with what there is."""
 
-    src: int
-    request: FetchRequest
-    parked_ms: int
-    hw_at_park: int
-    task: Any = None
+    def __init__(self, partition: "Partition", src: int, request: FetchRequest, parked_ms: int) -> None:
+        super().__init__(request.max_wait_ms, name=f"fetch#{request.replica_id}@{request.fetch_offset}")
+        self.partition = partition
+        self.src = src
+        self.request = request
+        self.parked_ms = parked_ms
+        self.hw_at_park = partition.hw
+        self.leader_epoch = partition.leader_epoch
+
+    def try_complete(self) -> bool:
+        p = self.partition
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.leo > self.request.fetch_offset \
+                or p.hw != self.hw_at_park:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self.partition.complete_fetch(self)
 
 
 class DelayedProduce(DelayedOperation):
@@ -130,7 +145,6 @@ class Partition:
         self.replicas: tuple = ()
         self.remotes: dict[int, RemoteReplica] = {}
         self.pending_isr: PendingIsr | None = None
-        self.parked_fetches: list[ParkedFetch] = []
         self.fetcher = ReplicaFetcher(self)
 
     # ---- helpers ------------------------------------------------------------------
@@ -245,7 +259,7 @@ class Partition:
         if was_leader:
             # Waiting produces see the lost leadership and answer NOT_LEADER_OR_FOLLOWER.
             self.broker.produce_purgatory.check_and_complete(self.key)
-        self.drop_parked_fetches()
+        self.wake_parked_fetches()      # parked fetches answer NOT_LEADER_OR_FOLLOWER
         self.emit(BecameFollower(self.broker.id, self.topic, self.partition, leader, self.leader_epoch, self.leo,
                                  self.hw, self.cfg.truncation))
         self.fetcher.become_follower(leader, self.leader_epoch)
@@ -253,10 +267,8 @@ class Partition:
     def stop(self) -> None:
         """The broker is going away (crash or shutdown): cancel timers, forget waiters."""
         self.fetcher.stop()
-        for p in self.parked_fetches:
-            self.broker.scheduler.cancel(p.task)
-        self.parked_fetches = []
-        # Waiting produces die with the broker's purgatory (Broker.stop_tasks): nobody answers them.
+        # Waiting produces and fetches die with the broker's purgatories (Broker.stop_tasks):
+        # nobody answers them.
 
     # ---- leader: high watermark -----------------------------------------------------
     def is_caught_up(self, r: RemoteReplica, now: int) -> bool:
@@ -285,7 +297,7 @@ class Partition:
 
     def on_hw_increased(self) -> None:
         self.broker.produce_purgatory.check_and_complete(self.key)
-        self.wake_parked_fetches(hw_changed=True)
+        self.wake_parked_fetches()
 
     # ---- leader: fetch ---------------------------------------------------------------
     def error_for_epoch(self, leader_epoch: int) -> str | None:
@@ -331,10 +343,9 @@ class Partition:
         if req.fetch_offset < self.leo or req.max_wait_ms <= 0:
             self.answer_fetch(src, req, hw_before, 0)
             return
-        parked = ParkedFetch(src, req, now, self.hw)
-        parked.task = self.broker.scheduler.schedule(req.max_wait_ms, self.expire_parked_fetch, req.replica_id,
-                                                     req.session, name="delayed-fetch")
-        self.parked_fetches.append(parked)
+        if self.broker.fetch_purgatory.try_complete_else_watch(DelayedFetch(self, src, req, now), [self.key]):
+            return
+        self.broker.fetch_timer_driver.arm()
         self.emit(FetchParked(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
                               req.max_wait_ms))
 
@@ -377,34 +388,24 @@ class Partition:
                              self.log.log_start_offset, self.leo, self.leader_epoch, error, req.session)
         self.broker.send(src, resp)
 
-    def wake_parked_fetches(self, hw_changed: bool = False) -> None:
-        if not self.parked_fetches:
+    @property
+    def parked_fetches(self) -> int:
+        """Fetches of this partition waiting in the broker's fetch purgatory."""
+        return self.broker.fetch_purgatory.watched(self.key)
+
+    def wake_parked_fetches(self) -> None:
+        """New data, a moved HW or lost leadership: complete the parked fetches that can go."""
+        self.broker.fetch_purgatory.check_and_complete(self.key)
+
+    def complete_fetch(self, d: DelayedFetch) -> None:
+        """Answer a parked fetch whose wait is over: at expiry with what there is, on lost
+        leadership with NOT_LEADER_OR_FOLLOWER, else with the new data or HW."""
+        waited = self.now() - d.parked_ms
+        if self.role != "leader" or self.leader_epoch != d.leader_epoch:
+            if not d.expired:
+                self.respond_fetch(d.src, d.request, b"", (), self.hw, "NOT_LEADER_OR_FOLLOWER", waited)
             return
-        keep = []
-        ready = []
-        for p in self.parked_fetches:
-            if self.leo > p.request.fetch_offset or (hw_changed and self.hw != p.hw_at_park):
-                ready.append(p)
-            else:
-                keep.append(p)
-        self.parked_fetches = keep
-        for p in ready:
-            self.broker.scheduler.cancel(p.task)
-            self.answer_fetch(p.src, p.request, self.hw, self.now() - p.parked_ms)
-
-    def expire_parked_fetch(self, replica_id: int, session: int) -> None:
-        for i, p in enumerate(self.parked_fetches):
-            if p.request.replica_id == replica_id and p.request.session == session:
-                del self.parked_fetches[i]
-                if self.role == "leader":
-                    self.answer_fetch(p.src, p.request, self.hw, self.now() - p.parked_ms)
-                return
-
-    def drop_parked_fetches(self) -> None:
-        for p in self.parked_fetches:
-            self.broker.scheduler.cancel(p.task)
-            self.respond_fetch(p.src, p.request, b"", (), self.hw, "NOT_LEADER_OR_FOLLOWER", self.now() - p.parked_ms)
-        self.parked_fetches = []
+        self.answer_fetch(d.src, d.request, self.hw, waited)
 
     def handle_epoch_request(self, src: int, req: OffsetsForLeaderEpochRequest) -> None:
         error = self.error_for_epoch(req.current_leader_epoch)
@@ -545,6 +546,6 @@ class Partition:
             "remotes": {str(k): {"leo": v.leo, "last_fetch_ms": v.last_fetch_ms,
                                  "last_caught_up_ms": v.last_caught_up_ms}
                         for k, v in sorted(self.remotes.items())},
-            "waiting_produces": self.broker.produce_purgatory.watched(self.key), "parked_fetches": len(self.parked_fetches),
+            "waiting_produces": self.broker.produce_purgatory.watched(self.key), "parked_fetches": self.parked_fetches,
         }
         return out

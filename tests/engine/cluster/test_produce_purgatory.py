@@ -29,7 +29,8 @@ def test_a_waiting_produce_sits_in_the_leaders_timing_wheel_and_completes_when_t
     res = c.run_until_idle_produce(rid)
     assert res.status == "ok"
     assert leader.produce_purgatory.watched() == 0 and leader.produce_purgatory.timer.size() == 0
-    assert c.events.of_kind("timer_task_cancelled")[-1].name == f"produce:produce#{rid}"
+    cancelled = [e for e in c.events.of_kind("timer_task_cancelled") if e.timer == "broker-0.produce"]
+    assert cancelled[-1].name == f"produce:produce#{rid}"
 
 
 def test_the_wheel_expires_a_produce_at_exactly_request_timeout_ms(tmp_path):
@@ -69,3 +70,27 @@ def test_timer_events_are_off_by_default(tmp_path):
     c.advance(50)
     c.run_until_idle_produce(c.produce(T, 0, ["a"]))
     assert not [e for e in c.events.envelopes if e.event.kind.startswith("timer_")]
+
+
+def test_a_parked_follower_fetch_waits_on_the_fetch_wheel_and_completes_early_when_data_arrives(tmp_path):
+    c = make(tmp_path)
+    leader = c.brokers[0]
+    assert leader.fetch_purgatory.watched((T, 0)) == 2          # both followers' fetches are parked
+    assert leader.fetch_purgatory.timer.size() == 2              # as wheel entries, not scheduler tasks
+    assert not [t for t in c.scheduler.pending() if t.name == "delayed-fetch"]
+    c.produce(T, 0, ["a"], acks=1)
+    c.advance(1)
+    woke = [e for e in c.events.of_kind("fetch_answered") if e.records]
+    assert len(woke) == 2 and all(0 < e.waited_ms < 500 for e in woke)
+    assert leader.fetch_purgatory.timer.size() == 0              # both completed early and left the wheel
+
+
+def test_a_parked_fetch_with_nothing_new_completes_at_exactly_max_wait_on_the_wheel(tmp_path):
+    c = make(tmp_path, **{"replica.fetch.wait.max.ms": 300})
+    c.advance(2000)
+    waits = [e.waited_ms for e in c.events.of_kind("fetch_answered")]
+    assert waits and all(w == 300 for w in waits[2:])
+    # No operation completes twice and none is lost: every parked fetch was answered exactly once.
+    parked = len(c.events.of_kind("fetch_parked"))
+    answered_after_wait = sum(1 for w in waits if w == 300)
+    assert parked - answered_after_wait == c.brokers[0].fetch_purgatory.watched((T, 0))
