@@ -28,8 +28,9 @@ Requests travel with the network's latency and are subject to its faults; a requ
 coordinator that is down, unreachable or no longer the leader fails with
 ``COORDINATOR_NOT_AVAILABLE`` / ``NOT_COORDINATOR`` and the producer retries after
 ``retry.backoff.ms``. Simplified, and said so: WriteTxnMarkers is applied by a live
-leader at once (no acks wait), and ``AddOffsetsToTxn``/``TxnOffsetCommit`` are not
-modelled yet.
+leader at once (no acks wait). ``AddOffsetsToTxn`` adds the group's ``__consumer_offsets``
+partition like AddPartitionsToTxn; ``TxnOffsetCommit`` and the pending offsets live in
+:mod:`engine.cluster.txn_offsets`.
 """
 from __future__ import annotations
 
@@ -341,8 +342,16 @@ class TransactionService:
             return
         if api == "init_producer_id":
             self._init(broker_id, p, txns, tid, md, payload, now, producer, on_done)
-        elif api == "add_partitions":
-            new = set(map(tuple, payload["partitions"])) - md.partitions
+        elif api in ("add_partitions", "add_offsets"):
+            if api == "add_offsets":
+                # AddOffsetsToTxn: the group's __consumer_offsets partition joins the transaction,
+                # through the same transition as AddPartitionsToTxn (Kafka's handler does likewise).
+                from .consumer import group_service
+                from ..group.offsets import OFFSETS_TOPIC
+                wanted = {(OFFSETS_TOPIC, group_service(self.cluster).partition_for(payload["group"]))}
+            else:
+                wanted = set(map(tuple, payload["partitions"]))
+            new = wanted - md.partitions
             if md.state not in ("Empty", "Ongoing", "CompleteCommit", "CompleteAbort"):
                 self._answer(producer, api, broker_id, "INVALID_TXN_STATE", md.state, on_done, {})
                 return
@@ -492,6 +501,9 @@ class TransactionService:
         self.emit(TxnMarkerWritten(tid, b.id, topic, partition, md.producer_id, commit, info.first_offset,
                                    coordinator_epoch))
         md.pending_markers.discard((topic, partition))
+        if topic == "__consumer_offsets":
+            from .txn_offsets import on_marker   # pending transactional offsets commit or vanish
+            on_marker(self.cluster, b.id, partition, md.producer_id, commit)
         self._maybe_complete(broker_id, p, tid)
 
     def _maybe_complete(self, broker_id: int, p: int, tid: str) -> None:
