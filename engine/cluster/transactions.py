@@ -336,6 +336,14 @@ class TransactionService:
             if err is not None:
                 self._answer(producer, api, broker_id, err, "", on_done, {})
                 return
+        if md is not None and any(
+                w[0] == broker_id and w[2].transactional_id == tid for w in self.pending_writes.values()):
+            # Kafka's pendingTransitionInProgress: one state change at a time, or a change built
+            # on the state before the pending one would undo it (AddPartitionsToTxn racing
+            # AddOffsetsToTxn would drop a partition from the transaction).
+            self._answer(producer, api, broker_id, "CONCURRENT_TRANSACTIONS",
+                         "another state change is being written", on_done, {})
+            return
         if md is not None and md.state in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
             self._answer(producer, api, broker_id, "CONCURRENT_TRANSACTIONS",
                          f"the previous transaction is still completing ({md.state})", on_done, {})

@@ -251,6 +251,11 @@ class TxnOffsetService:
         identity = (payload["producer_id"], payload["producer_epoch"])
         self.batches[cid] = {"left": len(payload["offsets"]), "error": None, "broker": broker_id, "p": p,
                              "name": name, "payload": payload, "record_offsets": []}
+        # Pending from now on, as Kafka's prepareTxnOffsetCommit: a marker that lands before the
+        # append is acknowledged (a zombie's abort) must find and settle them.
+        mine = self.pending_for(broker_id, p).setdefault(payload["producer_id"], {}).setdefault(payload["group"], {})
+        for topic, partition, offset in payload["offsets"]:
+            mine[(topic, partition)] = offset
         for topic, partition, offset in payload["offsets"]:
             key = encode_key(OffsetKey(payload["group"], topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
@@ -287,14 +292,18 @@ class TxnOffsetService:
         prod = self.cluster.producers[batch["name"]]
         payload, broker_id, p = batch["payload"], batch["broker"], batch["p"]
         if batch["error"] is not None:
+            # Kafka's failedTxnOffsetCommit: what this request made pending is dropped again.
+            by_group = self.pending_for(broker_id, p).get(payload["producer_id"], {})
+            mine = by_group.get(payload["group"], {})
+            for topic, partition, offset in payload["offsets"]:
+                if mine.get((topic, partition)) == offset:
+                    del mine[(topic, partition)]
+            if not mine:
+                by_group.pop(payload["group"], None)
+            if not by_group:
+                self.pending_for(broker_id, p).pop(payload["producer_id"], None)
             self.answer(prod, "txn_offset_commit", broker_id, batch["error"], "appending the offsets failed")
             return
-        part = self.groups._leader_partition(broker_id, p)
-        if part is not None:
-            pending = self.pending_for(broker_id, p)
-            mine = pending.setdefault(payload["producer_id"], {}).setdefault(payload["group"], {})
-            for topic, partition, offset in payload["offsets"]:
-                mine[(topic, partition)] = offset
         self.emit(TxnOffsetsWritten(payload["group"], broker_id, p, payload["producer_id"], payload["producer_epoch"],
                                     [list(o) for o in payload["offsets"]], sorted(batch["record_offsets"])))
         self.answer(prod, "txn_offset_commit", broker_id, "NONE", f"pending in {OFFSETS_TOPIC}-{p}")
