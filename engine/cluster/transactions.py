@@ -5,7 +5,7 @@ producers and what consumers see at each isolation level (KIP-98).
   partition ``abs(javaHash(transactional.id)) % transaction.state.log.num.partitions``
   (the internal topic is created on first use: compacted, replication factor min(3,
   brokers), ``min.insync.replicas`` min(2, RF)). Its state lives in that partition as
-  records with Kafka's ``TransactionLogKey`` v0 / ``TransactionLogValue`` v0 bytes; a
+  ``TransactionLogKey``/``TransactionLogValue`` v0 records (docs/file-formats.md); a
   coordinator commits a state change with acks=all before acting on it, and a broker that
   becomes the partition's leader reads the log back — so a coordinator failover in the
   middle of a commit finishes it (a ``PrepareCommit`` found on load sends the markers again
@@ -115,7 +115,7 @@ def _string(s: str) -> bytes:
 
 
 def encode_txn_key(transactional_id: str) -> bytes:
-    """TransactionLogKey v0: int16 version 0, string transactional id."""
+    """TransactionLogKey v0 (docs/file-formats.md)."""
     return struct.pack(">h", 0) + _string(transactional_id)
 
 
@@ -127,8 +127,7 @@ def decode_txn_key(data: bytes) -> str | None:
 
 
 def encode_txn_value(md: "TxnMetadata") -> bytes:
-    """TransactionLogValue v0: producer id int64, epoch int16, timeout int32, status int8,
-    partitions (nullable array of [topic string, []int32]), last update int64, start int64."""
+    """TransactionLogValue v0 (docs/file-formats.md)."""
     out = bytearray(struct.pack(">hqhib", 0, md.producer_id, md.producer_epoch, md.timeout_ms,
                                 _STATE_ID[md.state]))
     by_topic: dict[str, list[int]] = {}
