@@ -637,20 +637,29 @@ class SendOffsetsToTransaction(_TxnCommand):
     states: ClassVar[tuple] = ("in_transaction",)
     group: str = _spec("str", "", doc="the consumer group whose input positions these are")
     offsets: tuple = _spec("offsets", (), doc="[[topic, partition, next offset to read], ...]")
+    topic: str | None = _spec("str?", None, doc="one partition's position instead of offsets (a form's fields)")
+    partition: int = _spec("int", 0, low=0, high=MAX_PARTITIONS - 1, doc="with topic")
+    offset: int | None = _spec("int?", None, low=0, doc="with topic: the next offset to read")
+
+    def triples(self) -> list:
+        if self.topic is not None and self.offset is not None:
+            return [[self.topic, self.partition, self.offset]]
+        return [list(o) for o in self.offsets]
 
     def validate(self, cluster: Any) -> None:
         super().validate(cluster)
         if not self.group or len(self.group) > 255:
             raise InvalidRequestError(f"{self.cmd}: group must have 1-255 characters, got {self.group!r}")
-        if not self.offsets:
-            raise InvalidRequestError(f"{self.cmd}: offsets needs at least one [topic, partition, offset]")
+        if bool(self.offsets) == (self.topic is not None and self.offset is not None):
+            raise InvalidRequestError(f"{self.cmd}: give either offsets ([[topic, partition, offset], ...]) or "
+                                      f"topic, partition and offset")
         if cluster.producers[self.name].txn_offsets is not None:
             raise InvalidRequestError(f"{self.cmd}: producer {self.name!r} is still sending offsets")
-        for topic, partition, _ in self.offsets:
+        for topic, partition, _ in self.triples():
             cluster.controller.partition(topic, partition)
 
     def run(self, cluster: Any) -> None:
-        cluster.send_offsets_to_transaction(self.name, self.group, [list(o) for o in self.offsets])
+        cluster.send_offsets_to_transaction(self.name, self.group, self.triples())
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,7 @@ class TxnOffsetService:
         self.batches: dict[int, dict] = {}     # commit id -> {"left": n, "error": ..., ...}
         self.next_commit = 1
         self.task = None
+        self.groups_seen: set = set()          # groups a transaction sent offsets for (for views)
 
     @property
     def groups(self):
@@ -367,7 +368,7 @@ def send_offsets(cluster: Any, prod: Any, group: str, offsets: Any, generation: 
         raise InvalidRequestError(f"producer {prod.name!r} is still sending offsets for group "
                                   f"{prod.txn_offsets['group']!r}")
     triples = _triples(offsets)
-    txn_offset_service(cluster)
+    txn_offset_service(cluster).groups_seen.add(group)
     prod.txn_offsets = {"group": group, "offsets": triples, "stage": "add_offsets", "generation": generation,
                         "member_id": member_id}
     transaction_service(cluster).request(prod, "add_offsets", {"producer_id": prod.producer_id,

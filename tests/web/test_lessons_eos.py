@@ -138,6 +138,28 @@ def test_zombie_instance_is_fenced_after_the_epoch_bump(tmp_path):
     kind.close()
 
 
+def test_consume_transform_produce_commits_offsets_with_the_marker_and_an_abort_discards_them(tmp_path):
+    kind = make_kind(tmp_path, L14)
+    st = steps_to(kind, "ctp-send")
+    (off,) = st["offsets_partitions"]
+    assert off["partition"] == 0 and "__consumer_offsets-0" in next(
+        t for t in st["transactions"] if t["transactional_id"] == "etl")["partitions"]
+    lane = next(r for r in off["replicas"] if r["leader"])
+    assert [(c["value"], c["status"]) for c in lane["cells"]] == [("t-0→3", "open")]
+    (group,) = st["group_offsets"]
+    assert group["committed"] == [] and group["pending"][0]["offsets"] == [["t", 0, 3]]
+    st = steps_to(kind, "ctp-commit")
+    lane = next(r for r in st["offsets_partitions"][0]["replicas"] if r["leader"])
+    assert [(c["value"], c["status"]) for c in lane["cells"]] == [("t-0→3", "committed"), ("COMMIT", "marker")]
+    assert st["group_offsets"][0]["committed"] == [["t", 0, 3]] and st["group_offsets"][0]["pending"] == []
+    st = steps_to(kind, "ctp-abort")
+    lane = next(r for r in st["offsets_partitions"][0]["replicas"] if r["leader"])
+    assert [(c["value"], c["status"]) for c in lane["cells"]][2:] == [("t-0→5", "aborted"), ("ABORT", "marker")]
+    assert st["group_offsets"][0]["committed"] == [["t", 0, 3]] and st["group_offsets"][0]["pending"] == []
+    assert "X" not in [c["value"] for c in leader_lane(st, 1)["cells"] if c["status"] != "aborted"]
+    kind.close()
+
+
 def test_bad_transactional_call_is_refused_and_changes_nothing(tmp_path):
     kind = make_kind(tmp_path, L14)
     steps_to(kind, "txn-init")
