@@ -250,7 +250,7 @@ def task_done(state, task_id):
 async def test_ws_lesson_14_try_its_through_the_learners_commands(lenient, runtime):
     headers = await asyncio.to_thread(headers_for, L14)
     comm, snap = await connect(L14, headers)
-    assert snap["state"]["run"]["total"] == 13
+    assert snap["state"]["run"]["total"] == 18
     for message in ({"type": "create_producer", "name": "me", "idempotent": "true"},
                     {"type": "cut_link", "a": "0", "b": "-1", "both": "false"},
                     {"type": "produce", "producer": "me", "partition": "0", "value": "once"},
@@ -278,6 +278,17 @@ async def test_ws_lesson_14_try_its_through_the_learners_commands(lenient, runti
     # Commit without begin: Kafka's error, next to the form, and the sandbox stays.
     reply, _ = await command(comm, {"type": "commit_transaction", "name": "t1"})
     assert reply["type"] == "error" and "INVALID_TXN_STATE" in reply["message"]
+    # Offsets in a transaction of one's own, aborted: the group's committed offset does not move.
+    for message in ({"type": "begin_transaction", "name": "t1"},
+                    {"type": "send_offsets_to_transaction", "name": "t1", "group": "mine", "topic": "t",
+                     "partition": "0", "offset": "2"},
+                    {"type": "advance", "ms": "500"}, {"type": "abort_transaction", "name": "t1"},
+                    {"type": "advance", "ms": "500"}):
+        reply, frame = await command(comm, message)
+        assert reply["type"] == "ack", reply
+    assert task_done(frame["state"], "ctp-abort-offsets")
+    mine = next(g for g in frame["state"]["group_offsets"] if g["group"] == "mine")
+    assert mine["committed"] == [] and mine["pending"] == []
     # Fencing: a second instance with the same transactional.id, then the old one writes.
     for message in ({"type": "create_producer", "name": "t2", "transactional_id": "mine"},
                     {"type": "init_transactions", "name": "t2"}, {"type": "advance", "ms": "500"},
