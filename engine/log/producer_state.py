@@ -117,7 +117,9 @@ class ProducerStateEntry:
         if epoch != self.producer_epoch:
             return None
         for b in self.batches:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
+            # last_seq first: a plain field, while first_seq is computed (the common new batch
+            # matches no cached last_seq, so the property is never evaluated on the hot path)
+            if b.last_seq == last_seq and b.first_seq == first_seq:
                 return b
         return None
 
