@@ -50,7 +50,7 @@ def records_per_second(idempotent: bool, requests: int) -> float:
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    rounds, requests = (3, 300) if quick else (7, 1000)
+    rounds, requests = (3, 300) if quick else (15, 2000)
     on, off, ratios = [], [], []
     load_before = os.getloadavg()[0]
     for i in range(rounds):
