@@ -13,7 +13,8 @@ Asserted, seed by seed (the seed is in the failure message):
   in input order per partition, once the app has caught up;
 * every time the app (re)starts, OffsetFetch(require_stable) gives the position after the
   last transaction that committed — never an aborted one's;
-* at the end the group's committed offsets are the input's end.
+* at the end the group's committed offsets are the input's end, and every replica of the
+  offsets partition rebuilds the same from its own log.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from engine.cluster.cluster import Cluster
 from engine.cluster.config import ClusterConfig
 from engine.cluster.consumer import group_service
 from engine.cluster.transactions import TXN_TOPIC, transaction_service
-from engine.cluster.txn_offsets import offset_fetch
+from engine.cluster.txn_offsets import offset_fetch, rebuild
 from engine.disk import Disk
 from engine.errors import KafkaError
 from engine.group.offsets import OFFSETS_TOPIC
@@ -204,7 +205,11 @@ def run_schedule(root, seed: int, rounds: int = 14) -> dict:
     c.advance(3000)
     out = {p: _read_all(c, OUT, p) for p in PARTS}
     final = offset_fetch(c, GROUP, require_stable=True)
-    return {"inputs": inputs, "out": out, "final": final, "resumes": resumes, "instances": instances}
+    # What any replica would rebuild from its own log (a failover to it, markers included).
+    replayed = [rebuild(c.replica(b, OFFSETS_TOPIC, 0).log)[0].get(GROUP, {})
+                for b in sorted(c.brokers) if c.brokers[b].alive]
+    return {"inputs": inputs, "out": out, "final": final, "resumes": resumes, "instances": instances,
+            "replayed": replayed}
 
 
 def check(seed: int, r: dict) -> None:
@@ -212,6 +217,7 @@ def check(seed: int, r: dict) -> None:
         want = [transform(v) for v in r["inputs"][p]]
         assert r["out"][p] == want, f"seed {seed}: out-{p} read {r['out'][p]}, want each transform once: {want}"
     assert r["final"]["offsets"] == {(IN, p): PER_PARTITION for p in PARTS}, f"seed {seed}: {r['final']}"
+    assert all(x == r["final"]["offsets"] for x in r["replayed"]), f"seed {seed}: replicas rebuild {r['replayed']}"
 
 
 @pytest.mark.parametrize("seed", range(8))
