@@ -224,3 +224,18 @@ def test_commands_send_offsets_and_narration_tells_it(tmp_path):
     assert "pending until the transaction ends" in narration.describe(written)
     assert "committed offset 6 for in-0" in narration.describe(done)
     assert "提交" in narration.describe(done, "zh")
+
+
+def test_a_member_unknown_to_the_group_is_refused_like_an_offset_commit_and_writes_nothing(tmp_path):
+    from engine.cluster.txn_offsets import send_offsets
+    c = make(tmp_path)
+    ready(c)
+    c.begin_transaction("p")
+    # KIP-447: the consumer's group metadata travels with the offsets; this member is not in the group.
+    send_offsets(c, c.producers["p"], G, {(IN, 0): 3}, generation=4, member_id="ghost")
+    c.advance(300)
+    errors = [e.error for e in c.events.of_kind("txn_request") if e.api == "txn_offset_commit"]
+    assert errors == ["UNKNOWN_MEMBER_ID"]
+    assert c.producers["p"].txn_failed == "UNKNOWN_MEMBER_ID"
+    log = c.replica(offsets_leader(c), OFFSETS_TOPIC, partition_for_group(G, 4)).log
+    assert log.log_end_offset == 0 and offset_fetch(c, G, require_stable=True)["unstable"] == []
