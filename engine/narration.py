@@ -783,6 +783,46 @@ _ZH.update({
     "partitions_added": lambda e: f"主题 {e['topic']}：分区数 {e['old_count']} → {e['new_count']}",
 })
 
+# Offsets committed inside a transaction (engine/cluster/txn_offsets.py).
+def _txn_offsets_done(e: Ev, zh: bool) -> str:
+    offs = e.get("offsets") or []
+    each = ", ".join(f"{o[2]} for {o[0]}-{o[1]}" for o in offs)
+    each_zh = "，".join(f"{o[0]}-{o[1]} 为 {o[2]}" for o in offs)
+    where = f"__consumer_offsets-{e['offsets_partition']}"
+    if zh:
+        return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记让待定偏移量成为已提交偏移量（{each_zh}）"
+                if e["commit"] else
+                f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 ABORT 标记丢弃了待定偏移量（{each_zh}），"
+                f"已提交的偏移量不变")
+    return (f"group {e['group']}: the COMMIT marker of producer {e['producer_id']} in {where} made the pending "
+            f"offsets committed — committed offset {each}" if e["commit"] else
+            f"group {e['group']}: the ABORT marker of producer {e['producer_id']} in {where} discarded the pending "
+            f"offsets ({each}); the committed offsets stay as they were")
+
+
+_EN.update({
+    "txn_offsets_written": lambda e: (f"group coordinator broker {e['coordinator']} wrote "
+                                      f"{_commit_offsets(e.get('offsets'))} for group {e['group']} into "
+                                      f"__consumer_offsets-{e['offsets_partition']} as a transactional batch of "
+                                      f"producer {e['producer_id']} (epoch {e['producer_epoch']}): pending until "
+                                      f"the transaction ends"),
+    "txn_offsets_completed": lambda e: _txn_offsets_done(e, False),
+    "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} replayed the transactional offsets of "
+                                     f"__consumer_offsets-{e['offsets_partition']}: {e['committed']} committed by "
+                                     f"a COMMIT marker"
+                                     + (f"; still pending: {', '.join(e['pending'])}" if e.get("pending") else "")),
+})
+_ZH.update({
+    "txn_offsets_written": lambda e: (f"消费组协调者 broker {e['coordinator']} 把消费组 {e['group']} 的 "
+                                      f"{_commit_offsets(e.get('offsets'))} 作为生产者 {e['producer_id']}"
+                                      f"（epoch {e['producer_epoch']}）的事务批次写入 "
+                                      f"__consumer_offsets-{e['offsets_partition']}：事务结束前处于待定状态"),
+    "txn_offsets_completed": lambda e: _txn_offsets_done(e, True),
+    "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} 重放了 __consumer_offsets-{e['offsets_partition']} "
+                                     f"中的事务偏移量：{e['committed']} 个由 COMMIT 标记提交"
+                                     + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),
+})
+
 _TABLES = {"en": _EN, "zh": _ZH}
 
 

@@ -140,6 +140,7 @@ class Cluster:
         self._next_request_id = 1
         self.producers: dict[str, Producer] = {}
         self._sends: dict[int, PendingSend] = {}     # request id of an attempt -> the batch it carries
+        self._coordinator_txn: dict[int, tuple] = {}  # request id -> (producer id, epoch) of a coordinator's write
         self._next_producer_id = 0
         self.controller.start(config.initial_controller)
         for i in sorted(self.brokers):
@@ -277,7 +278,7 @@ class Cluster:
         """EndTxn once the producer's sends are done (commitTransaction flushes first)."""
         from .transactions import transaction_service
         prod = self.producers[name]
-        if prod.txn_waiting or any(s.producer == name for s in self._sends.values()):
+        if prod.txn_waiting or prod.txn_offsets is not None or any(s.producer == name for s in self._sends.values()):
             self.scheduler.schedule(5, self._send_end_txn, name, name="txn-flush")
             return
         if prod.txn_state == "committing" and prod.txn_failed is not None:
@@ -325,6 +326,9 @@ class Cluster:
                         self._finish(rid, topic, partition, acks, error, "AddPartitionsToTxn failed", None, None,
                                      None, sent, values)
                 prod.txn_adding = set()
+        elif api in ("add_offsets", "txn_offset_commit"):
+            from .txn_offsets import on_producer_answer
+            on_producer_answer(self, prod, api, error, retriable)
         elif api == "end_txn":
             if error == "NONE":
                 prod.txn_state = "ready"
@@ -333,6 +337,14 @@ class Cluster:
                 self.scheduler.schedule(prod.retry_backoff_ms, self._send_end_txn, name, name="txn-end-retry")
             else:
                 prod.txn_state = f"error:{error}"
+
+    def send_offsets_to_transaction(self, name: str, group: str, offsets: Any) -> None:
+        """``sendOffsetsToTransaction``: the consumed positions ``offsets`` ({(topic,
+        partition): next offset} or [[topic, partition, offset], ...]) of ``group`` become
+        part of the open transaction — AddOffsetsToTxn, then TxnOffsetCommit (see
+        :mod:`engine.cluster.txn_offsets`); commitTransaction waits for both."""
+        from .txn_offsets import send_offsets
+        send_offsets(self, self._txn_producer(name, "in_transaction"), group, offsets)
 
     def _add_partitions(self, name: str) -> None:
         from .transactions import transaction_service
@@ -343,13 +355,16 @@ class Cluster:
             "partitions": [list(tp) for tp in sorted(prod.txn_adding)]})
 
     def produce(self, topic: str, partition: int, values: Any, *, key: Any = None, acks: int = -1,
-                timeout_ms: int | None = None, broker: int | None = None, producer: str | None = None) -> int:
+                timeout_ms: int | None = None, broker: int | None = None, producer: str | None = None,
+                transactional_for: tuple[int, int] | None = None) -> int:
         """Send one batch (``values``: a value or a list of values; str/bytes/None) to the
         partition's current leader as the metadata says — or to ``broker`` (a client with
         stale metadata, e.g. still writing to a zombie leader). Returns the request id; the
         outcome lands in ``produce_results[id]`` once the response (or a timeout) arrives.
         With ``producer`` (see :meth:`create_producer`) failed attempts are retried and the
-        final outcome lands under the first attempt's id."""
+        final outcome lands under the first attempt's id. ``transactional_for`` = (producer
+        id, epoch) makes it a broker-side transactional write on that producer's behalf (the
+        group coordinator's TxnOffsetCommit records: no sequence, not retried)."""
         self.controller.partition(topic, partition)
         target = None if broker is None else self._broker(broker).id
         if acks not in (-1, 0, 1) or isinstance(acks, bool):
@@ -375,6 +390,8 @@ class Cluster:
                                            f"before sending (INVALID_TXN_STATE)")
             if acks != -1:
                 raise InvalidRequestError("a transactional producer sends with acks=all")
+        if transactional_for is not None:
+            self._coordinator_txn[rid] = tuple(transactional_for)
         if prod is not None:
             seq = prod.take_sequence(topic, partition, len(values))
             self._sends[rid] = PendingSend(rid, prod.name, topic, partition, seq, now, target)
@@ -405,6 +422,8 @@ class Cluster:
             prod = self.producers[send.producer]
             pid, epoch, seq = prod.producer_id, prod.producer_epoch, send.base_sequence
             txn = prod.transactional_id is not None
+        elif rid in self._coordinator_txn:
+            (pid, epoch), txn = self._coordinator_txn[rid], True
         req = ProduceRequest(rid, topic, partition, values, key, acks, timeout, pid, epoch, seq, txn)
         self._pending_produces[rid] = (topic, partition, acks, sent_ms, values, dest)
         self.network.send(CLIENT, dest, req)
@@ -455,6 +474,7 @@ class Cluster:
         if error is not None and self._retry(rid, topic, partition, acks, error, values):
             return
         self._pending_produces.pop(rid, None)
+        self._coordinator_txn.pop(rid, None)
         status = "ok" if error is None else "error"
         key = self._keys.pop(rid, None)
         send = self._sends.pop(rid, None)

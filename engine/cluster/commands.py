@@ -31,6 +31,7 @@ __all__ = [
     "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
     "Advance", "Jump", "SetConfig", "ElectPreferredLeaders", "CreateProducer",
     "InitTransactions", "BeginTransaction", "CommitTransaction", "AbortTransaction", "ConfigureTransactions",
+    "SendOffsetsToTransaction", "OffsetFetch",
 ]
 
 CLIENT_NODE = -1  # the network node of producers and consumers
@@ -63,7 +64,8 @@ def _type_name(kind: str) -> str:
     return {"int": "an integer", "int?": "an integer or null", "str": "a string", "str?": "a string or null",
             "num": "a number", "bool": "true or false", "dict": "an object", "acks": '"all", -1, 0 or 1',
             "scope_target": "a broker id, a topic name or null", "assignment": "a list of lists of broker ids",
-            "strlist?": "a list of strings or null", "topic": "a topic name"}.get(kind, kind)
+            "strlist?": "a list of strings or null", "topic": "a topic name",
+            "offsets": "a list of [topic, partition, offset] triples"}.get(kind, kind)
 
 
 def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
@@ -118,6 +120,12 @@ def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise bad()
         value = tuple(value)
+    elif base == "offsets":
+        if not isinstance(value, list) or not value or len(value) > MAX_PARTITIONS or not all(
+                isinstance(o, list) and len(o) == 3 and isinstance(o[0], str)
+                and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in o[1:]) for o in value):
+            raise bad(" (partition and offset >= 0, at least one)")
+        value = tuple(tuple(o) for o in value)
     else:  # pragma: no cover - a spec typo is a programmer error
         raise AssertionError(f"unknown field kind {kind}")
     if meta["choices"] is not None and value not in meta["choices"]:
@@ -618,6 +626,61 @@ class AbortTransaction(_TxnCommand):
 
     def run(self, cluster: Any) -> None:
         cluster.abort_transaction(self.name)
+
+
+@dataclass(frozen=True)
+class SendOffsetsToTransaction(_TxnCommand):
+    cmd: ClassVar[str] = "send_offsets_to_transaction"
+    summary: ClassVar[str] = ("sendOffsetsToTransaction: AddOffsetsToTxn puts the group's __consumer_offsets "
+                              "partition into the transaction, then TxnOffsetCommit writes the offsets there as "
+                              "transactional records, committed by the COMMIT marker, discarded by ABORT.")
+    states: ClassVar[tuple] = ("in_transaction",)
+    group: str = _spec("str", "", doc="the consumer group whose input positions these are")
+    offsets: tuple = _spec("offsets", (), doc="[[topic, partition, next offset to read], ...]")
+    topic: str | None = _spec("str?", None, doc="one partition's position instead of offsets (a form's fields)")
+    partition: int = _spec("int", 0, low=0, high=MAX_PARTITIONS - 1, doc="with topic")
+    offset: int | None = _spec("int?", None, low=0, doc="with topic: the next offset to read")
+
+    def triples(self) -> list:
+        if self.topic is not None and self.offset is not None:
+            return [[self.topic, self.partition, self.offset]]
+        return [list(o) for o in self.offsets]
+
+    def validate(self, cluster: Any) -> None:
+        super().validate(cluster)
+        if not self.group or len(self.group) > 255:
+            raise InvalidRequestError(f"{self.cmd}: group must have 1-255 characters, got {self.group!r}")
+        if bool(self.offsets) == (self.topic is not None and self.offset is not None):
+            raise InvalidRequestError(f"{self.cmd}: give either offsets ([[topic, partition, offset], ...]) or "
+                                      f"topic, partition and offset")
+        if cluster.producers[self.name].txn_offsets is not None:
+            raise InvalidRequestError(f"{self.cmd}: producer {self.name!r} is still sending offsets")
+        for topic, partition, _ in self.triples():
+            cluster.controller.partition(topic, partition)
+
+    def run(self, cluster: Any) -> None:
+        cluster.send_offsets_to_transaction(self.name, self.group, self.triples())
+
+
+@dataclass(frozen=True)
+class OffsetFetch(Command):
+    cmd: ClassVar[str] = "offset_fetch"
+    summary: ClassVar[str] = ("OffsetFetch: the group's committed offsets; with require_stable a partition whose "
+                              "transactional offsets are still pending answers UNSTABLE_OFFSET_COMMIT.")
+    group: str = _spec("str", doc="group.id")
+    require_stable: bool = _spec("bool", False, doc="require_stable (the Java consumer sets it under "
+                                                    "read_committed)")
+
+    def validate(self, cluster: Any) -> None:
+        if not self.group or len(self.group) > 255:
+            raise InvalidRequestError(f"{self.cmd}: group must have 1-255 characters, got {self.group!r}")
+
+    def apply(self, cluster: Any) -> dict[str, Any]:
+        from .txn_offsets import offset_fetch
+        got = offset_fetch(cluster, self.group, self.require_stable)
+        return {"group": self.group, "error": got["error"],
+                "offsets": [[t, p, o] for (t, p), o in sorted(got["offsets"].items())],
+                "unstable": [[t, p] for t, p in got["unstable"]]}
 
 
 @dataclass(frozen=True)

@@ -235,7 +235,9 @@ class GroupService:
         GroupMetadata record (a tombstone removes it)."""
         offsets: dict[str, dict] = {}
         groups: dict[str, GroupMetadataValue] = {}
-        records = part.log.records(part.log.log_start_offset, part.log.log_end_offset)
+        # Control batches (transaction markers) hold no offset records.
+        records = [r for b in part.log.batches(part.log.log_start_offset, part.log.log_end_offset)
+                   if not b.is_control for r in b.records]
         for r in records:
             if r.key is None:
                 continue
@@ -255,6 +257,8 @@ class GroupService:
                 group.pop((k.topic, k.partition), None)
             else:
                 group[(k.topic, k.partition)] = v.offset
+        from .txn_offsets import loaded   # transactional offsets wait for their COMMIT marker
+        loaded(self.cluster, broker_id, p, part, offsets)
         self.emit(OffsetsLoaded(broker_id, p, len(records), sorted(set(offsets) | set(groups))))
         return offsets, groups
 

@@ -61,6 +61,7 @@ class Producer:
     txn_waiting: dict = field(default_factory=dict)      # (topic, partition) -> sends held for AddPartitions
     txn_adding: set = field(default_factory=set)         # partitions of the AddPartitionsToTxn in flight
     txn_failed: str | None = None  # a send of the open transaction failed: it can only abort
+    txn_offsets: dict | None = None  # sendOffsetsToTransaction in flight: {"group", "offsets", "stage"}
 
     def take_sequence(self, topic: str, partition: int, count: int) -> int:
         """The base sequence of a new batch of ``count`` records (-1 when not idempotent)."""

@@ -5,7 +5,7 @@ producers and what consumers see at each isolation level (KIP-98).
   partition ``abs(javaHash(transactional.id)) % transaction.state.log.num.partitions``
   (the internal topic is created on first use: compacted, replication factor min(3,
   brokers), ``min.insync.replicas`` min(2, RF)). Its state lives in that partition as
-  records with Kafka's ``TransactionLogKey`` v0 / ``TransactionLogValue`` v0 bytes; a
+  ``TransactionLogKey``/``TransactionLogValue`` v0 records (docs/file-formats.md); a
   coordinator commits a state change with acks=all before acting on it, and a broker that
   becomes the partition's leader reads the log back — so a coordinator failover in the
   middle of a commit finishes it (a ``PrepareCommit`` found on load sends the markers again
@@ -28,8 +28,9 @@ Requests travel with the network's latency and are subject to its faults; a requ
 coordinator that is down, unreachable or no longer the leader fails with
 ``COORDINATOR_NOT_AVAILABLE`` / ``NOT_COORDINATOR`` and the producer retries after
 ``retry.backoff.ms``. Simplified, and said so: WriteTxnMarkers is applied by a live
-leader at once (no acks wait), and ``AddOffsetsToTxn``/``TxnOffsetCommit`` are not
-modelled yet.
+leader at once (no acks wait). ``AddOffsetsToTxn`` adds the group's ``__consumer_offsets``
+partition like AddPartitionsToTxn; ``TxnOffsetCommit`` and the pending offsets live in
+:mod:`engine.cluster.txn_offsets`.
 """
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ def _string(s: str) -> bytes:
 
 
 def encode_txn_key(transactional_id: str) -> bytes:
-    """TransactionLogKey v0: int16 version 0, string transactional id."""
+    """TransactionLogKey v0 (docs/file-formats.md)."""
     return struct.pack(">h", 0) + _string(transactional_id)
 
 
@@ -126,8 +127,7 @@ def decode_txn_key(data: bytes) -> str | None:
 
 
 def encode_txn_value(md: "TxnMetadata") -> bytes:
-    """TransactionLogValue v0: producer id int64, epoch int16, timeout int32, status int8,
-    partitions (nullable array of [topic string, []int32]), last update int64, start int64."""
+    """TransactionLogValue v0 (docs/file-formats.md)."""
     out = bytearray(struct.pack(">hqhib", 0, md.producer_id, md.producer_epoch, md.timeout_ms,
                                 _STATE_ID[md.state]))
     by_topic: dict[str, list[int]] = {}
@@ -335,14 +335,30 @@ class TransactionService:
             if err is not None:
                 self._answer(producer, api, broker_id, err, "", on_done, {})
                 return
+        if md is not None and any(
+                w[0] == broker_id and w[2].transactional_id == tid for w in self.pending_writes.values()):
+            # Kafka's pendingTransitionInProgress: one state change at a time, or a change built
+            # on the state before the pending one would undo it (AddPartitionsToTxn racing
+            # AddOffsetsToTxn would drop a partition from the transaction).
+            self._answer(producer, api, broker_id, "CONCURRENT_TRANSACTIONS",
+                         "another state change is being written", on_done, {})
+            return
         if md is not None and md.state in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
             self._answer(producer, api, broker_id, "CONCURRENT_TRANSACTIONS",
                          f"the previous transaction is still completing ({md.state})", on_done, {})
             return
         if api == "init_producer_id":
             self._init(broker_id, p, txns, tid, md, payload, now, producer, on_done)
-        elif api == "add_partitions":
-            new = set(map(tuple, payload["partitions"])) - md.partitions
+        elif api in ("add_partitions", "add_offsets"):
+            if api == "add_offsets":
+                # AddOffsetsToTxn: the group's __consumer_offsets partition joins the transaction,
+                # through the same transition as AddPartitionsToTxn (Kafka's handler does likewise).
+                from .consumer import group_service
+                from ..group.offsets import OFFSETS_TOPIC
+                wanted = {(OFFSETS_TOPIC, group_service(self.cluster).partition_for(payload["group"]))}
+            else:
+                wanted = set(map(tuple, payload["partitions"]))
+            new = wanted - md.partitions
             if md.state not in ("Empty", "Ongoing", "CompleteCommit", "CompleteAbort"):
                 self._answer(producer, api, broker_id, "INVALID_TXN_STATE", md.state, on_done, {})
                 return
@@ -492,6 +508,9 @@ class TransactionService:
         self.emit(TxnMarkerWritten(tid, b.id, topic, partition, md.producer_id, commit, info.first_offset,
                                    coordinator_epoch))
         md.pending_markers.discard((topic, partition))
+        if topic == "__consumer_offsets":
+            from .txn_offsets import on_marker   # pending transactional offsets commit or vanish
+            on_marker(self.cluster, b.id, partition, md.producer_id, commit)
         self._maybe_complete(broker_id, p, tid)
 
     def _maybe_complete(self, broker_id: int, p: int, tid: str) -> None:

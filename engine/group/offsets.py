@@ -1,21 +1,6 @@
 """Committed offsets as records of ``__consumer_offsets``, in Kafka's own schemas
 (``group-coordinator/src/main/resources/common/message/OffsetCommitKey.json`` and
-``OffsetCommitValue.json``).
-
-Key, version 1 (non-flexible)::
-
-    int16  version = 1
-    string group        (int16 length + UTF-8)
-    string topic
-    int32  partition
-
-Value, version 3 (non-flexible; version 4 is the first flexible one)::
-
-    int16  version = 3
-    int64  offset            the next offset to read (last processed + 1)
-    int32  leaderEpoch       -1 when unknown
-    string metadata
-    int64  commitTimestamp
+``OffsetCommitValue.json``): key v1, value v3, byte tables in docs/file-formats.md.
 
 A null value (tombstone) deletes the group's offset for that partition. Because the topic is
 compacted on these keys, the cleaner keeps only each partition's latest commit.

@@ -1,18 +1,7 @@
 """Kafka's text checkpoint files (``leader-epoch-checkpoint``, ``recovery-point-offset-checkpoint``,
 ``replication-offset-checkpoint``, ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``).
 
-Layout (UTF-8, ``\\n`` line endings)::
-
-    <version>      always 0
-    <N>            number of entry lines
-    <entry 1>      fields separated by one space, e.g. "3 1500" or "orders 0 1234"
-    ...
-    <entry N>
-
-Writes go through :meth:`engine.disk.Disk.write_atomic` (``<name>.tmp``, fsync, rename), so a
-crash leaves either the old or the new file. A reader rejects an unknown version, a malformed
-line or a wrong line count with :class:`CorruptCheckpointError`; an empty or missing file reads
-as no entries.
+The text layout, the atomic write and what a reader rejects are in docs/file-formats.md.
 """
 from __future__ import annotations
 

@@ -28,6 +28,10 @@ One pass:
    KIP-534), so a tombstone survives ``delete.retention.ms`` after the pass that first
    cleaned it. A batch left empty is dropped, unless it is its producer's last batch
    (kept empty, to preserve the producer's sequence). Control batches are kept.
+   Transactions, as Kafka's cleaner: nothing at or past the first unstable offset (an open
+   transaction) is cleaned, and the records of aborted transactions (the ``.txnindex``)
+   neither enter the offset map nor survive the rewrite -- else an aborted offset commit
+   in ``__consumer_offsets`` would supersede the committed one before it.
 3. **Swap**, crash-safe: ``X.*.cleaned`` written and fsync'd → renamed ``X.*.swap`` → every
    replaced segment renamed ``.deleted`` (removed ``file.delete.delay.ms`` later) → the
    ``.swap`` files renamed to ``X.*``. Recovery (:func:`finish_interrupted_swaps`) deletes
@@ -342,7 +346,8 @@ class LogCleaner:
         segs = log.segments
         first_dirty = self.first_dirty_offset(log)
         cfg = log.config
-        candidates = [log.active_segment.base_offset, log.high_watermark]
+        # The LSO: an open transaction's records may still be aborted (Kafka's firstUnstableOffset).
+        candidates = [log.active_segment.base_offset, log.high_watermark, log.last_stable_offset]
         dirty_segs = [s for i, s in enumerate(segs[:-1]) if segs[i + 1].base_offset > first_dirty]
         if cfg.min_compaction_lag_ms > 0:
             young = next((s for s in dirty_segs if s.size and s.largest_timestamp > now - cfg.min_compaction_lag_ms),
@@ -424,7 +429,8 @@ class LogCleaner:
         omap = OffsetMap(self.dedupe_buffer_size)
         last_batch_of_producer = self._producer_last_batches(log)
         self._scanned.clear()
-        self._build_offset_map(log, omap, start, upper)
+        aborted = _AbortedBatches(log.aborted_transactions(log.log_start_offset, upper))
+        self._build_offset_map(log, omap, start, upper, aborted)
         end = omap.latest_offset + 1 if omap.latest_offset >= start else start
         result = CleanResult(log.topic, log.partition, start, end, round(ltc.ratio, 6), before, before, bytes_before,
                              bytes_before, map_entries=omap.size)
@@ -432,7 +438,7 @@ class LogCleaner:
             horizon_now = now + log.config.delete_retention_ms
             to_clean = [s for s in log.segments[:-1] if s.base_offset < end]
             for group in self._group_segments(log, to_clean, end):
-                stats = self._clean_group(log, group, omap, now, horizon_now, last_batch_of_producer)
+                stats = self._clean_group(log, group, omap, now, horizon_now, last_batch_of_producer, aborted)
                 result.groups.append([s.base_offset for s in group])
                 for name in ("records_before", "records_after", "superseded", "tombstones_kept",
                              "tombstones_removed", "keyless_removed"):
@@ -460,10 +466,11 @@ class LogCleaner:
                     last[h.producer_id] = h.base_offset
         return set(last.values())
 
-    def _build_offset_map(self, log, omap: OffsetMap, start: int, upper: int) -> None:
-        """Kafka's ``buildOffsetMap`` over the dirty section. Each batch's scanned keys are kept
-        (up to ``_SCAN_CACHE_RECORDS`` records) for the cleaning pass, which reads the same
-        batches again: one parse of the dirty section, not two."""
+    def _build_offset_map(self, log, omap: OffsetMap, start: int, upper: int,
+                          aborted: "_AbortedBatches | None" = None) -> None:
+        """Kafka's ``buildOffsetMap`` over the dirty section (aborted transactions' records
+        left out). Each batch's scanned keys are kept (up to ``_SCAN_CACHE_RECORDS`` records)
+        for the cleaning pass, which reads the same batches again: one parse, not two."""
         ident = (log.broker, log.topic, log.partition)
         table, slot = omap.table, omap.slot_key
         cache = self._scanned
@@ -481,7 +488,7 @@ class LogCleaner:
                     continue
                 if h.base_offset >= upper:
                     break
-                if not h.is_control:
+                if not h.is_control and not (aborted and aborted.holds(h)):
                     scanned = record_keys(data, pos, h)
                     records += len(scanned)
                     if budget >= len(scanned):
@@ -538,7 +545,7 @@ class LogCleaner:
         return groups
 
     def _clean_group(self, log, group: list[LogSegment], omap: OffsetMap, now: int, horizon_now: int,
-                     producer_last: set[int]) -> _GroupStats:
+                     producer_last: set[int], aborted: "_AbortedBatches | None" = None) -> _GroupStats:
         disk, d = self.disk, log.dir
         ident = (log.broker, log.topic, log.partition)
         base = group[0].base_offset
@@ -554,7 +561,7 @@ class LogCleaner:
         for seg in group:
             raw = seg.read_all()
             for pos, h in seg.iter_headers(data=raw):
-                data = self._filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats,
+                data = self._filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats, aborted,
                                           cache.pop((seg.base_offset, pos), None))
                 if data is not None:
                     new.append(data, decode_header(data), now)
@@ -596,12 +603,18 @@ class LogCleaner:
 
     @staticmethod
     def _filter_batch(raw: bytes, pos: int, h: BatchHeader, omap: OffsetMap, now: int, horizon_now: int,
-                      producer_last: set[int], stats: _GroupStats, scanned: list | None = None) -> bytes | None:
+                      producer_last: set[int], stats: _GroupStats,
+                      aborted: "_AbortedBatches | None" = None, scanned: list | None = None) -> bytes | None:
         """The batch as the cleaner writes it back: the original bytes if every record stays
         and no delete horizon is added, a rebuilt batch, an empty batch, or None."""
         size = h.batch_length + 12
         if h.is_control:
             return raw[pos:pos + size]
+        if aborted and aborted.holds(h):       # an aborted transaction's batch: its records go
+            n = h.records_count
+            stats.records_before += n
+            stats.superseded += n
+            return rebuild_batch(h, [], None) if h.producer_id >= 0 and h.base_offset in producer_last else None
         horizon = h.delete_horizon_ms
         keep_offsets = []
         kept = []
@@ -648,6 +661,22 @@ class LogCleaner:
         batch = decode_batch(raw, pos, verify_crc=False)
         wanted = set(keep_offsets)
         return rebuild_batch(batch, [r for r in batch.records if r.offset in wanted], new_horizon)
+
+
+class _AbortedBatches:
+    """Which batches belong to aborted transactions (from the ``.txnindex`` entries)."""
+
+    def __init__(self, txns: list) -> None:
+        self.by_pid: dict[int, list] = {}
+        for t in txns:
+            self.by_pid.setdefault(t.producer_id, []).append((t.first_offset, t.last_offset))
+
+    def __bool__(self) -> bool:
+        return bool(self.by_pid)
+
+    def holds(self, h: BatchHeader) -> bool:
+        return h.is_transactional and any(first <= h.base_offset <= last
+                                          for first, last in self.by_pid.get(h.producer_id, ()))
 
 
 def decode_header(data: bytes) -> BatchHeader:

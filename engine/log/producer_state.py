@@ -23,19 +23,8 @@ and ``ProducerAppendInfo``):
 Replicated appends (``origin="replication"``) skip the sequence checks, as a follower
 copies what the leader validated.
 
-``<offset>.snapshot`` files (offset = the log end offset the state covers, exclusive,
-20 digits like segment names) hold the last batch of every producer; byte layout,
-big-endian, version 1 (Kafka's ``ProducerSnapshot.json``)::
-
-    int16  version = 1
-    uint32 crc                  CRC-32C of every byte after this field
-    int32  entry count
-    entries, 46 bytes each:
-      int64 producer id | int16 epoch | int32 last sequence | int64 last offset
-      int32 offset delta (last seq - first seq of the last batch) | int64 timestamp
-      int32 coordinator epoch | int64 current txn first offset (-1: none)
-
-On load only the last batch of each producer is known; the rest of the five-batch
+``<offset>.snapshot`` files hold the last batch of every producer; their byte layout
+(Kafka's ``ProducerSnapshot.json`` v1) is in docs/file-formats.md. On load only the last batch of each producer is known; the rest of the five-batch
 window is rebuilt by replaying the log after the snapshot, exactly as Kafka does.
 """
 from __future__ import annotations
@@ -128,7 +117,9 @@ class ProducerStateEntry:
         if epoch != self.producer_epoch:
             return None
         for b in self.batches:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
+            # last_seq first: a plain field, while first_seq is computed (the common new batch
+            # matches no cached last_seq, so the property is never evaluated on the hot path)
+            if b.last_seq == last_seq and b.first_seq == first_seq:
                 return b
         return None
 

@@ -2,15 +2,8 @@
 
 A segment that received an ABORT marker gets one entry per aborted transaction (commits
 are never indexed, and a segment without aborts has no ``.txnindex`` file at all). A
-``read_committed`` fetch asks it which producers' data to skip. Entry layout, 34 bytes,
-big-endian (Kafka's ``AbortedTxn``)::
-
-    int16 version = 0 | int64 producer id | int64 first offset | int64 last offset
-    int64 last stable offset
-
-``first offset`` is the transaction's first data offset on this partition, ``last offset``
-the ABORT marker's offset, ``last stable offset`` the partition's LSO when the marker
-was written. Offsets are absolute (not relative to the segment).
+``read_committed`` fetch asks it which producers' data to skip. The 34-byte entry layout
+(Kafka's ``AbortedTxn``) is in docs/file-formats.md.
 """
 from __future__ import annotations
 

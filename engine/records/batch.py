@@ -737,7 +737,7 @@ _END_TXN_VALUE = struct.Struct(">hi")         # version, coordinatorEpoch
 
 @dataclass(frozen=True)
 class EndTransactionMarker:
-    """A COMMIT or ABORT marker: key ``int16 0 | int16 type``, value ``int16 0 | int32 coordinatorEpoch``."""
+    """A COMMIT or ABORT marker (control record key and value: docs/file-formats.md)."""
 
     type: ControlRecordType
     coordinator_epoch: int

@@ -142,6 +142,11 @@ def ui_strings() -> dict[str, str]:
         "tl_got": _("records returned (offset:value)"),
         "tl_skipped": _("aborted offsets skipped"),
         "tl_no_reads": _("No consumer has read yet."),
+        "tl_group": _("group"),
+        "tl_offsets_partition": _("offsets partition"),
+        "tl_committed_offsets": _("committed"),
+        "tl_pending_offsets": _("pending (in an open transaction)"),
+        "tl_no_group_offsets": _("No transaction has sent offsets yet."),
         "tl_retry": _("↻ retry"),
         # lesson 15: timing-wheel.js
         "tw_level_desc": _("Level {level}: {n} buckets of {tick} ms ({interval} ms around); the hand is at bucket {hand}"),

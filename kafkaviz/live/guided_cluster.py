@@ -13,8 +13,11 @@ replica's log of the lesson's topic as batches (producer id, epoch, sequence, th
 transactional and control bits; each transactional record marked committed, aborted or
 open by the markers that follow it in that log), HW / LSO / LEO, the leader's
 partition directory (``.txnindex``, ``.snapshot``), the producers and the
-coordinator's transactions, the last read of each isolation level, and the timing
-wheel of a broker's produce purgatory (``SystemTimer.state()``).
+coordinator's transactions, the last read of each isolation level, the timing
+wheel of a broker's produce purgatory (``SystemTimer.state()``), and -- once a
+transaction sent offsets (consume-transform-produce) -- the group's
+``__consumer_offsets`` partition drawn the same way, with each group's committed and
+pending offsets.
 
 Scenario keys (from the lesson file):
 
@@ -35,6 +38,7 @@ from typing import Any
 from engine import narration
 from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, make_config
+from engine.group.offsets import OFFSETS_TOPIC, decode_key, decode_value
 from engine.records.batch import read_end_txn_marker
 
 from .kinds import SandboxKind
@@ -158,6 +162,9 @@ class GuidedClusterSandbox(SandboxKind):
             "transactions": [{"transactional_id": tid, **md} for tid, md in txns.items()],
             "reads": self.reads,
         }
+        offsets = self._offsets_view()
+        if offsets is not None:
+            out.update(offsets)
         tp = self.scenario.get("timer_partition")
         if tp is not None and meta is not None:
             out["timer"] = self._timer_view(topic, int(tp))
@@ -173,7 +180,7 @@ class GuidedClusterSandbox(SandboxKind):
             lane: dict[str, Any] = {"broker": b, "alive": broker.alive, "leader": b == pm["leader"]}
             if part is not None:
                 log = part.log
-                cells = log_cells(log)[-MAX_CELLS:]
+                cells = log_cells(log, offset_commit_text if topic == OFFSETS_TOPIC else None)[-MAX_CELLS:]
                 retried = self.retry_writes.get((topic, pnum), {})
                 for c in cells:
                     if c["offset"] in retried:
@@ -191,6 +198,27 @@ class GuidedClusterSandbox(SandboxKind):
             view["replicas"].append(lane)
         return view
 
+    def _offsets_view(self) -> dict[str, Any] | None:
+        """The ``__consumer_offsets`` partitions that hold transactional offsets, and each
+        group's committed / pending offsets, read from the engine."""
+        cluster = self.run.cluster
+        svc = getattr(cluster, "txn_offsets", None)
+        if svc is None or OFFSETS_TOPIC not in cluster.controller.topics:
+            return None
+        from engine.cluster.txn_offsets import offset_fetch
+        meta = cluster.state()["topics"][OFFSETS_TOPIC]
+        groups = sorted(svc.groups_seen)
+        parts, rows = [], []
+        for pnum in sorted({cluster.groups.partition_for(g) for g in groups}):
+            parts.append(self._partition_view(OFFSETS_TOPIC, pnum, meta["partitions"][pnum]))
+        pending = svc.state()
+        for g in groups:
+            got = offset_fetch(cluster, g)
+            rows.append({"group": g, "offsets_partition": cluster.groups.partition_for(g), "error": got["error"],
+                         "committed": [[t, p, o] for (t, p), o in sorted(got["offsets"].items())],
+                         "pending": pending.get(g, [])})
+        return {"offsets_partitions": parts, "group_offsets": rows}
+
     def _timer_view(self, topic: str, pnum: int) -> dict[str, Any] | None:
         cluster = self.run.cluster
         leader = cluster.controller.partition(topic, pnum).leader
@@ -200,11 +228,20 @@ class GuidedClusterSandbox(SandboxKind):
         return {"broker": leader, "purgatory": purgatory.name, **purgatory.timer.state()}
 
 
-def log_cells(log: Any) -> list[dict[str, Any]]:
-    """Every record of ``log`` as a cell: offset, value, the batch's producer id / epoch /
-    sequence, ``control`` ("COMMIT"/"ABORT") for markers, and ``status``: "plain"
-    (not transactional), "committed" / "aborted" (a marker of its producer follows in
-    this log), "open" (none yet) or "marker"."""
+def offset_commit_text(rec: Any) -> str:
+    """An OffsetCommit record of ``__consumer_offsets`` as a cell's text: "t-0→2"."""
+    key = decode_key(rec.key) if rec.key is not None else None
+    if key is None:
+        return "?"
+    value = decode_value(rec.value)
+    return f"{key.topic}-{key.partition}→{'∅' if value is None else value.offset}"
+
+
+def log_cells(log: Any, text: Any = None) -> list[dict[str, Any]]:
+    """Every record of ``log`` as a cell: offset, value (``text(record)`` when given), the
+    batch's producer id / epoch / sequence, ``control`` ("COMMIT"/"ABORT") for markers, and
+    ``status``: "plain" (not transactional), "committed" / "aborted" (a marker of its
+    producer follows in this log), "open" (none yet) or "marker"."""
     cells: list[dict[str, Any]] = []
     pending: dict[int, list[dict[str, Any]]] = {}
     for batch in log.batches(log.log_start_offset, log.log_end_offset):
@@ -219,7 +256,9 @@ def log_cells(log: Any) -> list[dict[str, Any]]:
                 for c in pending.pop(batch.producer_id, []):
                     c["status"] = "committed" if kind == "COMMIT" else "aborted"
             else:
-                cell.update(value=rec.value.decode("utf-8", "replace") if rec.value is not None else None,
+                value = text(rec) if text is not None else (
+                    rec.value.decode("utf-8", "replace") if rec.value is not None else None)
+                cell.update(value=value,
                             control=None, status="open" if batch.is_transactional else "plain")
                 if batch.is_transactional:
                     pending.setdefault(batch.producer_id, []).append(cell)

@@ -3,7 +3,9 @@
  * sequence of its batch, committed / aborted / open for transactional records, COMMIT and
  * ABORT markers as their own cells -- with the leader's HW, LSO and LEO; the leader's
  * partition directory (.txnindex, .snapshot) and aborted ranges; the producers, the
- * coordinator's table and what each isolation level read last. Nothing is invented: the
+ * coordinator's table and what each isolation level read last; once a transaction sent
+ * offsets, the group's __consumer_offsets partition drawn the same way and each group's
+ * committed and pending offsets. Nothing is invented: the
  * state comes from kafkaviz/live/guided_cluster.py, which reads the engine's logs. */
 (function () {
   "use strict";
@@ -42,8 +44,10 @@
     svg.append(el("text", { x: x + 3, y: bottom + 16 + row * 14, class: "tl-mark-label " + cls }, label));
   }
 
-  function drawPartition(box, p, topic) {
-    const id = "tl-p" + p.partition;
+  // key: "0" for the lesson's partition 0 (ids tl-p0, tl-lane-0-<broker>), "o0" for __consumer_offsets-0.
+  function drawPartition(box, p, topic, key) {
+    key = key === undefined ? String(p.partition) : key;
+    const id = "tl-p" + key;
     const sec = KV.keep(box, id, function () { return html("div", { class: "tl-partition" }); });
     sec.replaceChildren();
     const lanes = p.replicas || [];
@@ -65,7 +69,7 @@
     const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, class: "tl-svg",
       role: "img", "aria-labelledby": id + "-t" });
     svg.append(el("title", { id: id + "-t" }, topic + "-" + p.partition));
-    const hatch = "tl-hatch-" + p.partition;
+    const hatch = "tl-hatch-" + key;
     const defs = el("defs", {});
     const pat = el("pattern", { id: hatch, width: 6, height: 6, patternUnits: "userSpaceOnUse",
       patternTransform: "rotate(45)" });
@@ -83,7 +87,7 @@
       names.append(el("text", { x: 4, y: y + 38, class: "tl-lane-sub" },
         !l.alive ? KV.t("down") : (l.leader ? KV.t("leader") : KV.t("follower")) + (p.isr.indexOf(l.broker) >= 0 ? " · ISR" : "")));
       if (!l.alive) return;
-      const g = el("g", { id: "tl-lane-" + p.partition + "-" + l.broker, class: "tl-lane" });
+      const g = el("g", { id: "tl-lane-" + key + "-" + l.broker, class: "tl-lane" });
       (l.cells || []).forEach(function (c) { cellOf(g, X0 + (c.offset - first) * CELL_W, y, c, hatch); });
       svg.append(g);
       if (l.leader) {
@@ -152,6 +156,9 @@
       const parts = st.partitions || [];
       if (!parts.length) { element.replaceChildren(html("p", { class: "note" }, KV.t("no_topic"))); return; }
       parts.forEach(function (p) { drawPartition(element, p, st.topic); });
+      (st.offsets_partitions || []).forEach(function (p) {
+        drawPartition(element, p, "__consumer_offsets", "o" + p.partition);
+      });
       const links = st.client_links || [];
       const linkNote = KV.keep(element, "tl-links", function () { return html("p", { class: "tl-links", role: "status" }); });
       linkNote.textContent = links.length ? links.map(function (f) {
@@ -170,6 +177,12 @@
           return [t.transactional_id, KV.t("broker") + " " + t.coordinator, t.producer_id, t.producer_epoch, t.state,
             (t.partitions || []).map(function (x) { return Array.isArray(x) ? x.join("-") : x; }).join(", ") || "—"];
         }), KV.t("tl_no_txns"));
+      const offs = function (xs) { return (xs || []).map(function (o) { return o[0] + "-" + o[1] + "→" + o[2]; }).join(", "); };
+      table("txn-group-offsets", [KV.t("tl_group"), KV.t("tl_offsets_partition"), KV.t("tl_committed_offsets"), KV.t("tl_pending_offsets")],
+        (st.group_offsets || []).map(function (g) {
+          return [g.group, "__consumer_offsets-" + g.offsets_partition, offs(g.committed) || "—",
+            (g.pending || []).map(function (x) { return "pid " + x.producer_id + ": " + offs(x.offsets); }).join("; ") || "—"];
+        }), KV.t("tl_no_group_offsets"));
       const reads = st.reads || {};
       table("txn-reads", ["isolation.level", KV.t("tl_partition"), KV.t("tl_from"), KV.t("tl_got"), KV.t("tl_skipped")],
         ["read_uncommitted", "read_committed"].filter(function (k) { return reads[k]; }).map(function (k) {

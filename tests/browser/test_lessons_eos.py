@@ -3,6 +3,8 @@ and arrow keys), read what the diagrams show at the steps that matter, do the tr
 through the forms, answer a quiz question."""
 from __future__ import annotations
 
+import os
+import pathlib
 import re
 
 import pytest
@@ -14,6 +16,20 @@ pytestmark = pytest.mark.browser
 
 L14, L15 = "idempotence-and-transactions", "timing-wheel"
 DONE = re.compile(r"\bdone\b")
+
+# KAFKAVIZ_SHOTS=<dir>: also save 1366 px and 390 px screenshots of the consume-transform-produce steps.
+SHOTS = pathlib.Path(os.environ["KAFKAVIZ_SHOTS"]) if os.environ.get("KAFKAVIZ_SHOTS") else None
+
+
+def shoot(page: Page, name: str) -> None:
+    if SHOTS is not None:
+        for width, height in ((1366, 900), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+            page.locator("#tl-po0").screenshot(path=str(SHOTS / f"{name}-{width}-offsets.png"))
+            page.locator("#txn-group-offsets").screenshot(path=str(SHOTS / f"{name}-{width}-table.png"))
+        page.set_viewport_size({"width": 1366, "height": 900})
+
 
 def at_step(page: Page, n: int, total: int) -> None:
     expect(page.locator("#step-counter")).to_have_text(f"Step {n} of {total}" if n else f"Start · 0/{total}",
@@ -50,7 +66,7 @@ def send(page: Page, form: str, button: str | None = None, **fields: str) -> Non
 
 
 def test_lesson_14_forward_and_back_with_what_the_lanes_show(page: Page, live_server_url):
-    total = 13
+    total = 18
     open_lesson(page, live_server_url, L14, total)
     for n in range(1, total + 1):
         page.click("#step-button")
@@ -71,11 +87,29 @@ def test_lesson_14_forward_and_back_with_what_the_lanes_show(page: Page, live_se
             expect(page.locator("#tl-lane-1-1 .tl-commit")).to_have_count(1)
             expect(page.locator('#tl-p0 [data-file$=".txnindex"]')).to_be_visible()
             expect(page.locator('#tl-p0 [data-file$=".snapshot"]')).to_be_visible()
+        if n == 15:     # consume-transform-produce: the offset record is open, pending, not committed
+            assert page.locator("#tl-lane-o0-0 text.tl-value").all_text_contents() == ["t-0→3"]
+            expect(page.locator("#tl-lane-o0-0 .tl-open")).to_have_count(1)
+            expect(page.locator("#txn-group-offsets")).to_contain_text("t-0→3")
+            expect(page.locator("#txn-coordinator")).to_contain_text("__consumer_offsets-0")
+            shoot(page, "l14-ctp-pending")
+        if n == 16:     # the COMMIT marker in __consumer_offsets-0 commits the offset
+            expect(page.locator("#tl-lane-o0-0 .tl-commit")).to_have_count(1)
+            expect(page.locator("#txn-group-offsets tbody td").nth(1)).to_have_text("t-0→3")
+        if n == 18:     # the ABORT marker discards t-0→5; 3 stays committed
+            expect(page.locator("#tl-lane-o0-0 .tl-abort")).to_have_count(1)
+            expect(page.locator("#tl-lane-o0-0 .tl-aborted")).to_contain_text("t-0→5")
+            expect(page.locator("#txn-group-offsets tbody td").nth(1)).to_have_text("t-0→3")
+            expect(page.locator("#txn-group-offsets tbody td").nth(2)).to_have_text("—")
+            shoot(page, "l14-ctp-abort")
     expect(page.locator("#txn-producers")).to_contain_text("fenced")
     page.locator("#back-button").focus()
     for n in range(total - 1, -1, -1):
         page.keyboard.press("ArrowLeft")
         at_step(page, n, total)
+        if n == 16:
+            expect(page.locator("#tl-lane-o0-0 .tl-abort")).to_have_count(0)
+            expect(page.locator("#tl-lane-o0-0 .tl-commit")).to_have_count(1)
         if n == 9:
             expect(page.locator("#tl-lane-0-0 .tl-abort")).to_have_count(0)
             expect(page.locator("#tl-lane-0-0 .tl-open")).to_have_count(1)
@@ -83,7 +117,7 @@ def test_lesson_14_forward_and_back_with_what_the_lanes_show(page: Page, live_se
 
 
 def test_lesson_14_try_its_through_the_forms_and_a_quiz(page: Page, live_server_url):
-    open_lesson(page, live_server_url, L14, 13)
+    open_lesson(page, live_server_url, L14, 18)
     send(page, "create-producer-form", name="me", idempotent="true")
     send(page, "answer-form", "lose-answers-button", a="0")
     expect(page.locator(".tl-links")).to_contain_text("is cut")
@@ -107,6 +141,14 @@ def test_lesson_14_try_its_through_the_forms_and_a_quiz(page: Page, live_server_
     send(page, "consume-form", partition="0", isolation="read_committed")
     expect(page.locator('[data-task="abort-read-committed"]')).to_have_class(DONE)
     expect(page.locator("#txn-reads")).not_to_contain_text(":gone")
+    # Offsets sent in a transaction, then aborted: the try-it, and nothing committed.
+    send(page, "txn-form", "begin-txn-button", name="t1")
+    send(page, "send-offsets-form", name="t1", group="mine", partition="0", offset="2")
+    send(page, "advance-form")
+    send(page, "txn-form", "abort-txn-button", name="t1")
+    send(page, "advance-form")
+    expect(page.locator('[data-task="ctp-abort-offsets"]')).to_have_class(DONE)
+    expect(page.locator("#txn-group-offsets")).to_contain_text("mine")
     # Commit without begin: Kafka's error next to the transaction form.
     page.click("#commit-txn-button")
     expect(page.locator("#txn-error")).to_contain_text("INVALID_TXN_STATE")

@@ -497,3 +497,34 @@ def test_scheduled_cleaner_cleans_when_the_ratio_crosses_the_threshold(env):
     check = log.events.of_kind("cleaner_check")[-1]
     assert check.chosen and check.ratio > check.min_cleanable_ratio
     assert log.events.of_kind("cleaner_pass_finished")
+
+
+def test_an_aborted_transactions_records_neither_supersede_nor_survive_and_open_ones_wait(tmp_path):
+    """Kafka's cleaner with transactions: an aborted offset commit must not replace the committed
+    one before it, and nothing at or past an open transaction (the LSO) is cleaned."""
+    from engine.cluster.txn_offsets import rebuild
+    from engine.group.offsets import OffsetKey, OffsetValue, encode_key, encode_value
+    disk, clock = Disk(tmp_path), VirtualClock()
+    log = open_log(disk, clock, segment_bytes=100_000)
+    key = encode_key(OffsetKey("g", "in", 0))
+
+    def txn_write(offset, epoch=0):
+        log.append_as_leader([SimpleRecord(encode_value(OffsetValue(offset, -1, "", 0)), key=key)], 0,
+                             producer_id=7, producer_epoch=epoch, base_sequence=-1, is_transactional=True)
+
+    txn_write(4)
+    log.append_txn_marker(True, 7, 0, 0, 0)
+    txn_write(9)
+    log.append_txn_marker(False, 7, 0, 0, 0)
+    log.roll()
+    txn_write(12)                                  # still open at the cleaning: its segment waits
+    log.roll()
+    put(log, b"other", b"x")
+    log.roll()
+    result = LogCleaner(disk).clean(log, clock.now_ms())
+    assert (result.first_dirty_offset, result.end_offset) == (0, 4)   # up to the LSO, a segment boundary
+    assert rebuild(log) == ({"g": {("in", 0): 4}}, {7: {"g": {("in", 0): 12}}})
+    values = [r.value for b in log.batches(0, log.log_end_offset) if not b.is_control for r in b.records]
+    assert encode_value(OffsetValue(9, -1, "", 0)) not in values          # the aborted record is gone
+    assert encode_value(OffsetValue(4, -1, "", 0)) in values              # the committed one stays
+    assert encode_value(OffsetValue(12, -1, "", 0)) in values             # the open one is past the LSO

@@ -11,6 +11,7 @@ import engine.cluster.events  # noqa: F401
 import engine.log.events  # noqa: F401
 import engine.log.cleaner_events  # noqa: F401
 import engine.group.events  # noqa: F401
+import engine.cluster.txn_offsets  # noqa: F401  (transactional offsets)
 import engine.topic  # noqa: F401  (lesson 1's events share the one registry: a clash of names fails here)
 from engine import narration
 from engine.events import EVENT_TYPES

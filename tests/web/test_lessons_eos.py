@@ -138,6 +138,28 @@ def test_zombie_instance_is_fenced_after_the_epoch_bump(tmp_path):
     kind.close()
 
 
+def test_consume_transform_produce_commits_offsets_with_the_marker_and_an_abort_discards_them(tmp_path):
+    kind = make_kind(tmp_path, L14)
+    st = steps_to(kind, "ctp-send")
+    (off,) = st["offsets_partitions"]
+    assert off["partition"] == 0 and "__consumer_offsets-0" in next(
+        t for t in st["transactions"] if t["transactional_id"] == "etl")["partitions"]
+    lane = next(r for r in off["replicas"] if r["leader"])
+    assert [(c["value"], c["status"]) for c in lane["cells"]] == [("t-0→3", "open")]
+    (group,) = st["group_offsets"]
+    assert group["committed"] == [] and group["pending"][0]["offsets"] == [["t", 0, 3]]
+    st = steps_to(kind, "ctp-commit")
+    lane = next(r for r in st["offsets_partitions"][0]["replicas"] if r["leader"])
+    assert [(c["value"], c["status"]) for c in lane["cells"]] == [("t-0→3", "committed"), ("COMMIT", "marker")]
+    assert st["group_offsets"][0]["committed"] == [["t", 0, 3]] and st["group_offsets"][0]["pending"] == []
+    st = steps_to(kind, "ctp-abort")
+    lane = next(r for r in st["offsets_partitions"][0]["replicas"] if r["leader"])
+    assert [(c["value"], c["status"]) for c in lane["cells"]][2:] == [("t-0→5", "aborted"), ("ABORT", "marker")]
+    assert st["group_offsets"][0]["committed"] == [["t", 0, 3]] and st["group_offsets"][0]["pending"] == []
+    assert "X" not in [c["value"] for c in leader_lane(st, 1)["cells"] if c["status"] != "aborted"]
+    kind.close()
+
+
 def test_bad_transactional_call_is_refused_and_changes_nothing(tmp_path):
     kind = make_kind(tmp_path, L14)
     steps_to(kind, "txn-init")
@@ -228,7 +250,7 @@ def task_done(state, task_id):
 async def test_ws_lesson_14_try_its_through_the_learners_commands(lenient, runtime):
     headers = await asyncio.to_thread(headers_for, L14)
     comm, snap = await connect(L14, headers)
-    assert snap["state"]["run"]["total"] == 13
+    assert snap["state"]["run"]["total"] == 18
     for message in ({"type": "create_producer", "name": "me", "idempotent": "true"},
                     {"type": "cut_link", "a": "0", "b": "-1", "both": "false"},
                     {"type": "produce", "producer": "me", "partition": "0", "value": "once"},
@@ -256,6 +278,17 @@ async def test_ws_lesson_14_try_its_through_the_learners_commands(lenient, runti
     # Commit without begin: Kafka's error, next to the form, and the sandbox stays.
     reply, _ = await command(comm, {"type": "commit_transaction", "name": "t1"})
     assert reply["type"] == "error" and "INVALID_TXN_STATE" in reply["message"]
+    # Offsets in a transaction of one's own, aborted: the group's committed offset does not move.
+    for message in ({"type": "begin_transaction", "name": "t1"},
+                    {"type": "send_offsets_to_transaction", "name": "t1", "group": "mine", "topic": "t",
+                     "partition": "0", "offset": "2"},
+                    {"type": "advance", "ms": "500"}, {"type": "abort_transaction", "name": "t1"},
+                    {"type": "advance", "ms": "500"}):
+        reply, frame = await command(comm, message)
+        assert reply["type"] == "ack", reply
+    assert task_done(frame["state"], "ctp-abort-offsets")
+    mine = next(g for g in frame["state"]["group_offsets"] if g["group"] == "mine")
+    assert mine["committed"] == [] and mine["pending"] == []
     # Fencing: a second instance with the same transactional.id, then the old one writes.
     for message in ({"type": "create_producer", "name": "t2", "transactional_id": "mine"},
                     {"type": "init_transactions", "name": "t2"}, {"type": "advance", "ms": "500"},

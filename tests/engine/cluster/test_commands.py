@@ -51,6 +51,8 @@ def test_to_dict_round_trips_every_command_with_its_defaults():
         {"cmd": "init_transactions", "name": "p"}, {"cmd": "begin_transaction", "name": "p"},
         {"cmd": "commit_transaction", "name": "p"}, {"cmd": "abort_transaction", "name": "p"},
         {"cmd": "configure_transactions", "transaction_state_log_num_partitions": 3},
+        {"cmd": "send_offsets_to_transaction", "name": "p", "group": "g", "offsets": [["in", 0, 5]]},
+        {"cmd": "offset_fetch", "group": "g", "require_stable": True},
         *GROUP_COMMAND_SAMPLES,
     ]
     assert {s["cmd"] for s in samples} == set(COMMANDS)
@@ -62,6 +64,10 @@ def test_to_dict_round_trips_every_command_with_its_defaults():
 
 @pytest.mark.parametrize("data, message", [
     ({"cmd": "explode"}, "unknown command 'explode'"),
+    ({"cmd": "send_offsets_to_transaction", "name": "p", "group": "g", "offsets": [["in", -1, 5]]},
+     "list of [topic, partition, offset] triples"),
+    ({"cmd": "send_offsets_to_transaction", "name": "p", "group": "g", "offsets": [["in", 0]]},
+     "list of [topic, partition, offset] triples"),
     ({"topic": "t"}, 'needs a "cmd"'),
     ("produce", "must be a JSON object"),
     ({"cmd": "produce"}, "missing required field 'topic'"),
