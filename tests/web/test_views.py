@@ -121,3 +121,9 @@ def test_the_sandbox_page_reads_in_chinese():
     assert "<h1" in html and "沙盒" in html and "图一次只显示主题" in html
     assert "数据丢失（KIP-101 场景 1）" in html          # the scenario names, from the same file
     assert 'id="partition-form"' in html and "显示的分区" in html
+
+
+def test_the_sandbox_is_not_called_lesson_0():
+    html = Client().get("/sandbox/").content.decode()
+    assert "Lesson 0" not in html and "<h1>Sandbox</h1>" in html
+    assert "<title>Sandbox · kafkaviz</title>" in html
