@@ -11,6 +11,9 @@ __all__ = ["ui_strings"]
 def ui_strings() -> dict[str, str]:
     return {
         "connected": _("Connected to the engine"),
+        "consumer_read": _("The consumer read {n} record(s) from offset {from} on {broker}, the leader, and will "
+                           "read from {next} next. The HW was {hw}: records at or above it cannot be read yet."),
+        "consumer_none": _("No consumer has read this partition yet: consume from an offset to see what it may read."),
         "reconnecting": _("Disconnected — reconnecting…"),
         "conn_error": _("Connection error — retrying…"),
         "step_of": _("Step {step} of {total}"),

@@ -41,7 +41,7 @@ from engine.cluster.scenarios import Scenario, Step, get_scenario
 
 from .group_views import deliveries, group_view, lag_series, protocol_steps
 from .kinds import MAX_STEPS, SandboxKind, command
-from .replication_views import hw_view, offset_series, produce_table
+from .replication_views import consumer_view, hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
@@ -446,6 +446,7 @@ class ReplicationSandbox(SandboxKind):
                 "leader": part["leader"], "leader_epoch": part["leader_epoch"], "isr": part["isr"],
                 "high_watermark": part["high_watermark"], "diverged": part["diverged"]},
             "lanes": [] if part is None else _lanes(part, pmeta),
+            "consumer": consumer_view(cluster.events, topic, pnum) if part is not None else None,
             "acknowledged": [] if part is None else part["acknowledged"],
             "verdict": _verdict(part, summary["findings"], self.lang),
             "expected_note": expected.note if expected is not None and at_end and self._on_script(len(run.log))

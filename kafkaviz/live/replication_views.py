@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["hw_view", "offset_series", "produce_table", "MAX_POINTS"]
+__all__ = ["hw_view", "offset_series", "produce_table", "consumer_view", "MAX_POINTS"]
 
 MAX_POINTS = 400     # per line of the chart; older points are dropped
 
@@ -79,3 +79,15 @@ def produce_table(cluster: Any, acknowledged: list[dict[str, Any]], topic: str, 
 
 def _text(value: bytes | None) -> str:
     return "" if value is None else value.decode("utf-8", "replace")[:40]
+
+
+def consumer_view(events: Any, topic: str, partition: int) -> dict[str, Any] | None:
+    """The latest read of the partition by a consumer (the engine's ``consumer_read``): the
+    broker it read from, where it started, how many records, the next offset to read and
+    the high watermark that bounded it -- a consumer never reads at or past the HW."""
+    for env in reversed(events.envelopes):
+        ev = env.event
+        if ev.kind == "consumer_read" and ev.topic == topic and ev.partition == partition:
+            return {"seq": env.seq, "broker": ev.broker, "offset": ev.offset, "records": ev.records,
+                    "next_offset": ev.next_offset, "high_watermark": ev.high_watermark}
+    return None

@@ -92,6 +92,12 @@
     }
     partitionSwitch(st);
     verdict(st);
+    const consumerLine = document.getElementById("lanes-consumer");
+    if (consumerLine) {
+      const c = st.consumer;
+      consumerLine.textContent = c ? KV.t("consumer_read", { n: c.records, from: c.offset, broker: brokerName(c.broker),
+        next: c.next_offset, hw: c.high_watermark }) : KV.t("consumer_none");
+    }
     if (!part) {
       container.replaceChildren(KV.html("p", { class: "note" }, KV.t("no_topic")));
       const t = document.getElementById("lanes-text");
@@ -190,8 +196,12 @@
           "✗ " + KV.t("down_log_closed")));
       } else {
         const recs = lane.records || [];
+        // ◆: the latest consumer read took this record from this broker's log (always below its HW).
+        const cons = st.consumer && st.consumer.broker === lane.broker ? st.consumer : null;
         recs.forEach(function (r) {
-          cell(g, LABEL_W + r.offset * CELL_W, y, r, "", r.acked ? " ✓" : "", "le-cell-" + lane.broker + "-" + r.offset);
+          const read = cons && r.offset >= cons.offset && r.offset < cons.next_offset;
+          cell(g, LABEL_W + r.offset * CELL_W, y, r, read ? "le-read" : "", (r.acked ? " ✓" : "") + (read ? " ◆" : ""),
+            "le-cell-" + lane.broker + "-" + r.offset);
         });
         text.push((isLeader ? "leader at epoch " + lane.leader_epoch : lane.role === "follower" ? "follower at epoch " + lane.leader_epoch : "no role yet") + ", " + (inIsr ? "in ISR" : "not in ISR") +
           ", log " + (recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || "empty") +

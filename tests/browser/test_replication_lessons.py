@@ -112,3 +112,23 @@ def test_lesson11_clean_then_unclean_election_and_own_crash(page: Page, live_ser
         step(page, n, 12)
     task_done(page, "controller")
     answer(page, "which", 1, "cluster")
+
+
+def test_a_consumer_in_lesson_10_reads_only_below_the_hw_and_the_lanes_mark_what_it_read(page: Page, live_server_url,
+                                                                                         tmp_path):
+    open_lesson(page, live_server_url, "leader-epoch")
+    expect(page.locator("#lanes-consumer")).to_contain_text("No consumer has read this partition yet")
+    for _ in range(4):
+        page.click("#step-button")
+    expect(page.locator("#step-counter")).to_contain_text("Step 4 of")
+    page.fill("#consume-form input[name=offset]", "0")
+    page.click("#consume-button")
+    expect(page.locator("#lanes-consumer")).to_contain_text(re.compile(r"read 1 record\(s\) from offset 0 .* HW was 1"))
+    expect(page.locator(".le-read").first).to_contain_text("◆")        # a mark beside the colour: read by the consumer
+    page.fill("#consume-form input[name=offset]", "5")
+    page.click("#consume-button")                                         # past the HW: refused, nothing read
+    expect(page.locator("#consume-error")).to_contain_text("offset")
+    for width in (1366, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.locator("#lanes-consumer").scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / f"consumer-{width}.png"))

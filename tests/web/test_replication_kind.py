@@ -254,3 +254,27 @@ def test_a_rule_specific_note_shows_only_under_its_rule(tmp_path):
         assert ("keeps what is below its own HW" in say) == (rule == "hw")
         assert ("asks B where epoch 0 ends" in say) == (rule == "epoch")
     kind.close()
+
+
+@pytest.mark.asyncio
+async def test_a_consumer_reads_only_below_the_high_watermark_and_the_state_shows_where_it_is(tmp_path):
+    rt, sid, _ = await attached(tmp_path)
+    kind = rt.sandboxes[sid].engine
+    for _ in range(4):
+        await rt.command(sid, {"type": "step"})
+    assert kind.state()["consumer"] is None
+    await rt.command(sid, {"type": "produce", "value": "x", "acks": "1"})
+    part = kind.state()["partition"]
+    hw, leader = part["high_watermark"], part["leader"]
+    assert hw >= 1
+    reply = await rt.command(sid, {"type": "consume", "offset": "0"})
+    assert reply["type"] == "ack"
+    consumer = kind.state()["consumer"]
+    assert consumer["broker"] == leader and consumer["offset"] == 0
+    assert consumer["next_offset"] == hw == consumer["high_watermark"] and consumer["records"] == hw
+    before = kind.run.state_digest()
+    with pytest.raises(CommandError) as refused:           # past the HW: the engine says no, nothing changes
+        await rt.command(sid, {"type": "consume", "offset": str(hw + 1)})
+    assert refused.value.code == "engine"
+    assert kind.run.state_digest() == before
+    rt.close_all()
