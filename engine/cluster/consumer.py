@@ -586,8 +586,9 @@ class Consumer:
         if not self.alive or incarnation != self.incarnation or rid not in self.inflight:
             return
         api, _, _, offsets = self.inflight.pop(rid)
+        to = "the coordinator" if self.coordinator is None else f"broker {self.coordinator}"
         self.emit(GroupRequestFailed(self.group, self.name, api, "REQUEST_TIMED_OUT",
-                                     f"no answer from broker {self.coordinator} within {timeout} ms"))
+                                     f"no answer from {to} within {timeout} ms"))
         self.coordinator = self.connection = None      # markCoordinatorUnknown: find it again
         getattr(self, f"on_{api}")({"error": "REQUEST_TIMED_OUT", "offsets": offsets})
 
