@@ -47,6 +47,10 @@ __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "grou
            "ownership_findings"]
 
 RETRY_BACKOFF_MS = 100
+# The group protocol's names on the wire (MessageDropped shows these).
+API_NAMES = {"join": "JoinGroup", "sync": "SyncGroup", "heartbeat": "Heartbeat", "leave": "LeaveGroup",
+             "commit": "OffsetCommit"}
+JOIN_TIMEOUT_EXTRA_MS = 5000     # JoinGroup waits max(request.timeout.ms, rebalance timeout + 5 s), as the Java client
 COMMIT_POLL_MS = 5
 LOG_CLEANER_BACKOFF_MS = 15000
 
@@ -62,6 +66,7 @@ class ConsumerConfig:
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
     strategies: tuple = ("range", "cooperative-sticky")
+    request_timeout_ms: int = 30000
 
     def __post_init__(self) -> None:
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
@@ -76,7 +81,7 @@ class ConsumerConfig:
                 any(s in EAGER_STRATEGIES for s in self.strategies) and self.strategies[0] not in EAGER_STRATEGIES:
             pass  # Kafka allows mixing while upgrading; the chosen protocol decides eager or cooperative
         for name in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
-                     "auto_commit_interval_ms"):
+                     "auto_commit_interval_ms", "request_timeout_ms"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InvalidRequestError(f"{name} must be a positive integer, got {v!r}")
@@ -143,6 +148,17 @@ class _GroupStore:
         self.service._store_group(self.broker, group)
 
 
+class _Replier:
+    """``reply`` for broker ``broker``'s coordinator: answers travel broker → client through
+    the network (picklable, unlike a closure)."""
+
+    def __init__(self, service: "GroupService", broker: int) -> None:
+        self.service, self.broker = service, broker
+
+    def __call__(self, client: str, kind: str, payload: dict) -> None:
+        self.service._reply(client, kind, payload, broker=self.broker)
+
+
 class GroupService:
     """See the module docstring. One per cluster (``cluster.groups``)."""
 
@@ -156,6 +172,8 @@ class GroupService:
         self.loaded: dict[tuple[int, int], tuple[int, dict]] = {}         # (broker, p) -> (leader epoch, offsets)
         self.pending_commits: dict[int, tuple] = {}
         self.pending_groups: dict[int, tuple] = {}                        # produce id -> (broker, group, generation)
+        # (consumer, "join"|"sync") -> id of the request the coordinator holds: its answer carries it
+        self.awaiting: dict[tuple[str, str], int] = {}
         self.commit_task = None
         self.cleaner = ClusterCleaner(cluster)
 
@@ -203,7 +221,7 @@ class GroupService:
         if coord is None or inc != b.incarnation:
             if coord is not None:
                 coord.shutdown()
-            coord = GroupCoordinator(broker_id, self.scheduler, self.emit, self._reply,
+            coord = GroupCoordinator(broker_id, self.scheduler, self.emit, _Replier(self, broker_id),
                                      self.initial_rebalance_delay_ms,
                                      _CoordinatorGuard(self, broker_id, b.incarnation), _GroupStore(self, broker_id))
             self.coordinators[broker_id] = (b.incarnation, coord)
@@ -295,12 +313,15 @@ class GroupService:
         return dict(self.loaded[found][1].get(group, {}))
 
     # ---- request / response through the network model ------------------------------------
-    def request(self, consumer: "Consumer", api: str, payload: dict) -> None:
-        """Send ``api`` from ``consumer`` to its group's coordinator. Failures come back to
-        the consumer (``on_error``) after ``retry.backoff.ms``."""
+    def request(self, consumer: "Consumer", api: str, payload: dict, rid: int = 0) -> None:
+        """Send ``api`` (request id ``rid``) from ``consumer`` to its group's coordinator,
+        through the network (the client → coordinator link's cut, drops and delay apply, and
+        so do the answer's). A coordinator that cannot be found or connected to fails the
+        request at once: the consumer's ``on_<api>`` hears the error after ``retry.backoff.ms``.
+        A request or answer lost on the way is the consumer's request timeout to notice."""
         found = self.find_coordinator(consumer.group)
         if found is None:
-            self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", "the offsets partition has no leader")
+            self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", "the offsets partition has no leader", rid)
             return
         broker_id, p = found
         if consumer.coordinator != broker_id:
@@ -308,13 +329,12 @@ class GroupService:
             self.emit(CoordinatorFound(consumer.group, consumer.name, p, broker_id))
         b = self.cluster.brokers[broker_id]
         if not b.alive or not self.cluster.network.reachable(CLIENT, broker_id):
-            self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", f"broker {broker_id} is not reachable")
+            self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", f"broker {broker_id} is not reachable", rid)
             return
         part = self._leader_partition(broker_id, p)
         consumer.connection = (broker_id, b.incarnation, p, part.leader_epoch if part is not None else -1)
-        latency = self.cluster.network.latency_ms
-        self.scheduler.schedule(latency, self._handle, broker_id, b.incarnation, p, consumer.name,
-                                consumer.incarnation, api, payload, name=f"group:{api}")
+        self.cluster.network.route(CLIENT, broker_id, API_NAMES[api], self._handle, broker_id, b.incarnation, p,
+                                   consumer.name, consumer.incarnation, api, payload, rid)
 
     def connection_alive(self, connection: tuple | None) -> bool:
         """Whether the coordinator a request went to is still up (same process) and still
@@ -329,37 +349,40 @@ class GroupService:
         part = self._leader_partition(broker_id, p)
         return part is not None and part.leader_epoch == epoch
 
-    def _fail(self, consumer: "Consumer", api: str, error: str, detail: str) -> None:
+    def _fail(self, consumer: "Consumer", api: str, error: str, detail: str, rid: int) -> None:
         self.emit(GroupRequestFailed(consumer.group, consumer.name, api, error, detail))
         consumer.coordinator = None
         self.scheduler.schedule(RETRY_BACKOFF_MS, self._deliver, consumer.name, consumer.incarnation, api,
-                                {"error": error}, name=f"group:{api}-failed")
+                                {"error": error}, rid, name=f"group:{api}-failed")
 
-    def _handle(self, broker_id: int, incarnation: int, p: int, name: str, cinc: int, api: str, payload: dict) -> None:
+    def _handle(self, broker_id: int, incarnation: int, p: int, name: str, cinc: int, api: str, payload: dict,
+                rid: int) -> None:
         consumer = self.consumers.get(name)
         if consumer is None or not consumer.alive or consumer.incarnation != cinc:
             return
         b = self.cluster.brokers[broker_id]
         if not b.alive or b.incarnation != incarnation:
-            self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", f"broker {broker_id} went down")
+            self._fail(consumer, api, "COORDINATOR_NOT_AVAILABLE", f"broker {broker_id} went down", rid)
             return
         coord = self.coordinator(broker_id, p)
         if coord is None:
             self._fail(consumer, api, "NOT_COORDINATOR", f"broker {broker_id} no longer leads "
-                                                         f"{OFFSETS_TOPIC}-{p}")
+                                                         f"{OFFSETS_TOPIC}-{p}", rid)
             return
         group = consumer.group
+        if api in ("join", "sync"):
+            self.awaiting[(name, api)] = rid     # the coordinator may hold it until the rebalance completes
         if api == "join":
             coord.join_group(group, payload["member_id"], name, payload["session_timeout_ms"],
                              payload["rebalance_timeout_ms"], payload["protocols"])
         elif api == "sync":
             err = coord.sync_group(group, payload["member_id"], payload["generation"], payload["assignment"])
             if err is not None:
-                self._reply(name, "sync", {"error": err})
+                self._reply(name, "sync", {"error": err}, broker=broker_id)
         elif api == "heartbeat":
             err = coord.heartbeat(group, payload["member_id"], payload["generation"])
             self.emit(HeartbeatAnswered(group, payload["member_id"], payload["generation"], err))
-            self._reply(name, "heartbeat", {"error": err})
+            self._reply(name, "heartbeat", {"error": err}, broker=broker_id, rid=rid)
             if payload.get("rejoin_reason") and err == "NONE":
                 coord.request_rejoin(group, payload["member_id"], payload["rejoin_reason"])
         elif api == "leave":
@@ -368,31 +391,36 @@ class GroupService:
             err = coord.check_commit(group, payload["member_id"], payload["generation"])
             if err != "NONE":
                 self.emit(OffsetCommitFailed(group, payload["member_id"], err, [[t, q] for t, q, _ in payload["offsets"]]))
-                self._reply(name, "commit", {"error": err, "offsets": payload["offsets"]})
+                self._reply(name, "commit", {"error": err, "offsets": payload["offsets"]}, broker=broker_id, rid=rid)
                 return
-            self._append_commits(broker_id, p, name, group, payload["offsets"])
+            self._append_commits(broker_id, p, name, group, payload["offsets"], rid)
 
-    def _reply(self, name: str, kind: str, payload: dict) -> None:
+    def _reply(self, name: str, kind: str, payload: dict, *, broker: int, rid: int | None = None) -> None:
+        """Answer request ``rid`` of consumer ``name`` (a held JoinGroup/SyncGroup: the one
+        the coordinator holds) over the broker → client link."""
         consumer = self.consumers.get(name)
         if consumer is None:
             return
-        self.scheduler.schedule(self.cluster.network.latency_ms, self._deliver, name, consumer.incarnation, kind,
-                                payload, name=f"group:{kind}-response")
+        if rid is None:
+            rid = self.awaiting.pop((name, kind), 0)
+        self.cluster.network.route(broker, CLIENT, API_NAMES[kind] + "Response", self._deliver, name,
+                                   consumer.incarnation, kind, payload, rid)
 
-    def _deliver(self, name: str, cinc: int, kind: str, payload: dict) -> None:
+    def _deliver(self, name: str, cinc: int, kind: str, payload: dict, rid: int) -> None:
         consumer = self.consumers.get(name)
         if consumer is None or not consumer.alive or consumer.incarnation != cinc:
             return
-        getattr(consumer, f"on_{kind}")(payload)
+        if consumer.answered(rid, payload):
+            getattr(consumer, f"on_{kind}")(payload)
 
     # ---- commits -----------------------------------------------------------------------------
-    def _append_commits(self, broker_id: int, p: int, name: str, group: str, offsets: list) -> None:
+    def _append_commits(self, broker_id: int, p: int, name: str, group: str, offsets: list, rid: int) -> None:
         now = self.cluster.now_ms()
         for (topic, partition, offset) in offsets:
             key = encode_key(OffsetKey(group, topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
-            rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id)
-            self.pending_commits[rid] = (broker_id, p, name, group, topic, partition, offset)
+            prid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id)
+            self.pending_commits[prid] = (broker_id, p, name, group, topic, partition, offset, rid)
         self._watch_produces()
 
     def _check_commits(self) -> None:
@@ -401,16 +429,18 @@ class GroupService:
             res = results.get(rid)
             if res is None:
                 continue
-            broker_id, p, name, group, topic, partition, offset = self.pending_commits.pop(rid)
+            broker_id, p, name, group, topic, partition, offset, crid = self.pending_commits.pop(rid)
             if res.status == "ok":
                 loaded = self.loaded.get((broker_id, p))
                 if loaded is not None:
                     loaded[1].setdefault(group, {})[(topic, partition)] = offset
                 self.emit(OffsetCommitted(group, broker_id, topic, partition, offset, p, res.base_offset))
-                self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]})
+                self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]},
+                            broker=broker_id, rid=crid)
             else:
                 self.emit(OffsetCommitFailed(group, name, res.error or "UNKNOWN", [[topic, partition]]))
-                self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]})
+                self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]},
+                            broker=broker_id, rid=crid)
         for rid in sorted(self.pending_groups):
             res = results.get(rid)
             if res is None:
@@ -501,6 +531,8 @@ class Consumer:
         self.rejoin_reason: str | None = None
         self.delivered: list = []          # (topic, partition, offset) returned by poll, in order
         self.commit_log: list = []
+        self.next_request_id = 0
+        self.inflight: dict[int, list] = {}   # request id -> [api, timeout task, answers still due, offsets]
 
     # ---- helpers ---------------------------------------------------------------------------
     @property
@@ -521,6 +553,52 @@ class Consumer:
                 "coordinator": self.coordinator, "topics": list(self.topics), "owned": _tps(self.owned),
                 "positions": {f"{t}-{p}": o for (t, p), o in sorted(self.positions.items())},
                 "heartbeat_delay_ms": self.heartbeat_delay_ms}
+
+    # ---- requests, with the client's request timeout -----------------------------------------
+    def _send(self, api: str, payload: dict) -> None:
+        """Send a group request with a fresh id and arm its timeout (``request.timeout.ms``;
+        JoinGroup: max(that, rebalance timeout + 5 s)). A new JoinGroup/SyncGroup abandons
+        the one still waiting, so its late answer is ignored. LeaveGroup is not waited for."""
+        self.next_request_id += 1
+        rid = self.next_request_id
+        if api != "leave":
+            if api in ("join", "sync"):
+                for old in [r for r, e in self.inflight.items() if e[0] in ("join", "sync")]:
+                    self.service.scheduler.cancel(self.inflight.pop(old)[1])
+            timeout = self.config.request_timeout_ms
+            if api == "join":
+                timeout = max(timeout, self.config.max_poll_interval_ms + JOIN_TIMEOUT_EXTRA_MS)
+            task = self.service.scheduler.schedule(timeout, self._timed_out, self.incarnation, rid, timeout,
+                                                   name=f"request-timeout {self.name}")
+            offsets = payload.get("offsets") or []
+            self.inflight[rid] = [api, task, len(offsets) if api == "commit" else 1, offsets]
+        self.service.request(self, api, payload, rid)
+
+    def answered(self, rid: int, resp: dict) -> bool:
+        """Whether ``resp`` answers a request still waited for (False: a late answer to a
+        request that timed out or was superseded -- dropped, as the client does)."""
+        entry = self.inflight.get(rid)
+        if entry is None:
+            return False
+        # an OffsetCommit is answered partition by partition, as each record is acknowledged
+        entry[2] -= len(resp["offsets"]) if entry[0] == "commit" and "offsets" in resp else entry[2]
+        if entry[2] <= 0:
+            self.service.scheduler.cancel(self.inflight.pop(rid)[1])
+        return True
+
+    def _timed_out(self, incarnation: int, rid: int, timeout: int) -> None:
+        if not self.alive or incarnation != self.incarnation or rid not in self.inflight:
+            return
+        api, _, _, offsets = self.inflight.pop(rid)
+        to = "the coordinator" if self.coordinator is None else f"broker {self.coordinator}"
+        self.emit(GroupRequestFailed(self.group, self.name, api, "REQUEST_TIMED_OUT",
+                                     f"no answer from {to} within {timeout} ms"))
+        self.coordinator = self.connection = None      # markCoordinatorUnknown: find it again
+        getattr(self, f"on_{api}")({"error": "REQUEST_TIMED_OUT", "offsets": offsets})
+
+    def _drop_requests(self, apis: tuple = ("join", "sync", "heartbeat", "commit")) -> None:
+        for rid in [r for r, e in sorted(self.inflight.items()) if e[0] in apis]:
+            self.service.scheduler.cancel(self.inflight.pop(rid)[1])
 
     def _revoke(self, partitions: list, reason_generation: int) -> None:
         if partitions:
@@ -550,7 +628,7 @@ class Consumer:
         protocols = [(s, Subscription(tuple(self.topics), sub_owned, self.generation)) for s in self.config.strategies]
         self.emit(JoinGroupSent(self.group, self.name, self.member_id, self.coordinator if self.coordinator is not None
                                 else -1, list(self.config.strategies), _tps(self.owned)))
-        self.service.request(self, "join", {"member_id": self.member_id,
+        self._send("join", {"member_id": self.member_id,
                                             "session_timeout_ms": self.config.session_timeout_ms,
                                             "rebalance_timeout_ms": self.config.max_poll_interval_ms,
                                             "protocols": protocols})
@@ -559,7 +637,7 @@ class Consumer:
 
     def on_join(self, resp: dict) -> None:
         err = resp["error"]
-        if err in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
+        if err in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"):
             self.join()
             return
         if err == "MEMBER_ID_REQUIRED":
@@ -587,12 +665,12 @@ class Consumer:
             result = assign(self.protocol, subs, counts)
             assignment = {m: [list(tp) for tp in v] for m, v in result.items()}
         self.emit(SyncGroupSent(self.group, self.member_id, self.generation, self.leader, assignment or {}))
-        self.service.request(self, "sync", {"member_id": self.member_id, "generation": self.generation,
+        self._send("sync", {"member_id": self.member_id, "generation": self.generation,
                                             "assignment": assignment})
 
     def on_sync(self, resp: dict) -> None:
         err = resp["error"]
-        if err in ("REBALANCE_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"):
+        if err in ("REBALANCE_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "REQUEST_TIMED_OUT"):
             self.join()
             return
         if err in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
@@ -638,11 +716,11 @@ class Consumer:
             self.service.scheduler.schedule(self.heartbeat_delay_ms, self._send_heartbeat, self.incarnation, payload,
                                             name=f"slow-heartbeat {self.name}")
         else:
-            self.service.request(self, "heartbeat", payload)
+            self._send("heartbeat", payload)
 
     def _send_heartbeat(self, incarnation: int, payload: dict) -> None:
         if self.alive and self.incarnation == incarnation and self.member_id == payload["member_id"]:
-            self.service.request(self, "heartbeat", payload)
+            self._send("heartbeat", payload)
 
     def on_heartbeat(self, resp: dict) -> None:
         err = resp["error"]
@@ -656,8 +734,9 @@ class Consumer:
             self.join()
 
     def _leave(self, how: str) -> None:
+        self._drop_requests(("join", "sync", "heartbeat"))   # a pending commit may still be answered
         if self.member_id:
-            self.service.request(self, "leave", {"member_id": self.member_id})
+            self._send("leave", {"member_id": self.member_id})
         self._revoke(list(self.owned), self.generation)
         self.emit(ConsumerStopped(self.group, self.name, self.member_id, how))
         self.member_id, self.generation = "", -1
@@ -681,11 +760,13 @@ class Consumer:
         self.alive = False
         self.service.scheduler.cancel(self.heartbeat_task)
         self.heartbeat_task = None
+        self._drop_requests()
 
     def restart(self) -> None:
         """A new process with the same name (a new member: it joins afresh)."""
         self.incarnation += 1
         self.alive = True
+        self._drop_requests()
         self.member_id, self.generation, self.protocol, self.leader = "", -1, None, False
         self.status, self.coordinator = "unjoined", None
         self.owned, self.previous, self.positions = [], [], {}
@@ -775,7 +856,7 @@ class Consumer:
             return
         items = [[t, p, o] for (t, p), o in sorted(offsets.items())]
         self.emit(OffsetCommitSent(self.group, self.member_id, self.generation, items, auto))
-        self.service.request(self, "commit", {"member_id": self.member_id, "generation": self.generation,
+        self._send("commit", {"member_id": self.member_id, "generation": self.generation,
                                               "offsets": items})
 
     def on_commit(self, resp: dict) -> None:

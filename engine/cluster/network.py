@@ -274,6 +274,35 @@ class Network:
         self.scheduler.schedule(delay, self._deliver, src, dst, src_inc, dst_inc, msg, name=f"net:{msg.api}")
         return True
 
+    def route(self, src: int, dst: int, api: str, fn: Any, *args: Any) -> bool:
+        """Carry a call that is not a :class:`Network` message (the group protocol's
+        requests and answers) over link ``src → dst``: the link's cut, drop probability and
+        delay apply as to :meth:`send`, then ``fn(*args)`` runs at delivery unless the link
+        was cut in flight. Whether either end is still up is ``fn``'s to check (the group
+        service knows its consumers). Returns False if dropped at once."""
+        self.sent += 1
+        link = self.links.get((src, dst))
+        if link is not None and link.cut:
+            return self._drop_api(src, dst, api, "link_cut", f"link {src}→{dst} is cut")
+        if link is not None and link.drop_probability > 0.0 and self.rng.random() < link.drop_probability:
+            return self._drop_api(src, dst, api, "random_drop", f"p={link.drop_probability}")
+        delay = self.latency_ms + (link.delay_ms if link is not None else 0)
+        self.scheduler.schedule(delay, self._route_deliver, src, dst, api, fn, args, name=f"net:{api}")
+        return True
+
+    def _route_deliver(self, src: int, dst: int, api: str, fn: Any, args: tuple) -> None:
+        link = self.links.get((src, dst))
+        if link is not None and link.cut:
+            self._drop_api(src, dst, api, "link_cut", f"link {src}→{dst} was cut in flight")
+            return
+        self.delivered += 1
+        fn(*args)
+
+    def _drop_api(self, src: int, dst: int, api: str, reason: str, detail: str) -> bool:
+        self.dropped += 1
+        self.events.emit(MessageDropped(src, dst, api, reason, detail))
+        return False
+
     def _incarnation(self, node_id: int) -> int:
         node = self.nodes.get(node_id)
         return getattr(node, "incarnation", 0) if node is not None else -1

@@ -361,7 +361,9 @@ def test_same_seed_same_commands_same_event_stream(tmp_path):
 
 # ---- seeded fault schedules ---------------------------------------------------------------------
 
-def run_schedule(tmp_path, seed, steps=25):
+def run_schedule(tmp_path, seed, steps=25, network=False):
+    """``network``: also drop and delay the client's traffic to and from the brokers (the
+    group requests and their answers go through the network and time out)."""
     rnd = random.Random(seed)
     strategy = rnd.choice([["range"], ["roundrobin"], ["sticky"], ["cooperative-sticky"]])
     c = make(tmp_path, partitions=rnd.randint(2, 7), seed=seed, records=1)
@@ -371,7 +373,8 @@ def run_schedule(tmp_path, seed, steps=25):
              max_poll_interval_ms=60000)
     findings = []
     for _ in range(steps):
-        op = rnd.choice(["join", "leave", "crash", "slow", "poll", "advance", "advance", "broker", "commit"])
+        op = rnd.choice(["join", "leave", "crash", "slow", "poll", "advance", "advance", "broker", "commit"]
+                        + (["drop", "delay", "heal"] if network else []))
         n = rnd.choice(names)
         con = c.groups.consumers.get(n)
         try:
@@ -388,6 +391,14 @@ def run_schedule(tmp_path, seed, steps=25):
                 A(c, cmd="consumer_poll", name=n)
             elif op == "commit" and con is not None and con.alive:
                 A(c, cmd="consumer_commit", name=n)
+            elif op == "drop":
+                A(c, cmd="set_drop_probability", a=-1, b=rnd.randrange(3), probability=rnd.choice([0.2, 0.5, 1.0]),
+                  both=rnd.choice([True, False]))
+            elif op == "delay":
+                A(c, cmd="set_link_delay", a=rnd.randrange(3), b=-1, delay_ms=rnd.choice([50, 2000, 40000]),
+                  both=rnd.choice([True, False]))
+            elif op == "heal":
+                A(c, cmd="heal_all")
             elif op == "broker":
                 b = rnd.randrange(3)
                 A(c, cmd="crash" if c.brokers[b].alive else "restart", broker=b)
@@ -396,7 +407,9 @@ def run_schedule(tmp_path, seed, steps=25):
         for _ in range(rnd.randint(1, 8)):
             A(c, cmd="advance", ms=rnd.choice([100, 500, 1500, 3000]))
             findings += ownership_findings(c.groups)
-    # quiesce: brokers back, heartbeats normal, every live consumer polling
+    # quiesce: links healed, brokers back, heartbeats normal, every live consumer polling
+    if network:
+        A(c, cmd="heal_all")
     for b in range(3):
         if not c.brokers[b].alive:
             A(c, cmd="restart", broker=b)
@@ -405,7 +418,7 @@ def run_schedule(tmp_path, seed, steps=25):
     if not any(con.alive for con in c.groups.consumers.values()):
         join(c, "a", strategies=strategy, session_timeout_ms=10000, heartbeat_interval_ms=3000,
              max_poll_interval_ms=60000)
-    for _ in range(30):
+    for _ in range(70 if network else 30):   # a lost JoinGroup is retried after max.poll.interval.ms + 5 s
         for n, con in sorted(c.groups.consumers.items()):
             if con.alive:
                 A(c, cmd="consumer_poll", name=n)
@@ -416,7 +429,16 @@ def run_schedule(tmp_path, seed, steps=25):
 
 @pytest.mark.parametrize("seed", [*range(12), *(pytest.param(s, marks=pytest.mark.slow) for s in range(12, 200))])
 def test_schedules_never_share_a_partition_within_a_generation_and_converge(tmp_path, seed):
-    c, findings = run_schedule(tmp_path, seed)
+    check_schedule(*run_schedule(tmp_path, seed))
+
+
+@pytest.mark.parametrize("seed", [*range(6), *(pytest.param(s, marks=pytest.mark.slow) for s in range(6, 100))])
+def test_schedules_with_dropped_and_delayed_group_requests_still_converge(tmp_path, seed):
+    c, findings = run_schedule(tmp_path, seed, network=True)
+    check_schedule(c, findings)
+
+
+def check_schedule(c, findings):
     assert findings == []
     g = coordinator_group(c)
     live = {n for n, con in c.groups.consumers.items() if con.alive}
@@ -559,3 +581,81 @@ def test_compaction_keeps_only_the_latest_group_metadata_record(tmp_path):
     after = group_records()
     assert len(after) < len(before) and after[-1] == before[-1]
     assert {m.member_id for m in after[-1].members} == set(coordinator_group(c).members)
+
+
+# ---- group requests through the network, with the client's request timeout ------------------------
+
+def coordinator_id(c, group="g"):
+    return c.groups.find_coordinator(group)[0]
+
+
+def timeouts(c, api):
+    return [e for e in c.events.of_kind("group_request_failed") if e.api == api and e.error == "REQUEST_TIMED_OUT"]
+
+
+def test_a_lost_join_group_times_out_after_the_rebalance_timeout_plus_5_s_and_is_retried(tmp_path):
+    c = make(tmp_path, partitions=2)
+    c.groups.ensure_offsets_topic()          # as the first consumer_join does
+    A(c, cmd="advance", ms=1000)             # the offsets partitions have their leaders
+    coord = coordinator_id(c)
+    A(c, cmd="set_drop_probability", a=-1, b=coord, probability=1.0, both=False)
+    join(c, "a", session_timeout_ms=10000, heartbeat_interval_ms=3000, max_poll_interval_ms=40000)
+    A(c, cmd="advance", ms=1000)
+    assert [e.reason for e in c.events.of_kind("message_dropped") if e.api == "JoinGroup"] == ["random_drop"]
+    A(c, cmd="heal_all")
+    A(c, cmd="advance", ms=42000)            # past request.timeout.ms (30 s), not yet 40 s + 5 s
+    assert c.groups.consumers["a"].status == "joining" and not timeouts(c, "join")
+    A(c, cmd="advance", ms=3000)
+    assert len(timeouts(c, "join")) == 1
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=5000)
+    assert c.groups.consumers["a"].status == "stable"
+    assert set(owners(c)) == all_partitions(c)
+
+
+def test_a_late_answer_is_dropped_and_the_commit_still_happened(tmp_path):
+    c = make(tmp_path, partitions=1)
+    join(c, "a")
+    A(c, cmd="advance", ms=4000)
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="set_link_delay", a=-1, b=coordinator_id(c), delay_ms=35000, both=False)
+    A(c, cmd="consumer_commit", name="a", offsets={"t-0": 1})
+    A(c, cmd="heal_all")                     # only the OffsetCommit already on its way is slow
+    con = c.groups.consumers["a"]
+    A(c, cmd="advance", ms=31000)            # request.timeout.ms = 30 s
+    assert con.commit_log[-1]["error"] == "REQUEST_TIMED_OUT" and timeouts(c, "commit")
+    before = list(con.commit_log)
+    A(c, cmd="advance", ms=5000)             # the request lands after 35 s; its answer finds no one waiting
+    assert con.commit_log == before
+    assert c.groups.committed("g")[("t", 0)] == 1    # the coordinator did commit it
+    assert con.status == "stable" and con.owned == [("t", 0)]
+
+
+def test_a_group_request_is_lost_when_the_link_is_cut_in_flight(tmp_path):
+    c = make(tmp_path, partitions=1)
+    join(c, "a")
+    A(c, cmd="advance", ms=4000)
+    coord = coordinator_id(c)
+    A(c, cmd="set_link_delay", a=-1, b=coord, delay_ms=500, both=False)
+    A(c, cmd="consumer_commit", name="a", offsets={"t-0": 1})
+    A(c, cmd="advance", ms=100)
+    A(c, cmd="cut_link", a=-1, b=coord)
+    A(c, cmd="advance", ms=1000)
+    assert any(e.api == "OffsetCommit" and e.reason == "link_cut" and "in flight" in e.detail
+               for e in c.events.of_kind("message_dropped"))
+    assert ("t", 0) not in (c.groups.committed("g") or {})
+
+
+def test_a_dropped_heartbeat_answer_times_out_but_the_member_stays(tmp_path):
+    c = make(tmp_path, partitions=2)
+    join(c, "a", session_timeout_ms=45000, heartbeat_interval_ms=3000)
+    A(c, cmd="advance", ms=4000)
+    gen = c.groups.consumers["a"].generation
+    A(c, cmd="set_drop_probability", a=coordinator_id(c), b=-1, probability=1.0, both=False)
+    A(c, cmd="advance", ms=40000)            # the coordinator hears every heartbeat; the answers are lost
+    assert timeouts(c, "heartbeat")
+    assert any(e.api == "HeartbeatResponse" for e in c.events.of_kind("message_dropped"))
+    A(c, cmd="heal_all")
+    A(c, cmd="advance", ms=5000)
+    con = c.groups.consumers["a"]
+    assert con.status == "stable" and con.generation == gen and set(con.owned) == all_partitions(c)
