@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,10 @@ async def visit(base: str) -> list[dict]:
     return got, html
 
 
-def test_serve_prod_starts_redis_postgres_and_two_daphne_processes_and_stops_them(tmp_path):
+@contextmanager
+def serve_prod(tmp_path):
+    """``python -m kafkaviz.serve --processes 2`` on fresh ports; yields its serve.json once
+    it is up, stops it with SIGTERM after."""
     port = two_free_ports()
     env = {k: v for k, v in os.environ.items()
            if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "KAFKAVIZ_DATA_DIR")}
@@ -90,6 +94,15 @@ def test_serve_prod_starts_redis_postgres_and_two_daphne_processes_and_stops_the
             if (state / "serve.json").exists():
                 info = json.loads((state / "serve.json").read_text())
             time.sleep(0.2)
+        yield info
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        log.close()
+
+
+def test_serve_prod_starts_redis_postgres_and_two_daphne_processes_and_stops_them(tmp_path):
+    with serve_prod(tmp_path) as info:
         assert set(info["services"]) == {"redis", "postgres"}
         assert info["services"]["postgres"]["url"].startswith("postgres://postgres@127.0.0.1:")
         for base in info["urls"]:
@@ -106,10 +119,7 @@ def test_serve_prod_starts_redis_postgres_and_two_daphne_processes_and_stops_the
             with pytest.raises(urllib.error.HTTPError) as err:
                 urllib.request.urlopen(base + "/no-such-page")
             assert err.value.code == 404 and b"URLconf" not in err.value.read()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-        log.close()
+    info = json.loads((tmp_path / "state" / "serve.json").read_text())     # the pids as they ended
     pids = info["servers"] + [s["pid"] for s in info["services"].values()]
     deadline = time.monotonic() + 20
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
@@ -156,25 +166,5 @@ async def _across_processes(info) -> None:
 
 
 def test_one_sandbox_across_two_processes_survives_its_owner_dying(tmp_path):
-    port = two_free_ports()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "KAFKAVIZ_DATA_DIR")}
-    env["DJANGO_SETTINGS_MODULE"] = "kafkaviz.settings"
-    state = tmp_path / "state"
-    log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "kafkaviz.serve", "--processes", "2", "--port", str(port),
-                             "--state-dir", str(state)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    info = None
-    try:
-        deadline = time.monotonic() + 90
-        while info is None:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-            if (state / "serve.json").exists():
-                info = json.loads((state / "serve.json").read_text())
-            time.sleep(0.2)
+    with serve_prod(tmp_path) as info:
         asyncio.run(_across_processes(info))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-        log.close()
