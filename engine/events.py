@@ -146,36 +146,95 @@ class EventLog:
     retained (None keeps all), while the running digest always covers the whole
     stream. Listeners are called synchronously with each envelope; they are not part
     of a snapshot (see ``__getstate__``).
+
+    Hot paths (an append emits two events) call :meth:`emit_fields` with an event class and
+    its field values: with nobody listening, the event is kept as a plain row ``(seq,
+    time_ms, kind, values)`` — the very row the digest folds — and becomes an
+    :class:`Envelope` the first time anyone reads :attr:`envelopes`. A row of plain values
+    is one small tuple that the garbage collector stops tracking, where an event object is
+    three tracked objects; the stream, its order and its digest are the same either way.
     """
 
     def __init__(self, clock: Any, keep: int | None = None) -> None:
         self.clock = clock
         self.keep = keep
         self.seq = 0
-        self.envelopes: list[Envelope] = []
+        # The ring: envelopes, and rows not made into envelopes yet from index _first_row on.
+        self._ring: list = []
+        self._first_row: int | None = None
         # Digest: envelopes are folded into a chained sha256 in chunks of _CHUNK events, at
         # fixed boundaries, so the value never depends on when digest() is asked. Emitting only
-        # queues the envelope; its fields are serialised when its chunk is folded.
+        # queues the envelope (or row); its fields are serialised when its chunk is folded.
         self._digest = ""
-        self._pending: list[Envelope] = []
+        self._pending: list = []
         self._listeners: list[Callable[[Envelope], None]] = []
 
     def emit(self, ev: Event) -> Envelope:
         self.seq += 1
         env = _new_envelope(Envelope, (self.seq, self.clock.now_ms(), ev))
-        pending = self._pending
-        pending.append(env)
-        if len(pending) >= _CHUNK:
-            self._digest = _fold(self._digest, pending)
-            self._pending = []
-        envelopes = self.envelopes
-        envelopes.append(env)
-        if self.keep is not None and len(envelopes) > self.keep:
-            del envelopes[: len(envelopes) - self.keep]
+        self._keep(env)
         if self._listeners:
             for listener in list(self._listeners):
                 listener(env)
         return env
+
+    def emit_fields(self, cls: type[Event], *values: Any) -> None:
+        """Emit ``cls(*values)`` (every field, in declaration order) — the same event at the
+        same place in the stream as :meth:`emit` would, without building it while nobody
+        listens (see the class docstring)."""
+        if self._listeners or cls._digest is not None:
+            self.emit(cls(*values))
+            return
+        self.seq = seq = self.seq + 1
+        row = (seq, self.clock.now_ms(), cls.kind, values)
+        ring = self._ring
+        if self._first_row is None:
+            self._first_row = len(ring)
+        if self.keep is not None:
+            self._keep(row)
+            return
+        # _keep, inline for the common unbounded ring
+        pending = self._pending
+        pending.append(row)
+        if len(pending) >= _CHUNK:
+            self._digest = _fold(self._digest, pending)
+            self._pending = []
+        ring.append(row)
+
+    def _keep(self, item: Any) -> None:
+        """Queue ``item`` (an envelope or a row) for the digest and keep it in the ring."""
+        pending = self._pending
+        pending.append(item)
+        if len(pending) >= _CHUNK:
+            self._digest = _fold(self._digest, pending)
+            self._pending = []
+        ring = self._ring
+        ring.append(item)
+        keep = self.keep
+        if keep is not None and len(ring) > keep:
+            drop = len(ring) - keep
+            del ring[:drop]
+            if self._first_row is not None:
+                self._first_row = max(0, self._first_row - drop)
+
+    @property
+    def envelopes(self) -> list[Envelope]:
+        """The retained events, oldest first (the list itself: read it, don't keep it across emits)."""
+        first = self._first_row
+        if first is not None:
+            ring, types = self._ring, EVENT_TYPES
+            for i in range(first, len(ring)):
+                item = ring[i]
+                if type(item) is tuple:
+                    seq, time_ms, kind, values = item
+                    ring[i] = _new_envelope(Envelope, (seq, time_ms, types[kind](*values)))
+            self._first_row = None
+        return self._ring
+
+    @envelopes.setter
+    def envelopes(self, envelopes: list[Envelope]) -> None:
+        self._ring = envelopes
+        self._first_row = None
 
     def subscribe(self, listener: Callable[[Envelope], None]) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -195,18 +254,27 @@ class EventLog:
         state["_listeners"] = []
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "envelopes" in state:           # pickled before the ring held rows
+            state["_ring"] = state.pop("envelopes")
+            state.setdefault("_first_row", None)
+        self.__dict__.update(state)
+
 
 _CHUNK = 512
 _new_envelope = tuple.__new__     # Envelope(...) without its Python-level __new__
 
 
-def _fold(previous: str, envelopes: list[Envelope]) -> str:
-    """sha256 of the previous digest and one chunk of envelopes in ``marshal`` format 2 (the
+def _fold(previous: str, envelopes: list) -> str:
+    """sha256 of the previous digest and one chunk of envelopes (or :meth:`EventLog.emit_fields`
+    rows, which are already what is folded) in ``marshal`` format 2 (the
     C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
     so equal values always give equal bytes). Fields marshal cannot take (an enum, a
     dataclass) make the chunk go through their plain JSON-able form instead."""
-    rows = [(seq, time_ms, ev.kind, tuple(ev.__dict__.values()) if ev._digest is None else ev._digest(ev))
-            for seq, time_ms, ev in envelopes]
+    rows = [item if type(item) is tuple else
+            (item[0], item[1], item[2].kind,
+             tuple(item[2].__dict__.values()) if item[2]._digest is None else item[2]._digest(item[2]))
+            for item in envelopes]
     try:
         data = marshal.dumps(rows, 2)
     except ValueError:

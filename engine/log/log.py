@@ -222,6 +222,18 @@ class Log(LogRecovery, LogRetention, LogProducerState):
     def append_as_follower(self, batches: bytes) -> LogAppendInfo:
         """Append batches fetched from the leader: offsets already assigned (the first must be
         >= LEO, normally == LEO); the epoch cache follows the batches' leader epochs."""
+        # The common case in one pass: one whole batch (length, magic and CRC checked), at or
+        # past the log end, that fits; its producer bookkeeping inline when it has no producer.
+        h = whole_batch_header(batches)
+        if h is not None:
+            cfg, size = self.config, len(batches)
+            if h.base_offset >= self._log_end_offset and size <= cfg.max_message_bytes and size <= cfg.segment_bytes:
+                info = self._append_one(batches, h, self.scheduler.now_ms(), -1)
+                if h.producer_id < 0:
+                    self.producer_state.map_end_offset = info.last_offset + 1
+                else:
+                    self._track_producers(batches, ((0, h),), "replication")
+                return info
         parsed = self._parse(batches)
         first = parsed[0][1].base_offset
         if first < self._log_end_offset:
@@ -300,18 +312,18 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             pos, wrote_o, wrote_t = seg.reserve(h, size, now)
             last = h.base_offset + h.last_offset_delta
             self._log_end_offset = last + 1
-            group.append(BatchAppended(*ident, seg.base_offset, h.base_offset, last, pos, size, h.records_count,
-                                       h.max_timestamp, h.partition_leader_epoch))
+            group.append((BatchAppended, *ident, seg.base_offset, h.base_offset, last, pos, size, h.records_count,
+                          h.max_timestamp, h.partition_leader_epoch))
             if wrote_o:
                 oi = seg.offset_index
-                group.append(IndexEntryWritten(*ident, "offset", seg.base_offset, oi.keys[-1], oi.values[-1], None,
-                                               oi.entries))
+                group.append((IndexEntryWritten, *ident, "offset", seg.base_offset, oi.keys[-1], oi.values[-1], None,
+                              oi.entries))
             if wrote_t:
                 ti = seg.time_index
-                group.append(IndexEntryWritten(*ident, "time", seg.base_offset, ti.values[-1], None, ti.keys[-1],
-                                               ti.entries))
+                group.append((IndexEntryWritten, *ident, "time", seg.base_offset, ti.values[-1], None, ti.keys[-1],
+                              ti.entries))
             if h.partition_leader_epoch >= 0:
-                group.append((h.partition_leader_epoch, h.base_offset))
+                group.append((None, h.partition_leader_epoch, h.base_offset))
             if first_pos is None:
                 first_pos, first_seg = pos, seg.base_offset
             if h.max_timestamp > max_ts:
@@ -337,14 +349,14 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         base, delta, epoch = h.base_offset, h.last_offset_delta, h.partition_leader_epoch
         last = base + delta
         self._log_end_offset = last + 1
-        ident, emit, seg_base = self._ident, self.events.emit, seg.base_offset
-        emit(BatchAppended(*ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch))
+        ident, emit, seg_base = self._ident, self.events.emit_fields, seg.base_offset
+        emit(BatchAppended, *ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch)
         if wrote_o:
             oi = seg.offset_index
-            emit(IndexEntryWritten(*ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None, len(oi.keys)))
+            emit(IndexEntryWritten, *ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None, len(oi.keys))
         if wrote_t:
             ti = seg.time_index
-            emit(IndexEntryWritten(*ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys)))
+            emit(IndexEntryWritten, *ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys))
         if epoch >= 0:
             cache = self.leader_epoch_cache
             latest = cache.latest_epoch
@@ -360,15 +372,15 @@ class Log(LogRecovery, LogRetention, LogProducerState):
     def _write_group(self, seg: LogSegment, data: bytes, view, start: int, end: int, group: list) -> None:
         """Write the reserved bytes, then emit their events and move the epoch cache."""
         seg.write(data if view is None else view[start:end])
-        emit = self.events.emit
+        emit = self.events.emit_fields
         cache = self.leader_epoch_cache
-        for item in group:
-            if type(item) is tuple:
+        for cls, *values in group:
+            if cls is None:
                 latest = cache.latest_epoch
-                if latest is None or item[0] > latest:
-                    cache.assign(*item)
+                if latest is None or values[0] > latest:
+                    cache.assign(*values)
             else:
-                emit(item)
+                emit(cls, *values)
 
     def assign_epoch_start_offset(self, epoch: int, start_offset: int | None = None) -> bool:
         """A new leader records ``(epoch, LEO)`` before writing anything (KIP-279)."""

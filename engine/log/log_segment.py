@@ -121,7 +121,8 @@ class LogSegment:
     # ---- appending -----------------------------------------------------------
     def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
-        pos = self._write_log(data, self.size)
+        pos = self.size
+        self.disk.write_at(self.log_rel, pos, data, into_preallocated=self.preallocate)
         return (pos,) + self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
