@@ -18,7 +18,7 @@ import json
 import marshal
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Iterable, NamedTuple
+from typing import Any, Callable, ClassVar, Iterable, NamedTuple, Sequence
 
 __all__ = ["Event", "Envelope", "EventLog", "event", "event_from_dict", "canonical_json", "stream_digest", "EVENT_TYPES"]
 
@@ -149,7 +149,7 @@ class EventLog:
 
     Hot paths (an append emits two events) call :meth:`emit_fields` with an event class and
     its field values: with nobody listening, the event is kept as a plain row ``(seq,
-    time_ms, kind, values)`` — the very row the digest folds — and becomes an
+    time_ms, kind, *values)`` — what the digest folds — and becomes an
     :class:`Envelope` the first time anyone reads :attr:`envelopes`. A row of plain values
     is one small tuple that the garbage collector stops tracking, where an event object is
     three tracked objects; the stream, its order and its digest are the same either way.
@@ -186,7 +186,7 @@ class EventLog:
             self.emit(cls(*values))
             return
         self.seq = seq = self.seq + 1
-        row = (seq, self.clock.now_ms(), cls.kind, values)
+        row = (seq, self.clock.now_ms(), cls.kind, *values)
         ring = self._ring
         if self._first_row is None:
             self._first_row = len(ring)
@@ -200,6 +200,36 @@ class EventLog:
             self._digest = _fold(self._digest, pending)
             self._pending = []
         ring.append(row)
+
+    def emit_rows(self, events: Sequence[tuple[type[Event], tuple]]) -> None:
+        """:meth:`emit_fields` of several ``(event class, field values)`` in order, at one
+        virtual time (the append path's batch and index events, in one call)."""
+        if self._listeners:
+            for cls, values in events:
+                self.emit(cls(*values))
+            return
+        now = self.clock.now_ms()
+        seq = self.seq
+        ring = self._ring
+        if self._first_row is None:
+            self._first_row = len(ring)
+        for cls, values in events:
+            seq += 1
+            if cls._digest is not None:
+                self.seq = seq
+                self._keep(_new_envelope(Envelope, (seq, now, cls(*values))))
+                continue
+            row = (seq, now, cls.kind, *values)
+            self.seq = seq
+            if self.keep is not None:
+                self._keep(row)
+                continue
+            pending = self._pending
+            pending.append(row)
+            if len(pending) >= _CHUNK:
+                self._digest = _fold(self._digest, pending)
+                self._pending = []
+            ring.append(row)
 
     def _keep(self, item: Any) -> None:
         """Queue ``item`` (an envelope or a row) for the digest and keep it in the ring."""
@@ -226,8 +256,7 @@ class EventLog:
             for i in range(first, len(ring)):
                 item = ring[i]
                 if type(item) is tuple:
-                    seq, time_ms, kind, values = item
-                    ring[i] = _new_envelope(Envelope, (seq, time_ms, types[kind](*values)))
+                    ring[i] = _new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3:])))
             self._first_row = None
         return self._ring
 
@@ -271,7 +300,7 @@ def _fold(previous: str, envelopes: list) -> str:
     C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
     so equal values always give equal bytes). Fields marshal cannot take (an enum, a
     dataclass) make the chunk go through their plain JSON-able form instead."""
-    rows = [item if type(item) is tuple else
+    rows = [(item[0], item[1], item[2], item[3:]) if type(item) is tuple else
             (item[0], item[1], item[2].kind,
              tuple(item[2].__dict__.values()) if item[2]._digest is None else item[2]._digest(item[2]))
             for item in envelopes]

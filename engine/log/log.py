@@ -43,6 +43,9 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 
 
+_tuple_new = tuple.__new__     # a named tuple without its Python-level __new__ (one per append)
+
+
 class LogAppendInfo(NamedTuple):
     """Result of an append. ``position``/``segment`` are where the first batch went;
     ``log_append_time`` is -1 unless the topic uses LogAppendTime. (A named tuple: one is made
@@ -228,7 +231,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         if h is not None:
             cfg, size = self.config, len(batches)
             if h.base_offset >= self._log_end_offset and size <= cfg.max_message_bytes and size <= cfg.segment_bytes:
-                info = self._append_one(batches, h, self.scheduler.now_ms(), -1)
+                info = self._append_one(batches, h, self.scheduler.clock.now_ms(), -1)
                 if h.producer_id < 0:
                     self.producer_state.map_end_offset = info.last_offset + 1
                 else:
@@ -349,14 +352,16 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         base, delta, epoch = h.base_offset, h.last_offset_delta, h.partition_leader_epoch
         last = base + delta
         self._log_end_offset = last + 1
-        ident, emit, seg_base = self._ident, self.events.emit_fields, seg.base_offset
-        emit(BatchAppended, *ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch)
+        ident, seg_base = self._ident, seg.base_offset
+        rows = [(BatchAppended, (*ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch))]
         if wrote_o:
             oi = seg.offset_index
-            emit(IndexEntryWritten, *ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None, len(oi.keys))
+            rows.append((IndexEntryWritten, (*ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None,
+                                             len(oi.keys))))
         if wrote_t:
             ti = seg.time_index
-            emit(IndexEntryWritten, *ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys))
+            rows.append((IndexEntryWritten, (*ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys))))
+        self.events.emit_rows(rows)
         if epoch >= 0:
             cache = self.leader_epoch_cache
             latest = cache.latest_epoch
@@ -366,8 +371,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             self.high_watermark = last + 1
         if last + 1 - self.recovery_point >= self.config.flush_interval_messages:
             self.flush()
-        return LogAppendInfo(base, last, h.max_timestamp, pos, size, seg_base, h.records_count, epoch,
-                             log_append_time)
+        return _tuple_new(LogAppendInfo, (base, last, h.max_timestamp, pos, size, seg_base, h.records_count, epoch,
+                                          log_append_time, False))
 
     def _write_group(self, seg: LogSegment, data: bytes, view, start: int, end: int, group: list) -> None:
         """Write the reserved bytes, then emit their events and move the epoch cache."""

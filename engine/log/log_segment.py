@@ -149,7 +149,12 @@ class LogSegment:
         since = self.bytes_since_last_index_entry
         if since > self.index_interval_bytes:
             if write:
-                self.offset_index.append(last, pos, defer=True)
+                oi = self.offset_index
+                keys = oi.keys
+                if keys and (last <= keys[-1] or pos <= oi.values[-1]) or len(keys) >= oi.max_entries:
+                    oi.append(last, pos, defer=True)      # what append checks, worded
+                else:
+                    oi._write(last, pos, True)
                 wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
                                                        defer=True)
                 wrote_o = True
