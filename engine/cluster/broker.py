@@ -76,11 +76,10 @@ class Broker:
                             events=self.events if self.cluster.config.timer_events else None)
         self.produce_purgatory = DelayedOperationPurgatory("produce", timer)
         self.produce_timer_driver = TimerDriver(timer, self.scheduler, f"broker-{self.id} produce purgatory")
-        # Fetches that found nothing new wait on a wheel of their own, as in Kafka (DelayedFetch).
-        # Its steps are not emitted yet: lesson 15's diagram and try-its read only the produce
-        # wheel's events, and would count a fetch leaving the wheel as a produce completing.
+        # Fetches that found nothing new wait on a wheel of their own, as in Kafka (DelayedFetch);
+        # its steps are events too (``timer`` = "broker-N.fetch"), for lesson 15's second wheel.
         timer = SystemTimer(self.scheduler.now_ms(), clock=self.scheduler.clock, name=f"broker-{self.id}.fetch",
-                            events=None)
+                            events=self.events if self.cluster.config.timer_events else None)
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", timer)
         self.fetch_timer_driver = TimerDriver(timer, self.scheduler, f"broker-{self.id} fetch purgatory")
 

@@ -14,7 +14,7 @@ transactional and control bits; each transactional record marked committed, abor
 open by the markers that follow it in that log), HW / LSO / LEO, the leader's
 partition directory (``.txnindex``, ``.snapshot``), the producers and the
 coordinator's transactions, the last read of each isolation level, the timing
-wheel of a broker's produce purgatory (``SystemTimer.state()``), and -- once a
+wheels of a broker's produce and fetch purgatories (``SystemTimer.state()``), and -- once a
 transaction sent offsets (consume-transform-produce) -- the group's
 ``__consumer_offsets`` partition drawn the same way, with each group's committed and
 pending offsets.
@@ -28,7 +28,7 @@ Scenario keys (from the lesson file):
 * ``topic`` -- the topic the diagrams show (all its partitions);
 * ``commands`` -- engine commands the learner may send, and that the steps may use;
 * ``broker_names`` -- e.g. {0 = "A"}, shown beside broker ids;
-* ``timer_partition`` -- show the produce-purgatory wheel of this partition's leader.
+* ``timer_partition`` -- show the purgatory wheels (produce and fetch) of this partition's leader.
 """
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ class GuidedClusterSandbox(SandboxKind):
             out.update(offsets)
         tp = self.scenario.get("timer_partition")
         if tp is not None and meta is not None:
-            out["timer"] = self._timer_view(topic, int(tp))
+            out["timers"] = self._timer_views(topic, int(tp))
         return out
 
     def _partition_view(self, topic: str, pnum: int, pm: dict[str, Any]) -> dict[str, Any]:
@@ -219,13 +219,16 @@ class GuidedClusterSandbox(SandboxKind):
                          "pending": pending.get(g, [])})
         return {"offsets_partitions": parts, "group_offsets": rows}
 
-    def _timer_view(self, topic: str, pnum: int) -> dict[str, Any] | None:
+    def _timer_views(self, topic: str, pnum: int) -> list[dict[str, Any]]:
+        """The wheels of both purgatories of the partition's leader (produce, then fetch);
+        empty while it has no live leader."""
         cluster = self.run.cluster
         leader = cluster.controller.partition(topic, pnum).leader
         if leader < 0 or not cluster.brokers[leader].alive:
-            return None
-        purgatory = cluster.brokers[leader].produce_purgatory
-        return {"broker": leader, "purgatory": purgatory.name, **purgatory.timer.state()}
+            return []
+        broker = cluster.brokers[leader]
+        return [{"broker": leader, "purgatory": p.name, **p.timer.state()}
+                for p in (broker.produce_purgatory, broker.fetch_purgatory)]
 
 
 def offset_commit_text(rec: Any) -> str:

@@ -1,15 +1,18 @@
-/* The timing wheel (lesson 15): the produce purgatory's wheels of one broker, drawn from
- * the engine's SystemTimer.state() in each frame -- one ring per level (wheelSize buckets,
- * the hand at the wheel's current time, each non-empty bucket with its task count), the
- * tasks of each level, the delay queue of non-empty buckets, and this frame's timer events
- * (added, cascaded from level to level, completed, timed out). */
+/* The timing wheels (lesson 15): a broker's two purgatories -- produce (DelayedProduce) and
+ * fetch (DelayedFetch) -- each on its own wheels, drawn from the engine's SystemTimer.state() in
+ * each frame (state.timers, produce first). A switch picks the purgatory; its buttons count the
+ * tasks waiting in each and the wheel moves of this frame. For the shown one: a ring per level
+ * (wheelSize buckets, the hand at the wheel's current time, each non-empty bucket with its task
+ * count), the tasks of each level, the delay queue of non-empty buckets, and this frame's timer
+ * events of that wheel (added, cascaded from level to level, completed, timed out). */
 (function () {
   "use strict";
   const R = 78, R_IN = 50, SIZE = 200;
   const el = KV.el, html = KV.html;
-  const lastAngle = {};   // level -> the hand's angle in the previous frame
+  const lastAngle = {};   // "purgatory:level" -> the hand's angle in the previous frame drawn
+  let chosen = "produce";  // the purgatory the reader picked
 
-  function short(name) { return String(name).replace(/^produce:/, ""); }
+  function short(name) { return String(name).replace(/^(produce|fetch):/, ""); }
 
   function slotPath(i, n) {
     const a0 = (i / n) * 2 * Math.PI - Math.PI / 2, a1 = ((i + 1) / n) * 2 * Math.PI - Math.PI / 2;
@@ -19,7 +22,7 @@
       " A " + R_IN + " " + R_IN + " 0 0 0 " + p(R_IN, a0) + " Z";
   }
 
-  function ring(level, touched, animate) {
+  function ring(purgatory, level, touched, animate) {
     const n = level.wheel_size, c = SIZE / 2;
     const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring", role: "img",
       "aria-labelledby": "tw-l" + level.level + "-t" });
@@ -49,11 +52,12 @@
     // The hand turns forward from where the previous frame left it (a CSS transition on an
     // unwrapped angle, so passing bucket 0 keeps turning clockwise); a rewind or reduced motion jumps.
     const ah = ((level.hand + 0.5) / n) * 360;
-    const from = lastAngle[level.level];
+    const key = purgatory + ":" + level.level;
+    const from = lastAngle[key];
     const target = from === undefined || !animate ? ah : from + (((ah - from) % 360) + 360) % 360;
     const hand = el("g", { class: "tw-hand", "data-angle": ah.toFixed(1),
       style: "transform-origin: " + c + "px " + c + "px; transform: rotate(" + (from === undefined || !animate ? ah : from).toFixed(1) + "deg)" });
-    lastAngle[level.level] = target;
+    lastAngle[key] = target;
     if (animate && from !== undefined && target !== from) {
       window.requestAnimationFrame(function () { window.requestAnimationFrame(function () {
         hand.style.transform = "rotate(" + target.toFixed(1) + "deg)";
@@ -65,9 +69,10 @@
     return svg;
   }
 
-  function frameMoves(frame) {
-    const moves = [], touched = {};
+  function frameMoves(frame, timer) {
+    const moves = [], touched = {}, fetch = timer.purgatory === "fetch";
     (frame.events || []).forEach(function (ev) {
+      if (ev.timer !== timer.name) return;
       if (ev.kind === "timer_task_added") {
         touched[ev.level + ":" + ev.slot] = true;
         moves.push({ cls: "tw-added", text: KV.t("tw_added", { task: short(ev.name), level: ev.level, slot: ev.slot, ms: ev.expiration_ms }) });
@@ -75,9 +80,10 @@
         touched[ev.to_level + ":" + ev.slot] = true;
         moves.push({ cls: "tw-cascaded", text: KV.t("tw_cascaded", { task: short(ev.name), from: ev.from_level, to: ev.to_level, slot: ev.slot }) });
       } else if (ev.kind === "timer_task_cancelled") {
-        moves.push({ cls: "tw-cancelled", text: KV.t("tw_cancelled", { task: short(ev.name) }) });
+        moves.push({ cls: "tw-cancelled", text: KV.t(fetch ? "tw_fetch_cancelled" : "tw_cancelled", { task: short(ev.name) }) });
       } else if (ev.kind === "timer_task_expired") {
-        moves.push({ cls: "tw-expired", text: KV.t("tw_expired", { task: short(ev.name), ms: ev.expiration_ms }) });
+        moves.push({ cls: fetch ? "tw-waited" : "tw-expired",
+          text: KV.t(fetch ? "tw_fetch_expired" : "tw_expired", { task: short(ev.name), ms: ev.expiration_ms }) });
       } else if (ev.kind === "timer_overflow_wheel_created") {
         moves.push({ cls: "tw-created", text: KV.t("tw_created", { level: ev.level, tick: ev.tick_ms, interval: ev.interval_ms }) });
       } else if (ev.kind === "timer_bucket_expired") {
@@ -87,53 +93,83 @@
     return { moves: moves, touched: touched };
   }
 
+  /* The purgatory switch: one button per purgatory, pressed = shown. */
+  function switcher(element, timers, movesOf) {
+    const box = html("div", { class: "tw-switch", role: "group", "aria-label": KV.t("tw_switch_label") });
+    timers.forEach(function (t) {
+      const b = html("button", { type: "button", class: "secondary tw-switch-btn", "data-purgatory": t.purgatory,
+        "aria-pressed": String(t.purgatory === chosen) },
+        KV.t("tw_switch_" + t.purgatory, { n: t.pending, moves: movesOf[t.purgatory].moves.length }));
+      b.addEventListener("click", function () {
+        if (chosen === t.purgatory) return;
+        chosen = t.purgatory;
+        draw(element, element._twFrame, false);
+        const again = element.querySelector('.tw-switch-btn[data-purgatory="' + t.purgatory + '"]');
+        if (again) again.focus();
+      });
+      box.append(b);
+    });
+    return box;
+  }
+
+  function draw(element, frame, mayAnimate) {
+    const st = frame.state || {};
+    const timers = st.timers || [];
+    if (!timers.length) { element.replaceChildren(html("p", { class: "note" }, KV.t("tw_no_leader"))); return; }
+    const t = timers.find(function (x) { return x.purgatory === chosen; }) || timers[0];
+    const movesOf = {};
+    timers.forEach(function (x) { movesOf[x.purgatory] = frame.snapshot ? { moves: [], touched: {} } : frameMoves(frame, x); });
+    const fm = movesOf[t.purgatory];
+    const animate = mayAnimate && !frame.snapshot && !frame.reset && !KV.reducedMotion() &&
+      !(frame.events || []).some(function (ev) { return ev.kind === "run_moved" && ev.how !== "step"; });
+    const head = html("p", { class: "tw-head", id: "tw-head" }, KV.t("tw_head", { broker: t.broker,
+      purgatory: KV.t("tw_name_" + t.purgatory), now: t.now_ms, clock: st.clock_ms, pending: t.pending }));
+    const parts = [switcher(element, timers, movesOf), head];
+    if (t.purgatory === "fetch") parts.push(html("p", { class: "tw-legend" }, KV.t("tw_fetch_legend")));
+    const rings = html("div", { class: "tw-rings", "data-purgatory": t.purgatory });
+    const levels = (t.levels || []).slice().reverse();   // the coarsest wheel first, the 1 ms wheel last
+    levels.forEach(function (level) {
+      const box = html("figure", { class: "tw-level", id: "tw-level-" + level.level, "data-level": level.level });
+      box.append(html("figcaption", { class: "tw-caption" }, KV.t("tw_caption", { level: level.level, tick: level.tick_ms,
+        interval: level.interval_ms, n: level.wheel_size })));
+      box.append(html("p", { class: "tw-now" }, KV.t("tw_now", { ms: level.current_time_ms, slot: level.hand })));
+      box.append(ring(t.purgatory, level, fm.touched, animate));
+      const tasks = html("ul", { class: "tw-tasks" });
+      (level.buckets || []).forEach(function (b) {
+        b.tasks.forEach(function (task) {
+          tasks.append(html("li", { class: "tw-task", "data-task": short(task[1]) },
+            KV.t("tw_task", { task: short(task[1]), due: task[2], slot: b.slot, bucket: b.expiration_ms })));
+        });
+      });
+      if (!tasks.children.length) tasks.append(html("li", { class: "tw-empty" }, KV.t("tw_no_tasks")));
+      box.append(tasks);
+      rings.append(box);
+    });
+    const queue = [];
+    (t.levels || []).forEach(function (level) {
+      (level.buckets || []).forEach(function (b) { queue.push({ level: level.level, slot: b.slot, ms: b.expiration_ms, n: b.tasks.length }); });
+    });
+    queue.sort(function (a, b) { return a.ms - b.ms; });
+    const dq = html("div", { class: "tw-queue", id: "tw-queue" });
+    dq.append(html("h3", {}, KV.t("tw_queue_title")));
+    const ol = html("ol", {});
+    queue.forEach(function (q) { ol.append(html("li", {}, KV.t("tw_queue_item", q))); });
+    dq.append(queue.length ? ol : html("p", { class: "tw-empty" }, KV.t("tw_queue_empty")));
+    const mv = html("div", { class: "tw-moves", id: "tw-moves" });
+    mv.append(html("h3", {}, KV.t("tw_moves_title")));
+    const ul = html("ul", {});
+    fm.moves.forEach(function (m) { ul.append(html("li", { class: m.cls }, m.text)); });
+    mv.append(fm.moves.length ? ul : html("p", { class: "tw-empty" }, KV.t("tw_no_moves")));
+    const side = html("div", { class: "tw-side" });
+    side.append(dq, mv);
+    parts.push(rings, side);
+    element.replaceChildren.apply(element, parts);
+  }
+
   KV.register("timing-wheel", {
     update(element, frame) {
-      const st = frame.state || {};
-      const t = st.timer;
-      if (!t) { element.replaceChildren(html("p", { class: "note" }, KV.t("tw_no_leader"))); return; }
-      const fm = frame.snapshot ? { moves: [], touched: {} } : frameMoves(frame);
-      const animate = !frame.snapshot && !frame.reset && !KV.reducedMotion() &&
-        !(frame.events || []).some(function (ev) { return ev.kind === "run_moved" && ev.how !== "step"; });
-      const head = html("p", { class: "tw-head", id: "tw-head" }, KV.t("tw_head", { broker: t.broker, now: t.now_ms,
-        clock: st.clock_ms, pending: t.pending }));
-      const rings = html("div", { class: "tw-rings" });
-      const levels = (t.levels || []).slice().reverse();   // the coarsest wheel first, the 1 ms wheel last
-      levels.forEach(function (level) {
-        const box = html("figure", { class: "tw-level", id: "tw-level-" + level.level, "data-level": level.level });
-        box.append(html("figcaption", { class: "tw-caption" }, KV.t("tw_caption", { level: level.level, tick: level.tick_ms,
-          interval: level.interval_ms, n: level.wheel_size })));
-        box.append(html("p", { class: "tw-now" }, KV.t("tw_now", { ms: level.current_time_ms, slot: level.hand })));
-        box.append(ring(level, fm.touched, animate));
-        const tasks = html("ul", { class: "tw-tasks" });
-        (level.buckets || []).forEach(function (b) {
-          b.tasks.forEach(function (task) {
-            tasks.append(html("li", { class: "tw-task", "data-task": short(task[1]) },
-              KV.t("tw_task", { task: short(task[1]), due: task[2], slot: b.slot, bucket: b.expiration_ms })));
-          });
-        });
-        if (!tasks.children.length) tasks.append(html("li", { class: "tw-empty" }, KV.t("tw_no_tasks")));
-        box.append(tasks);
-        rings.append(box);
-      });
-      const queue = [];
-      (t.levels || []).forEach(function (level) {
-        (level.buckets || []).forEach(function (b) { queue.push({ level: level.level, slot: b.slot, ms: b.expiration_ms, n: b.tasks.length }); });
-      });
-      queue.sort(function (a, b) { return a.ms - b.ms; });
-      const dq = html("div", { class: "tw-queue", id: "tw-queue" });
-      dq.append(html("h3", {}, KV.t("tw_queue_title")));
-      const ol = html("ol", {});
-      queue.forEach(function (q) { ol.append(html("li", {}, KV.t("tw_queue_item", q))); });
-      dq.append(queue.length ? ol : html("p", { class: "tw-empty" }, KV.t("tw_queue_empty")));
-      const mv = html("div", { class: "tw-moves", id: "tw-moves" });
-      mv.append(html("h3", {}, KV.t("tw_moves_title")));
-      const ul = html("ul", {});
-      fm.moves.forEach(function (m) { ul.append(html("li", { class: m.cls }, m.text)); });
-      mv.append(fm.moves.length ? ul : html("p", { class: "tw-empty" }, KV.t("tw_no_moves")));
-      const side = html("div", { class: "tw-side" });
-      side.append(dq, mv);
-      element.replaceChildren(head, rings, side);
+      element._twFrame = frame;
+      draw(element, frame, true);
     },
   });
 })();

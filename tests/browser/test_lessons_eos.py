@@ -157,7 +157,7 @@ def test_lesson_14_try_its_through_the_forms_and_a_quiz(page: Page, live_server_
 
 
 def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_server_url):
-    total = 9
+    total = 10
     open_lesson(page, live_server_url, L15, total)
     page.locator("#step-button").focus()
     for n in range(1, total + 1):
@@ -181,6 +181,23 @@ def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_s
             expect(page.locator("#tw-level-1 path.tw-full")).to_have_count(1)
         if n == 8:
             expect(page.locator("#tw-moves")).to_contain_text("REQUEST_TIMED_OUT")
+        if n == 9:      # the switch counts the fetches waiting in the other purgatory
+            expect(page.locator('.tw-switch-btn[data-purgatory="fetch"]')).to_contain_text("2 waiting")
+            expect(page.locator('.tw-switch-btn[data-purgatory="produce"]')).to_have_attribute("aria-pressed", "true")
+        if n == 10:
+            # Pressed from the keyboard: the fetch purgatory's wheels and moves replace the produce ones.
+            page.locator('.tw-switch-btn[data-purgatory="fetch"]').focus()
+            page.keyboard.press("Enter")
+            expect(page.locator('.tw-switch-btn[data-purgatory="fetch"]')).to_have_attribute("aria-pressed", "true")
+            expect(page.locator('.tw-switch-btn[data-purgatory="fetch"]')).to_be_focused()
+            expect(page.locator("#tw-head")).to_contain_text("fetch purgatory")
+            expect(page.locator(".tw-rings")).to_have_attribute("data-purgatory", "fetch")
+            expect(page.locator("#tw-moves")).to_contain_text("fetch#1@5 waited its whole max wait")
+            expect(page.locator("#tw-level-2 .tw-task")).to_have_count(2)
+            page.locator('.tw-switch-btn[data-purgatory="produce"]').click()
+            expect(page.locator("#tw-head")).to_contain_text("produce purgatory")
+            expect(page.locator("#tw-moves")).to_contain_text("no timer events")
+            page.locator("#step-button").focus()
     for n in range(total - 1, -1, -1):
         page.click("#back-button")
         at_step(page, n, total)
@@ -188,7 +205,7 @@ def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_s
 
 
 def test_lesson_15_try_its_through_the_forms_and_a_quiz(page: Page, live_server_url):
-    open_lesson(page, live_server_url, L15, 9)
+    open_lesson(page, live_server_url, L15, 10)
     send(page, "pause-form", broker="1")
     send(page, "pause-form", broker="2")
     send(page, "tw-produce-form", value="late", timeout_ms="500")

@@ -203,14 +203,15 @@ def test_back_replays_to_exactly_the_earlier_state(tmp_path):
 def test_the_wheel_fills_overflows_cascades_and_times_out(tmp_path):
     kind = make_kind(tmp_path, L15)
     st = steps_to(kind, "one-waits")
-    t = st["timer"]
+    t, f = st["timers"]
+    assert (t["purgatory"], f["purgatory"]) == ("produce", "fetch")
     assert [lv["tick_ms"] for lv in t["levels"]] == [1, 20, 400]     # overflow wheels made on demand
     assert [len(lv["buckets"]) for lv in t["levels"]] == [0, 0, 1] and t["pending"] == 1
-    kinds = [e["kind"] for e in kind.step_events()]
+    kinds = [e["kind"] for e in kind.step_events() if e["kind"].startswith("timer_") and e["timer"] == t["name"]]
     assert kinds.count("timer_overflow_wheel_created") == 2 and "timer_task_added" in kinds
     steps_to(kind, "completes")
-    assert "timer_task_cancelled" in [e["kind"] for e in kind.step_events()]
-    assert kind.state()["timer"]["pending"] == 0
+    assert any(e["kind"] == "timer_task_cancelled" and e["timer"] == t["name"] for e in kind.step_events())
+    assert kind.state()["timers"][0]["pending"] == 0
     steps_to(kind, "no-ticks")
     assert not [e for e in kind.step_events() if e["kind"].startswith("timer_")]    # no empty ticks
     steps_to(kind, "cascade-from-top")
@@ -221,6 +222,48 @@ def test_the_wheel_fills_overflows_cascades_and_times_out(tmp_path):
     assert [(e["from_level"], e["to_level"]) for e in evs if e["kind"] == "timer_task_cascaded"] == [(1, 0)]
     assert any(e["kind"] == "timer_task_expired" for e in evs)
     assert any(e["kind"] == "produce_failed" and e["error"] == "REQUEST_TIMED_OUT" for e in evs)
+    kind.close()
+
+
+def test_the_fetch_purgatory_holds_the_followers_fetches_until_they_expire(tmp_path):
+    """Lesson 15's last steps: caught-up followers' fetches park on the fetch purgatory's own
+    wheels (level 2: 500 ms is more than one turn of the 20 ms wheel), cascade down, expire at
+    replica.fetch.wait.max.ms, are answered with no records, and the next fetch parks again."""
+    kind = make_kind(tmp_path, L15)
+    st = steps_to(kind, "catch-up")
+    fetch = st["timers"][1]
+    assert fetch["name"] == "broker-0.fetch" and fetch["pending"] == 2
+    parked = [(lv["level"], [task[1] for b in lv["buckets"] for task in b["tasks"]]) for lv in fetch["levels"]]
+    assert parked[2][0] == 2 and sorted(parked[2][1]) == ["fetch:fetch#1@5", "fetch:fetch#2@5"]
+    st = steps_to(kind, "fetch-expires")
+    evs = kind.step_events()
+    on_fetch_wheel = [e for e in evs if e["kind"].startswith("timer_") and e["timer"] == "broker-0.fetch"]
+    assert [(e["from_level"], e["to_level"]) for e in on_fetch_wheel if e["kind"] == "timer_task_cascaded"] == \
+        [(2, 1), (2, 1), (1, 0), (1, 0)]
+    expired = [e["name"] for e in on_fetch_wheel if e["kind"] == "timer_task_expired"]
+    assert sorted(expired) == ["fetch:fetch#1@5", "fetch:fetch#2@5"]
+    answers = [e for e in evs if e["kind"] == "fetch_answered"]
+    assert [(a["records"], a["waited_ms"]) for a in answers] == [(0, 500), (0, 500)]
+    assert st["timers"][1]["pending"] == 2                        # the next fetches parked again
+    # The produce wheel saw none of it.
+    assert not [e for e in evs if e["kind"].startswith("timer_") and e["timer"] == "broker-0.produce"]
+    kind.close()
+
+
+def test_fetches_leaving_their_wheel_do_not_pass_the_produce_try_its(tmp_path):
+    """The try-its count the produce purgatory's wheel only: a learner who just lets time pass
+    (fetches park, expire and complete on the fetch wheel) has not made a produce complete,
+    cascade or time out."""
+    kind = make_kind(tmp_path, L15)
+    kind.execute(*validate_command(kind.commands, {"type": "advance", "ms": "2000"}))
+    fetch_moves = [e for e in kind.step_events() if e["kind"] in ("timer_task_cancelled", "timer_task_expired",
+                                                                   "timer_task_cascaded")]
+    assert fetch_moves and all(e["timer"] == "broker-0.fetch" for e in fetch_moves)
+    st = kind.state()
+    assert not any(task_done(st, t) for t in ("complete", "cascade", "timeout"))
+    kind.execute(*validate_command(kind.commands, {"type": "produce", "value": "own", "timeout_ms": "1000"}))
+    kind.execute(*validate_command(kind.commands, {"type": "advance", "ms": "20"}))
+    assert task_done(kind.state(), "complete")
     kind.close()
 
 
@@ -311,11 +354,11 @@ async def test_ws_lesson_15_steps_forward_and_back_and_a_timeout_of_ones_own(len
         reply, frame = await command(comm, {"type": "step"})
         assert reply["type"] == "ack" and frame["state"]["run"]["step"] == n
         frames.append(frame["state"])
-    assert frames[1]["timer"]["levels"][2]["buckets"][0]["tasks"][0][1].endswith("#1")
+    assert frames[1]["timers"][0]["levels"][2]["buckets"][0]["tasks"][0][1].endswith("#1")
     for n in range(total - 1, -1, -1):
         reply, frame = await command(comm, {"type": "back"})
         assert reply["type"] == "ack" and frame["state"]["run"]["step"] == n
-        assert frame["state"]["timer"] == frames[n]["timer"]
+        assert frame["state"]["timers"] == frames[n]["timers"]
     for message in ({"type": "pause_follower", "broker": "1"}, {"type": "pause_follower", "broker": "2"},
                     {"type": "produce", "value": "late", "timeout_ms": "500"}, {"type": "advance", "ms": "700"}):
         reply, frame = await command(comm, message)
