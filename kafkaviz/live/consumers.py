@@ -27,7 +27,7 @@ from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import LANGUAGES
 
 from .router import get_router
-from .runtime import TokenBucket, get_runtime, group_name
+from .runtime import TokenBucket, group_name
 from .sessions import sandbox_id_from_session
 from .validation import CommandError
 
@@ -64,10 +64,9 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
         lang = (query.get("lang") or ["en"])[0]
         lang = lang if lang in LANGUAGES else "en"
-        runtime = get_runtime()
         address = client_address(self.scope)
         if self.counts_against_address:
-            if not runtime.open_connection(address):
+            if not await get_router().open_connection(address):
                 await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
                                                 "close some tabs and reload."))
                 return
@@ -123,10 +122,9 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         await self.close(code=CLOSE_FULL)
 
     async def disconnect(self, code: int) -> None:
-        runtime = get_runtime()
         if self.address is not None:
-            runtime.close_connection(self.address)
-            self.address = None
+            address, self.address = self.address, None
+            await get_router().close_connection(address)
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await get_router().detach(self.sandbox_id)

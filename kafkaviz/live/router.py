@@ -20,6 +20,14 @@ from that run (the engine is deterministic: the same state) and carries on; the 
 this process has are attached again so the new owner does not reclaim what they watch.
 Frames need none of this: they are JSON texts on the sandbox's channel-layer group, which
 every process's sockets are in; the first frame after a restore is a whole state.
+
+Per-address quotas (``MAX_CONNECTIONS_PER_ADDRESS``, ``MAX_SANDBOXES_PER_ADDRESS``) are counted
+across all processes: a sorted set per address (``kafkaviz:sockets:<address>``,
+``kafkaviz:sandboxes:<address>``) whose members are this process's sockets and the sandboxes
+it owns, each scored with an expiry (Redis's own clock) that the process refreshes with its
+owner keys. Taking a place is one Lua script (drop expired members, count, add), so two
+processes cannot both take the last one; a process that dies stops refreshing and its places
+expire after ``OWNER_TTL_S``.
 """
 from __future__ import annotations
 
@@ -35,10 +43,13 @@ from .validation import CommandError
 
 log = logging.getLogger("kafkaviz.router")
 
-__all__ = ["LocalRouter", "RedisRouter", "get_router", "set_router", "OWNER_KEY", "RUN_KEY"]
+__all__ = ["LocalRouter", "RedisRouter", "get_router", "set_router", "OWNER_KEY", "RUN_KEY", "SOCKETS_KEY",
+           "SANDBOXES_KEY"]
 
 OWNER_KEY = "kafkaviz:owner:{}"
 RUN_KEY = "kafkaviz:run:{}"
+SOCKETS_KEY = "kafkaviz:sockets:{}"        # per client address: the lesson sockets open in any process
+SANDBOXES_KEY = "kafkaviz:sandboxes:{}"    # per client address: the sandboxes it created, in any process
 OWNER_TTL_S = 15             # an owner that stops refreshing loses its sandboxes this long after
 REFRESH_EVERY_S = 5
 FORWARD_TIMEOUT_S = 3.0      # a forwarded request unanswered this long: the owner is taken for dead
@@ -51,6 +62,27 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 # Take over from an owner that did not answer: only if it is still the one we saw.
 _TAKEOVER = ("if redis.call('get', KEYS[1]) == ARGV[1] or redis.call('exists', KEYS[1]) == 0 then "
              "redis.call('set', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0")
+# A place in a per-address quota (KEYS[1]: the address's sorted set; ARGV: member, cap, ttl):
+# expired places go first; a member that holds a place keeps it; else one is taken if fewer
+# than cap are held. Returns 1 (held) or 0 (full).
+_TAKE_PLACE = """
+local now = tonumber(redis.call('TIME')[1])
+local ttl = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+redis.call('EXPIRE', KEYS[1], ttl)
+return 1
+"""
+# Push the expiry of places this process still holds (ARGV: ttl, then the members).
+_KEEP_PLACES = """
+local expiry = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i]) end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
 
 
 class LocalRouter:
@@ -79,6 +111,13 @@ class LocalRouter:
     async def discard(self, sandbox_id: str) -> None:
         await asyncio.to_thread(self.runtime.discard, sandbox_id)
 
+    async def open_connection(self, address: str) -> bool:
+        """Count a new lesson socket from ``address``; False if the address has the most allowed."""
+        return self.runtime.open_connection(address)
+
+    async def close_connection(self, address: str) -> None:
+        self.runtime.close_connection(address)
+
 
 class RedisRouter(LocalRouter):
     """Several processes on one Redis (see the module docstring)."""
@@ -99,6 +138,9 @@ class RedisRouter(LocalRouter):
         self.watching: Counter[str] = Counter()               # sockets of this process per sandbox
         self.meta: dict[str, tuple[str, str, str]] = {}       # sandbox → (slug, lang, address) of a watcher here
         self.pending: dict[str, asyncio.Future] = {}
+        self.sockets: dict[str, list[str]] = {}               # address → this process's places in its socket quota
+        self.sandbox_address: dict[str, str] = {}             # owned sandbox → the address whose quota it counts in
+        self._socket_seq = 0
         self._tasks: list[asyncio.Task] = []
         self._start_lock = asyncio.Lock()
         self._stopped = False
@@ -160,10 +202,63 @@ class RedisRouter(LocalRouter):
             if self.runtime.has(sid) or now - claimed < 3 * self.refresh_every_s:
                 if not await self.redis.eval(_REFRESH, 1, key, self.channel, self.owner_ttl_s):
                     self.owned.pop(sid, None)        # someone took it over: we are no longer the owner
+                    self.sandbox_address.pop(sid, None)
                     log.warning("lost ownership", extra={"event": "ownership_lost", "sandbox": sid[:8]})
             else:
                 await self.redis.eval(_RELEASE, 1, key, self.channel)
                 self.owned.pop(sid, None)
+                address = self.sandbox_address.pop(sid, "")
+                if address:
+                    await self.redis.zrem(SANDBOXES_KEY.format(address), sid)
+        by_address: dict[str, list[str]] = {}
+        for sid in self.owned:
+            if sid in self.sandbox_address:
+                by_address.setdefault(self.sandbox_address[sid], []).append(sid)
+        for address, sids in by_address.items():
+            await self.redis.eval(_KEEP_PLACES, 1, SANDBOXES_KEY.format(address), self.owner_ttl_s, *sids)
+        for address, members in list(self.sockets.items()):
+            if members:
+                await self.redis.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *members)
+
+    # ---- per-address quotas, shared by all processes ----------------------------------
+    async def _take_place(self, key: str, member: str, cap: int) -> bool:
+        return bool(await self.redis.eval(_TAKE_PLACE, 1, key, member, cap, self.owner_ttl_s))
+
+    async def open_connection(self, address: str) -> bool:
+        cap = int(self.runtime.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0) or 0)
+        if not cap or not address:
+            return True
+        channel = await self.start()
+        self._socket_seq += 1
+        member = f"{channel}/{self._socket_seq}"
+        if not await self._take_place(SOCKETS_KEY.format(address), member, cap):
+            return False
+        self.sockets.setdefault(address, []).append(member)
+        return True
+
+    async def close_connection(self, address: str) -> None:
+        members = self.sockets.get(address)
+        if not members:
+            return
+        member = members.pop()
+        if not members:
+            del self.sockets[address]
+        try:
+            await self.redis.zrem(SOCKETS_KEY.format(address), member)
+        except Exception:  # noqa: BLE001 - the place expires on its own when no longer refreshed
+            log.exception("releasing a socket place failed")
+
+    async def _sandbox_place(self, sid: str, address: str) -> str:
+        """A sandbox about to be created here counts in its address's quota across all
+        processes. Returns the address whose place it took ("" when none was needed)."""
+        cap = int(self.runtime.settings.get("MAX_SANDBOXES_PER_ADDRESS", 0) or 0)
+        if not cap or not address or self.runtime.has(sid):
+            return ""
+        if not await self._take_place(SANDBOXES_KEY.format(address), sid, cap):
+            raise CommandError("quota", f"Your address already has {cap} live sandboxes, the most one address "
+                               "may hold. Close another lesson tab, or wait a minute after closing one.")
+        self.sandbox_address[sid] = address
+        return address
 
     # ---- serving requests for sandboxes this process owns ---------------------------
     async def _serve(self, message: dict[str, Any]) -> None:
@@ -186,8 +281,15 @@ class RedisRouter(LocalRouter):
     async def _local(self, op: str, sid: str, args: dict[str, Any]) -> Any:
         rt = self.runtime
         if op == "attach":
-            result = await rt.attach(sid, str(args.get("slug")), str(args.get("lang", "en")),
-                                     str(args.get("address", "")), str(args.get("room", "")))
+            placed = await self._sandbox_place(sid, str(args.get("address", "")))
+            try:
+                result = await rt.attach(sid, str(args.get("slug")), str(args.get("lang", "en")),
+                                         str(args.get("address", "")), str(args.get("room", "")))
+            except BaseException:
+                if placed:
+                    self.sandbox_address.pop(sid, None)
+                    await self.redis.zrem(SANDBOXES_KEY.format(placed), sid)
+                raise
             await self._claimed(sid)
             return result
         if sid not in rt.sandboxes and op != "discard":
@@ -254,6 +356,9 @@ class RedisRouter(LocalRouter):
         slug = info.get("slug") or meta[0]
         lang = info.get("lang") or meta[1]
         address = meta[2] if meta else ""
+        # A new sandbox takes a place in its address's quota; one rebuilt after a takeover
+        # keeps the place it had (the same member).
+        await self._sandbox_place(sid, address)
         # Attach once per socket this process has on it, so the new owner sees its watchers.
         for _ in range(max(1, self.watching[sid])):
             await self.runtime.attach(sid, slug, lang, address)
@@ -307,8 +412,14 @@ class RedisRouter(LocalRouter):
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
                      room: str = "") -> dict[str, Any]:
         self.meta[sandbox_id] = (slug, lang, address)
-        result = await self._call("attach", sandbox_id, {"slug": slug, "lang": lang, "address": address,
-                                                        "room": room})
+        try:
+            result = await self._call("attach", sandbox_id, {"slug": slug, "lang": lang, "address": address,
+                                                            "room": room})
+        except BaseException:
+            if not self.watching[sandbox_id]:
+                self.watching.pop(sandbox_id, None)
+                self.meta.pop(sandbox_id, None)
+            raise
         self.watching[sandbox_id] += 1
         return result
 

@@ -140,3 +140,83 @@ async def test_a_slow_owner_that_still_refreshes_is_not_taken_over(tmp_path, red
         await b.stop()
         rt_a.close_all()
         rt_b.close_all()
+
+
+# ---- per-address quotas across processes ------------------------------------------------------
+
+async def test_the_socket_quota_of_an_address_counts_every_processs_sockets(tmp_path, redis_url):  # noqa: F811
+    """Two processes, cap 3: the address's fourth socket is refused in whichever process it
+    lands, another address is not affected, and a closed socket frees its place for all."""
+    _, rt_a, a = process(tmp_path, "a", redis_url)
+    _, rt_b, b = process(tmp_path, "b", redis_url)
+    for rt in (rt_a, rt_b):
+        rt.settings["MAX_CONNECTIONS_PER_ADDRESS"] = 3
+    try:
+        assert await a.open_connection("10.0.0.1") and await b.open_connection("10.0.0.1")
+        assert await a.open_connection("10.0.0.1")
+        assert not await b.open_connection("10.0.0.1")       # B alone holds one: the cap is global
+        assert not await a.open_connection("10.0.0.1")
+        assert await b.open_connection("10.0.0.2")
+        await a.close_connection("10.0.0.1")
+        assert await b.open_connection("10.0.0.1")
+        assert not await a.open_connection("10.0.0.1")
+    finally:
+        await a.stop()
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
+
+
+async def test_a_dead_processs_places_expire_and_a_live_ones_are_kept(tmp_path, redis_url):  # noqa: F811
+    _, rt_a, a = process(tmp_path, "a", redis_url)
+    _, rt_b, b = process(tmp_path, "b", redis_url)
+    for rt in (rt_a, rt_b):
+        rt.settings["MAX_CONNECTIONS_PER_ADDRESS"] = 2
+    try:
+        await a.start()
+        await b.start()
+        assert await a.open_connection("10.0.0.9") and await b.open_connection("10.0.0.9")
+        await a.stop()                                        # A dies holding a place: no more refreshes
+        assert not await b.open_connection("10.0.0.9")
+        await asyncio.sleep(4.5)                             # past the TTL (3 s); B refreshed its own
+        assert await b.open_connection("10.0.0.9")           # A's place expired, B's is still held
+        assert not await b.open_connection("10.0.0.9")
+    finally:
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
+
+
+async def test_the_sandbox_quota_of_an_address_counts_sandboxes_in_every_process(tmp_path, redis_url):  # noqa: F811
+    """Cap 2: sandboxes created from one address in two processes fill the quota together;
+    the third is refused with the quota error and nothing is created; watching an existing
+    sandbox never counts; a reclaimed sandbox frees its place."""
+    _, rt_a, a = process(tmp_path, "a", redis_url)
+    _, rt_b, b = process(tmp_path, "b", redis_url)
+    for rt in (rt_a, rt_b):
+        rt.settings["MAX_SANDBOXES_PER_ADDRESS"] = 2
+    one, two, three = new_sandbox_id(), new_sandbox_id(), new_sandbox_id()
+    try:
+        await a.attach(one, "segments", address="10.1.1.1")
+        await b.attach(two, "segments", address="10.1.1.1")
+        assert one in rt_a.sandboxes and two in rt_b.sandboxes
+        with pytest.raises(CommandError) as refused:
+            await a.attach(three, "segments", address="10.1.1.1")
+        assert refused.value.code == "quota"
+        assert three not in rt_a.sandboxes and three not in rt_b.sandboxes
+        await b.attach(one, "segments", address="10.1.1.1")   # a second tab on an existing sandbox
+        await a.attach(new_sandbox_id(), "segments", address="10.1.1.2")
+        # A reclaims "one": its place goes with it.
+        await a.detach(one)
+        await b.detach(one)
+        rt_a.settings["IDLE_SECONDS"] = 0
+        rt_a.reap_idle()
+        a.owned = {sid: when - 60 for sid, when in a.owned.items()}
+        await a.refresh()
+        await a.attach(three, "segments", address="10.1.1.1")
+        assert three in rt_a.sandboxes
+    finally:
+        await a.stop()
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
