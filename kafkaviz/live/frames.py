@@ -141,7 +141,9 @@ class FrameBuilder:
         self.full_every = max(1, full_every)
         self.frame_seq = 0
         self.last_flush_s = float("-inf")
-        self._pending: deque[dict[str, Any]] = deque(maxlen=max_events)
+        # Envelopes, made into the browser's dicts (with their sentence) only when a frame takes
+        # them: a burst that overflows the bounded buffer never narrates what it drops.
+        self._pending: deque[Envelope] = deque(maxlen=max_events)
         # Step mode: one frame per event, bounded like the live buffer.
         self._steps: deque[dict[str, Any]] = deque(maxlen=max_events)
         self._skipped = 0
@@ -153,15 +155,14 @@ class FrameBuilder:
 
     # ---- input -----------------------------------------------------------
     def add(self, env: Envelope, state_fn: Callable[[], dict[str, Any]] | None = None) -> None:
-        ev = event_dict(env, self.lang)
         if self.step_mode and state_fn is not None:
             if len(self._steps) == self._steps.maxlen:
                 self._skipped += 1
-            self._steps.append({"events": [ev], "state": state_fn()})
+            self._steps.append({"events": [env], "state": state_fn()})
             return
         if len(self._pending) == self._pending.maxlen:
             self._skipped += 1  # the deque drops the oldest; the state still covers it
-        self._pending.append(ev)
+        self._pending.append(env)
 
     def cut(self, state: dict[str, Any]) -> None:
         """End a frame here: the events so far leave together with ``state``. A long
@@ -215,8 +216,9 @@ class FrameBuilder:
                 "mode": "step" if self.step_mode else "live", "reset": False, "snapshot": True,
                 "events": events, "skipped": 0, "full": True, "state": state}
 
-    def _frame(self, events: list[dict[str, Any]], state: dict[str, Any], skipped: int, mode: str,
+    def _frame(self, envelopes: list[Envelope], state: dict[str, Any], skipped: int, mode: str,
                ) -> dict[str, Any]:
+        events = [event_dict(env, self.lang) for env in envelopes]
         self.frame_seq += 1
         frame: dict[str, Any] = {
             "type": "frame",
