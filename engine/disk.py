@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -67,6 +68,7 @@ class Disk:
         self._handles: dict[str, int] = {}   # rel -> os-level fd
         self._checked: set[str] = set()      # paths already validated (hot path)
         self._paths: dict[str, Path] = {}    # rel -> absolute path, once resolved inside root
+        self._dirs: dict[str, Path] = {}     # directory part of a rel -> its path, resolved inside root
 
     def relocate(self, root: str | os.PathLike) -> None:
         """Point this disk at another directory (a restored snapshot or a fork)."""
@@ -74,6 +76,7 @@ class Disk:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._paths = {}
+        self._dirs = {}
         self._block = None
 
     # ---- paths -------------------------------------------------------------
@@ -96,16 +99,35 @@ class Disk:
         cached = self._paths.get(rel)
         if cached is not None:
             return cached
-        p = self.root / self.check(rel)
-        # Belt and braces: symlinks inside the directory must not lead out of it either.
-        # (The engine never makes symlinks, so a path once resolved inside stays inside.)
-        resolved = p.resolve()
-        if self.root not in resolved.parents and resolved != self.root:
-            raise PathEscapeError(f"path {rel!r} resolves outside the data directory")
+        rel = self.check(rel)
+        # Belt and braces: symlinks inside the directory must not lead out of it either. The
+        # directory part is resolved once (segment files come and go, their directories stay);
+        # the file itself costs one lstat: only a symlink there needs resolving. (The engine
+        # never makes symlinks, so a path once found inside stays inside.)
+        head, _, leaf = rel.rpartition("/")
+        parent = self._dirs.get(head)
+        if parent is None:
+            parent = self.root / head if head else self.root
+            self._inside(parent, head)
+            if len(self._dirs) >= PATH_CACHE_ENTRIES:
+                self._dirs.clear()
+            self._dirs[head] = parent
+        p = parent / leaf
+        try:
+            link = stat.S_ISLNK(os.lstat(p).st_mode)
+        except OSError:
+            link = False                      # not there (yet): nothing to follow
+        if link:
+            self._inside(p, rel)
         if len(self._paths) >= PATH_CACHE_ENTRIES:
             self._paths.clear()
         self._paths[rel] = p
         return p
+
+    def _inside(self, p: Path, rel: str) -> None:
+        resolved = p.resolve()
+        if self.root not in resolved.parents and resolved != self.root:
+            raise PathEscapeError(f"path {rel!r} resolves outside the data directory")
 
     # ---- directories -------------------------------------------------------
     def mkdir(self, rel: str) -> None:
@@ -425,6 +447,7 @@ class Disk:
         self._handles = {}
         self._checked = set()
         self._paths = {}
+        self._dirs = {}
 
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:

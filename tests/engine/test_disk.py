@@ -138,3 +138,17 @@ def test_a_sandbox_disk_models_fsync_without_asking_the_os(tmp_path, monkeypatch
     d.crash("p")
     assert d.read_all("p/a.log") == b"kept" and d.read_all("p/cp") == b"x"
     assert pickle.loads(pickle.dumps(d)).os_fsync is os_fsync
+
+
+def test_a_symlinked_file_out_of_the_directory_is_refused(disk, tmp_path):
+    """The directory part of a path is resolved once; the file itself is checked with one
+    lstat, so a symlink put where a segment file will be cannot lead out either."""
+    outside = tmp_path / "outside.log"
+    outside.write_bytes(b"")
+    disk.mkdir("b0")
+    disk.append("b0/ok.log", b"x")                     # the directory is now known and cached
+    os.symlink(outside, disk.root / "b0" / "evil.log")
+    with pytest.raises(PathEscapeError):
+        disk.append("b0/evil.log", b"x")
+    assert outside.read_bytes() == b""
+
