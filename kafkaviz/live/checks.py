@@ -79,6 +79,14 @@ class TaskTracker:
         self.done: set[str] = set()
         self.own = False     # the learner has sent a command of their own in this run
         self._event_checks = [c for t in self.tasks for c in _leaves(t.check) if "event" in c]
+        self._kinds = frozenset(k for c in self._event_checks
+                                for k in (c["event"] if isinstance(c["event"], list) else (c["event"],)))
+
+    def on_envelope(self, env: Any) -> None:
+        """:meth:`on_event` of an engine envelope, made into its plain dict only when some
+        check asks about its kind (most events concern no task)."""
+        if env.event.kind in self._kinds:
+            self.on_event(env.to_dict())
 
     def on_event(self, ev: dict[str, Any]) -> None:
         kind = ev.get("kind")

@@ -185,7 +185,7 @@ class SandboxKind:
     def _emit(self, env: Envelope) -> None:
         if self._muted:
             return
-        self.tracker.on_event(env.to_dict())
+        self.tracker.on_envelope(env)
         self.on_event(env)
         if self._listener is not None:
             self._listener(env)
