@@ -119,6 +119,7 @@ def ui_strings() -> dict[str, str]:
         "hw_is_moving": _("the leader's HW is {hw} (it moves on the next fetch or append)"),
         "rpc_now": _("Now — {list}."),
         "rpc_time": _("virtual time (s)"),
+        "rpc_aria": _("LEO and high watermark of every replica over virtual time"),
         # lesson 14: txn-log.js
         "tl_marker": _("marker"),
         "tl_no_seq": _("seq —"),
