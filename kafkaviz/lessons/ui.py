@@ -244,6 +244,7 @@ def ui_strings() -> dict[str, str]:
         "pc_leo_kept": _("Log end offset {before} → {after}: no acknowledged record lost."),
         "pc_running": _("● Broker running (start #{n})"),
         "pc_down": _("✕ Broker down"),
+        "pc_never": pgettext("a flush setting", "never"),
         "pc_offsets": _("Log end offset {leo} · recovery point {rp} (everything below it is fsync'd) · flush.messages {fm} · "
                         "flush.ms {fms}"),
         "pc_fetch": _("Last fetch from offset {offset}: sendfile({file}, position {position}, {length} bytes) — {n} batch(es) "

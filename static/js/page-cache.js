@@ -110,7 +110,7 @@
       status.dataset.state = st.alive ? "up" : "down";
       document.getElementById("pc-offsets").textContent = st.log
         ? KV.t("pc_offsets", { leo: st.log.log_end_offset, rp: st.log.recovery_point,
-          fm: st.flush_messages || KV.t("lc_never"), fms: st.flush_ms || KV.t("lc_never") })
+          fm: st.flush_messages || KV.t("pc_never"), fms: st.flush_ms || KV.t("pc_never") })
         : "";
       drawPages(st);
       drawFiles(st);
