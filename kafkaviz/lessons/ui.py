@@ -45,7 +45,6 @@ def ui_strings() -> dict[str, str]:
         "log_end": _("log end offset"),
         "marked_deleted": _("marked .deleted"),
         "active": _("active"),
-        "broker": _("Broker"),
         "up": _("up"),
         "down": _("DOWN"),
         "fenced": _("fenced"),

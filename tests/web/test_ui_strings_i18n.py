@@ -24,7 +24,7 @@ TECH_TERMS = {
     "replica.fetch.wait.max.ms", "min.cleanable.dirty.ratio", "cleaner-offset-checkpoint",
 }
 # Keys whose Chinese text is rightly the English one: nothing in them but technical terms.
-SAME_IN_CHINESE = {"broker", "broker_n", "hw_broker", "leader", "follower", "epoch", "tl_epoch", "tl_no_seq",
+SAME_IN_CHINESE = {"broker_n", "hw_broker", "leader", "follower", "epoch", "tl_epoch", "tl_no_seq",
                    "le_sub_leader", "le_sub_follower"}
 # Strings in scripts that look like words but are selectors, media queries or style values.
 NOT_PROSE = {"#cg-form button[data-type]", "(prefers-reduced-motion: reduce)", "transform: translate(",
@@ -52,8 +52,10 @@ def used_keys() -> dict[str, str]:
             for lit in re.finditer(r'"([^"]*)"(\s*\+)?', arg):
                 if not lit.group(2):                     # "tl_" + status: a prefix, not a key
                     keys.setdefault(lit.group(1), name)
-        for lit in re.finditer(r'(?:key|STATUS\w*\s*=\s*\{[^}]*?):\s*"([a-z]+_[a-z0-9_]+)"', src):
-            keys.setdefault(lit.group(1), name)
+        tables = [m.group(1) for m in re.finditer(r"\b[A-Z_]+\s*=\s*\{([^}]*)\}", src)]
+        for text in tables + re.findall(r"\bkey:\s*(\"[a-z]+_[a-z0-9_]+\")", src):
+            for lit in re.finditer(r'"([a-z]+_[a-z0-9_]+)"', text):
+                keys.setdefault(lit.group(1), name)
     return keys
 
 
@@ -69,7 +71,8 @@ def catalogues() -> tuple[dict[str, str], dict[str, str]]:
 def test_the_scripts_ask_for_many_keys_and_the_parser_finds_the_ternary_ones():
     keys = used_keys()
     assert len(keys) > 250
-    assert {"pc_batch_title_torn", "pc_batch_title", "le_told_title_lost", "pr_acked", "lc_hw"} <= set(keys)
+    assert {"pc_batch_title_torn", "pc_batch_title", "le_told_title_lost", "pr_acked", "pr_sent", "tl_word_aborted",
+            "lc_hw"} <= set(keys)
 
 
 def test_every_key_the_scripts_use_is_in_the_catalogue(catalogues):
