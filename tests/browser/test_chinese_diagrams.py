@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_frame_protocol import wait_for
+from tests.browser.test_storage_lessons import page  # noqa: F401 - a fresh session at 1366 px, reduced motion
 
 pytestmark = pytest.mark.browser
 
@@ -47,14 +48,6 @@ STATE_WORDS = """() => {
   })(KV.lastFrame && KV.lastFrame.state);
   return Array.from(out);
 }"""
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(reduced_motion="reduce", viewport={"width": 1366, "height": 900})
-    pg = context.new_page()
-    yield pg
-    context.close()
 
 
 def open_zh(page: Page, url: str, slug: str) -> None:
