@@ -15,13 +15,14 @@ from tests.browser.test_storage_lessons import page  # noqa: F401 - a fresh sess
 
 pytestmark = pytest.mark.browser
 
-# Kafka's terms, config and request names that Chinese pages keep as they are.
+# Kafka's terms that Chinese pages keep as they are (beside the shapes IDENTIFIER names).
 TERMS = {
     "Kafka", "leader", "follower", "epoch", "broker", "Broker", "acks", "fsync", "sendfile", "socket", "Fetch",
-    "OffsetsForLeaderEpoch", "murmur2", "deleted", "index", "timeindex", "snapshot", "txnindex",
-    "retention.bytes", "batch.size", "flush.messages", "flush.ms", "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS",
-    "NOT_LEADER_OR_FOLLOWER",
+    "murmur2", "deleted", "index", "timeindex", "snapshot", "txnindex", "range", "roundrobin", "sticky",
 }
+# Config names (retention.bytes), request and state names (JoinGroup, PreparingRebalance), error
+# codes (NOT_ENOUGH_REPLICAS) and hyphenated names (cooperative-sticky, cleaner-offset-checkpoint).
+IDENTIFIER = re.compile(r"[a-z0-9]+(?:[.-][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}|[A-Z0-9]+(?:_[A-Z0-9]+)+")
 
 # Every text a diagram gives a person or a screen reader.
 COLLECT = """(ids) => {
@@ -67,7 +68,7 @@ def english_left(page: Page, ids: list[str], seen: set[str]) -> list[str]:
     left = []
     for word in re.findall(r"[A-Za-z][A-Za-z0-9_.#'-]*[A-Za-z0-9]", text):
         word = word.strip(".")
-        if not re.search(r"[A-Za-z]{4,}", word) or word in TERMS or word in data:
+        if not re.search(r"[A-Za-z]{4,}", word) or word in TERMS or word in data or IDENTIFIER.fullmatch(word):
             continue
         if re.fullmatch(r"\d{20}\.\w+(\.deleted)?|[\w.-]+-\d+|broker-\d+", word):   # file, partition, dir names
             continue
@@ -84,6 +85,13 @@ LESSONS = {
     "leader-epoch": (["replica-lanes", "lanes-arrows", "lanes-text", "cluster", "epoch-cache"], 12, None),
     "topics-partitions-offsets": (["topic-view"], 5, None),
     "isr-and-acks": (["produce-results", "replica-lanes", "lanes-arrows", "cluster"], 14, "acks-compared"),
+    "retention": (["partition-dir", "retention-chart"], 6, None),
+    "replication": (["replica-lanes", "lanes-arrows", "hw-calc", "replication-chart", "cluster"], 12, None),
+    "compaction": (["compaction", "partition-dir"], 8, None),
+    "committing-offsets": (["consumer-group", "lag-chart"], 10, None),
+    "offset-index": (["segment-strip"], 4, None),
+    "idempotence-and-transactions": (["txn-log", "txn-producers", "txn-coordinator", "txn-group-offsets", "txn-reads"],
+                                     18, None),
 }
 
 
