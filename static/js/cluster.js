@@ -50,9 +50,10 @@
     });
     if (!b) return;
     const down = KV.t("down"), up = KV.t("up");
-    KV.setDisabled($("crash-button"), !b.alive, KV.t("broker") + " " + b.id + ": " + down);
-    KV.setDisabled($("shutdown-button"), !b.alive, KV.t("broker") + " " + b.id + ": " + down);
-    KV.setDisabled($("restart-button"), b.alive, KV.t("broker") + " " + b.id + ": " + up);
+    const name = KV.t("broker_n", { b: b.id });
+    KV.setDisabled($("crash-button"), !b.alive, KV.t("cl_button_why", { broker: name, state: down }));
+    KV.setDisabled($("shutdown-button"), !b.alive, KV.t("cl_button_why", { broker: name, state: down }));
+    KV.setDisabled($("restart-button"), b.alive, KV.t("cl_button_why", { broker: name, state: up }));
   }
 
   function draw(container, st) {
@@ -83,7 +84,7 @@
         return f.ab === "cut" && f.ba === "cut";
       });
     });
-    $("cl-title").textContent = KV.t("broker") + " 0–" + (brokers.length - 1);
+    $("cl-title").textContent = KV.t("broker_n", { b: "0–" + (brokers.length - 1) });
     const desc = [];
     const linksG = $("cl-links"), boxesG = $("cl-boxes");
     const seen = new Set();
@@ -115,9 +116,10 @@
         label.setAttribute("x", lx); label.setAttribute("y", ly);
         let text = "";
         if (fault && !isolated[a] && !isolated[b]) {
-          const how = f.ab && f.ba ? (f.ab === f.ba ? f.ab : f.ab + " / " + f.ba) : (f.ab ? a + "→" + b : b + "→" + a) + " " + fault;
-          text = "✂ " + (how === "cut" ? KV.t("link_cut") : how);
-          desc.push("link " + a + "–" + b + ": " + text);
+          const word = function (x) { return x === "cut" ? KV.t("link_cut") : x; };
+          const how = f.ab && f.ba ? (f.ab === f.ba ? word(f.ab) : word(f.ab) + " / " + word(f.ba)) : (f.ab ? a + "→" + b : b + "→" + a) + " " + word(fault);
+          text = "✂ " + how;
+          desc.push(KV.t("cl_link_desc", { a: a, b: b, text: text }));
         }
         label.textContent = text;
       }
@@ -151,7 +153,7 @@
       texts[4].textContent = "★ " + KV.t("controller");
       desc.push(KV.brokerName(b.id) + ": " + (b.alive ? KV.t("up") : KV.t("down")) + (b.fenced ? ", " + KV.t("fenced") : "") +
         (isolated[b.id] ? ", " + KV.t("isolated") : "") +
-        (b.controller ? ", ★ " + KV.t("controller") + " (epoch " + ((st.controller || {}).epoch) + ")" : "") + ", " + role.replace("♛ ", ""));
+        (b.controller ? ", " + KV.t("cl_controller_epoch", { epoch: (st.controller || {}).epoch }) : "") + ", " + role.replace("♛ ", ""));
     });
     $("cl-desc").textContent = desc.join(". ");
     const text = $("cluster-text");

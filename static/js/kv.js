@@ -115,9 +115,9 @@
   KV.alias = function (b) { return (KV.data.brokers || {})[String(b)] || ""; };
   KV.brokerName = function (b) {
     const a = KV.alias(b);
-    return KV.t("broker") + " " + b + (a ? " (" + a + ")" : "");
+    return a ? KV.t("broker_n_alias", { b: b, alias: a }) : KV.t("broker_n", { b: b });
   };
-  KV.shortName = function (b) { return KV.alias(b) || KV.t("broker") + " " + b; };
+  KV.shortName = function (b) { return KV.alias(b) || KV.t("broker_n", { b: b }); };
 
   KV.setDisabled = function (btn, off, why) {
     if (!btn) return;

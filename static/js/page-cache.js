@@ -16,15 +16,15 @@
       h("p", { class: "pc-status", id: "pc-status", role: "status" }),
       h("p", { class: "pc-offsets", id: "pc-offsets" }),
       h("div", { class: "pc-legend" }, [
-        h("span", { class: "pc-key durable", text: "on disk (fsync'd or written back)" }),
-        h("span", { class: "pc-key dirty", text: "page cache only" }),
-        h("span", { class: "pc-key sendfile", text: "last fetch (sendfile range)" }),
+        h("span", { class: "pc-key durable", text: KV.t("pc_key_durable") }),
+        h("span", { class: "pc-key dirty", text: KV.t("pc_cache_only") }),
+        h("span", { class: "pc-key sendfile", text: KV.t("pc_key_sendfile") }),
       ]),
-      h("div", { class: "pc-pages", id: "pc-pages", role: "list", "aria-label": "The .log file, one row per 4 KiB page" }),
+      h("div", { class: "pc-pages", id: "pc-pages", role: "list", "aria-label": KV.t("pc_pages_label") }),
       h("table", { class: "pc-files" }, [
-        h("caption", { text: "Files of the partition directory" }),
-        h("thead", {}, [h("tr", {}, [h("th", { scope: "col", text: "file" }), h("th", { scope: "col", text: "size" }),
-          h("th", { scope: "col", text: "on disk" }), h("th", { scope: "col", text: "page cache only" })])]),
+        h("caption", { text: KV.t("pc_files_caption") }),
+        h("thead", {}, [h("tr", {}, [h("th", { scope: "col", text: KV.t("pc_col_file") }), h("th", { scope: "col", text: KV.t("pc_col_size") }),
+          h("th", { scope: "col", text: KV.t("pc_on_disk") }), h("th", { scope: "col", text: KV.t("pc_cache_only") })])]),
         h("tbody", { id: "pc-file-rows" }),
       ]),
       h("div", { class: "pc-report", id: "pc-report", "aria-live": "polite" }),
@@ -45,10 +45,10 @@
       const start = i * page, end = start + page;
       const onDisk = Math.max(0, Math.min(durable, end) - start);
       const used = Math.max(0, Math.min(size, end) - start);
-      const state = used === 0 ? "empty" : onDisk >= used ? "on disk" : onDisk > 0 ? "partly on disk" : "page cache only";
+      const state = KV.t(used === 0 ? "empty" : onDisk >= used ? "pc_on_disk" : onDisk > 0 ? "pc_partly" : "pc_cache_only");
       const row = h("div", { class: "pc-page", role: "listitem", id: "pc-page-" + i,
-        "aria-label": "page " + i + " (bytes " + start + "–" + (end - 1) + "): " + state }, [
-        h("span", { class: "pc-page-label", text: "page " + i + " · " + state }),
+        "aria-label": KV.t("pc_page_aria", { n: i, from: start, to: end - 1, state: state }) }, [
+        h("span", { class: "pc-page-label", text: KV.t("pc_page_label", { n: i, state: state }) }),
         h("div", { class: "pc-track" }),
       ]);
       const track = row.lastChild;
@@ -61,7 +61,7 @@
         const torn = b[0] < durable && b[0] + b[3] > durable;
         track.appendChild(h("div", { class: "pc-batch" + (torn ? " torn" : ""),
           style: "left:" + (100 * (s - start) / page) + "%;width:" + (100 * (e - s) / page) + "%",
-          title: "offset " + b[1] + ": bytes " + b[0] + "–" + (b[0] + b[3] - 1) + (torn ? " (only partly on disk)" : ""),
+          title: KV.t(torn ? "pc_batch_title_torn" : "pc_batch_title", { offset: b[1], from: b[0], to: b[0] + b[3] - 1 }),
           text: b[1] }));
       });
       if (st.fetch && st.fetch.position !== null) {
@@ -90,14 +90,13 @@
     el.textContent = "";
     if (!c) return;
     const lines = [];
-    lines.push((c.power_loss ? "⚡ Power loss" : "✕ Process killed") + " at " + (c.time_ms / 1000).toFixed(1) + " s: " +
-      (c.lost_files.length ? c.lost_files.map(function (f) { return f.file + " " + fmt(f.size_before) + " → " + fmt(f.size_after) + " B"; }).join(", ")
-        : "the page cache survived, no byte lost") + ".");
-    if (c.recovery_cut) lines.push("Recovery found a torn batch and cut " + String(c.recovery_cut.segment).padStart(20, "0") +
-      ".log from " + fmt(c.recovery_cut.from) + " to " + fmt(c.recovery_cut.to) + " B: the end of the last whole batch.");
-    if (c.leo_after === null) lines.push("The broker is down. Restart it to run recovery.");
-    else lines.push("Log end offset " + c.leo_before + " → " + c.leo_after + ": " +
-      (c.lost_records ? c.lost_records + " acknowledged record(s) lost." : "no acknowledged record lost."));
+    lines.push(KV.t(c.power_loss ? "pc_power_loss" : "pc_killed", { s: (c.time_ms / 1000).toFixed(1),
+      what: c.lost_files.length ? c.lost_files.map(function (f) { return f.file + " " + fmt(f.size_before) + " → " + fmt(f.size_after) + " B"; }).join(", ")
+        : KV.t("pc_nothing_lost") }));
+    if (c.recovery_cut) lines.push(KV.t("pc_recovery_cut", { file: String(c.recovery_cut.segment).padStart(20, "0") + ".log",
+      from: fmt(c.recovery_cut.from), to: fmt(c.recovery_cut.to) }));
+    if (c.leo_after === null) lines.push(KV.t("pc_down_restart"));
+    else lines.push(KV.t(c.lost_records ? "pc_leo_lost" : "pc_leo_kept", { before: c.leo_before, after: c.leo_after, n: c.lost_records }));
     lines.forEach(function (t, i) { el.appendChild(h("p", { class: i === 0 ? "pc-crash" : "", text: t })); });
   }
 
@@ -107,18 +106,18 @@
       if (!st.files) return;
       ensure(root);
       const status = document.getElementById("pc-status");
-      status.textContent = st.alive ? "● Broker running (start #" + st.incarnation + ")" : "✕ Broker down";
+      status.textContent = st.alive ? KV.t("pc_running", { n: st.incarnation }) : KV.t("pc_down");
       status.dataset.state = st.alive ? "up" : "down";
       document.getElementById("pc-offsets").textContent = st.log
-        ? "Log end offset " + st.log.log_end_offset + " · recovery point " + st.log.recovery_point +
-          " (everything below it is fsync'd) · flush.messages " + (st.flush_messages || "never") + " · flush.ms " + (st.flush_ms || "never")
+        ? KV.t("pc_offsets", { leo: st.log.log_end_offset, rp: st.log.recovery_point,
+          fm: st.flush_messages || KV.t("pc_never"), fms: st.flush_ms || KV.t("pc_never") })
         : "";
       drawPages(st);
       drawFiles(st);
       drawReport(st);
       document.getElementById("pc-fetch").textContent = st.fetch
-        ? "Last fetch from offset " + st.fetch.offset + ": sendfile(" + st.fetch.file + ", position " + st.fetch.position + ", " +
-          fmt(st.fetch.length) + " bytes) — " + st.fetch.batches + " batch(es) copied by the kernel from the page cache to the socket, never into the broker's memory."
+        ? KV.t("pc_fetch", { offset: st.fetch.offset, file: st.fetch.file, position: st.fetch.position,
+          length: fmt(st.fetch.length), n: st.fetch.batches })
         : "";
     },
   });

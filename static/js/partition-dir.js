@@ -120,7 +120,7 @@
     let info = "";
     if (f.deleted) info = "✗ " + KV.t("marked_deleted");
     else if (kind === "log") info = (row.range || "") + (row.active ? " · " + KV.t("active") : "");
-    else if (kind === "other" && f.kind && f.kind !== f.name) info = f.kind.replace(/[_-]/g, " ");
+    else if (kind === "other" && f.kind && f.kind !== f.name) info = f.kind === "other" ? KV.t("pd_other") : f.kind.replace(/[_-]/g, " ");
     if (!G.narrow) g.appendChild(el("text", { x: COL_INFO, y: 0, class: "pd-info" }, info));
     const cap = capacity(kind, cfg);
     g.appendChild(el("rect", { x: COL_BAR, y: -10, width: BAR_W, height: 12, class: "bar-track" }));
@@ -131,7 +131,7 @@
       g.appendChild(bar);
     }
     g.appendChild(el("text", { x: COL_SIZE, y: 0, class: "pd-size", "text-anchor": "end" }, fmtBytes(f.size)));
-    g.appendChild(el("title", {}, f.name + ", " + f.size + " bytes" + (f.deleted ? ", renamed to .deleted" : "")));
+    g.appendChild(el("title", {}, KV.t(f.deleted ? "pd_file_title_deleted" : "pd_file_title", { name: f.name, size: f.size })));
   }
 
   // Segments the engine just rolled to, and partitions whose log start offset moved,

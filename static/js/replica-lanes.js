@@ -33,16 +33,19 @@
     (frame.events || []).forEach(function (ev) {
       let key = null, m = null;
       if (ev.kind === "fetch_sent") {
-        key = "req" + ev.broker; m = { from: ev.broker, to: ev.leader, label: "Fetch offset " + ev.fetch_offset, kind: "fetch" };
+        key = "req" + ev.broker; m = { from: ev.broker, to: ev.leader, label: KV.t("le_fetch", { offset: ev.fetch_offset }), kind: "fetch" };
       } else if (ev.kind === "fetch_answered") {
         key = "resp" + ev.follower;
-        const recs = ev.error ? ev.error : (ev.records ? "records " + ev.first_offset + (ev.last_offset !== ev.first_offset ? "–" + ev.last_offset : "") : "no records");
-        m = { from: ev.broker, to: ev.follower, label: recs + ", HW " + ev.high_watermark, kind: "answer" };
+        const label = ev.error ? KV.t("le_answer_error", { error: ev.error, hw: ev.high_watermark })
+          : ev.records ? KV.t("le_answer_records", { range: ev.first_offset + (ev.last_offset !== ev.first_offset ? "–" + ev.last_offset : ""),
+            hw: ev.high_watermark })
+          : KV.t("le_answer_none", { hw: ev.high_watermark });
+        m = { from: ev.broker, to: ev.follower, label: label, kind: "answer" };
       } else if (ev.kind === "epoch_request_sent") {
         key = "ereq" + ev.broker; m = { from: ev.broker, to: ev.leader, label: "OffsetsForLeaderEpoch(" + ev.epoch + ")", kind: "epoch" };
       } else if (ev.kind === "epoch_request_answered") {
         key = "eresp" + ev.follower;
-        m = { from: ev.broker, to: ev.follower, label: "epoch " + ev.requested_epoch + " ends at " + ev.end_offset, kind: "epoch" };
+        m = { from: ev.broker, to: ev.follower, label: KV.t("le_epoch_ends", { epoch: ev.requested_epoch, offset: ev.end_offset }), kind: "epoch" };
       }
       if (key) out[key] = m;
     });
@@ -58,8 +61,8 @@
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 18, class: "le-cell-value", "text-anchor": "middle" }, rec.value || rec.digest));
     c.append(el("text", { x: (CELL_W - 4) / 2, y: 34, class: "le-cell-epoch", "text-anchor": "middle" },
       "e" + rec.epoch + (extra || "")));
-    const title = el("title", {}, "offset " + rec.offset + ": " + (rec.value || rec.digest) + ", leader epoch " + rec.epoch +
-      (rec.acked ? ", acknowledged to the producer" : "") + (cls.indexOf("le-ghost") >= 0 ? " — cut by truncation" : ""));
+    const title = el("title", {}, KV.t(rec.acked ? "le_cell_title_acked" : "le_cell_title",
+      { offset: rec.offset, value: rec.value || rec.digest, epoch: rec.epoch }));
     c.append(title);
     g.append(c);
     return c;
@@ -146,7 +149,7 @@
     for (let o = 0; o < cols; o++) {
       svg.append(el("text", { x: LABEL_W + o * CELL_W + (CELL_W - 4) / 2, y: 16, class: "le-offset" + (differ[o] ? " le-differ" : ""),
         "text-anchor": "middle" }, (differ[o] ? "≠ " : "") + KV.t("offset") + " " + o));
-      if (differ[o]) desc.push("the replicas hold different records at offset " + o);
+      if (differ[o]) desc.push(KV.t("le_differ", { offset: o }));
     }
 
     // The producer's row: what the client was told.
@@ -161,9 +164,8 @@
       // Replace the epoch line: the client does not know epochs; it knows ✓ or LOST.
       c.querySelector(".le-cell-epoch").textContent = a.lost ? KV.t("lost") : KV.t("acked");
       c.querySelector(".le-cell-bg").setAttribute("class", "le-cell-bg " + (a.lost ? "le-lost-bg" : "le-acked-bg"));
-      c.querySelector("title").textContent = "The producer was told " + a.value + " is written at offset " + a.offset +
-        (a.lost ? "; no leader holds it there any more: LOST" : "");
-      desc.push("Producer was told " + a.value + " is at offset " + a.offset + (a.lost ? " (lost)" : ""));
+      c.querySelector("title").textContent = KV.t(a.lost ? "le_told_title_lost" : "le_told_title", { value: a.value, offset: a.offset });
+      desc.push(KV.t(a.lost ? "le_told_desc_lost" : "le_told_desc", { value: a.value, offset: a.offset }));
     });
     svg.append(prodG);
 
@@ -177,8 +179,8 @@
       g.append(el("text", { x: 8, y: y + 17, class: "le-lane-name" }, (isLeader ? "♛ " : "") + brokerName(lane.broker)));
       let sub;
       if (!lane.alive) sub = KV.t("down");
-      else if (isLeader) sub = KV.t("leader") + " · " + KV.t("epoch") + " " + lane.leader_epoch;
-      else if (lane.role === "follower") sub = KV.t("follower") + " · " + KV.t("epoch") + " " + lane.leader_epoch;
+      else if (isLeader) sub = KV.t("le_sub_leader", { epoch: lane.leader_epoch });
+      else if (lane.role === "follower") sub = KV.t("le_sub_follower", { epoch: lane.leader_epoch });
       else sub = KV.t("no_role");
       g.append(el("text", { x: 8, y: y + 34, class: "le-lane-sub" + (isLeader ? " le-crown" : "") }, sub));
       // ISR badge, text not colour.
@@ -190,7 +192,7 @@
       const laneW = cols * CELL_W;
       g.append(el("rect", { x: LABEL_W - 4, y: y - 4, width: laneW + 4, height: CELL_H + 8, rx: 6,
         class: "le-track" + (lane.alive ? "" : " le-track-down") }));
-      const text = [brokerName(lane.broker) + (lane.alive ? "" : " is down")];
+      const text = [lane.alive ? brokerName(lane.broker) : KV.t("le_lane_down", { broker: brokerName(lane.broker) })];
       if (!lane.alive) {
         g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
           "✗ " + KV.t("down_log_closed")));
@@ -203,9 +205,12 @@
           cell(g, LABEL_W + r.offset * CELL_W, y, r, read ? "le-read" : "", (r.acked ? " ✓" : "") + (read ? " ◆" : ""),
             "le-cell-" + lane.broker + "-" + r.offset);
         });
-        text.push((isLeader ? "leader at epoch " + lane.leader_epoch : lane.role === "follower" ? "follower at epoch " + lane.leader_epoch : "no role yet") + ", " + (inIsr ? "in ISR" : "not in ISR") +
-          ", log " + (recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || "empty") +
-          ", LEO " + lane.leo + ", HW " + lane.high_watermark);
+        text.push(KV.t("le_lane_text", {
+          role: isLeader ? KV.t("le_role_leader", { epoch: lane.leader_epoch })
+            : lane.role === "follower" ? KV.t("le_role_follower", { epoch: lane.leader_epoch }) : KV.t("no_role"),
+          isr: inIsr ? KV.t("in_isr") : KV.t("not_in_isr"),
+          log: recs.map(function (r) { return r.value + "@" + r.offset + "(e" + r.epoch + ")"; }).join(" ") || KV.t("empty"),
+          leo: lane.leo, hw: lane.high_watermark }));
         // Ghost cells: what the truncation in this frame cut away.
         const cut = cuts[lane.broker];
         if (cut) {
@@ -220,12 +225,12 @@
             gc.append(el("rect", { width: CELL_W - 4, height: 24, rx: 4, class: "le-cell-bg" }));
             gc.append(el("text", { x: (CELL_W - 4) / 2, y: 16, class: "le-cell-value le-ghost-value", "text-anchor": "middle" },
               "✂ " + (old.value || old.digest) + " e" + old.epoch));
-            gc.append(el("title", {}, "offset " + o + ": " + (old.value || old.digest) + " was cut from this log by truncation"));
+            gc.append(el("title", {}, KV.t("le_ghost_title", { offset: o, value: old.value || old.digest })));
             g.append(gc);
           }
           g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
             "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
-          text.push("truncated from offset " + cut.from + " to " + cut.to);
+          text.push(KV.t("le_truncated", { from: cut.from, to: cut.to }));
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.
         const leoX = LABEL_W + lane.leo * CELL_W - 2;
@@ -254,7 +259,7 @@
     msgs.forEach(function (m, i) {
       const y1 = laneY[m.from], y2 = laneY[m.to];
       if (y1 === undefined || y2 === undefined) return;
-      if (!alive[m.to]) m.label += " (" + shortName(m.to) + " is down: lost)";
+      if (!alive[m.to]) m.label = KV.t("le_arrow_lost", { label: m.label, broker: shortName(m.to) });
       const x = ax + (i % 4) * 14;
       const a = y1 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6), b = y2 + CELL_H / 2 + (m.kind === "answer" ? 6 : -6);
       const path = el("path", { id: "le-arrow-" + frame.frame_seq + "-" + i,
@@ -266,7 +271,7 @@
         arrowList.append(KV.html("li", { class: "le-arrow-item le-arrow-label-" + m.kind },
           shortName(m.from) + " → " + shortName(m.to) + ": " + m.label));
       }
-      desc.push(brokerName(m.from) + " to " + brokerName(m.to) + ": " + m.label);
+      desc.push(KV.t("le_arrow_desc", { from: brokerName(m.from), to: brokerName(m.to), label: m.label }));
     });
     const defs = el("defs", {});
     const marker = el("marker", { id: "le-head", viewBox: "0 0 10 10", refX: 8, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
@@ -278,10 +283,10 @@
     const old = container.querySelector("svg.le-svg");
     if (old && !frame.reset) KV.morph(old, svg); else container.replaceChildren(svg);
     const summary = document.getElementById("lanes-text") || KV.html("p");
-    summary.textContent = KV.t("leader") + ": " + (part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader)) +
-      " · " + KV.t("epoch") + " " + part.leader_epoch + " · ISR [" + (part.isr || []).join(", ") + "] · HW " +
-      (part.high_watermark === null ? "–" : part.high_watermark) + (part.diverged ? "; the replicas have DIVERGED" : "") +
-      ((st.verdict && st.verdict.lost.length) ? "; acknowledged but lost: " + st.verdict.lost.join(", ") : "");
+    summary.textContent = KV.t("le_summary", { leader: part.leader === null || part.leader === undefined ? "—" : brokerName(part.leader),
+      epoch: part.leader_epoch, isr: (part.isr || []).join(", "), hw: part.high_watermark === null ? "–" : part.high_watermark }) +
+      (part.diverged ? KV.t("le_summary_diverged") : "") +
+      ((st.verdict && st.verdict.lost.length) ? KV.t("le_summary_lost", { values: st.verdict.lost.join(", ") }) : "");
     const lanesDl = KV.keep(container, "lanes-desc-list", function () { return KV.html("ul", { class: "visually-hidden" }); });
     lanesDl.replaceChildren.apply(lanesDl, desc.map(function (d) { return KV.html("li", {}, d); }));
 

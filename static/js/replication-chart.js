@@ -15,7 +15,7 @@
         plot.className = "rpc-plot";
         plot.id = "rpc-plot";
         plot.setAttribute("role", "img");
-        plot.setAttribute("aria-label", "LEO and high watermark of every replica over virtual time");
+        plot.setAttribute("aria-label", KV.t("rpc_aria"));
         root.appendChild(plot);
         const cap = document.createElement("p");
         cap.className = "rc-caption";

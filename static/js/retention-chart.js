@@ -7,9 +7,9 @@
   "use strict";
   function caption(st) {
     const last = st.history[st.history.length - 1] || [0, 0, 0];
-    return "At " + (last[0] / 1000).toFixed(1) + " s the log holds " + last[1].toLocaleString("en-US") +
-      " bytes in its segments and " + last[2].toLocaleString("en-US") + " bytes on disk (with .deleted files); " +
-      (st.retention_bytes < 0 ? "retention.bytes is -1 (no size limit)." : "retention.bytes is " + st.retention_bytes + ".");
+    return KV.t("rc_caption", { s: (last[0] / 1000).toFixed(1), segments: last[1].toLocaleString("en-US"),
+      disk: last[2].toLocaleString("en-US"),
+      limit: st.retention_bytes < 0 ? KV.t("rc_no_limit") : KV.t("rc_limit", { n: st.retention_bytes }) });
   }
   KV.register("retention-chart", {
     update: function (root, frame) {
@@ -21,7 +21,7 @@
         plot.className = "rc-plot";
         plot.id = "rc-plot";
         plot.setAttribute("role", "img");
-        plot.setAttribute("aria-label", "Partition size over virtual time against retention.bytes");
+        plot.setAttribute("aria-label", KV.t("rc_aria"));
         const cap = document.createElement("p");
         cap.className = "rc-caption";
         cap.id = "rc-caption";
@@ -32,9 +32,9 @@
       if (!window.Plotly) return;
       const xs = st.history.map(function (p) { return p[0] / 1000; });
       const traces = [
-        { x: xs, y: st.history.map(function (p) { return p[1]; }), name: "log segments", mode: "lines+markers",
+        { x: xs, y: st.history.map(function (p) { return p[1]; }), name: KV.t("rc_segments"), mode: "lines+markers",
           line: { shape: "hv", color: "#0072b2", width: 2 }, marker: { symbol: "circle", size: 4 } },
-        { x: xs, y: st.history.map(function (p) { return p[2]; }), name: "on disk incl. .deleted", mode: "lines",
+        { x: xs, y: st.history.map(function (p) { return p[2]; }), name: KV.t("rc_on_disk"), mode: "lines",
           line: { shape: "hv", color: "#d55e00", width: 2, dash: "dot" } },
       ];
       const shapes = st.retention_bytes >= 0 ? [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: st.retention_bytes,
@@ -42,7 +42,7 @@
       const annotations = st.retention_bytes >= 0 ? [{ xref: "paper", x: 0, y: st.retention_bytes, xanchor: "left",
         yanchor: "bottom", text: "retention.bytes = " + st.retention_bytes, showarrow: false, font: { size: 11 } }] : [];
       const layout = { margin: { l: 56, r: 12, t: 8, b: 84 }, height: 300, shapes: shapes, annotations: annotations,
-        xaxis: { title: { text: "virtual time (s)" }, zeroline: false }, yaxis: { title: { text: "bytes" }, rangemode: "tozero" },
+        xaxis: { title: { text: KV.t("rpc_time") }, zeroline: false }, yaxis: { title: { text: KV.t("rc_bytes") }, rangemode: "tozero" },
         legend: { orientation: "h", y: -0.38 }, transition: KV.reducedMotion() ? undefined : { duration: 200 } };
       window.Plotly.react(plot, traces, layout, { displayModeBar: false, responsive: true, staticPlot: false });
     },

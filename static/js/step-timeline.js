@@ -39,7 +39,7 @@
       const ol = KV.html("ol", { class: "timeline st-events" });
       let folded = 0;
       groups[i].forEach(function (ev) { if (FOLD[ev.kind]) folded++; else ol.append(eventItem(ev)); });
-      if (folded) ol.append(KV.html("li", { class: "tl-item tl-note" }, "… +" + folded + " checkpoint write(s)"));
+      if (folded) ol.append(KV.html("li", { class: "tl-item tl-note" }, KV.t("st_folded", { n: folded })));
       if (!ol.children.length) ol.append(KV.html("li", { class: "tl-item tl-note" }, KV.t("nothing_happened")));
       sec.append(ol);
       frag.append(sec);

@@ -131,7 +131,7 @@
     if (file) file.addEventListener("change", function () {
       const f = file.files && file.files[0];
       if (!f) return;
-      if (f.size > 64 * 1024) { $("import-error").textContent = "⚠ " + f.name + ": more than 64 KB."; return; }
+      if (f.size > 64 * 1024) { $("import-error").textContent = KV.t("sp_too_big", { name: f.name }); return; }
       f.text().then(function (text) { $("import-run").value = text; $("import-form").requestSubmit(); file.value = ""; });
     });
     const keys = $("keys-button");

@@ -15,10 +15,10 @@
     return "k-" + (n % KEY_CLASSES);
   }
   function ruleText(pl) {
-    if (pl.rule === "key") return "murmur2(\"" + pl.key + "\") = " + pl.hash + " → positive % " + pl.partitions + " = " + pl.partition;
-    if (pl.rule === "explicit") return "partition " + pl.partition + " given by the producer";
-    if (pl.rule === "sticky-switch") return "no key: batch on p" + pl.switched_from + " was full, stick to p" + pl.partition + " now";
-    return "no key: sticky partition p" + pl.partition;
+    if (pl.rule === "key") return KV.t("tv_rule_key", { key: pl.key, hash: pl.hash, n: pl.partitions, p: pl.partition });
+    if (pl.rule === "explicit") return KV.t("tv_rule_explicit", { p: pl.partition });
+    if (pl.rule === "sticky-switch") return KV.t("tv_rule_switch", { from: pl.switched_from, p: pl.partition });
+    return KV.t("tv_rule_sticky", { p: pl.partition });
   }
 
   function ensure(root, st) {
@@ -29,26 +29,26 @@
           h("strong", { text: p.dir }),
           h("span", { class: "tv-pos", id: "tv-pos-" + p.partition }),
         ]),
-        h("ol", { class: "tv-cells", id: "tv-cells-" + p.partition, "aria-label": "Records of partition " + p.partition }),
+        h("ol", { class: "tv-cells", id: "tv-cells-" + p.partition, "aria-label": KV.t("tv_records_of", { p: p.partition }) }),
       ]);
     });
     const consumers = st.consumers.map(function (c) {
       return h("div", { class: "tv-consumer", id: "tv-consumer-" + c.name }, [
         h("div", { class: "tv-part-head" }, [
-          h("strong", { text: "Consumer " + c.name }),
-          h("span", { class: "tv-visit", text: "visits partitions " + c.assignment.join(", ") }),
+          h("strong", { text: KV.t("tv_consumer", { name: c.name }) }),
+          h("span", { class: "tv-visit", text: KV.t("tv_visits", { list: c.assignment.join(", ") }) }),
         ]),
-        h("ol", { class: "tv-got", id: "tv-got-" + c.name, "aria-label": "Records consumer " + c.name + " received, in order" }),
+        h("ol", { class: "tv-got", id: "tv-got-" + c.name, "aria-label": KV.t("tv_received", { name: c.name }) }),
       ]);
     });
     root.appendChild(h("div", { class: "tv" }, [
-      h("section", { class: "tv-producer", "aria-label": "Producer" }, [
-        h("h3", { text: "Producer: where each record went" }),
+      h("section", { class: "tv-producer", "aria-label": KV.t("tv_producer") }, [
+        h("h3", { text: KV.t("tv_producer_head") }),
         h("p", { class: "tv-sticky", id: "tv-sticky" }),
         h("ol", { class: "tv-placements", id: "tv-placements", reversed: "" }),
       ]),
-      h("section", { class: "tv-parts", "aria-label": "Partitions" }, [h("h3", { text: "Topic " + st.topic }) ].concat(parts)),
-      h("section", { class: "tv-consumers", "aria-label": "Consumers" }, [h("h3", { text: "Consumers" })].concat(consumers).concat([
+      h("section", { class: "tv-parts", "aria-label": KV.t("tv_partitions") }, [h("h3", { text: KV.t("tv_topic", { topic: st.topic }) }) ].concat(parts)),
+      h("section", { class: "tv-consumers", "aria-label": KV.t("cg_consumers") }, [h("h3", { text: KV.t("cg_consumers") })].concat(consumers).concat([
         h("p", { class: "tv-verdict", id: "tv-verdict", role: "status" }),
       ])),
     ]));
@@ -63,7 +63,7 @@
       let li = document.getElementById("tv-pl-" + pl.seq);
       if (!li) {
         li = h("li", { id: "tv-pl-" + pl.seq, class: "tv-pl " + keyClass(pl.key) + (KV.reducedMotion() ? "" : " is-new") }, [
-          h("span", { class: "tv-chip", text: pl.value + (pl.key !== null ? " · key " + pl.key : " · no key") }),
+          h("span", { class: "tv-chip", text: pl.key !== null ? KV.t("tv_chip_key", { value: pl.value, key: pl.key }) : KV.t("tv_chip_no_key", { value: pl.value }) }),
           h("span", { class: "tv-arrow", text: " → p" + pl.partition }),
           h("span", { class: "tv-rule", text: " (" + ruleText(pl) + ")" }),
         ]);
@@ -72,9 +72,8 @@
       if (ol.children[i] !== li) ol.insertBefore(li, ol.children[i] || null);
     });
     document.getElementById("tv-sticky").textContent = st.sticky_partition === null
-      ? "No keyless record yet. batch.size here is " + st.batch_size + " bytes."
-      : "Keyless records stick to partition " + st.sticky_partition + " (" + st.sticky_bytes + " of " + st.batch_size +
-        " bytes of batch.size used); when that batch is full the next keyless record picks another partition.";
+      ? KV.t("tv_no_keyless", { size: st.batch_size })
+      : KV.t("tv_sticky", { p: st.sticky_partition, used: st.sticky_bytes, size: st.batch_size });
   }
 
   function drawPartitions(st) {
@@ -86,7 +85,7 @@
         const id = "tv-r-" + p.partition + "-" + r[0];
         if (document.getElementById(id)) return;
         const li = h("li", { id: id, class: "tv-cell " + keyClass(r[1]) + (KV.reducedMotion() ? "" : " is-new"),
-          title: "offset " + r[0] + (r[1] !== null ? ", key " + r[1] : ", no key") + ", " + r[2] }, [
+          title: r[1] !== null ? KV.t("tv_cell_title", { offset: r[0], key: r[1], value: r[2] }) : KV.t("tv_cell_title_no_key", { offset: r[0], value: r[2] }) }, [
           h("span", { class: "tv-off", text: r[0] }),
           h("span", { class: "tv-key", text: r[1] !== null ? r[1] : "—" }),
           h("span", { class: "tv-val", text: r[2].replace(/^order-/, "#") }),
@@ -94,7 +93,7 @@
         ol.appendChild(li);
         window.setTimeout(function () { li.classList.remove("is-new"); }, 600);
       });
-      const pos = st.consumers.map(function (c) { return c.name + " next " + c.positions[String(p.partition)]; });
+      const pos = st.consumers.map(function (c) { return KV.t("tv_next", { name: c.name, offset: c.positions[String(p.partition)] }); });
       document.getElementById("tv-pos-" + p.partition).textContent =
         "LEO " + p.log_end_offset + " · " + pos.join(" · ");
       st.consumers.forEach(function (c) {
@@ -114,7 +113,7 @@
       ol.dataset.count = String(c.received_count);
       ol.textContent = "";
       c.received.forEach(function (r) {
-        ol.appendChild(h("li", { class: "tv-cell small " + keyClass(r[2]), title: "partition " + r[0] + ", offset " + r[1] }, [
+        ol.appendChild(h("li", { class: "tv-cell small " + keyClass(r[2]), title: KV.t("tv_got_title", { p: r[0], offset: r[1] }) }, [
           h("span", { class: "tv-off", text: "p" + r[0] + "@" + r[1] }),
           h("span", { class: "tv-val", text: r[3].replace(/^order-/, "#") }),
         ]));
@@ -122,16 +121,15 @@
     });
     const a = st.consumers[0].received, b = st.consumers[1].received;
     const v = document.getElementById("tv-verdict");
-    if (!a.length || !b.length) { v.textContent = "Poll with both consumers to compare what they received."; return; }
+    if (!a.length || !b.length) { v.textContent = KV.t("tv_poll"); return; }
     const samePer = [0, 1, 2].every(function (p) {
       const fa = a.filter(function (r) { return r[0] === p; }).map(function (r) { return r[1]; });
       const fb = b.filter(function (r) { return r[0] === p; }).map(function (r) { return r[1]; });
       const n = Math.min(fa.length, fb.length);
       return fa.slice(0, n).join() === fb.slice(0, n).join();
     });
-    v.textContent = (samePer ? "✓ Within each partition A and B got the records in the same (offset) order. " : "") +
-      (st.orders_differ ? "≠ Across partitions their overall orders differ." :
-        "Overall order: compare once both have read everything.");
+    v.textContent = (samePer ? KV.t("tv_same_order") + " " : "") +
+      KV.t(st.orders_differ ? "tv_orders_differ" : "tv_compare_later");
   }
 
   KV.register("topic-view", {

@@ -13,6 +13,9 @@
   const el = KV.el, html = KV.html;
 
   const TXN_STATUS = { open: true, committed: true, aborted: true };
+  // A transactional record's status as a plain word (titles, the text alternative).
+  const STATUS_WORD = { open: "tl_word_open", committed: "tl_committed_offsets", aborted: "tl_word_aborted" };
+  function statusWord(s) { return STATUS_WORD[s] ? KV.t(STATUS_WORD[s]) : s; }
 
   function cellOf(g, x, y, c, hatch) {
     const cls = (c.control ? "tl-marker tl-" + c.control.toLowerCase() : "tl-" + c.status) +
@@ -32,10 +35,10 @@
       node.append(el("text", { x: (CELL_W - 4) / 2, y: 58, "text-anchor": "middle", class: "tl-status" },
         c.retry_of !== undefined ? KV.t("tl_retry", { id: c.retry_of }) : KV.t("tl_" + c.status)));
     }
-    node.append(el("title", {}, KV.t("offset") + " " + c.offset + ": " + (c.control ? c.control + " marker" : c.value) +
-      ", producer id " + c.producer_id + ", epoch " + c.producer_epoch + ", sequence " + c.sequence +
-      (c.status !== "plain" && c.status !== "marker" ? ", " + c.status : "") +
-      (c.retry_of !== undefined ? ", written by a retry of request " + c.retry_of : "")));
+    node.append(el("title", {}, KV.t("tl_cell_title", { offset: c.offset, what: c.control ? KV.t("tl_marker_of", { control: c.control }) : c.value,
+      pid: c.producer_id, epoch: c.producer_epoch, seq: c.sequence }) +
+      (c.status !== "plain" && c.status !== "marker" ? ", " + statusWord(c.status) : "") +
+      (c.retry_of !== undefined ? ", " + KV.t("tl_by_retry", { id: c.retry_of }) : "")));
     g.append(node);
   }
 
@@ -56,7 +59,7 @@
     const first = Math.min.apply(null, lanes.filter(function (l) { return l.alive && l.cells && l.cells.length; })
       .map(function (l) { return l.cells[0].offset; }).concat([0]));
     const head = html("h3", { class: "tl-title" }, topic + "-" + p.partition + " · " + KV.t("leader") + " " +
-      (p.leader >= 0 ? KV.t("broker") + " " + p.leader : "—") + " · HW " + p.high_watermark + " · LSO " +
+      (p.leader >= 0 ? KV.t("broker_n", { b: p.leader }) : "—") + " · HW " + p.high_watermark + " · LSO " +
       p.last_stable_offset + " · LEO " + p.leo);
     sec.append(head);
     // Lane names in their own column, so a narrow screen scrolling the cells still sees them.
@@ -83,7 +86,7 @@
     const text = [];
     lanes.forEach(function (l, i) {
       const y = TOP + i * (CELL_H + ROW_GAP);
-      names.append(el("text", { x: 4, y: y + 20, class: "tl-lane-name" }, (l.leader ? "♛ " : "") + KV.t("broker") + " " + l.broker));
+      names.append(el("text", { x: 4, y: y + 20, class: "tl-lane-name" }, (l.leader ? "♛ " : "") + KV.t("broker_n", { b: l.broker })));
       names.append(el("text", { x: 4, y: y + 38, class: "tl-lane-sub" },
         !l.alive ? KV.t("down") : (l.leader ? KV.t("leader") : KV.t("follower")) + (p.isr.indexOf(l.broker) >= 0 ? " · ISR" : "")));
       if (!l.alive) return;
@@ -91,9 +94,9 @@
       (l.cells || []).forEach(function (c) { cellOf(g, X0 + (c.offset - first) * CELL_W, y, c, hatch); });
       svg.append(g);
       if (l.leader) {
-        text.push(KV.t("broker") + " " + l.broker + ": " + (l.cells || []).map(function (c) {
+        text.push(KV.t("broker_n", { b: l.broker }) + ": " + (l.cells || []).map(function (c) {
           return c.offset + " " + (c.control ? "[" + c.control + "]" : c.value) +
-            (c.status === "open" || c.status === "aborted" || c.status === "committed" ? " (" + c.status + ")" : "");
+            (STATUS_WORD[c.status] ? " (" + statusWord(c.status) + ")" : "");
         }).join(", "));
       }
     });
@@ -162,11 +165,11 @@
       const links = st.client_links || [];
       const linkNote = KV.keep(element, "tl-links", function () { return html("p", { class: "tl-links", role: "status" }); });
       linkNote.textContent = links.length ? links.map(function (f) {
-        return KV.t("tl_link_cut", { a: f.src === -1 ? KV.t("tl_client") : KV.t("broker") + " " + f.src,
-          b: f.dst === -1 ? KV.t("tl_client") : KV.t("broker") + " " + f.dst, arrow: "→" });
+        return KV.t("tl_link_cut", { a: f.src === -1 ? KV.t("tl_client") : KV.t("broker_n", { b: f.src }),
+          b: f.dst === -1 ? KV.t("tl_client") : KV.t("broker_n", { b: f.dst }), arrow: "→" });
       }).join(" ") : KV.t("tl_links_ok");
       element.append(linkNote);
-      table("txn-producers", [KV.t("tl_name"), "idempotent", KV.t("tl_pid"), KV.t("tl_epoch"), "transactional.id", KV.t("tl_state"), KV.t("tl_next_seq")],
+      table("txn-producers", [KV.t("tl_name"), KV.t("tl_idempotent"), KV.t("tl_pid"), KV.t("tl_epoch"), "transactional.id", KV.t("tl_state"), KV.t("tl_next_seq")],
         (st.producers || []).map(function (p) {
           return [p.name, p.idempotent ? "✓" : "✗", p.producer_id, p.producer_epoch, p.transactional_id || "—",
             p.txn_state === "none" ? "—" : p.txn_state,
@@ -174,7 +177,7 @@
         }), KV.t("tl_no_producers"));
       table("txn-coordinator", ["transactional.id", KV.t("tl_coordinator"), KV.t("tl_pid"), KV.t("tl_epoch"), KV.t("tl_state"), KV.t("tl_partitions")],
         (st.transactions || []).map(function (t) {
-          return [t.transactional_id, KV.t("broker") + " " + t.coordinator, t.producer_id, t.producer_epoch, t.state,
+          return [t.transactional_id, KV.t("broker_n", { b: t.coordinator }), t.producer_id, t.producer_epoch, t.state,
             (t.partitions || []).map(function (x) { return Array.isArray(x) ? x.join("-") : x; }).join(", ") || "—"];
         }), KV.t("tl_no_txns"));
       const offs = function (xs) { return (xs || []).map(function (o) { return o[0] + "-" + o[1] + "→" + o[2]; }).join(", "); };

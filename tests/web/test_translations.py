@@ -12,20 +12,27 @@ PO = Path(__file__).resolve().parents[2] / "locale" / "zh_Hans" / "LC_MESSAGES" 
 
 
 def po_entries(path: Path) -> dict[str, str]:
+    """msgid → msgstr; an entry with a msgctxt is keyed "context\x04msgid", as gettext stores it."""
     entries: dict[str, str] = {}
     key = None
+    context = None
     current: list[str] = []
     target = None
     for line in path.read_text(encoding="utf-8").splitlines() + [""]:
         if line.startswith("#~"):
             continue
-        if line.startswith("msgid "):
+        if line.startswith("msgctxt "):
+            if key is not None and target is not None:
+                entries[key] = "".join(target)
+            key, target, context = None, None, ast.literal_eval(line[8:])
+        elif line.startswith("msgid "):
             if key is not None and target is not None:
                 entries[key] = "".join(target)
             current, target = [ast.literal_eval(line[6:])], None
             key = None
         elif line.startswith("msgstr "):
-            key = "".join(current)
+            key = "".join(current) if context is None else context + "\x04" + "".join(current)
+            context = None
             target = [ast.literal_eval(line[7:])]
         elif line.startswith('"'):
             (target if target is not None else current).append(ast.literal_eval(line))
