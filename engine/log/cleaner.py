@@ -226,22 +226,26 @@ def map_records(data: bytes, p: int, count: int, base: int, lo: int, hi: int, ta
 
 
 def _map_dense(data: bytes, p: int, base: int, count: int, table: dict) -> tuple[int, int, int]:
-    """:func:`map_records` of a dense batch wholly in range."""
+    """:func:`map_records` of a dense batch wholly in range. The batch was CRC-checked when it
+    was appended, so a record's length and a present key's length are never negative: their
+    one- and two-byte zigzag varints decode with a shift, and a one-byte key length with its
+    low bit set is a null key (-1, or any negative length, as Kafka reads it)."""
     keyless = tombstones = 0
     md5 = _md5
     zz = _zigzag
     for offset in range(base, base + count):
         b = data[p]
         if b < 0x80:
-            length, p = (b >> 1) ^ -(b & 1), p + 1
+            length = b >> 1
+            p += 1
         else:
             c = data[p + 1]
             if c < 0x80:
-                u = (b & 0x7F) | (c << 7)
-                length, p = (u >> 1) ^ -(u & 1), p + 2
+                length = ((b & 0x7F) | (c << 7)) >> 1
+                p += 2
             else:
                 length, p = zz(data, p)
-        q = p + 1
+        q = p + 1                             # past the attributes byte
         if data[q] < 0x80 and data[q + 1] < 0x80:
             q += 2                            # one-byte timestampDelta and offsetDelta
         else:
@@ -251,18 +255,24 @@ def _map_dense(data: bytes, p: int, base: int, count: int, table: dict) -> tuple
             while data[q] >= 0x80:
                 q += 1
             q += 1
-        b = data[q]
+        b = data[q]                           # keyLength
         if b < 0x80:
-            klen, q = (b >> 1) ^ -(b & 1), q + 1
+            if b & 1:
+                keyless += 1
+                p += length
+                continue
+            q += 1
+            end = q + (b >> 1)
         else:
             klen, q = zz(data, q)
-        if klen < 0:
-            keyless += 1
-        else:
+            if klen < 0:
+                keyless += 1
+                p += length
+                continue
             end = q + klen
-            table[data[q:end] if klen < 16 else md5(data[q:end]).digest()] = offset
-            if data[end] == 1:
-                tombstones += 1
+        table[data[q:end] if end - q < 16 else md5(data[q:end]).digest()] = offset
+        if data[end] == 1:                    # valueLength -1 (zigzag 0x01): a tombstone
+            tombstones += 1
         p += length
     return count - keyless, keyless, tombstones
 
