@@ -817,30 +817,31 @@ class LogCleaner:
     def _filter_control(raw: bytes, pos: int, h: BatchHeader, txns: "_CleanedTransactions", now: int,
                         horizon_now: int, producer_last: set[int], stats: _GroupStats,
                         kept_aborts: list) -> bytes | None:
-        """A transaction marker as Kafka's cleaner writes it back (``checkBatchRetention`` with
-        ``onControlBatchRead``): kept as it is while any batch of its transaction is still in
-        the log; once none is, kept with a delete horizon (``now + delete.retention.ms``, bit 6
-        and ``baseTimestamp``, KIP-534) stamped the first time; removed by the first pass at
-        or after that horizon -- left as an empty batch if it is its producer's last batch
+        """A control batch as Kafka's cleaner writes it back (``checkBatchRetention`` with
+        ``onControlBatchRead``). A transaction marker is kept as it is while any batch of its
+        transaction is in the log; once none is, it is kept with a delete horizon stamped the
+        first time (``now + delete.retention.ms``: bit 6 and ``baseTimestamp``, KIP-534) and
+        removed by the first pass at or after that horizon. A batch without its record (a
+        marker already removed) goes at once. Either way a producer's last batch stays, empty
         (its epoch fences zombies). A kept ABORT marker keeps its ``.txnindex`` entry."""
-        size = h.batch_length + 12
         batch = decode_batch(raw, pos, verify_crc=False)
+        records = batch.records
         kind = None
-        if batch.records and batch.records[0].key is not None and len(batch.records[0].key) >= _CONTROL_KEY.size:
-            kind = _CONTROL_KEY.unpack_from(batch.records[0].key)[1]
-        discardable, txn = txns.on_marker(h, kind, bool(batch.records))
+        if records and records[0].key is not None and len(records[0].key) >= _CONTROL_KEY.size:
+            kind = _CONTROL_KEY.unpack_from(records[0].key)[1]
+        discardable, txn = txns.on_marker(h, kind, bool(records))
         horizon = h.delete_horizon_ms
-        if discardable and horizon is not None and now >= horizon:
-            stats.markers_removed += 1
-            return rebuild_batch(h, [], None) if h.base_offset in producer_last else None
-        if batch.records:
+        if records and not (discardable and horizon is not None and now >= horizon):
             stats.markers_kept += 1
             if txn is not None:
                 kept_aborts.append(txn)
-        if discardable and horizon is None and batch.records:
-            stats.marker_horizon = horizon_now
-            return rebuild_batch(batch, batch.records, horizon_now)
-        return raw[pos:pos + size]
+            if discardable and horizon is None:
+                stats.marker_horizon = horizon_now
+                return rebuild_batch(batch, records, horizon_now)
+            return raw[pos:pos + h.batch_length + 12]
+        if records:
+            stats.markers_removed += 1
+        return rebuild_batch(h, [], None) if h.base_offset in producer_last else None
 
     @staticmethod
     def _filter_batch(raw: bytes, pos: int, h: BatchHeader, omap: OffsetMap, now: int, horizon_now: int,

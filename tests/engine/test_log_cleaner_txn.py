@@ -204,6 +204,15 @@ def test_a_marker_that_is_its_producers_last_batch_stays_as_an_empty_batch(env):
     log.close()
     again = open_log(disk, clock, segment_bytes=100_000)    # the empty control batch replays cleanly
     assert table(read_committed(again)) == reopened_view
+    # once the producer writes again, the empty batch is not its last: the next pass drops it
+    # (Kafka's DELETE_EMPTY), while the new transaction's marker is kept
+    txn_put(again, 7, b"b", b"w")
+    end_txn(again, 7, True)
+    again.roll()
+    LogCleaner(disk).clean(again, clock.now_ms())
+    assert (1, 1, 7, True) not in batch_ranges(again)
+    assert [m[:2] for m in markers(again).values()] == [(7, "COMMIT")]
+    assert table(read_committed(again)) == {**reopened_view, b"b": b"w"}
 
 
 STEPS = 12
