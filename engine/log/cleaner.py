@@ -4,10 +4,10 @@
 A compacted log is ``[clean][dirty, cleanable][uncleanable]``. The boundary between clean and
 dirty is the **cleaner point** (first dirty offset), kept per partition in the data
 directory's ``cleaner-offset-checkpoint`` (``topic partition offset`` lines, Kafka's text
-checkpoint format). The first uncleanable offset is the smallest of the high watermark
-(the LSO, as there are no transactions), the active segment's base offset and, when
-``min.compaction.lag.ms`` > 0, the base of the first dirty segment holding a record newer
-than ``now - min.compaction.lag.ms``; it is rounded down to a segment base offset.
+checkpoint format). The first uncleanable offset is the smallest of the high watermark, the
+last stable offset (an open transaction may still abort), the active segment's base offset
+and, when ``min.compaction.lag.ms`` > 0, the base of the first dirty segment holding a record
+newer than ``now - min.compaction.lag.ms``; it is rounded down to a segment base offset.
 
 Choosing a log: ``ratio = dirty bytes / (clean + dirty bytes)``; a log is a candidate when
 ``ratio > min.cleanable.dirty.ratio``, or when ``max.compaction.lag.ms`` has passed since the
@@ -15,8 +15,11 @@ first batch of its first dirty segment (and it has dirty bytes). The candidate w
 largest ratio is cleaned.
 
 One pass:
-1. **Offset map** over the dirty range: key → largest offset (digests, bounded; a full map
-   cuts the range short). ``end offset = latest mapped offset + 1``.
+1. **Offset map** over the dirty range, in one pass over its batches: key → largest offset
+   (digests, bounded; a full map cuts the range short). Control batches and the batches of
+   aborted transactions (the ``.txnindex`` entries) stay out of it -- else an aborted offset
+   commit in ``__consumer_offsets`` would supersede the committed one before it.
+   ``end offset = latest mapped offset + 1``.
 2. **Rewrite** every segment from the log start up to the end offset, in groups whose sizes
    add up to at most ``segment.bytes`` (and whose index entries fit ``segment.index.bytes``,
    offsets an int32 from the group's base), one new segment per group named after the
@@ -27,17 +30,26 @@ One pass:
    delete horizon gets one (attribute bit 6, ``baseTimestamp = now + delete.retention.ms``,
    KIP-534), so a tombstone survives ``delete.retention.ms`` after the pass that first
    cleaned it. A batch left empty is dropped, unless it is its producer's last batch
-   (kept empty, to preserve the producer's sequence). Control batches are kept.
-   Transactions, as Kafka's cleaner: nothing at or past the first unstable offset (an open
-   transaction) is cleaned, and the records of aborted transactions (the ``.txnindex``)
-   neither enter the offset map nor survive the rewrite -- else an aborted offset commit
-   in ``__consumer_offsets`` would supersede the committed one before it.
-3. **Swap**, crash-safe: ``X.*.cleaned`` written and fsync'd → renamed ``X.*.swap`` → every
-   replaced segment renamed ``.deleted`` (removed ``file.delete.delay.ms`` later) → the
-   ``.swap`` files renamed to ``X.*``. Recovery (:func:`finish_interrupted_swaps`) deletes
-   ``.cleaned`` files and every ``.swap`` at or above the smallest of them (the clean was
-   not finished), and completes any other swap: it removes the segments the swap covers
-   and renames the ``.swap`` log into place (its indexes are rebuilt).
+   (kept empty, to preserve the producer's sequence and epoch). A batch of the mapped range
+   that the map keeps whole is copied as bytes, one it keeps none of is dropped, without
+   reading its records (:class:`_MappedRange`).
+   **Transactions**, as Kafka's ``CleanedTransactionMetadata`` (:class:`_CleanedTransactions`),
+   walking the batches in offset order: an aborted transaction's batch is dropped whole. A
+   transaction marker (COMMIT or ABORT control batch) stays as it is while any batch of its
+   transaction was in the log when the pass read it; a pass that finds none stamps the
+   marker with a delete horizon (as for tombstones) and the first pass at or after it removes
+   the marker. A control batch whose record is gone goes at once; a producer's last batch is
+   kept empty. The cleaned segment gets a ``.txnindex`` with the entries of the ABORT markers
+   it keeps (Kafka writes them only for transactions that still had a batch; we keep the
+   entry as long as the marker, so the index and the markers always agree).
+3. **Swap**, crash-safe: ``X.*.cleaned`` (``.log``, ``.index``, ``.timeindex``, and
+   ``.txnindex`` when it has entries) written and fsync'd → renamed ``X.*.swap`` → every
+   replaced segment renamed ``.deleted`` with its ``.txnindex`` (removed
+   ``file.delete.delay.ms`` later) → the ``.swap`` files renamed to ``X.*``. Recovery
+   (:func:`finish_interrupted_swaps`) deletes ``.cleaned`` files and every ``.swap`` at or
+   above the smallest of them (the clean was not finished), and completes any other swap: it
+   removes the segments the swap covers and renames the ``.swap`` log and ``.txnindex`` into
+   place (the other indexes are rebuilt).
 4. The **cleaner point** moves to the end offset.
 
 Every step is an event (:mod:`engine.log.cleaner_events`).
