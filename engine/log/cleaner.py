@@ -706,7 +706,10 @@ class LogCleaner:
     def _group_segments(log, segs: list[LogSegment], end: int) -> list[list[LogSegment]]:
         """Kafka's ``groupSegmentsBySize``: consecutive segments whose log sizes add up to at
         most ``segment.bytes``, index entries to what ``segment.index.bytes`` holds, and
-        offsets stay within an int32 of the group's base offset."""
+        offsets stay within an int32 of the group's base offset (an empty segment joins
+        whatever its offsets: it holds none). A pass whose group keeps no record leaves an
+        empty segment, as Kafka's ``cleanSegments`` swaps in its cleaned segment whatever its
+        size; the next pass groups it with its neighbours."""
         cfg = log.config
         all_segs = log.segments
         groups: list[list[LogSegment]] = []
@@ -724,7 +727,7 @@ class LogCleaner:
                 if (size + s.size > cfg.segment_bytes
                         or entries + s.offset_index.entries > cfg.max_index_entries_offset
                         or tentries + s.time_index.entries > cfg.max_index_entries_time - 1
-                        or upper - 1 - group[0].base_offset > INT32_MAX):
+                        or (s.size and upper - 1 - group[0].base_offset > INT32_MAX)):
                     break
                 group.append(s)
                 size += s.size

@@ -604,3 +604,47 @@ def test_whole_batch_shortcuts_write_the_same_bytes_as_the_per_record_rewrite(op
                 results.append((result.to_dict(), [disk.read_all(s.log_rel) for s in log.segments],
                                 [e.to_dict() for e in log.events.envelopes]))
             assert results[0] == results[1]
+
+
+def test_a_group_cleaned_to_nothing_stays_an_empty_segment_and_the_next_pass_merges_it(env):
+    """Kafka's cleanSegments swaps in the cleaned segment whatever its size (an empty one keeps
+    the group's base offset, so the log start offset does not move), and groupSegmentsBySize
+    lets an empty segment join the group before it."""
+    disk, clock = env
+    log = open_log(disk, clock)
+    for i in range(12):
+        put(log, b"k0", b"v%d" % i)
+    for i in range(6):
+        put(log, b"k1", b"w%d" % i)
+    log.roll()
+    LogCleaner(disk).clean(log, clock.now_ms())
+    sizes = {s.base_offset: s.size for s in log.segments[:-1]}
+    assert sizes[0] == 0 and log.log_start_offset == 0            # 0..3: all superseded by k0's last value
+    assert visible(log) == [(11, b"k0", b"v11"), (17, b"k1", b"w5")]
+    for i in range(6):
+        put(log, b"k1", b"x%d" % i)
+    log.roll()
+    result = LogCleaner(disk).clean(log, clock.now_ms())
+    assert result.groups[0] == [0, 4, 8, 12, 16]                   # the empty segments joined the first group
+    # the earlier empties are gone; this pass left its own (18..21: x0..x3, superseded by x5)
+    assert [(s.base_offset, s.size > 0) for s in log.segments[:-1]] == [(0, True), (18, False), (22, True)]
+    assert visible(log) == [(11, b"k0", b"v11"), (23, b"k1", b"x5")]
+
+
+def test_an_empty_segment_joins_a_group_whatever_its_offset_range(env):
+    """groupSegmentsBySize skips the int32 offset-range check for an empty segment (it holds
+    no offsets), so one left empty before a gap of more than 2^31 offsets still merges."""
+    disk, clock = env
+    log = open_log(disk, clock)
+    far = 2**31 + 50
+    for base, key in ((0, b"k0"), (10, b"k1"), (far, b"k1")):
+        log.append_as_follower(build_batch([SimpleRecord(b"v%d" % base, key=key)], base_offset=base))
+        log.roll()
+    first = LogCleaner(disk).clean(log, clock.now_ms())
+    assert first.groups == [[0], [1], [far]]                       # 1 spans the gap: it cannot join 0
+    assert [(s.base_offset, s.size) for s in log.segments[:2]] == [(0, log.segments[0].size), (1, 0)]
+    log.append_as_follower(build_batch([SimpleRecord(b"x", key=b"k2")], base_offset=far + 10))
+    log.roll()
+    second = LogCleaner(disk).clean(log, clock.now_ms())
+    assert second.groups[0] == [0, 1]
+    assert visible(log) == [(0, b"k0", b"v0"), (far, b"k1", b"v%d" % far), (far + 10, b"k2", b"x")]
