@@ -186,54 +186,27 @@ def record_keys(data: bytes, pos: int, h: BatchHeader) -> list[tuple]:
     return out
 
 
-def map_records(data: bytes, p: int, count: int, base: int, lo: int, hi: int, table: dict,
-                dense: bool = False) -> tuple[int, int, int]:
-    """Put the key → offset of every record of the uncompressed batch whose records start at
-    ``p`` (``count`` records, base offset ``base``) with an offset in ``[lo, hi)`` into
-    ``table`` (an :class:`OffsetMap`'s slots: keys of 16 bytes or more as their MD5 digest).
-    Reads only the length, offset delta, key and the first byte of the value of each record
-    and makes no object but the key. Returns ``(keys put, keyless records, tombstones put)``.
+def map_records(data: bytes, pos: int, h: BatchHeader, lo: int, hi: int, table: dict) -> tuple[int, int, int]:
+    """Put the key → offset of every record of the batch at ``pos`` (header ``h``) with an
+    offset in ``[lo, hi)`` into ``table`` (an :class:`OffsetMap`'s slots: keys of 16 bytes or
+    more as their MD5 digest). Returns ``(keys put, keyless records, tombstones put)``.
 
-    ``dense`` (``lastOffsetDelta == count - 1``: every batch a producer writes) with the whole
-    batch inside ``[lo, hi)`` takes the offsets as consecutive, without decoding their deltas
-    or checking the range per record; the cleaner spends most of a pass here."""
-    if dense and lo <= base and base + count <= hi:
-        return _map_dense(data, p, base, count, table)
+    An uncompressed dense batch (``lastOffsetDelta == count - 1``: every batch a producer
+    writes) wholly inside ``[lo, hi)`` goes through :func:`_map_dense`, which reads only the
+    length, key and the first byte of the value of each record, takes the offsets as
+    consecutive and makes no object but the key; the cleaner spends most of a pass there.
+    Any other batch is read with :func:`record_keys`."""
+    base, count = h[0], h[12]
+    if not h[5] & _ATTR_CODEC and h[6] == count - 1 and lo <= base and base + count <= hi:
+        return _map_dense(data, pos + BATCH_OVERHEAD, base, count, table)
     put = keyless = tombstones = 0
-    md5 = _md5
-    zz = _zigzag
-    for _ in range(count):
-        b = data[p]                           # record length (one- and two-byte varints inline)
-        if b < 0x80:
-            length, p = (b >> 1) ^ -(b & 1), p + 1
-        elif data[p + 1] < 0x80:
-            u = (b & 0x7F) | (data[p + 1] << 7)
-            length, p = (u >> 1) ^ -(u & 1), p + 2
-        else:
-            length, p = zz(data, p)
-        q = p + 1                             # past the attributes byte
-        while data[q] >= 0x80:                # timestampDelta: skipped
-            q += 1
-        b = data[q + 1]                       # offsetDelta
-        if b < 0x80:
-            offset, q = base + ((b >> 1) ^ -(b & 1)), q + 2
-        else:
-            delta, q = zz(data, q + 1)
-            offset = base + delta
-        b = data[q]                           # keyLength
-        if b < 0x80:
-            klen, q = (b >> 1) ^ -(b & 1), q + 1
-        else:
-            klen, q = zz(data, q)
-        if klen < 0:
+    for offset, key, tombstone, *_ in record_keys(data, pos, h):
+        if key is None:
             keyless += 1
         elif lo <= offset < hi:
-            key = data[q:q + klen]
-            table[key if klen < 16 else md5(key).digest()] = offset
+            table[key if len(key) < 16 else _md5(key).digest()] = offset
             put += 1
-            if data[q + klen] == 1:           # valueLength -1 (zigzag 0x01): a tombstone
-                tombstones += 1
-        p += length
+            tombstones += tombstone
     return put, keyless, tombstones
 
 
@@ -673,18 +646,7 @@ class LogCleaner:
                     break
                 if not attributes & _ATTR_CONTROL and not (attributes & _ATTR_TRANSACTIONAL and aborted.holds(h)):
                     records += count
-                    if attributes & _ATTR_CODEC:          # compressed: the records are decoded
-                        n = keyless = tombstones = 0
-                        for offset, key, tombstone, *_ in record_keys(data, pos, h):
-                            if key is None:
-                                keyless += 1
-                            elif start <= offset < upper:
-                                omap.put(key, offset)
-                                n += 1
-                                tombstones += tombstone
-                    else:
-                        n, keyless, tombstones = map_records(data, pos + BATCH_OVERHEAD, count, base, start, upper,
-                                                             table, h[6] == count - 1)
+                    n, keyless, tombstones = map_records(data, pos, h, start, upper, table)
                     put += n
                     if keyless or tombstones:
                         marked[base] = keyless

@@ -12,30 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords
 
-from engine.clock import Scheduler, VirtualClock
-from engine.config import LogConfig
+from engine.clock import VirtualClock
 from engine.disk import Disk
-from engine.events import EventLog
-from engine.log import Log
 from engine.log.cleaner import LogCleaner
 from engine.log.transaction_index import TransactionIndex
 from engine.records import ControlRecordType, SimpleRecord, decode_batch, read_end_txn_marker
-
-BASE = dict(segment_bytes=400, index_interval_bytes=90, cleanup_policy="compact", delete_retention_ms=1000,
-            file_delete_delay_ms=10)
-
-
-class Crash(Exception):
-    pass
+from test_log_cleaner import Crash, put
+from test_log_cleaner import open_log as open_compacted_log
 
 
 def open_log(disk, clock, **cfg):
-    return Log(disk, "t-0", "t", 0, LogConfig(**{**BASE, **cfg}), Scheduler(clock), EventLog(clock),
-               hw_follows_leo=True)
-
-
-def put(log, key, value):
-    log.append_as_leader([SimpleRecord(value, key=key)], 0)
+    return open_compacted_log(disk, clock, **{"segment_bytes": 400, **cfg})
 
 
 def txn_put(log, pid, key, value):
