@@ -377,3 +377,22 @@ def _records_of(seg):
 def _all_records(log):
     for seg in log.segments:
         yield from _records_of(seg)
+
+
+def test_clean_command_reports_aborted_records_and_markers(tmp_path):
+    import subprocess
+    import sys
+    disk, clock = Disk(tmp_path), VirtualClock(10_000)
+    log = open_log(disk, clock, segment_bytes=100_000)
+    txn_put(log, 7, b"a", b"kept")
+    end_txn(log, 7, True)
+    txn_put(log, 7, b"b", b"aborted")
+    end_txn(log, 7, False)
+    log.roll()
+    put(log, b"c", b"x")
+    log.close()
+    disk.close_all()
+    r = subprocess.run([sys.executable, "-m", "engine", "clean", str(tmp_path / "t-0"),
+                        "--min-cleanable-dirty-ratio", "0"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "transactions: 1 aborted record(s) removed; markers kept 2, removed 0" in r.stdout
