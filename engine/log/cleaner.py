@@ -67,7 +67,7 @@ from crc32c import crc32c
 from ..disk import Disk
 from ..errors import CorruptCheckpointError, InvalidRecordError
 from ..records import (BATCH_OVERHEAD, BatchHeader, ControlRecordType, Record, decode_batch, iter_batches,
-                       scan_valid)
+                       read_header, scan_valid)
 from ..records.compression import compress
 from ..records.varint import encode_varint, encode_varlong
 from .checkpoint import CheckpointFile
@@ -737,7 +737,7 @@ class LogCleaner:
                         data = filter_batch(raw, pos, h, omap, now, horizon_now, producer_last, stats)
                 if data is None:
                     continue
-                new.reserve(decode_header(data), len(data), now)
+                new.reserve(read_header(data, 0), len(data), now)
                 out.append(data)
                 pending += len(data)
                 if pending >= _WRITE_BUFFER:
@@ -966,11 +966,6 @@ class _CleanedTransactions:
                 return False, None
             return True, None
         return False, None                      # another control type: kept
-
-
-def decode_header(data: bytes) -> BatchHeader:
-    from ..records import read_header
-    return read_header(data, 0)
 
 
 # ---------------------------------------------------------------------------- recovery
