@@ -4,7 +4,9 @@
    ``.cleaned``/``.swap``, fsync) over a compacted log of ``--mb`` MB of 50-record batches
    with ``--keys`` distinct keys, in MB of segments cleaned per second, against the peer:
    reading every segment file and writing the same bytes to a new file with an fsync.
-   Paired rounds on fresh copies of the same directory; medians.
+   Paired rounds on fresh copies of the same directory, the order alternating; the figure is
+   the median of the per-round ratios, with min and max. Wall time: both sides wait for
+   fsync, which CPU time would not count.
 2. **Assignment time** for 1,000 members × 10,000 partitions (10 topics) per strategy, ours
    against kafka-python 3.0.12's assignors on the same group: a fresh group, and (sticky)
    the rebalance after one member leaves. Paired rounds (kafka-python's sticky takes tens of
@@ -24,6 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from paired import figure, print_figure  # noqa: E402
 
 from engine.clock import Scheduler, VirtualClock  # noqa: E402
 from engine.config import LogConfig  # noqa: E402
@@ -101,27 +105,30 @@ def rewrite_once(root: str) -> tuple[float, int]:
     return elapsed, total
 
 
-def bench_cleaner(mb: int, keys: int, rounds: int) -> None:
+def bench_cleaner(mb: int, keys: int, rounds: int) -> list:
     with tempfile.TemporaryDirectory() as tmp:
         master = os.path.join(tmp, "master")
         cfg, records = build_log(master, mb, keys)
-        ours, peer = [], []
+        ours, peer, ratio = [], [], []
+        print(f"cleaner: {mb} MB, {records} records, {keys} keys, {rounds} paired rounds (order alternating)")
         for r in range(rounds):
             a, b = os.path.join(tmp, f"a{r}"), os.path.join(tmp, f"b{r}")
             shutil.copytree(master, a)
             shutil.copytree(master, b)
-            t, n = clean_once(a, cfg)
-            ours.append(n / t / 1e6)
-            t, n = rewrite_once(b)
-            peer.append(n / t / 1e6)
+            turns = [("ours", lambda: clean_once(a, cfg)), ("peer", lambda: rewrite_once(b))]
+            got = {}
+            for name, fn in turns[::1 if r % 2 == 0 else -1]:
+                t, n = fn()
+                got[name] = n / t / 1e6
+            ours.append(got["ours"])
+            peer.append(got["peer"])
+            ratio.append(got["ours"] / got["peer"])
             shutil.rmtree(a)
             shutil.rmtree(b)
-        o, p = statistics.median(ours), statistics.median(peer)
-        ratio = o / p
-        print(f"cleaner: {mb} MB, {records} records, {keys} keys, {rounds} paired rounds")
-        print(f"  cleaning pass            {o:8.1f} MB/s (median)")
-        print(f"  read + rewrite + fsync   {p:8.1f} MB/s (median)")
-        print(f"  ratio {ratio:.3f}  goal >= {CLEANER_GOAL}: {'met' if ratio >= CLEANER_GOAL else 'NOT met'}")
+        print_figure(figure("cleaning pass, MB of segments cleaned per s", ours, "MB/s", "(no goal)"))
+        print_figure(figure("read + rewrite + fsync of the same files", peer, "MB/s", "(no goal)"))
+        return [print_figure(figure("cleaner throughput / read + rewrite", ratio, "x", f">= {CLEANER_GOAL}x",
+                                    at_least=CLEANER_GOAL))]
 
 
 def _time(fn, rounds: int) -> float:

@@ -646,8 +646,13 @@ _EN.update({
         f"{e['bytes_before']} → {e['bytes_after']} bytes; {e['superseded']} older value(s) dropped, "
         f"{e['tombstones_kept']} tombstone(s) kept, {e['tombstones_removed']} removed"
         + (f", {e['keyless_removed']} keyless record(s) dropped" if e.get("keyless_removed") else "")
+        + (f", {e['aborted_removed']} record(s) of aborted transactions dropped" if e.get("aborted_removed") else "")
         + (f"; tombstones kept until {_s(e['delete_horizon_ms'])} (delete.retention.ms)"
-           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")),
+           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")
+        + (f"; transaction markers: {e.get('markers_kept', 0)} kept, {e.get('markers_removed', 0)} removed"
+           if e.get("markers_kept") or e.get("markers_removed") else "")
+        + (f" (markers with nothing left of their transaction kept until {_s(e['marker_horizon_ms'])})"
+           if isinstance(e.get("marker_horizon_ms"), int) else "")),
     "cleaner_swap_step": lambda e: (f"{_where(e, False)}: cleaner {_SWAP_EN.get(e['step'], e['step'])} "
                                     f"(segment {_seg(e['segment'])}: {', '.join(e.get('files') or [])})"),
     "cleaner_point_moved": lambda e: (f"{_where(e, False)}: cleaner point (first dirty offset) {e['old_offset']} → "
@@ -723,8 +728,13 @@ _ZH.update({
         f"{e['bytes_before']} → {e['bytes_after']} 字节；丢弃旧值 {e['superseded']} 条，保留墓碑 {e['tombstones_kept']} 条，"
         f"删除墓碑 {e['tombstones_removed']} 条"
         + (f"，丢弃无键消息 {e['keyless_removed']} 条" if e.get("keyless_removed") else "")
+        + (f"，丢弃已中止事务的消息 {e['aborted_removed']} 条" if e.get("aborted_removed") else "")
         + (f"；墓碑保留到 {_s(e['delete_horizon_ms'])}（delete.retention.ms）"
-           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")),
+           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")
+        + (f"；事务标记保留 {e.get('markers_kept', 0)} 个，删除 {e.get('markers_removed', 0)} 个"
+           if e.get("markers_kept") or e.get("markers_removed") else "")
+        + (f"（事务已无消息的标记保留到 {_s(e['marker_horizon_ms'])}）"
+           if isinstance(e.get("marker_horizon_ms"), int) else "")),
     "cleaner_swap_step": lambda e: (f"{_where(e, True)}：清理器{_SWAP_ZH.get(e['step'], e['step'])}"
                                     f"（段 {_seg(e['segment'])}：{', '.join(e.get('files') or [])}）"),
     "cleaner_point_moved": lambda e: (f"{_where(e, True)}：清理点（第一个脏偏移量）{e['old_offset']} → "

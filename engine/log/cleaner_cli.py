@@ -116,6 +116,9 @@ def _cmd_clean(args: argparse.Namespace) -> int:
     print(f"records {out['records_before']} -> {out['records_after']} (superseded {out['superseded']}, "
           f"tombstones kept {out['tombstones_kept']}, removed {out['tombstones_removed']}, keyless removed "
           f"{out['keyless_removed']})")
+    if out["aborted_removed"] or out["markers_kept"] or out["markers_removed"]:
+        print(f"transactions: {out['aborted_removed']} aborted record(s) removed; markers kept "
+              f"{out['markers_kept']}, removed {out['markers_removed']}")
     print(f"bytes {out['bytes_before']} -> {out['bytes_after']}; segments {out['segments_before']} -> "
           f"{out['segments_after']}")
     return 0

@@ -47,7 +47,11 @@ class OffsetMapFilled(Event):
 
 @event("segments_cleaned")
 class SegmentsCleaned(Event):
-    """A group of segments was rewritten into one ``.cleaned`` segment (base ``segment``)."""
+    """A group of segments was rewritten into one ``.cleaned`` segment (base ``segment``).
+    Record counts are data records (``aborted_removed``: records of aborted transactions).
+    Transaction markers (control batches) are counted apart: kept, or removed once nothing of
+    their transaction is left in the log and their delete horizon has passed;
+    ``marker_horizon_ms`` is the horizon this pass stamped on markers, if any."""
     broker: int | None
     topic: str
     partition: int
@@ -62,6 +66,10 @@ class SegmentsCleaned(Event):
     tombstones_removed: int
     keyless_removed: int
     delete_horizon_ms: int | None
+    aborted_removed: int = 0
+    markers_kept: int = 0
+    markers_removed: int = 0
+    marker_horizon_ms: int | None = None
 
 
 @event("cleaner_swap_step")

@@ -528,3 +528,123 @@ def test_an_aborted_transactions_records_neither_supersede_nor_survive_and_open_
     assert encode_value(OffsetValue(9, -1, "", 0)) not in values          # the aborted record is gone
     assert encode_value(OffsetValue(4, -1, "", 0)) in values              # the committed one stays
     assert encode_value(OffsetValue(12, -1, "", 0)) in values             # the open one is past the LSO
+
+
+# ---- property: batches copied or dropped whole = the per-record rewrite ---------------------------
+
+batch_ops = st.lists(st.one_of(
+    # a batch: (key, -1 for none; value, 0 for a tombstone) per record, compressed, from a producer
+    # (False, "idempotent" or "txn": a transactional producer whose transactions "end" closes)
+    st.tuples(st.just("batch"), st.lists(st.tuples(st.integers(-1, 6), st.integers(0, 5)), min_size=1, max_size=6),
+              st.booleans(), st.sampled_from([False, "idempotent", "txn"])),
+    st.tuples(st.just("end"), st.just(()), st.booleans(), st.just(False)),
+    st.tuples(st.just("clean"), st.integers(1, 1 << 12), st.just(False), st.just(False)),
+    st.tuples(st.just("wait"), st.integers(0, 1500), st.just(False), st.just(False)),
+), min_size=1, max_size=30)
+
+
+def _two_logs(tmp):
+    out = []
+    for name in ("shortcuts", "per-record"):
+        disk, clock = Disk(f"{tmp}/{name}"), VirtualClock(10_000)
+        log = Log(disk, "t-0", "t", 0, LogConfig(**{**BASE, "segment_bytes": 700}), Scheduler(clock),
+                  EventLog(clock), hw_follows_leo=True, schedule_tasks=False)
+        out.append((disk, clock, log))
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(batch_ops)
+def test_whole_batch_shortcuts_write_the_same_bytes_as_the_per_record_rewrite(ops):
+    """The cleaner copies a batch whole when the offset map keeps all of it and drops it when
+    the map keeps none of it, without reading its records; the per-record path must come to
+    the same bytes on disk, the same counts and the same events, whatever the batches hold
+    (keyless records, tombstones, compression, producers, transactions committed and aborted,
+    a map too small for the dirty range)."""
+    from engine.records import build_end_txn_marker
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = _two_logs(tmp)
+        seq = {7: 0, 9: 0}
+        txn_open = False
+        for op, a, flag, producer in ops:
+            if op == "clean" and txn_open:     # an open transaction would stop the cleaning at its start
+                ends = [a % 2 == 0]
+            elif op == "end" and txn_open:
+                ends = [flag]
+            else:
+                ends = []
+            for commit in ends:
+                for disk, clock, log in logs:
+                    log.append_as_follower(build_end_txn_marker(commit, 9, 0, 0, base_offset=log.log_end_offset,
+                                                                now_ms=clock.now_ms()))
+                txn_open = False
+            pid = 9 if producer == "txn" else 7
+            for disk, clock, log in logs:
+                if op == "batch":
+                    recs = [SimpleRecord(b"v%d" % v if v else None, key=b"k%d" % k if k >= 0 else None,
+                                         timestamp=clock.now_ms()) for k, v in a]
+                    log.append_as_follower(build_batch(
+                        recs, base_offset=log.log_end_offset,
+                        compression=CompressionType.GZIP if flag else CompressionType.NONE,
+                        producer_id=pid if producer else -1, producer_epoch=0 if producer else -1,
+                        base_sequence=seq[pid] if producer else -1, is_transactional=producer == "txn"))
+                elif op == "wait":
+                    clock.advance(a)
+            if op == "batch" and producer:
+                seq[pid] += len(a)
+                txn_open = txn_open or producer == "txn"
+            if op != "clean":
+                continue
+            results = []
+            for i, (disk, clock, log) in enumerate(logs):
+                log.roll()
+                cleaner = LogCleaner(disk, dedupe_buffer_size=24 * a)   # from one entry to a map that never fills
+                cleaner.batch_shortcuts = i == 0
+                result = cleaner.clean(log, clock.now_ms())
+                results.append((result.to_dict(), [disk.read_all(s.log_rel) for s in log.segments],
+                                [e.to_dict() for e in log.events.envelopes]))
+            assert results[0] == results[1]
+
+
+def test_a_group_cleaned_to_nothing_stays_an_empty_segment_and_the_next_pass_merges_it(env):
+    """Kafka's cleanSegments swaps in the cleaned segment whatever its size (an empty one keeps
+    the group's base offset, so the log start offset does not move), and groupSegmentsBySize
+    lets an empty segment join the group before it."""
+    disk, clock = env
+    log = open_log(disk, clock)
+    for i in range(12):
+        put(log, b"k0", b"v%d" % i)
+    for i in range(6):
+        put(log, b"k1", b"w%d" % i)
+    log.roll()
+    LogCleaner(disk).clean(log, clock.now_ms())
+    sizes = {s.base_offset: s.size for s in log.segments[:-1]}
+    assert sizes[0] == 0 and log.log_start_offset == 0            # 0..3: all superseded by k0's last value
+    assert visible(log) == [(11, b"k0", b"v11"), (17, b"k1", b"w5")]
+    for i in range(6):
+        put(log, b"k1", b"x%d" % i)
+    log.roll()
+    result = LogCleaner(disk).clean(log, clock.now_ms())
+    assert result.groups[0] == [0, 4, 8, 12, 16]                   # the empty segments joined the first group
+    # the earlier empties are gone; this pass left its own (18..21: x0..x3, superseded by x5)
+    assert [(s.base_offset, s.size > 0) for s in log.segments[:-1]] == [(0, True), (18, False), (22, True)]
+    assert visible(log) == [(11, b"k0", b"v11"), (23, b"k1", b"x5")]
+
+
+def test_an_empty_segment_joins_a_group_whatever_its_offset_range(env):
+    """groupSegmentsBySize skips the int32 offset-range check for an empty segment (it holds
+    no offsets), so one left empty before a gap of more than 2^31 offsets still merges."""
+    disk, clock = env
+    log = open_log(disk, clock)
+    far = 2**31 + 50
+    for base, key in ((0, b"k0"), (10, b"k1"), (far, b"k1")):
+        log.append_as_follower(build_batch([SimpleRecord(b"v%d" % base, key=key)], base_offset=base))
+        log.roll()
+    first = LogCleaner(disk).clean(log, clock.now_ms())
+    assert first.groups == [[0], [1], [far]]                       # 1 spans the gap: it cannot join 0
+    assert [(s.base_offset, s.size) for s in log.segments[:2]] == [(0, log.segments[0].size), (1, 0)]
+    log.append_as_follower(build_batch([SimpleRecord(b"x", key=b"k2")], base_offset=far + 10))
+    log.roll()
+    second = LogCleaner(disk).clean(log, clock.now_ms())
+    assert second.groups[0] == [0, 1]
+    assert visible(log) == [(0, b"k0", b"v0"), (far, b"k1", b"v%d" % far), (far + 10, b"k2", b"x")]

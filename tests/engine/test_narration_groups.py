@@ -38,3 +38,15 @@ def test_group_protocol_sentences():
     start = {"kind": "position_reset", "group": "g", "consumer": "c1", "topic": "t", "partition": 0, "offset": 10,
              "source": "committed"}
     assert narration.describe(start) == "c1: starts t-0 at offset 10 (its group's committed offset)"
+
+
+def test_a_pass_over_transactions_names_aborted_records_and_markers():
+    cleaned = {"kind": "segments_cleaned", "partition": 0, "segment": 0, "sources": [0], "bytes_before": 500,
+               "bytes_after": 200, "records_before": 4, "records_after": 2, "superseded": 1, "tombstones_kept": 0,
+               "tombstones_removed": 0, "keyless_removed": 0, "delete_horizon_ms": None, "aborted_removed": 1,
+               "markers_kept": 2, "markers_removed": 1, "marker_horizon_ms": 12000}
+    text = narration.describe(cleaned)
+    assert "1 record(s) of aborted transactions dropped" in text
+    assert "transaction markers: 2 kept, 1 removed" in text and "kept until 12.0 s" in text
+    zh = narration.describe(cleaned, "zh")
+    assert "丢弃已中止事务的消息 1 条" in zh and "事务标记保留 2 个，删除 1 个" in zh
