@@ -201,6 +201,11 @@ class LogSegment:
         self.disk.fsync(self.log_rel)
         self.offset_index.fsync()
         self.time_index.fsync()
+        # The aborted-transaction index too (Kafka's LogSegment.flush includes txnIndex): a
+        # crash must not lose what tells read_committed readers and the cleaner what to skip.
+        txn_rel = self.log_rel[:-len(".log")] + ".txnindex"
+        if self.disk.is_dirty(txn_rel):
+            self.disk.fsync(txn_rel)
 
     @property
     def largest_timestamp(self) -> int:

@@ -182,3 +182,16 @@ def test_find_offset_and_read_batches_equal_a_brute_force_walk(batches, target, 
             assert [h.base_offset for h in headers] == [b[1] for b in want[:n]]
             assert data == seg.read_bytes(expected[0], sum(b[3] for b in want[:n]))
         disk.close_all()
+
+
+def test_flush_makes_the_txnindex_durable_too(seg):
+    """Kafka's segment flush includes the transaction index: after a flush, a power loss
+    keeps the aborted-transaction entries that read_committed readers and the cleaner need."""
+    from engine.log.transaction_index import AbortedTxn, TransactionIndex
+    append(seg, batch_of_size(0, 200))
+    index = TransactionIndex(seg.disk, seg.log_rel[:-len(".log")] + ".txnindex")
+    index.append(AbortedTxn(7, 0, 0, 0))
+    seg.flush()
+    assert not seg.disk.is_dirty(index.rel)
+    seg.disk.crash("t-0")
+    assert TransactionIndex(seg.disk, index.rel).entries() == [AbortedTxn(7, 0, 0, 0)]
