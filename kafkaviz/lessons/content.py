@@ -153,6 +153,14 @@ class LessonContent:
         labels come from the lesson's ``[text]`` table under the scenario's name."""
         return [(name, self.text.get(name, name)) for name in self.scenario.get("choices", ())]
 
+    def prediction_for(self, pid: str) -> Prediction | None:
+        """The prediction a kind names ``pid`` in the frame state (a step's id, or
+        ``<scenario>:<step>:<rule>`` for a note, which may be keyed without its rule)."""
+        if not isinstance(pid, str):
+            return None
+        return self.predictions.get(pid) or (self.predictions.get(pid.rsplit(":", 1)[0]) if pid.count(":") == 2
+                                             else None)
+
     def explanation_html(self) -> SafeString:
         return render_markup(self.explanation)
 

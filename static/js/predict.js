@@ -4,13 +4,23 @@
  * which choices the engine's events made happen -- decided on the server by the lesson's
  * checks, never here -- and the sentences of the events that decided it.
  * The pick is the learner's, not the engine's: it stays in this tab (sessionStorage),
- * per lesson and question, so Back and Step again show the same comparison. */
+ * per lesson and question, so Back and Step again show the same comparison.
+ * In a room a student's pick also goes to the server ({"type": "predict"}), which
+ * sends every watcher the class's spread ({"type": "spread"}): the instructor's
+ * projector shows it as it comes in, students see it beside the engine's answer. */
 (function () {
   "use strict";
   const KV = window.KV;
   const $ = function (id) { return document.getElementById(id); };
   let asked = null;            // the upcoming question on screen (its id), kept while it stays
   let told = null;             // the outcome on screen ("id@step"), announced once
+  let current = null;          // the last frame's state.prediction
+  const spreads = {};          // a room's class answers: question id -> students per choice
+  let role = "";               // "", or in a room "student" / "instructor" (room-data)
+  document.addEventListener("DOMContentLoaded", function () {
+    const node = $("room-data");
+    try { role = node ? JSON.parse(node.textContent).role || "" : ""; } catch (_) { role = ""; }
+  });
 
   function storeKey(id) { return "kafkaviz:predict:" + (KV.data.slug || location.pathname) + ":" + id; }
   function loadPick(id) {
@@ -26,7 +36,7 @@
   function renderAsk(up) {
     const form = $("predict-form");
     if (!form) return;
-    form.hidden = !up;
+    form.hidden = !up || role === "instructor";      // the class predicts; the projector shows the spread
     if (!up) { asked = null; return; }
     if (asked === up.id) return;          // keep the learner's focus and selection
     asked = up.id;
@@ -56,7 +66,7 @@
     const picked = loadPick(oc.id);
     const happened = oc.choices.filter(function (c) { return c.happened; }).map(function (c) { return c.text; });
     const mine = picked !== null && oc.choices[picked] ? oc.choices[picked] : null;
-    const you = mine
+    const you = role === "instructor" ? null : mine
       ? KV.tree("p", { class: "pv-you " + (mine.happened ? "right" : "wrong") }, [
           KV.html("strong", {}, (mine.happened ? "✓ " : "✗ ") + KV.t("predict_you")), document.createTextNode(" " + mine.text + " "),
           KV.html("span", { class: "pv-mark" }, mine.happened ? KV.t("predict_right") : KV.t("predict_wrong"))])
@@ -80,14 +90,49 @@
     }
   }
 
+  // The class's answers (rooms): on the projector while they come in, for everybody after the step.
+  function renderSpread() {
+    const box = $("predict-spread");
+    if (!box) return;
+    const oc = current && current.outcome, up = current && current.upcoming;
+    const q = oc || (role === "instructor" ? up : null);
+    if (!q || !role) { box.hidden = true; box.replaceChildren(); return; }
+    const counts = spreads[q.id] || q.choices.map(function () { return 0; });
+    const total = counts.reduce(function (a, b) { return a + b; }, 0);
+    if (oc && !total) { box.hidden = true; box.replaceChildren(); return; }
+    box.hidden = false;
+    const items = q.choices.map(function (c, i) {
+      const n = counts[i] || 0;
+      const mark = oc ? (c.happened ? "✓ " : "✗ ") : "";
+      const share = KV.t("predict_count", { n: n, pct: total ? Math.round(100 * n / total) : 0 });
+      return KV.tree("li", { class: "pv-spread-row" + (oc ? (c.happened ? " right" : " wrong") : "") }, [
+        KV.html("span", { class: "pv-spread-text" }, mark + c.text),
+        KV.html("span", { class: "pv-spread-count" }, share),
+        KV.html("meter", { min: "0", max: String(Math.max(total, 1)), value: String(n), "aria-hidden": "true" })]);
+    });
+    box.replaceChildren(
+      !oc ? KV.html("p", { class: "pv-question" }, up.question) : null,
+      KV.html("p", { class: "pv-spread-title" }, KV.t("predict_class", { n: total })),
+      KV.tree("ul", { class: "pv-spread" }, items),
+      !oc ? KV.html("p", { class: "note" }, KV.t("predict_class_waits")) : null);
+  }
+
   KV.register("predict", {
     update: function (el, frame) {
       const p = (frame.state || {}).prediction || null;
+      current = p;
       el.hidden = !p;
       renderOutcome(p && p.outcome, ((frame.state || {}).run || {}).total);
       renderAsk(p && p.upcoming);
+      renderSpread();
     },
   });
+  KV.onMessage = KV.onMessage || {};
+  KV.onMessage.spread = function (msg) {
+    if (typeof msg.question !== "string" || !Array.isArray(msg.counts)) return;
+    spreads[msg.question] = msg.counts;
+    renderSpread();
+  };
 
   document.addEventListener("submit", function (e) {
     if (!e.target || e.target.id !== "predict-form") return;
@@ -97,6 +142,7 @@
     if (!picked) { msg.textContent = KV.t("predict_pick_first"); return; }
     if (asked === null) return;
     savePick(asked, Number(picked.value));
+    if (role === "student" && KV.socket) KV.socket.send(JSON.stringify({ type: "predict", question: asked, choice: Number(picked.value) }));
     const step = $("step-button");
     if (step && step.getAttribute("aria-disabled") !== "true") {
       msg.textContent = "";
