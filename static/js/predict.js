@@ -22,6 +22,8 @@
     try { role = node ? JSON.parse(node.textContent).role || "" : ""; } catch (_) { role = ""; }
   });
 
+  function fill(node, children) { node.replaceChildren.apply(node, children.filter(Boolean)); }
+
   function storeKey(id) { return "kafkaviz:predict:" + (KV.data.slug || location.pathname) + ":" + id; }
   function loadPick(id) {
     try {
@@ -76,11 +78,11 @@
       document.createTextNode(" " + (happened.length ? happened.join(" · ") : KV.t("predict_nothing")))]);
     const evidence = KV.tree("ul", { class: "pv-evidence" }, (oc.evidence || []).map(function (t) { return KV.html("li", {}, t); })
       .concat(oc.more_evidence ? [KV.html("li", { class: "note" }, KV.t("predict_more", { n: oc.more_evidence }))] : []));
-    out.replaceChildren(
+    fill(out, [
       KV.html("p", { class: "pv-question" }, KV.t("step_of", { step: oc.step, total: total || oc.step }) + " — " + oc.question),
       you, engine,
       (oc.evidence || []).length ? KV.html("p", { class: "pv-evidence-title" }, KV.t("predict_evidence")) : null,
-      (oc.evidence || []).length ? evidence : null);
+      (oc.evidence || []).length ? evidence : null]);
     const seen = oc.id + "@" + oc.step;
     if (told !== seen) {
       told = seen;
@@ -110,11 +112,11 @@
         KV.html("span", { class: "pv-spread-count" }, share),
         KV.html("meter", { min: "0", max: String(Math.max(total, 1)), value: String(n), "aria-hidden": "true" })]);
     });
-    box.replaceChildren(
-      !oc ? KV.html("p", { class: "pv-question" }, up.question) : null,
+    fill(box, [
+      !oc ? KV.html("p", { class: "pv-question pv-asked" }, up.question) : null,
       KV.html("p", { class: "pv-spread-title" }, KV.t("predict_class", { n: total })),
       KV.tree("ul", { class: "pv-spread" }, items),
-      !oc ? KV.html("p", { class: "note" }, KV.t("predict_class_waits")) : null);
+      !oc ? KV.html("p", { class: "note" }, KV.t("predict_class_waits")) : null]);
   }
 
   KV.register("predict", {
@@ -144,7 +146,9 @@
     savePick(asked, Number(picked.value));
     if (role === "student" && KV.socket) KV.socket.send(JSON.stringify({ type: "predict", question: asked, choice: Number(picked.value) }));
     const step = $("step-button");
-    if (step && step.getAttribute("aria-disabled") !== "true") {
+    const banner = $("room-banner");        // a room's student steps only with control (room.js keeps it)
+    const watching = role === "student" && !(banner && banner.dataset.control === "granted");
+    if (step && !watching && step.getAttribute("aria-disabled") !== "true") {
       msg.textContent = "";
       step.click();
     } else {
