@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from .test_frame_protocol import wait_for
-from .test_rooms import PASSWORD, room_server  # noqa: F401 (fixture)
+from .test_rooms import log_in, room_server  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -23,10 +23,7 @@ def test_the_class_predicts_and_the_projector_shows_the_spread(browser: Browser,
     student_ctx = browser.new_context(viewport={"width": 390, "height": 844}, reduced_motion="reduce")
     teacher, student = teacher_ctx.new_page(), student_ctx.new_page()
     try:
-        teacher.goto(room_server + "/accounts/login/")
-        teacher.fill("#id_username", "teacher")
-        teacher.fill("#id_password", PASSWORD)
-        teacher.click("button[type=submit]")
+        log_in(teacher, room_server)
         teacher.goto(f"{room_server}/lessons/{LESSON}/")
         expect(teacher.locator("#conn-status")).to_have_attribute("data-state", "open")
         teacher.click("#step-button")
