@@ -28,6 +28,8 @@ from .test_lesson10 import command
 REPLICATION_CASES = [
     ("leader-epoch", "kip101-data-loss", "hw", 11, 0),       # B cuts m2 and leads without it
     ("leader-epoch", "kip101-data-loss", "epoch", 11, 1),    # same step, the epoch rule keeps m2
+    ("leader-epoch", "kip101-divergence", "hw", 15, 0),      # A keeps m2 below its HW: replicas diverge
+    ("leader-epoch", "kip101-divergence", "epoch", 15, 1),   # A asks where epoch 0 ends and cuts m2
     ("isr-and-acks", "isr-shrink-acks-all", "epoch", 8, 0),  # ISR {0, 1} >= min.insync 2: acked
     ("isr-and-acks", "isr-shrink-acks-all", "epoch", 12, 1),  # ISR {0} < 2: NOT_ENOUGH_REPLICAS
     ("leader-election", "unclean-election-loss", "epoch", 11, 0),  # unclean: m2, m3 lost
@@ -111,7 +113,7 @@ def test_prediction_checks_name_real_events_and_fields(slug):
 
 
 def test_the_lessons_ask_before_the_steps_that_teach():
-    assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:11"}
+    assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:11", "kip101-divergence:15"}
     assert set(load_content("isr-and-acks").predictions) == {"isr-shrink-acks-all:8", "isr-shrink-acks-all:12"}
     assert set(load_content("leader-election").predictions) == {"unclean-election-loss:11"}
     assert set(load_content("idempotence-and-transactions").predictions) == {"plain-retry", "safe-retry"}
