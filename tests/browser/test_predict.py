@@ -86,3 +86,17 @@ def test_a_wrong_pick_is_marked_in_text_and_chinese_pages_translate_it(page: Pag
     expect(you).to_contain_text("（没有发生）")
     expect(page.locator("#predict-outcome .pv-engine")).to_contain_text("截掉")
     expect(page.locator("#predict-outcome .pv-evidence li")).to_have_count(4)
+
+
+def test_play_stops_where_the_lesson_asks(page: Page, live_server_url):
+    open_lesson(page, live_server_url, "isr-and-acks")
+    page.select_option("#scenario-select", "isr-shrink-acks-all")
+    expect(page.locator("#step-counter")).to_have_text("Start · 0/19")
+    seek(page, 5, 19)
+    page.select_option("#speed", "8")
+    page.click("#play-button")
+    expect(page.locator("#step-counter")).to_have_text("Step 7 of 19")   # step 8 asks first
+    expect(page.locator("#play-button")).to_have_attribute("aria-pressed", "false")
+    expect(page.locator("#predict-msg")).to_contain_text("Paused")
+    page.wait_for_timeout(600)                                          # three ticks at 8×: nothing moves
+    expect(page.locator("#step-counter")).to_have_text("Step 7 of 19")
