@@ -239,3 +239,18 @@ async def test_frames_carry_the_question_then_the_engines_answer(lenient, runtim
     _, frame = await command(comm, {"type": "step"})
     assert frame["state"]["prediction"]["outcome"] == out
     await comm.disconnect()
+
+
+def test_the_outcome_is_worked_out_once_per_step(tmp_path, monkeypatch):
+    """Frames of the next step come while the position still names this one: they reuse
+    the outcome instead of re-reading the step's events (or judging a half-run state)."""
+    kind = _replication(tmp_path, "isr-and-acks", "isr-shrink-acks-all", "epoch")
+    kind.seek(12)
+    first = kind.state()["prediction"]["outcome"]
+
+    def no_reread():
+        raise AssertionError("the step's events were read again")
+
+    monkeypatch.setattr(kind, "step_events", no_reread)
+    monkeypatch.setattr(kind, "run_state", lambda: {})     # it narrates from step_events too
+    assert kind.state()["prediction"]["outcome"] is first
