@@ -151,6 +151,7 @@
     if (step && !watching && step.getAttribute("aria-disabled") !== "true") {
       msg.textContent = "";
       step.click();
+      step.focus();                      // the form hides: keep the keyboard where the run goes on
     } else {
       msg.textContent = KV.t("predict_locked");     // a watcher of a room: the instructor steps
     }

@@ -41,6 +41,7 @@ def test_lock_in_with_the_keyboard_then_see_the_engines_answer(page: Page, live_
     expect(page.locator("#step-counter")).to_have_text("Step 11 of 19")
     page.keyboard.press("Enter")
     expect(page.locator("#step-counter")).to_have_text("Step 12 of 19")
+    expect(page.locator("#step-button")).to_be_focused()   # the form hid: the keyboard stays on the run
     outcome = page.locator("#predict-outcome")
     expect(outcome.locator(".pv-you")).to_have_class(re.compile(r"\bright\b"))
     expect(outcome.locator(".pv-you")).to_contain_text("✓ You predicted: It refuses m3 with NOT_ENOUGH_REPLICAS")
