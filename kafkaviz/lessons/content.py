@@ -1,8 +1,9 @@
 """Lessons kept as data: one TOML file per lesson and language.
 
 ``kafkaviz/lessons/content/<slug>.en.toml`` holds everything a lesson is -- its
-title, explanation, sources, the scenario its sandbox sets up, guided steps, try-it
-tasks with the checks that decide them, and a quiz -- in English. A translation,
+title, explanation, sources, the scenario its sandbox sets up, guided steps (each may
+ask "what will happen?" with choices the engine's events decide), try-it tasks with the
+checks that decide them, and a quiz -- in English. A translation,
 ``<slug>.<lang>.toml``, holds only text, keyed by the same ids (steps, tasks,
 quiz questions); facts (commands, checks, answers, scenario) live once, in the
 English file. The page template ``templates/lessons/lesson.html`` renders any lesson.

@@ -146,14 +146,14 @@
     savePick(asked, Number(picked.value));
     if (role === "student" && KV.socket) KV.socket.send(JSON.stringify({ type: "predict", question: asked, choice: Number(picked.value) }));
     const step = $("step-button");
-    const banner = $("room-banner");        // a room's student steps only with control (room.js keeps it)
-    const watching = role === "student" && !(banner && banner.dataset.control === "granted");
-    if (step && !watching && step.getAttribute("aria-disabled") !== "true") {
+    // In a room the class answers and the room steps when its driver says so: a student's
+    // lock-in never steps the room for everybody, even with control.
+    if (step && role !== "student" && step.getAttribute("aria-disabled") !== "true") {
       msg.textContent = "";
       step.click();
       step.focus();                      // the form hides: keep the keyboard where the run goes on
     } else {
-      msg.textContent = KV.t("predict_locked");     // a watcher of a room: the instructor steps
+      msg.textContent = KV.t("predict_locked");
     }
   }, true);
 })();
