@@ -11,6 +11,13 @@ so a class of n joining costs n roster messages, not n².
 
 Everybody may ``sync``, ``export`` the room's run and ``share`` it (how a student forks
 the room into a private sandbox: the share id opens in their own lesson sandbox).
+
+**Predict, then watch.** A student answers the lesson's "what will happen?" with
+``{"type": "predict", "question": <prediction.upcoming.id>, "choice": <index>}``; the
+answer is kept in the database (one per student and question) and every watcher gets the
+class's spread, ``{"type": "spread", "question", "counts": [students per choice]}`` --
+also on connecting, for every question the room has answers to. Which choice happened
+is the engine's, in the frames; nothing here decides it.
 """
 from __future__ import annotations
 
@@ -25,8 +32,10 @@ from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_proble
 from kafkaviz.live.router import get_router
 from kafkaviz.live.validation import CommandError
 
+from kafkaviz.lessons.content import load_content
+
 from .auth import is_instructor
-from .models import Member, Room, normalise_code
+from .models import Answer, Member, Room, normalise_code
 from .rooms import MEMBERS_SESSION_KEY, roster
 
 log = logging.getLogger("kafkaviz.classroom")
@@ -35,7 +44,7 @@ CLOSE_ROOM_CLOSED = 4410
 
 # What any watcher of a room may send: nothing here changes the room's sandbox.
 READ_ONLY = frozenset({"export", "share"})
-ROOM_MESSAGES = frozenset({"grant", "revoke"})
+ROOM_MESSAGES = frozenset({"grant", "revoke", "predict"})
 
 
 def _type_of(content: Any) -> str | None:
@@ -58,6 +67,7 @@ class RoomConsumer(LessonConsumer):
     instructor: bool = False
     first_seq: int | None = None
     room_closed_seen: bool = False
+    lesson_slug: str = ""
 
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
@@ -70,6 +80,7 @@ class RoomConsumer(LessonConsumer):
             await self.close(code=CLOSE_NO_SANDBOX)
             return None
         room, member_id, instructor = found
+        self.lesson_slug = room.lesson
         if not room.is_open:
             await self.accept()
             await self.send_json(CommandError("closed", "This room has been closed by its instructor.").to_message())
@@ -115,6 +126,8 @@ class RoomConsumer(LessonConsumer):
             await self.send_json({"type": "roster", "members": await database_sync_to_async(roster)(self.room_id)})
         else:
             await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
+        for question, counts in (await database_sync_to_async(self._spreads)()).items():
+            await self.send_json({"type": "spread", "question": question, "counts": counts})
         await self.broadcast_roster()
 
     async def disconnect(self, code: int) -> None:
@@ -131,10 +144,36 @@ class RoomConsumer(LessonConsumer):
         await super().disconnect(code)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if _type_of(content) == "predict":
+            await self._predict(content)
+            return
         if _type_of(content) in ROOM_MESSAGES:
             await self._grant(content)
             return
         await super().receive_json(content, **kwargs)
+
+    async def _predict(self, content: dict[str, Any]) -> None:
+        if self.member_id is None:
+            await self.send_error(CommandError("forbidden", "The class predicts; the instructor sees the spread of "
+                                               "their answers.", command="predict"))
+            return
+        question, choice = content.get("question"), content.get("choice")
+        lesson = load_content(self.lesson_slug)
+        prediction = lesson.prediction_for(question) if lesson is not None else None
+        if prediction is None or len(content) != 3 or isinstance(choice, bool) or not isinstance(choice, int) \
+                or not 0 <= choice < len(prediction.choices):
+            await self.refuse(CommandError("invalid", '"predict" takes a question of this lesson and the index of '
+                                           'one of its choices: {"type": "predict", "question": "<id>", '
+                                           '"choice": 0}.', "choice", "predict"))
+            return
+        counts = await database_sync_to_async(self._answer)(question, choice, len(prediction.choices))
+        if counts is None:
+            await self.send_error(CommandError("closed", "This room has been closed by its instructor.",
+                                               command="predict"))
+            return
+        await self.channel_layer.group_send(self.room_group, {"type": "room.spread", "question": question,
+                                                              "counts": counts})
+        await self.send_json({"type": "ack", "command": "predict", "text": "Your prediction is in."})
 
     async def _grant(self, content: dict[str, Any]) -> None:
         ctype = content["type"]
@@ -202,6 +241,9 @@ class RoomConsumer(LessonConsumer):
     async def room_roster(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "roster", "members": message["members"]})
 
+    async def room_spread(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "spread", "question": message["question"], "counts": message["counts"]})
+
     async def room_control(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "control", "granted": bool(message["granted"])})
 
@@ -244,6 +286,28 @@ class RoomConsumer(LessonConsumer):
 
             Member.objects.filter(pk=self.member_id).update(connections=F("connections") + delta,
                                                              last_seen=timezone.now())
+
+    def _answer(self, question: str, choice: int, n_choices: int) -> list[int] | None:
+        """Keep a student's pick (replacing an earlier one) and return the class's counts."""
+        if not Room.objects.filter(pk=self.room_id, closed__isnull=True).exists():
+            return None
+        Answer.objects.update_or_create(member_id=self.member_id, question=question,
+                                        defaults={"room_id": self.room_id, "choice": choice})
+        counts = [0] * n_choices
+        for picked in Answer.objects.filter(room_id=self.room_id, question=question).values_list("choice", flat=True):
+            if picked < n_choices:
+                counts[picked] += 1
+        return counts
+
+    def _spreads(self) -> dict[str, list[int]]:
+        """Every question this room has answers to, with its counts (for a newcomer's page)."""
+        lesson = load_content(self.lesson_slug)
+        out: dict[str, list[int]] = {}
+        for question, picked in Answer.objects.filter(room_id=self.room_id).values_list("question", "choice"):
+            prediction = lesson.prediction_for(question) if lesson is not None else None
+            if prediction is not None and picked < len(prediction.choices):
+                out.setdefault(question, [0] * len(prediction.choices))[picked] += 1
+        return out
 
     def _saved_run(self) -> str:
         return Room.objects.filter(pk=self.room_id).values_list("run", flat=True).first() or ""

@@ -18,7 +18,7 @@ from django.db import models
 
 from kafkaviz.live.runtime import new_sandbox_id
 
-__all__ = ["Room", "Member", "JoinFailure", "CODE_ALPHABET", "CODE_LENGTH", "normalise_code",
+__all__ = ["Room", "Member", "Answer", "JoinFailure", "CODE_ALPHABET", "CODE_LENGTH", "normalise_code",
            "new_join_code", "new_member_token", "INSTRUCTORS_GROUP"]
 
 # No 0/O, 1/I/L: a code read off a projector is typed right the first time.
@@ -84,6 +84,22 @@ class Member(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} in {self.room_id}"
+
+
+class Answer(models.Model):
+    """A student's pick for one of the lesson's "what will happen?" questions, so the room
+    can show the class's spread (in the database: every process counts the same). One row
+    per member and question: picking again replaces it. ``question`` is the id the frame
+    state gives (``prediction.upcoming.id``)."""
+    room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="answers")
+    member = models.ForeignKey(Member, on_delete=models.CASCADE, related_name="answers")
+    question = models.CharField(max_length=120)
+    choice = models.PositiveSmallIntegerField()
+    at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["member", "question"], name="one_answer_per_question")]
+        indexes = [models.Index(fields=["room", "question"])]
 
 
 class JoinFailure(models.Model):

@@ -1,8 +1,9 @@
 """Lessons kept as data: one TOML file per lesson and language.
 
 ``kafkaviz/lessons/content/<slug>.en.toml`` holds everything a lesson is -- its
-title, explanation, sources, the scenario its sandbox sets up, guided steps, try-it
-tasks with the checks that decide them, and a quiz -- in English. A translation,
+title, explanation, sources, the scenario its sandbox sets up, guided steps (each may
+ask "what will happen?" with choices the engine's events decide), try-it tasks with the
+checks that decide them, and a quiz -- in English. A translation,
 ``<slug>.<lang>.toml``, holds only text, keyed by the same ids (steps, tasks,
 quiz questions); facts (commands, checks, answers, scenario) live once, in the
 English file. The page template ``templates/lessons/lesson.html`` renders any lesson.
@@ -24,7 +25,9 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-__all__ = ["LessonContent", "Step", "Task", "Question", "Source", "load_content", "content_slugs",
+from kafkaviz.live.checks import CheckError, validate_check
+
+__all__ = ["LessonContent", "Step", "Task", "Question", "Prediction", "Source", "load_content", "content_slugs",
            "render_markup", "LANGUAGES", "DJANGO_LANG", "ContentError"]
 
 CONTENT_DIR = Path(__file__).resolve().parent / "content"
@@ -74,6 +77,53 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Prediction:
+    """"What will happen?" before a guided step. Each choice's ``check`` (the try-it DSL,
+    ``kafkaviz/live/checks.py``) is evaluated on that step's events and the state after
+    it: which choice was right is the engine's to say, never the lesson file's."""
+
+    question: str
+    choices: tuple[str, ...]
+    checks: tuple[dict, ...]        # checks[i] decides choices[i]
+
+    def ask(self) -> dict[str, Any]:
+        return {"question": self.question, "choices": [{"text": t} for t in self.choices]}
+
+
+MAX_PREDICT_CHOICES = 5
+
+
+def _prediction(raw: Any, over: Any, where: str) -> Prediction:
+    """A step's ``predict`` table, with the translation's question and choice texts."""
+    if not isinstance(raw, dict):
+        raise ContentError(f"{where}: 'predict' must be a table with 'question' and 'choices'")
+    question = _need(raw, "question", str, where)
+    choices = _need(raw, "choices", list, where)
+    if not 2 <= len(choices) <= MAX_PREDICT_CHOICES:
+        raise ContentError(f"{where}: a prediction has 2 to {MAX_PREDICT_CHOICES} choices, not {len(choices)}")
+    texts, checks = [], []
+    for i, c in enumerate(choices):
+        w = f"{where}.choices[{i}]"
+        if not isinstance(c, dict):
+            raise ContentError(f"{w}: each choice is a table {{ text = \"...\", check = {{ ... }} }}")
+        texts.append(_need(c, "text", str, w))
+        check = _need(c, "check", dict, w)
+        try:
+            validate_check(check, f"{w}.check")
+        except CheckError as exc:
+            raise ContentError(str(exc)) from exc
+        checks.append(check)
+    over = over if isinstance(over, dict) else {}
+    if "choices" in over:
+        if not isinstance(over["choices"], list) or len(over["choices"]) != len(texts) \
+                or not all(isinstance(t, str) for t in over["choices"]):
+            raise ContentError(f"{where}: the translation's 'choices' must list {len(texts)} texts, "
+                               "in the English file's order")
+        texts = list(over["choices"])
+    return Prediction(str(over.get("question") or question), tuple(texts), tuple(checks))
+
+
+@dataclass(frozen=True)
 class LessonContent:
     slug: str
     lang: str
@@ -90,6 +140,8 @@ class LessonContent:
     quiz: tuple[Question, ...]
     text: dict = field(default_factory=dict)   # lesson-specific UI text (labels of scenario choices etc.)
     notes: dict = field(default_factory=dict)  # "<scenario>:<step>[:<rule>]" -> what to look at in that step
+    # "What will happen?" before a step: keyed by a step's id, or by a note's key (as ``notes``)
+    predictions: dict = field(default_factory=dict)
     languages: tuple[str, ...] = ("en",)
 
     @property
@@ -101,6 +153,14 @@ class LessonContent:
         """(scenario name, label) for lessons that let the learner pick a scenario;
         labels come from the lesson's ``[text]`` table under the scenario's name."""
         return [(name, self.text.get(name, name)) for name in self.scenario.get("choices", ())]
+
+    def prediction_for(self, pid: str) -> Prediction | None:
+        """The prediction a kind names ``pid`` in the frame state (a step's id, or
+        ``<scenario>:<step>:<rule>`` for a note, which may be keyed without its rule)."""
+        if not isinstance(pid, str):
+            return None
+        return self.predictions.get(pid) or (self.predictions.get(pid.rsplit(":", 1)[0]) if pid.count(":") == 2
+                                             else None)
 
     def explanation_html(self) -> SafeString:
         return render_markup(self.explanation)
@@ -171,6 +231,7 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
         return (over.get(section) or {}).get(item_id) or {}
 
     steps = []
+    predictions: dict[str, Prediction] = {}
     for i, s in enumerate(base.get("steps", [])):
         w = f"{where} steps[{i}]"
         sid = _need(s, "id", str, w)
@@ -178,6 +239,8 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
         if not all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in do):
             raise ContentError(f"{w}: every entry of 'do' must be a table with a 'type'")
         steps.append(Step(sid, tuple(do), by_id("steps", sid).get("say") or _need(s, "say", str, w)))
+        if "predict" in s:
+            predictions[sid] = _prediction(s["predict"], by_id("steps", sid).get("predict"), f"{w}.predict")
     tasks = []
     for i, t in enumerate(base.get("tasks", [])):
         w = f"{where} tasks[{i}]"
@@ -206,13 +269,16 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
     for i, n in enumerate(base.get("notes", [])):
         w = f"{where} notes[{i}]"
         key = f"{_need(n, 'scenario', str, w)}:{_need(n, 'step', int, w)}" + (f":{n['rule']}" if n.get("rule") else "")
-        notes[key] = ((over.get("notes") or {}).get(key) or {}).get("say") or _need(n, "say", str, w)
+        o = (over.get("notes") or {}).get(key) or {}
+        notes[key] = o.get("say") or _need(n, "say", str, w)
+        if "predict" in n:
+            predictions[key] = _prediction(n["predict"], o.get("predict"), f"{w}.predict")
     return LessonContent(
         slug=slug, lang=lang, number=_need(base, "number", int, where), title=text("title"),
         summary=text("summary"), explanation=text("explanation"), kind=base.get("kind"),
         diagrams=tuple(base.get("diagrams", ())), sources=sources, scenario=dict(base.get("scenario") or {}),
         steps=tuple(steps), tasks=tuple(tasks), quiz=tuple(quiz), text=ui_text, notes=notes,
-        languages=_languages(slug))
+        predictions=predictions, languages=_languages(slug))
 
 
 # ---- the explanation's markup ----------------------------------------------------------

@@ -12,15 +12,20 @@ the engine did (its events) and on the sandbox's state. Two forms:
   ``eq``, ``ne``, ``ge``, ``le``, ``gt``, ``lt``, ``len_ge``, ``len_lt``, ``contains``,
   ``nonempty``.
 
-``all = [check, ...]`` needs every sub-check. A task, once done, stays done: stepping
-back does not take a learner's achievement away.
+``all = [check, ...]`` needs every sub-check, ``any = [check, ...]`` one of them, and
+``not = check`` holds while its check does not (``not = { event = "check_acked_record_lost" }``:
+nothing acknowledged was lost). A task, once done, stays done: stepping back does not take a
+learner's achievement away.
+
+The same checks decide a lesson step's *prediction* ("what will happen?"):
+:func:`evaluate` runs one on the events of that step alone and the state after it.
 """
 from __future__ import annotations
 
 import operator
 from typing import Any, Iterable
 
-__all__ = ["TaskTracker", "validate_check", "CheckError"]
+__all__ = ["TaskTracker", "validate_check", "evaluate", "CheckError"]
 
 
 class CheckError(ValueError):
@@ -39,9 +44,17 @@ _OPS = {
 
 def validate_check(check: dict, where: str = "check") -> None:
     """Raise :class:`CheckError` unless ``check`` is one of the forms above."""
-    if "all" in check:
-        for i, sub in enumerate(check["all"]):
-            validate_check(sub, f"{where}.all[{i}]")
+    if not isinstance(check, dict):
+        raise CheckError(f"{where}: a check must be a table, got {type(check).__name__}")
+    for key in ("all", "any"):
+        if key in check:
+            if not isinstance(check[key], list) or not check[key]:
+                raise CheckError(f"{where}: {key!r} must be a non-empty list of checks")
+            for i, sub in enumerate(check[key]):
+                validate_check(sub, f"{where}.{key}[{i}]")
+            return
+    if "not" in check:
+        validate_check(check["not"], f"{where}.not")
         return
     if "event" in check:
         if not isinstance(check["event"], (str, list)):
@@ -50,10 +63,13 @@ def validate_check(check: dict, where: str = "check") -> None:
             raise CheckError(f"{where}: 'at_least' must be an integer and 'where' a table")
         return
     if "state" in check:
+        if not isinstance(check["state"], str):
+            raise CheckError(f"{where}: 'state' must be a dotted path such as \"partition.isr\"")
         if check.get("op", "eq") not in _OPS:
             raise CheckError(f"{where}: op must be one of {', '.join(_OPS)}")
         return
-    raise CheckError(f"{where}: a check needs 'event', 'state' or 'all'")
+    raise CheckError(f"{where}: a check needs 'event', 'state', 'all', 'any' or 'not' "
+                     f"(it has {', '.join(map(repr, check)) or 'no keys'})")
 
 
 def _path(state: Any, path: str) -> Any:
@@ -89,20 +105,14 @@ class TaskTracker:
             self.on_event(env.to_dict())
 
     def on_event(self, ev: dict[str, Any]) -> None:
-        kind = ev.get("kind")
         for c in self._event_checks:
-            kinds = c["event"] if isinstance(c["event"], list) else (c["event"],)
             if c.get("own") and not self.own:
                 continue
-            if kind in kinds and all(ev.get(k) == v for k, v in (c.get("where") or {}).items()):
+            if _matches(c, ev):
                 self.counts[id(c)] = self.counts.get(id(c), 0) + 1
 
     def _holds(self, check: dict, state: dict) -> bool:
-        if "all" in check:
-            return all(self._holds(c, state) for c in check["all"])
-        if "event" in check:
-            return self.counts.get(id(check), 0) >= check.get("at_least", 1)
-        return bool(_OPS[check.get("op", "eq")](_path(state, check["state"]), check.get("value")))
+        return _holds(check, state, lambda c: self.counts.get(id(c), 0))
 
     def state(self, state: dict) -> list[dict[str, Any]]:
         out = []
@@ -117,7 +127,44 @@ class TaskTracker:
         return out
 
 
-def _leaves(check: dict) -> list[dict]:
+def _matches(check: dict, ev: dict[str, Any]) -> bool:
+    kinds = check["event"] if isinstance(check["event"], list) else (check["event"],)
+    return ev.get("kind") in kinds and all(ev.get(k) == v for k, v in (check.get("where") or {}).items())
+
+
+def _holds(check: dict, state: dict, count: Any) -> bool:
     if "all" in check:
-        return [leaf for c in check["all"] for leaf in _leaves(c)]
+        return all(_holds(c, state, count) for c in check["all"])
+    if "any" in check:
+        return any(_holds(c, state, count) for c in check["any"])
+    if "not" in check:
+        return not _holds(check["not"], state, count)
+    if "event" in check:
+        return count(check) >= check.get("at_least", 1)
+    return bool(_OPS[check.get("op", "eq")](_path(state, check["state"]), check.get("value")))
+
+
+def _leaves(check: dict) -> list[dict]:
+    for key in ("all", "any"):
+        if key in check:
+            return [leaf for c in check[key] for leaf in _leaves(c)]
+    if "not" in check:
+        return _leaves(check["not"])
     return [check]
+
+
+def evaluate(check: dict, events: Iterable[dict[str, Any]], state: dict) -> tuple[bool, list[dict[str, Any]]]:
+    """Whether ``check`` holds for these events alone (``own`` is ignored) and this state,
+    and the events its event leaves matched, in order: the evidence a page can narrate."""
+    leaves = [c for c in _leaves(check) if "event" in c]
+    counts: dict[int, int] = {}
+    matched: list[dict[str, Any]] = []
+    for ev in events:
+        hit = False
+        for c in leaves:
+            if _matches(c, ev):
+                counts[id(c)] = counts.get(id(c), 0) + 1
+                hit = True
+        if hit:
+            matched.append(ev)
+    return _holds(check, state, lambda c: counts.get(id(c), 0)), matched

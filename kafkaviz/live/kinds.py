@@ -32,7 +32,7 @@ from engine import narration
 
 from django.utils.translation import gettext as _
 
-from .checks import TaskTracker
+from .checks import TaskTracker, evaluate
 from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING"]
@@ -49,6 +49,7 @@ SANDBOX_KINDS: dict[str, str] = {
     "guided-cluster": "kafkaviz.live.guided_cluster:GuidedClusterSandbox",
 }
 
+MAX_EVIDENCE = 6  # sentences under a prediction's outcome (the step's narration has the rest)
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded
 
 
@@ -125,6 +126,7 @@ class SandboxKind:
         self.position = 0
         self.step_seqs = [0]
         self._muted = False
+        self._outcome_memo: tuple[tuple, dict[str, Any]] | None = None   # see prediction_state
         self.cut_hook: Callable[[], None] | None = None   # the runtime's: end a frame here
         self.touch_hook: Callable[[], None] | None = None  # the runtime's: send a frame though no event came
         self.clock = VirtualClock()
@@ -324,10 +326,57 @@ class SandboxKind:
             "happened": narration.summarize(self.step_events(), self.lang) if self.position else [],
         }
 
+    # ---- predict, then watch --------------------------------------------------
+    def prediction_of(self, n: int) -> tuple[str, Any] | None:
+        """``(id, Prediction)`` the lesson asks before step ``n`` (1-based) of the run, when
+        that step is still the lesson's own; ``id`` names it for the page (its storage key)."""
+        if not 1 <= n <= len(self.log) or not self.log[n - 1]["scripted"]:
+            return None
+        sid = self.log[n - 1]["id"]
+        p = self.lesson.predictions.get(sid)
+        return None if p is None else (sid, p)
+
+    def prediction_state(self, st: dict[str, Any]) -> dict[str, Any] | None:
+        """The question before the next step (``upcoming``) and, once a step with a
+        question has run, what the engine did (``outcome``): each choice's check evaluated
+        on that step's events alone and the state after it, with the events that decided
+        it narrated. A pure function of the run's position, so Back and Step give it again.
+
+        The outcome is worked out once, by the first state after the step, and kept: the
+        frames of the *next* step (cut mid-command, or one per event in step mode) come
+        while the position still names this one, and must neither re-read its events for
+        every frame nor judge it on a half-run state."""
+        out: dict[str, Any] = {}
+        pos = self.position
+        done = self.prediction_of(pos) if pos else None
+        if done is not None:
+            pid, p = done
+            key = (pid, pos, tuple(self.step_seqs[:pos + 1]), id(self.events), self.lang)
+            if self._outcome_memo is None or self._outcome_memo[0] != key:
+                self._outcome_memo = (key, self._outcome(pid, pos, p, st))
+            out["outcome"] = self._outcome_memo[1]
+        upcoming = self.prediction_of(pos + 1)
+        if upcoming is not None:
+            pid, p = upcoming
+            out["upcoming"] = {"id": pid, "step": pos + 1, **p.ask()}
+        return out or None
+
+    def _outcome(self, pid: str, pos: int, p: Any, st: dict[str, Any]) -> dict[str, Any]:
+        events = self.step_events()
+        choices, decided = [], {}
+        for text, check in zip(p.choices, p.checks):
+            held, matched = evaluate(check, events, st)
+            choices.append({"text": text, "happened": held})
+            decided.update((ev.get("seq"), ev) for ev in matched)
+        evidence = [narration.finding_text(ev, self.lang) for _seq, ev in sorted(decided.items())]
+        return {"id": pid, "step": pos, "question": p.question, "choices": choices,
+                "evidence": evidence[:MAX_EVIDENCE], "more_evidence": max(0, len(evidence) - MAX_EVIDENCE)}
+
     def state(self) -> dict[str, Any]:
         st = self.kind_state()
         st["run"] = self.run_state()
         st["tasks"] = self.tracker.state(st)
+        st["prediction"] = self.prediction_state(st)
         return st
 
 

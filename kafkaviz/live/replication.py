@@ -389,6 +389,14 @@ class ReplicationSandbox(SandboxKind):
     def _on_script(self, upto: int) -> bool:
         return upto <= len(self.script) and self.run.log[:upto] == self.script[:upto]
 
+    def prediction_of(self, n: int) -> tuple[str, Any] | None:
+        """A prediction is keyed like a note: ``<scenario>:<step>[:<rule>]``, on script only."""
+        if not 1 <= n <= len(self.run.log) or not self._on_script(n):
+            return None
+        name, preds = self.scenario_def.name, self.lesson.predictions
+        p = preds.get(f"{name}:{n}:{self.truncation}") or preds.get(f"{name}:{n}")
+        return None if p is None else (f"{name}:{n}:{self.truncation}", p)
+
     def run_state(self) -> dict[str, Any]:
         run = self.run
         notes = self.lesson.notes

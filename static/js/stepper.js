@@ -149,7 +149,7 @@
     if (e.key === "?") { e.preventDefault(); toggleKeys(); return; }
     if (d && d.open) return;
     if (e.target && e.target.type === "range" && ["ArrowLeft", "ArrowRight", "Home", "End"].indexOf(e.key) >= 0) return;
-    if (e.target && e.target.type === "radio" && e.key.indexOf("Arrow") === 0) return;
+    if (e.target && e.target.type === "radio" && (e.key.indexOf("Arrow") === 0 || e.key === " ")) return;
     let handled = true;
     if (e.key === " " && !(e.target && (e.target.tagName === "BUTTON" || e.target.tagName === "A"))) setPlaying(!playing);
     else if (e.key === "Home") { setPlaying(false); seek(0); }

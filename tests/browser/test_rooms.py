@@ -32,16 +32,21 @@ def room_server(tmp_path_factory):
         yield url
 
 
+def log_in(page, url: str) -> None:
+    """The instructor "teacher" (created by ``room_server``) logs in."""
+    page.goto(url + "/accounts/login/")
+    page.fill("#id_username", "teacher")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+
+
 def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room_server, tmp_path):
     teacher_ctx = browser.new_context(viewport={"width": 1366, "height": 900})
     student_ctx = browser.new_context(viewport={"width": 390, "height": 844})
     teacher, student = teacher_ctx.new_page(), student_ctx.new_page()
     try:
         # The instructor logs in and opens a room from their sandbox, two steps in.
-        teacher.goto(room_server + "/accounts/login/")
-        teacher.fill("#id_username", "teacher")
-        teacher.fill("#id_password", PASSWORD)
-        teacher.click("button[type=submit]")
+        log_in(teacher, room_server)
         teacher.goto(room_server + "/lessons/sandbox/")
         expect(teacher.locator("#conn-status")).to_have_attribute("data-state", "open")
         teacher.click("#step-button")
