@@ -85,6 +85,7 @@ LESSONS = {
     "leader-epoch": (["replica-lanes", "lanes-arrows", "lanes-text", "cluster", "epoch-cache"], 12, None),
     "topics-partitions-offsets": (["topic-view"], 5, None),
     "isr-and-acks": (["produce-results", "replica-lanes", "lanes-arrows", "cluster"], 14, "acks-compared"),
+    "leader-election": (["produce-results", "replica-lanes", "lanes-arrows", "cluster"], 16, "unclean-election-loss"),
     "retention": (["partition-dir", "retention-chart"], 6, None),
     "replication": (["replica-lanes", "lanes-arrows", "hw-calc", "replication-chart", "cluster"], 12, None),
     "compaction": (["compaction", "partition-dir"], 8, None),

@@ -99,3 +99,40 @@ def test_scenario_notes_point_at_steps_that_exist(slug):
         path = CONTENT_DIR / f"{slug}.{lang}.toml"
         if lang != "en" and path.exists():
             assert set(tomllib.loads(path.read_text()).get("notes", {})) <= set(content.notes), path.name
+
+
+def _translations() -> list[tuple[str, str]]:
+    return [(slug, lang) for slug in SLUGS for lang in LANGUAGES
+            if lang != "en" and (CONTENT_DIR / f"{slug}.{lang}.toml").exists()]
+
+
+@pytest.mark.parametrize("slug, lang", _translations())
+def test_a_translation_covers_every_text_of_its_lesson(slug, lang):
+    # A missing key falls back to English at run time; a committed translation has none
+    # missing, so a Chinese page never switches to English in the middle of a lesson.
+    base = tomllib.loads((CONTENT_DIR / f"{slug}.en.toml").read_text())
+    over = tomllib.loads((CONTENT_DIR / f"{slug}.{lang}.toml").read_text())
+    missing = [k for k in ("title", "summary", "explanation") if k in base and k not in over]
+    for section, keys in (("steps", ("say",)), ("tasks", ("text", "hint")), ("quiz", ("question", "choices", "explain"))):
+        for item in base.get(section, []):
+            have = over.get(section, {}).get(item["id"], {})
+            missing += [f"{section}.{item['id']}.{k}" for k in keys if k in item and k not in have]
+    missing += [f"text.{k}" for k in base.get("text", {}) if k not in over.get("text", {})]
+    notes = {f"{n['scenario']}:{n['step']}" + (f":{n['rule']}" if n.get("rule") else "") for n in base.get("notes", [])}
+    missing += [f"notes.{k}" for k in sorted(notes) if k not in over.get("notes", {})]
+    assert not missing, f"{slug}.{lang}.toml lacks {missing}"
+
+
+@pytest.mark.parametrize("slug, lang", _translations())
+def test_a_translation_keeps_the_explanations_names_and_links(slug, lang):
+    # Config names, file names and identifiers in code spans (those without a space: a
+    # span of prose may be translated) and the links to other pages survive translation.
+    import re
+
+    en = load_content(slug).explanation
+    translated = load_content(slug, lang).explanation
+    names = {c for c in re.findall(r"`([^`]+)`", en) if " " not in c}
+    lost = names - set(re.findall(r"`([^`]+)`", translated))
+    assert not lost, f"{slug}.{lang}.toml lost code spans {sorted(lost)}"
+    links = re.compile(r"\]\((/[^)\s]*)\)")
+    assert sorted(links.findall(translated)) == sorted(links.findall(en))
