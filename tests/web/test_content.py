@@ -113,8 +113,8 @@ def test_the_storage_lessons_read_in_chinese():
 def _texts(slug: str, lang: str) -> dict[str, str]:
     """Every text a learner reads in a lesson, keyed by where it is; one string per choice."""
     c = load_content(slug, lang)
-    out = {"title": c.title, "summary": c.summary, "explanation": c.explanation, **{f"text.{k}": v for k, v in c.text.items()},
-           **{f"notes.{k}": v for k, v in c.notes.items()}}
+    out = {"title": c.title, "summary": c.summary, "explanation": c.explanation,
+           **{f"text.{k}": v for k, v in c.text.items()}, **{f"notes.{k}": v for k, v in c.notes.items()}}
     for s in c.steps:
         out[f"steps.{s.id}"] = s.say
     for t in c.tasks:
