@@ -91,6 +91,7 @@ LESSONS = {
     "compaction": (["compaction", "partition-dir"], 8, None),
     "committing-offsets": (["consumer-group", "lag-chart"], 10, None),
     "offset-index": (["segment-strip"], 4, None),
+    "time-index": (["segment-strip"], 5, None),
     "idempotence-and-transactions": (["txn-log", "txn-producers", "txn-coordinator", "txn-group-offsets", "txn-reads"],
                                      18, None),
 }

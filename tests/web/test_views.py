@@ -127,3 +127,14 @@ def test_the_sandbox_is_not_called_lesson_0():
     html = Client().get("/sandbox/").content.decode()
     assert "Lesson 0" not in html and "<h1>Sandbox</h1>" in html
     assert "<title>Sandbox · kafkaviz</title>" in html
+
+
+@pytest.mark.parametrize("slug", ["time-index", "retention", "flush-and-page-cache"])
+def test_a_storage_lesson_offers_chinese_and_reads_in_it(slug):
+    from kafkaviz.lessons.content import load_content
+
+    zh = load_content(slug, "zh")
+    assert 'href="?lang=zh"' in Client().get(f"/lessons/{slug}/").content.decode()
+    html = Client().get(f"/lessons/{slug}/?lang=zh").content.decode()
+    assert f"第 {zh.number} 课：{zh.title}" in html and str(zh.explanation_html()) in html
+    assert '<span aria-current="true">简体中文</span>' in html
