@@ -406,6 +406,10 @@ _WHY_ZH = {
 }
 
 
+# An index's kind ("offset", "time") in Chinese, with the space the English form needs.
+_INDEX_ZH = {"offset": "偏移量", "time": "时间"}
+
+
 def _why_zh(code: Any) -> str:
     return _WHY_ZH.get(code, str(code)) if code is not None else ""
 
@@ -435,7 +439,8 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                        f"截断（偏移量 {e['offset']}）；现在的条目 {e.get('entries')}"),
     "recovery_truncated": lambda e: (f"{_where(e, True)}：恢复时把 {_seg(e['segment'])}.log 从 {e['from_bytes']} 字节截到 "
                                      f"{e['to_bytes']} 字节（{_why_zh(e['reason'])}）"),
-    "index_rebuilt": lambda e: f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的 {e['index']} 索引（{e['entries']} 项；{_why_zh(e['reason'])}）",
+    "index_rebuilt": lambda e: (f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的"
+                                f"{_INDEX_ZH.get(e['index'], e['index'] + ' ')}索引（{e['entries']} 项；{_why_zh(e['reason'])}）"),
     "leftover_removed": lambda e: f"{_where(e, True)}：打开日志时删除残留文件 {e['file']}",
     "log_truncated": lambda e: f"{_where(e, True)}：日志从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（{_why_zh(e['reason'])}）",
     "log_closed": lambda e: f"{_where(e, True)}：日志关闭，末端偏移量 {e['log_end_offset']}",

@@ -178,6 +178,8 @@ def ui_strings() -> dict[str, str]:
         "tw_bucket_due": _("level {level} bucket {slot} came due at {ms} ms ({n} task(s))"),
         "tw_no_leader": _("The partition has no live leader, so there is no purgatory to show."),
         "tw_head": _("Broker {broker}'s {purgatory} · the wheels' time {now} ms · cluster clock {clock} ms · {pending} waiting"),
+        "full_stop": pgettext("the end of a sentence", "."),
+        "st_here": _("◀ you are here"),
         "tw_name_produce": _("produce purgatory (DelayedProduce)"),
         "tw_name_fetch": _("fetch purgatory (DelayedFetch)"),
         "tw_switch_label": _("Which purgatory's wheels to show"),

@@ -160,11 +160,34 @@
     if (text) text.textContent = desc.join(" · ");
   }
 
+  // The broker pickers list every broker of the lesson's scenarios; offer only those of the
+  // cluster running now, and move a pick off a broker it does not have (the slow-follower
+  // form's default is the highest id, which a smaller scenario may lack).
+  function syncBrokerPickers(st) {
+    const ids = new Set((st.brokers || []).map(function (b) { return String(b.id); }));
+    if (!ids.size) return;
+    const slow = $("slow-form");
+    [$("broker-pick"), slow && slow.querySelector("select")].forEach(function (sel) {
+      if (!sel) return;
+      let last = null;
+      Array.prototype.forEach.call(sel.options, function (o) {
+        const have = ids.has(o.value);
+        o.hidden = o.disabled = !have;
+        if (have) last = o;
+      });
+      if (sel.selectedOptions.length && sel.selectedOptions[0].disabled && last) {
+        sel.value = last.value;
+        sel.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
+  }
+
   KV.register("cluster", {
     update: function (container, frame) {
       const st = frame.state || {};
       if (frame.reset) container.replaceChildren();
       draw(container, st);
+      syncBrokerPickers(st);
       refreshButtons(st);
     },
   });

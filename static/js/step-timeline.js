@@ -35,7 +35,7 @@
     for (let i = groups.length - 1; i >= 0; i--) {
       const sec = KV.html("section", { class: "st-step" + (i === run.step ? " current" : ""), "data-step": i });
       const info = i > 0 ? (run.steps || [])[i - 1] : null;
-      sec.append(KV.html("h3", {}, i === 0 ? KV.t("start") : KV.t("step_of", { step: i, total: run.total }) + ": " + (info ? info.label : "")));
+      sec.append(KV.html("h3", { "data-here": KV.t("st_here") }, i === 0 ? KV.t("start") : KV.t("step_of", { step: i, total: run.total }) + ": " + (info ? info.label : "")));
       const ol = KV.html("ol", { class: "timeline st-events" });
       let folded = 0;
       groups[i].forEach(function (ev) { if (FOLD[ev.kind]) folded++; else ol.append(eventItem(ev)); });

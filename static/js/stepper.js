@@ -5,8 +5,11 @@
  * aria-keyshortcuts; this file presses them. */
 (function () {
   "use strict";
+
   const KV = window.KV;
   const $ = function (id) { return document.getElementById(id); };
+  // A label made into a sentence: the page language's full stop, unless it ends in one already.
+  function sentence(text) { return /[.!?。！？]$/.test(text) ? text : text + KV.t("full_stop"); }
   const SPEEDS = [0.25, 0.5, 1, 2, 4, 8];
   const BASE_MS = 1600;        // one step per 1.6 s at 1×
   let run = { step: 0, total: 0, steps: [] };
@@ -68,7 +71,7 @@
     const say = $("step-say");
     if (say) {
       say.textContent = cur ? KV.t("step_of", { step: st.step, total: st.total }) + " — " +
-        (cur.say || (cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label) + ".") : "";
+        (cur.say || sentence(cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label)) : "";
     }
     const box = $("step-happened-box"), list = $("step-happened");
     if (list) {
