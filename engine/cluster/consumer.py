@@ -37,10 +37,10 @@ from ..group.events import (ConsumerFetched, ConsumerStopped, CoordinatorFound, 
                             OffsetsLoaded, PartitionsAdded, PartitionsAssigned, PartitionsRevoked, PositionReset,
                             SyncGroupSent)
 from ..group.java import partition_for_group
-from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignment, decode_group_key,
-                              decode_group_value, decode_subscription, encode_assignment, encode_group_key,
-                              encode_group_value, encode_subscription)
-from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, decode_key, decode_value, encode_key, encode_value
+from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignment, decode_subscription,
+                              encode_assignment, encode_group_key, encode_group_value, encode_subscription)
+from ..group.offset_cache import OffsetCache, load_offsets
+from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
 
 __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "group_service", "add_partitions",
@@ -169,7 +169,7 @@ class GroupService:
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self.consumers: dict[str, Consumer] = {}
         self.coordinators: dict[int, tuple[int, GroupCoordinator]] = {}   # broker -> (incarnation, coordinator)
-        self.loaded: dict[tuple[int, int], tuple[int, dict]] = {}         # (broker, p) -> (leader epoch, offsets)
+        self.loaded: dict[tuple[int, int], tuple[int, OffsetCache]] = {}  # (broker, p) -> (leader epoch, offsets)
         self.pending_commits: dict[int, tuple] = {}
         self.pending_groups: dict[int, tuple] = {}                        # produce id -> (broker, group, generation)
         # (consumer, "join"|"sync") -> id of the request the coordinator holds: its answer carries it
@@ -248,37 +248,15 @@ class GroupService:
                         oc.unload(gid)
         return coord
 
-    def _load_partition(self, broker_id: int, p: int, part: Any) -> tuple[dict, dict]:
-        """Replay the partition's log: each group's committed offsets and its latest
-        GroupMetadata record (a tombstone removes it)."""
-        offsets: dict[str, dict] = {}
-        groups: dict[str, GroupMetadataValue] = {}
-        # Control batches (transaction markers) hold no offset records.
-        records = [r for b in part.log.batches(part.log.log_start_offset, part.log.log_end_offset)
-                   if not b.is_control for r in b.records]
-        for r in records:
-            if r.key is None:
-                continue
-            k = decode_key(r.key)
-            if k is None:
-                gid = decode_group_key(r.key)
-                if gid is not None:
-                    v = decode_group_value(r.value)
-                    if v is None:
-                        groups.pop(gid, None)
-                    else:
-                        groups[gid] = v
-                continue
-            v = decode_value(r.value)
-            group = offsets.setdefault(k.group, {})
-            if v is None:
-                group.pop((k.topic, k.partition), None)
-            else:
-                group[(k.topic, k.partition)] = v.offset
+    def _load_partition(self, broker_id: int, p: int, part: Any) -> tuple[OffsetCache, dict]:
+        """Replay the partition's log (:func:`engine.group.offset_cache.load_offsets`): the
+        committed offsets, those pending in transactions, and each group's latest
+        GroupMetadata record."""
+        result = load_offsets(part.log.batches(part.log.log_start_offset, part.log.log_end_offset))
         from .txn_offsets import loaded   # transactional offsets wait for their COMMIT marker
-        loaded(self.cluster, broker_id, p, part, offsets)
-        self.emit(OffsetsLoaded(broker_id, p, len(records), sorted(set(offsets) | set(groups))))
-        return offsets, groups
+        loaded(self.cluster, broker_id, p, part.leader_epoch, result)
+        self.emit(OffsetsLoaded(broker_id, p, result.records, sorted(result.named | set(result.groups))))
+        return result.offsets, result.groups
 
     def _store_group(self, broker_id: int, g: Any) -> None:
         p = self.partition_for(g.group_id)
@@ -310,7 +288,7 @@ class GroupService:
         found = self.find_coordinator(group)
         if found is None or self.coordinator(*found) is None:
             return None
-        return dict(self.loaded[found][1].get(group, {}))
+        return self.loaded[found][1].of(group)
 
     # ---- request / response through the network model ------------------------------------
     def request(self, consumer: "Consumer", api: str, payload: dict, rid: int = 0) -> None:
@@ -432,8 +410,8 @@ class GroupService:
             broker_id, p, name, group, topic, partition, offset, crid = self.pending_commits.pop(rid)
             if res.status == "ok":
                 loaded = self.loaded.get((broker_id, p))
-                if loaded is not None:
-                    loaded[1].setdefault(group, {})[(topic, partition)] = offset
+                if loaded is not None:   # Kafka's onOffsetCommitAppend: unless a later record is committed
+                    loaded[1].put(group, (topic, partition), offset, res.base_offset)
                 self.emit(OffsetCommitted(group, broker_id, topic, partition, offset, p, res.base_offset))
                 self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]},
                             broker=broker_id, rid=crid)

@@ -239,3 +239,123 @@ def test_a_member_unknown_to_the_group_is_refused_like_an_offset_commit_and_writ
     assert c.producers["p"].txn_failed == "UNKNOWN_MEMBER_ID"
     log = c.replica(offsets_leader(c), OFFSETS_TOPIC, partition_for_group(G, 4)).log
     assert log.log_end_offset == 0 and offset_fetch(c, G, require_stable=True)["unstable"] == []
+
+
+def _member(c: Cluster, name: str = "c1"):
+    """A consumer of group G on IN, stable, with auto-commit off."""
+    apply_command(c, {"cmd": "consumer_join", "name": name, "group": G, "topics": [IN],
+                      "auto_offset_reset": "earliest", "enable_auto_commit": False})
+    c.advance(5000)
+    con = group_service(c).consumers[name]
+    assert con.status == "stable" and con.owned == [(IN, 0)]
+    return con
+
+
+def _txn_then_plain_commit(c: Cluster, txn_offset: int, plain_offset: int):
+    """The transaction's offset record first, a plain OffsetCommit of the same partition
+    after it in the log, then the transaction's COMMIT marker."""
+    con = _member(c)
+    from engine.cluster.txn_offsets import send_offsets
+    c.begin_transaction("p")
+    c.produce(OUT, 0, ["x"], producer="p")
+    send_offsets(c, c.producers["p"], G, {(IN, 0): txn_offset}, generation=con.generation, member_id=con.member_id)
+    c.advance(300)
+    assert [e.error for e in c.events.of_kind("txn_request") if e.api == "txn_offset_commit"] == ["NONE"]
+    con.commit({(IN, 0): plain_offset})
+    c.advance(300)
+    assert [(e.offset, e.partition) for e in c.events.of_kind("offset_committed")] == [(plain_offset, 0)]
+    return con
+
+
+def _offset_records(c: Cluster) -> list:
+    log = c.replica(offsets_leader(c), OFFSETS_TOPIC, partition_for_group(G, 4)).log
+    out = []
+    for b in log.batches(0, log.log_end_offset):
+        for r in b.records:
+            k = None if b.is_control else decode_key(r.key)
+            if k is not None:
+                out.append((r.offset, b.is_transactional, decode_value(r.value).offset))
+    return out
+
+
+def test_commit_marker_keeps_a_later_plain_offset_commit_of_the_same_partition(tmp_path):
+    # Kafka (GroupMetadata.completePendingTxnOffsetCommit): the record later in the log wins.
+    c = make(tmp_path)
+    ready(c)
+    _txn_then_plain_commit(c, txn_offset=5, plain_offset=9)
+    recs = _offset_records(c)
+    assert [(txn, off) for _, txn, off in recs] == [(True, 5), (False, 9)] and recs[0][0] < recs[1][0]
+    c.commit_transaction("p")
+    c.advance(500)
+    assert c.transactions.state()["tx-1"]["state"] == "CompleteCommit"
+    assert group_service(c).committed(G) == {(IN, 0): 9}
+    assert offset_fetch(c, G, require_stable=True) == {"error": "NONE", "offsets": {(IN, 0): 9}, "unstable": []}
+    kept = c.events.of_kind("txn_offsets_superseded")
+    assert [(e.group, e.offsets) for e in kept] == [(G, [[IN, 0, 5, recs[0][0], 9, recs[1][0]]])]
+    assert [e.offsets for e in c.events.of_kind("txn_offsets_completed")] == [[]]
+    from engine import narration
+    assert "in-0 keeps committed offset 9" in narration.describe(kept[0].to_dict())
+    assert "changed no committed offset" in narration.describe(c.events.of_kind("txn_offsets_completed")[0].to_dict())
+    # The log says the same to a loader.
+    assert rebuild(c.replica(offsets_leader(c), OFFSETS_TOPIC, partition_for_group(G, 4)).log)[0] == {G: {(IN, 0): 9}}
+
+
+def test_a_new_coordinator_keeps_the_later_plain_commit_over_a_committed_transaction(tmp_path):
+    c = make(tmp_path, seed=2)     # offsets partition on broker 1, transactions on 2, controller on 0
+    ready(c)
+    _txn_then_plain_commit(c, txn_offset=5, plain_offset=9)
+    c.commit_transaction("p")
+    c.advance(500)
+    old = offsets_leader(c)
+    tcoord = c.controller.partition(TXN_TOPIC, partition_for_transactional_id("tx-1", 3)).leader
+    if old == tcoord or old == c.controller.active:
+        pytest.skip("seed puts the coordinators or the controller on one broker")
+    c.crash(old)
+    c.advance(10_000)
+    new = offsets_leader(c)
+    assert new not in (old, -1)
+    assert offset_fetch(c, G)["offsets"] == {(IN, 0): 9}
+    loaded = [e for e in c.events.of_kind("offsets_loaded") if e.coordinator == new]
+    assert loaded and G in loaded[-1].groups
+
+
+def test_a_committed_transaction_still_wins_over_an_earlier_plain_commit(tmp_path):
+    c = make(tmp_path)
+    ready(c)
+    con = _member(c)
+    con.commit({(IN, 0): 3})
+    c.advance(300)
+    from engine.cluster.txn_offsets import send_offsets
+    c.begin_transaction("p")
+    send_offsets(c, c.producers["p"], G, {(IN, 0): 6}, generation=con.generation, member_id=con.member_id)
+    c.advance(300)
+    c.commit_transaction("p")
+    c.advance(500)
+    assert group_service(c).committed(G) == {(IN, 0): 6}
+    assert c.events.of_kind("txn_offsets_superseded") == []
+    log = c.replica(offsets_leader(c), OFFSETS_TOPIC, partition_for_group(G, 4)).log
+    assert rebuild(log)[0] == {G: {(IN, 0): 6}}
+
+
+def test_loader_keeps_the_later_record_whatever_the_marker_order():
+    """load_offsets over hand-built batches: plain at 1 after txn at 0, COMMIT at 2 -> 1's
+    offset; txn at 3, COMMIT at 4 -> 3's; an aborted one changes nothing."""
+    from engine.group.offset_cache import load_offsets
+    from engine.group.offsets import OffsetKey, OffsetValue, encode_key, encode_value
+    from engine.records import SimpleRecord, build_batch, build_end_txn_marker, decode_batch
+
+    key = encode_key(OffsetKey("g", "t", 0))
+
+    def B(o, value, pid=-1):      # one OffsetCommit record; transactional when pid is given
+        txn = dict(producer_id=pid, producer_epoch=0, base_sequence=-1, is_transactional=True) if pid >= 0 else {}
+        return decode_batch(build_batch([SimpleRecord(encode_value(OffsetValue(value, -1, "", 0)), key=key)],
+                                        base_offset=o, **txn))
+
+    def marker(o, pid, commit):
+        return decode_batch(build_end_txn_marker(commit, pid, 0, 0, base_offset=o))
+
+    got = load_offsets([B(0, 5, 7), B(1, 9), marker(2, 7, True)])
+    assert got.offsets.of("g") == {("t", 0): 9} and got.committed_by_txns == 0
+    got = load_offsets([B(0, 5, 7), B(1, 9), marker(2, 7, True), B(3, 12, 8), marker(4, 8, True), B(5, 20, 9),
+                        marker(6, 9, False)])
+    assert got.offsets.of("g") == {("t", 0): 12} and got.committed_by_txns == 1 and got.pending == {}
