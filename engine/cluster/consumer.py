@@ -42,6 +42,7 @@ from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignm
 from ..group.offset_cache import OffsetCache, load_offsets
 from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
+from .produce_wait import ProduceWaiter
 
 __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "group_service", "add_partitions",
            "ownership_findings"]
@@ -51,7 +52,6 @@ RETRY_BACKOFF_MS = 100
 API_NAMES = {"join": "JoinGroup", "sync": "SyncGroup", "heartbeat": "Heartbeat", "leave": "LeaveGroup",
              "commit": "OffsetCommit"}
 JOIN_TIMEOUT_EXTRA_MS = 5000     # JoinGroup waits max(request.timeout.ms, rebalance timeout + 5 s), as the Java client
-COMMIT_POLL_MS = 5
 LOG_CLEANER_BACKOFF_MS = 15000
 
 
@@ -170,11 +170,10 @@ class GroupService:
         self.consumers: dict[str, Consumer] = {}
         self.coordinators: dict[int, tuple[int, GroupCoordinator]] = {}   # broker -> (incarnation, coordinator)
         self.loaded: dict[tuple[int, int], tuple[int, OffsetCache]] = {}  # (broker, p) -> (leader epoch, offsets)
-        self.pending_commits: dict[int, tuple] = {}
-        self.pending_groups: dict[int, tuple] = {}                        # produce id -> (broker, group, generation)
+        # the coordinators' appends: OffsetCommit records (lane 0), then GroupMetadata records (lane 1)
+        self.appends = ProduceWaiter(cluster, "offset-commit-completion", lanes=2)
         # (consumer, "join"|"sync") -> id of the request the coordinator holds: its answer carries it
         self.awaiting: dict[tuple[str, str], int] = {}
-        self.commit_task = None
         self.cleaner = ClusterCleaner(cluster)
 
     # ---- plumbing --------------------------------------------------------------------------
@@ -267,8 +266,7 @@ class GroupService:
                                                       self.cluster.now_ms(), members))
         rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=encode_group_key(g.group_id), acks=-1,
                                    broker=broker_id)
-        self.pending_groups[rid] = (broker_id, g.group_id, g.generation)
-        self._watch_produces()
+        self.appends.watch(rid, self._group_appended, broker_id, g.group_id, g.generation, lane=1)
 
     @staticmethod
     def _subscription_bytes(m: Any, protocol: str | None) -> bytes:
@@ -276,11 +274,6 @@ class GroupService:
         if sub is None:
             return encode_subscription([])
         return encode_subscription(list(sub.topics), list(sub.owned), sub.generation)
-
-    def _watch_produces(self) -> None:
-        if (self.pending_commits or self.pending_groups) and self.commit_task is None:
-            self.commit_task = self.scheduler.schedule_periodic(COMMIT_POLL_MS, self._check_commits,
-                                                                name="offset-commit-completion")
 
     def committed(self, group: str) -> dict | None:
         """The group's committed offsets as its coordinator knows them, or None when no
@@ -394,42 +387,33 @@ class GroupService:
     # ---- commits -----------------------------------------------------------------------------
     def _append_commits(self, broker_id: int, p: int, name: str, group: str, offsets: list, rid: int) -> None:
         now = self.cluster.now_ms()
+        sent = []
         for (topic, partition, offset) in offsets:
             key = encode_key(OffsetKey(group, topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
             prid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id)
-            self.pending_commits[prid] = (broker_id, p, name, group, topic, partition, offset, rid)
-        self._watch_produces()
+            sent.append((prid, topic, partition, offset))
+        for prid, topic, partition, offset in sent:
+            self.appends.watch(prid, self._commit_appended, broker_id, p, name, group, topic, partition, offset, rid)
 
-    def _check_commits(self) -> None:
-        results = self.cluster.produce_results
-        for rid in sorted(self.pending_commits):
-            res = results.get(rid)
-            if res is None:
-                continue
-            broker_id, p, name, group, topic, partition, offset, crid = self.pending_commits.pop(rid)
-            if res.status == "ok":
-                loaded = self.loaded.get((broker_id, p))
-                if loaded is not None:   # Kafka's onOffsetCommitAppend: unless a later record is committed
-                    loaded[1].put(group, (topic, partition), offset, res.base_offset)
-                self.emit(OffsetCommitted(group, broker_id, topic, partition, offset, p, res.base_offset))
-                self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]},
-                            broker=broker_id, rid=crid)
-            else:
-                self.emit(OffsetCommitFailed(group, name, res.error or "UNKNOWN", [[topic, partition]]))
-                self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]},
-                            broker=broker_id, rid=crid)
-        for rid in sorted(self.pending_groups):
-            res = results.get(rid)
-            if res is None:
-                continue
-            broker_id, group, generation = self.pending_groups.pop(rid)
-            inc, coord = self.coordinators.get(broker_id, (None, None))
-            if coord is not None:
-                coord.group_stored(group, generation, None if res.status == "ok" else "NOT_COORDINATOR")
-        if not self.pending_commits and not self.pending_groups and self.commit_task is not None:
-            self.scheduler.cancel(self.commit_task)
-            self.commit_task = None
+    def _commit_appended(self, res: Any, broker_id: int, p: int, name: str, group: str, topic: str, partition: int,
+                         offset: int, crid: int) -> None:
+        if res.status == "ok":
+            loaded = self.loaded.get((broker_id, p))
+            if loaded is not None:   # Kafka's onOffsetCommitAppend: unless a later record is committed
+                loaded[1].put(group, (topic, partition), offset, res.base_offset)
+            self.emit(OffsetCommitted(group, broker_id, topic, partition, offset, p, res.base_offset))
+            self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]},
+                        broker=broker_id, rid=crid)
+        else:
+            self.emit(OffsetCommitFailed(group, name, res.error or "UNKNOWN", [[topic, partition]]))
+            self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]},
+                        broker=broker_id, rid=crid)
+
+    def _group_appended(self, res: Any, broker_id: int, group: str, generation: int) -> None:
+        inc, coord = self.coordinators.get(broker_id, (None, None))
+        if coord is not None:
+            coord.group_stored(group, generation, None if res.status == "ok" else "NOT_COORDINATOR")
 
     # ---- reads --------------------------------------------------------------------------------
     def partition_counts(self, topics) -> dict[str, int]:

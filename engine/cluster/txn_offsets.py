@@ -41,6 +41,7 @@ from ..events import Event, event
 from ..group.offset_cache import load_offsets
 from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
+from .produce_wait import ProduceWaiter
 
 __all__ = ["TxnOffsetService", "txn_offset_service", "send_offsets", "on_producer_answer", "on_marker", "rebuild",
            "offset_fetch", "TxnOffsetsWritten", "TxnOffsetsCompleted", "TxnOffsetsSuperseded", "TxnOffsetsLoaded"]
@@ -48,7 +49,6 @@ __all__ = ["TxnOffsetService", "txn_offset_service", "send_offsets", "on_produce
 RETRIABLE = frozenset({"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
                        "CONCURRENT_TRANSACTIONS", "REQUEST_TIMED_OUT", "UNKNOWN_TOPIC_OR_PARTITION"})
 FENCED = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
-POLL_MS = 5
 
 
 @event("txn_offsets_written")
@@ -135,10 +135,10 @@ class TxnOffsetService:
         self.cluster = cluster
         # (broker, offsets partition) -> (leader epoch, {producer id: {group: {tp: offset}}})
         self.pending: dict[tuple[int, int], tuple[int, dict]] = {}
-        self.writes: dict[int, tuple] = {}     # produce request id -> the TxnOffsetCommit it belongs to
+        # the offset records' appends; once a TxnOffsetCommit's records all have their outcome it is answered
+        self.writes = ProduceWaiter(cluster, "txn-offset-writes", after=self._answer_done)
         self.batches: dict[int, dict] = {}     # commit id -> {"left": n, "error": ..., ...}
         self.next_commit = 1
-        self.task = None
         self.groups_seen: set = set()          # groups a transaction sent offsets for (for views)
 
     @property
@@ -241,44 +241,36 @@ class TxnOffsetService:
         mine = self.pending_for(broker_id, p).setdefault(payload["producer_id"], {}).setdefault(payload["group"], {})
         for topic, partition, offset in payload["offsets"]:
             mine[(topic, partition)] = (offset, None)     # its log position once acknowledged
+        sent = []
         for topic, partition, offset in payload["offsets"]:
             key = encode_key(OffsetKey(payload["group"], topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
-            rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id,
-                                       transactional_for=identity)
-            self.writes[rid] = (cid, topic, partition, offset)
-        if self.task is None:
-            self.task = self.cluster.scheduler.schedule_periodic(POLL_MS, self.check_writes, name="txn-offset-writes")
+            sent.append((self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id,
+                                              transactional_for=identity), topic, partition, offset))
+        for rid, topic, partition, offset in sent:
+            self.writes.watch(rid, self._written, cid, topic, partition, offset)
 
-    def check_writes(self) -> None:
+    def _written(self, res: Any, cid: int, topic: str, partition: int, offset: int) -> None:
         from .transactions import _coordinator_error
-        results = self.cluster.produce_results
-        for rid in sorted(self.writes):
-            res = results.get(rid)
-            if res is None:
-                continue
-            cid, topic, partition, offset = self.writes.pop(rid)
-            batch = self.batches[cid]
-            batch["left"] -= 1
-            if res.status != "ok":
-                err = res.error
-                if err in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                           "NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
-                    err = _coordinator_error(err)
-                batch["error"] = batch["error"] or err
-            else:
-                batch["record_offsets"].append(res.base_offset)
-                # Kafka's onTxnOffsetCommitAppend: the pending offset learns where its record is.
-                payload = batch["payload"]
-                mine = self.pending_for(batch["broker"], batch["p"]).get(payload["producer_id"], {}) \
-                    .get(payload["group"], {})
-                if mine.get((topic, partition)) == (offset, None):
-                    mine[(topic, partition)] = (offset, res.base_offset)
+        batch = self.batches[cid]
+        batch["left"] -= 1
+        if res.status != "ok":
+            err = res.error
+            if err in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                       "NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
+                err = _coordinator_error(err)
+            batch["error"] = batch["error"] or err
+            return
+        batch["record_offsets"].append(res.base_offset)
+        # Kafka's onTxnOffsetCommitAppend: the pending offset learns where its record is.
+        payload = batch["payload"]
+        mine = self.pending_for(batch["broker"], batch["p"]).get(payload["producer_id"], {}).get(payload["group"], {})
+        if mine.get((topic, partition)) == (offset, None):
+            mine[(topic, partition)] = (offset, res.base_offset)
+
+    def _answer_done(self) -> None:
         for cid in sorted(c for c, b in self.batches.items() if b["left"] == 0):
             self.finish(self.batches.pop(cid))
-        if not self.writes and self.task is not None:
-            self.cluster.scheduler.cancel(self.task)
-            self.task = None
 
     def finish(self, batch: dict) -> None:
         prod = self.cluster.producers[batch["name"]]
