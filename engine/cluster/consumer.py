@@ -19,8 +19,8 @@
   LeaveGroup with generation ids, the leader computing the assignment with the chosen
   assignor, eager or cooperative rebalancing, ``session.timeout.ms``,
   ``heartbeat.interval.ms``, ``max.poll.interval.ms``; ``poll`` fetches from each owned
-  partition's leader up to the high watermark, starting at the committed offset or by
-  ``auto.offset.reset``; auto-commit commits the positions at the start of a poll once
+  partition's leader up to the high watermark, starting at the committed offset (OffsetFetch,
+  sent through the network when the assignment arrives) or by ``auto.offset.reset``; auto-commit commits the positions at the start of a poll once
   ``auto.commit.interval.ms`` has passed (at-least-once); ``commit`` is the manual commit.
 * Lag per partition = high watermark − committed offset.
 """
@@ -50,7 +50,7 @@ __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "grou
 RETRY_BACKOFF_MS = 100
 # The group protocol's names on the wire (MessageDropped shows these).
 API_NAMES = {"join": "JoinGroup", "sync": "SyncGroup", "heartbeat": "Heartbeat", "leave": "LeaveGroup",
-             "commit": "OffsetCommit"}
+             "commit": "OffsetCommit", "offset_fetch": "OffsetFetch"}
 JOIN_TIMEOUT_EXTRA_MS = 5000     # JoinGroup waits max(request.timeout.ms, rebalance timeout + 5 s), as the Java client
 LOG_CLEANER_BACKOFF_MS = 15000
 
@@ -277,7 +277,8 @@ class GroupService:
 
     def committed(self, group: str) -> dict | None:
         """The group's committed offsets as its coordinator knows them, or None when no
-        coordinator is available (OffsetFetch fails)."""
+        coordinator is available: a view (lag, the group's state). A consumer asks with an
+        OffsetFetch through the network (:meth:`Consumer.poll`)."""
         found = self.find_coordinator(group)
         if found is None or self.coordinator(*found) is None:
             return None
@@ -365,6 +366,14 @@ class GroupService:
                 self._reply(name, "commit", {"error": err, "offsets": payload["offsets"]}, broker=broker_id, rid=rid)
                 return
             self._append_commits(broker_id, p, name, group, payload["offsets"], rid)
+        elif api == "offset_fetch":
+            from .txn_offsets import txn_offset_service
+            got = txn_offset_service(self.cluster).fetch_answer(broker_id, p, group, payload["require_stable"])
+            asked = {tuple(tp) for tp in payload["partitions"]}
+            self._reply(name, "offset_fetch", {"error": got["error"], "partitions": payload["partitions"],
+                                               "committed": [[t, q, o] for (t, q), o in sorted(got["offsets"].items())
+                                                             if (t, q) in asked]},
+                        broker=broker_id, rid=rid)
 
     def _reply(self, name: str, kind: str, payload: dict, *, broker: int, rid: int | None = None) -> None:
         """Answer request ``rid`` of consumer ``name`` (a held JoinGroup/SyncGroup: the one
@@ -495,6 +504,7 @@ class Consumer:
         self.commit_log: list = []
         self.next_request_id = 0
         self.inflight: dict[int, list] = {}   # request id -> [api, timeout task, answers still due, offsets]
+        self.fetched: dict = {}               # OffsetFetch answers not used yet: (topic, partition) -> offset | None
 
     # ---- helpers ---------------------------------------------------------------------------
     @property
@@ -558,7 +568,7 @@ class Consumer:
         self.coordinator = self.connection = None      # markCoordinatorUnknown: find it again
         getattr(self, f"on_{api}")({"error": "REQUEST_TIMED_OUT", "offsets": offsets})
 
-    def _drop_requests(self, apis: tuple = ("join", "sync", "heartbeat", "commit")) -> None:
+    def _drop_requests(self, apis: tuple = ("join", "sync", "heartbeat", "commit", "offset_fetch")) -> None:
         for rid in [r for r, e in sorted(self.inflight.items()) if e[0] in apis]:
             self.service.scheduler.cancel(self.inflight.pop(rid)[1])
 
@@ -567,6 +577,7 @@ class Consumer:
             self.emit(PartitionsRevoked(self.group, self.name, self.member_id, reason_generation, _tps(partitions)))
             for tp in partitions:
                 self.positions.pop(tp, None)
+                self.fetched.pop(tp, None)
             self.owned = [tp for tp in self.owned if tp not in partitions]
 
     def _arm_heartbeat(self) -> None:
@@ -650,6 +661,7 @@ class Consumer:
         self.status = "stable"
         self.emit(PartitionsAssigned(self.group, self.name, self.member_id, self.generation, _tps(added),
                                      _tps(self.owned)))
+        self._fetch_committed()
         if self.cooperative and revoked:
             self.join()  # KIP-429: give the revoked partitions back, then a second rebalance
 
@@ -696,7 +708,7 @@ class Consumer:
             self.join()
 
     def _leave(self, how: str) -> None:
-        self._drop_requests(("join", "sync", "heartbeat"))   # a pending commit may still be answered
+        self._drop_requests(("join", "sync", "heartbeat", "offset_fetch"))   # a pending commit may still be answered
         if self.member_id:
             self._send("leave", {"member_id": self.member_id})
         self._revoke(list(self.owned), self.generation)
@@ -731,7 +743,7 @@ class Consumer:
         self._drop_requests()
         self.member_id, self.generation, self.protocol, self.leader = "", -1, None, False
         self.status, self.coordinator = "unjoined", None
-        self.owned, self.previous, self.positions = [], [], {}
+        self.owned, self.previous, self.positions, self.fetched = [], [], {}, {}
         self.owned_generation = -1
         self.last_poll_ms = self.last_auto_commit_ms = self.now
         self.join()
@@ -751,21 +763,42 @@ class Consumer:
         if self.config.enable_auto_commit and self.now - self.last_auto_commit_ms >= self.config.auto_commit_interval_ms:
             self.commit(auto=True)
         out = []
-        committed = None
         for tp in sorted(self.owned):
             if len(out) >= max_records:
                 break
             if tp not in self.positions:
-                if committed is None:
-                    committed = self.service.committed(self.group)
-                if committed is None:
-                    continue  # no coordinator to ask: try again at the next poll
-                if tp in committed:
-                    self._set_position(tp, committed[tp], "committed")
+                if tp not in self.fetched:
+                    continue  # its OffsetFetch is on the way (or sent below)
+                committed = self.fetched[tp]
+                if committed is not None:
+                    del self.fetched[tp]
+                    self._set_position(tp, committed, "committed")
                 elif not self._reset(tp):
                     continue
+                else:
+                    del self.fetched[tp]
             out.extend(self._fetch(tp, max_records - len(out)))
+        self._fetch_committed()
         return out
+
+    # ---- OffsetFetch ---------------------------------------------------------------------------
+    def _fetch_committed(self) -> None:
+        """Ask the coordinator for the committed offsets of owned partitions that have no
+        position yet (OffsetFetch, through the network). Sent when an assignment arrives, so
+        the answer is usually there by the next poll, and by a poll that still misses one."""
+        missing = [tp for tp in self.owned if tp not in self.positions and tp not in self.fetched]
+        if not missing or any(e[0] == "offset_fetch" for e in self.inflight.values()):
+            return
+        self._send("offset_fetch", {"partitions": [list(tp) for tp in sorted(missing)], "require_stable": False})
+
+    def on_offset_fetch(self, resp: dict) -> None:
+        if resp["error"] != "NONE":
+            return   # the next poll asks again
+        committed = {(t, p): o for t, p, o in resp["committed"]}
+        for t, p in resp["partitions"]:
+            tp = (t, p)
+            if tp in self.owned and tp not in self.positions:
+                self.fetched[tp] = committed.get(tp)
 
     def _set_position(self, tp, offset: int, source: str) -> None:
         self.positions[tp] = offset

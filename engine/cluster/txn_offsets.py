@@ -314,16 +314,24 @@ class TxnOffsetService:
 
     # ---- OffsetFetch ----------------------------------------------------------------------------
     def fetch(self, group: str, require_stable: bool = False) -> dict:
-        """OffsetFetch: {"error": ..., "offsets": {(topic, partition): offset}, "unstable": [...]}.
-        With ``require_stable`` a partition with pending transactional offsets is answered
-        UNSTABLE_OFFSET_COMMIT (listed in "unstable", left out of "offsets")."""
+        """OffsetFetch read at once from the group's coordinator (the ``offset_fetch``
+        command; a consumer's OffsetFetch travels through the network and is answered by
+        :meth:`fetch_answer`): {"error": ..., "offsets": {(topic, partition): offset},
+        "unstable": [...]}."""
         found = self.groups.find_coordinator(group)
         if found is None or self.groups.coordinator(*found) is None:
             return {"error": "COORDINATOR_NOT_AVAILABLE", "offsets": {}, "unstable": []}
-        committed = self.groups.loaded[found][1].of(group)
+        return self.fetch_answer(*found, group, require_stable)
+
+    def fetch_answer(self, broker_id: int, p: int, group: str, require_stable: bool = False) -> dict:
+        """The OffsetFetch answer of coordinator ``broker_id`` (leading ``p``): the group's
+        committed offsets; with ``require_stable`` a partition with pending transactional
+        offsets is answered UNSTABLE_OFFSET_COMMIT (listed in "unstable", left out of
+        "offsets")."""
+        committed = self.groups.loaded[(broker_id, p)][1].of(group)
         unstable = set()
         if require_stable:
-            for by_group in self.pending_for(*found).values():
+            for by_group in self.pending_for(broker_id, p).values():
                 unstable.update(by_group.get(group, {}))
         return {"error": "NONE", "offsets": {tp: o for tp, o in committed.items() if tp not in unstable},
                 "unstable": sorted(unstable)}

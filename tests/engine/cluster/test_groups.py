@@ -659,3 +659,50 @@ def test_a_dropped_heartbeat_answer_times_out_but_the_member_stays(tmp_path):
     A(c, cmd="advance", ms=5000)
     con = c.groups.consumers["a"]
     assert con.status == "stable" and con.generation == gen and set(con.owned) == all_partitions(c)
+
+
+def test_offset_fetch_travels_through_the_network_and_a_lost_answer_is_asked_again_after_the_timeout(tmp_path):
+    c = make(tmp_path, partitions=1, records=3)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    assert len(A(c, cmd="consumer_poll", name="a")["records"]) == 3
+    A(c, cmd="consumer_commit", name="a", offsets={"t-0": 1})
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="consumer_leave", name="a")
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="consumer_poll", name="a")      # joins again: no position, so it asks for the committed offset
+    con = c.groups.consumers["a"]
+    while con.status != "stable":
+        A(c, cmd="advance", ms=1)
+    coord = coordinator_id(c)
+    # The assignment came; its OffsetFetch is on the way. Its answer is lost.
+    A(c, cmd="set_drop_probability", a=coord, b=-1, probability=1.0, both=False)
+    A(c, cmd="advance", ms=10)
+    A(c, cmd="heal_all")
+    assert [e.api for e in c.events.of_kind("message_dropped")] == ["OffsetFetchResponse"]
+    resets = len(c.events.of_kind("position_reset"))
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []      # no position without an answer
+    A(c, cmd="advance", ms=30000)                                      # request.timeout.ms
+    assert [e.api for e in timeouts(c, "offset_fetch")] == ["offset_fetch"]
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []      # asks again
+    A(c, cmd="advance", ms=10)
+    got = A(c, cmd="consumer_poll", name="a")["records"]
+    assert [r["offset"] for r in got] == [1, 2]
+    assert [(e.offset, e.source) for e in c.events.of_kind("position_reset")[resets:]] == [(1, "committed")]
+
+
+def test_offset_fetch_to_an_unreachable_coordinator_fails_and_the_poll_asks_again(tmp_path):
+    c = make(tmp_path, partitions=1, records=2)
+    join(c, "a")
+    con = c.groups.consumers["a"]
+    while con.status != "stable":
+        A(c, cmd="advance", ms=1)
+    A(c, cmd="cut_link", a=-1, b=coordinator_id(c))      # before the OffsetFetch arrives
+    A(c, cmd="advance", ms=200)
+    assert "OffsetFetch" in [e.api for e in c.events.of_kind("message_dropped")]
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []
+    A(c, cmd="heal_all")
+    A(c, cmd="advance", ms=31000)
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=10)
+    assert [r["offset"] for r in A(c, cmd="consumer_poll", name="a")["records"]] == [0, 1]
