@@ -265,7 +265,7 @@ class GroupService:
         value = encode_group_value(GroupMetadataValue("consumer", g.generation, g.protocol, g.leader,
                                                       self.cluster.now_ms(), members))
         rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=encode_group_key(g.group_id), acks=-1,
-                                   broker=broker_id)
+                                   broker=broker_id, local=True)
         self.appends.watch(rid, self._group_appended, broker_id, g.group_id, g.generation, lane=1)
 
     @staticmethod
@@ -400,7 +400,7 @@ class GroupService:
         for (topic, partition, offset) in offsets:
             key = encode_key(OffsetKey(group, topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
-            prid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id)
+            prid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id, local=True)
             sent.append((prid, topic, partition, offset))
         for prid, topic, partition, offset in sent:
             self.appends.watch(prid, self._commit_appended, broker_id, p, name, group, topic, partition, offset, rid)

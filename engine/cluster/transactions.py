@@ -434,7 +434,7 @@ class TransactionService:
         in-memory state follows and ``then`` = (bound method, args) runs; a failed append is
         answered to ``fail_to`` = (producer name, api, broker) if given."""
         rid = self.cluster.produce(TXN_TOPIC, p, [encode_txn_value(target)],
-                                   key=encode_txn_key(target.transactional_id), acks=-1, broker=broker_id)
+                                   key=encode_txn_key(target.transactional_id), acks=-1, broker=broker_id, local=True)
         self.writes.watch(rid, self._written, broker_id, p, target, reason, then, fail_to)
 
     def _written(self, res: Any, broker_id: int, p: int, target: TxnMetadata, reason: str, then: tuple | None,

@@ -246,7 +246,7 @@ class TxnOffsetService:
             key = encode_key(OffsetKey(payload["group"], topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
             sent.append((self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id,
-                                              transactional_for=identity), topic, partition, offset))
+                                              transactional_for=identity, local=True), topic, partition, offset))
         for rid, topic, partition, offset in sent:
             self.writes.watch(rid, self._written, cid, topic, partition, offset)
 

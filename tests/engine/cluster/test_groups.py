@@ -706,3 +706,22 @@ def test_offset_fetch_to_an_unreachable_coordinator_fails_and_the_poll_asks_agai
     A(c, cmd="consumer_poll", name="a")
     A(c, cmd="advance", ms=10)
     assert [r["offset"] for r in A(c, cmd="consumer_poll", name="a")["records"]] == [0, 1]
+
+
+def test_the_coordinators_own_appends_are_local_so_client_link_faults_do_not_touch_them(tmp_path):
+    # Kafka's coordinator appends to its own partition locally; only the request and its answer
+    # cross the client's link.
+    c = make(tmp_path, partitions=1)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    coord = coordinator_id(c)
+    A(c, cmd="consumer_commit", name="a", offsets={"t-0": 1})
+    A(c, cmd="advance", ms=1)                # the OffsetCommit reached the coordinator, which appends
+    A(c, cmd="cut_link", a=-1, b=coord)
+    A(c, cmd="set_link_delay", a=-1, b=(coord + 1) % 3, delay_ms=5000)
+    A(c, cmd="advance", ms=50)
+    assert c.groups.committed("g") == {("t", 0): 1}
+    assert [e.offset for e in c.events.of_kind("offset_committed")] == [1]
+    assert [e.api for e in c.events.of_kind("message_dropped")] == ["OffsetCommitResponse"]
+    acked = [e for e in c.events.of_kind("produce_acked") if e.topic == OFFSETS_TOPIC]
+    assert acked and acked[-1].broker == coord

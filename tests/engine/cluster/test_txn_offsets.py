@@ -359,3 +359,19 @@ def test_loader_keeps_the_later_record_whatever_the_marker_order():
     got = load_offsets([B(0, 5, 7), B(1, 9), marker(2, 7, True), B(3, 12, 8), marker(4, 8, True), B(5, 20, 9),
                         marker(6, 9, False)])
     assert got.offsets.of("g") == {("t", 0): 12} and got.committed_by_txns == 1 and got.pending == {}
+
+
+def test_the_transaction_coordinators_state_writes_are_local_to_its_broker(tmp_path):
+    c = make(tmp_path, seed=2)
+    ready(c)
+    c.begin_transaction("p")
+    c.produce(OUT, 0, ["x"], producer="p")
+    c.advance(300)
+    tcoord = c.controller.partition(TXN_TOPIC, partition_for_transactional_id("tx-1", 3)).leader
+    c.commit_transaction("p")
+    c.advance(1)                 # EndTxn reached the coordinator, which appends PrepareCommit
+    c.network.cut(-1, tcoord)
+    c.advance(500)
+    changes = [(e.old_state, e.new_state) for e in c.events.of_kind("txn_state_changed")]
+    assert changes[-2:] == [("Ongoing", "PrepareCommit"), ("PrepareCommit", "CompleteCommit")]
+    assert "Produce" not in [e.api for e in c.events.of_kind("message_dropped")]
