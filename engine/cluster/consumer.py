@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import InvalidRequestError, OffsetOutOfRangeError, KafkaError
 from ..group.assignors import EAGER_STRATEGIES, STRATEGIES, Subscription, assign
-from ..group.coordinator import GROUP_INITIAL_REBALANCE_DELAY_MS, GroupCoordinator
+from ..group.coordinator import GROUP_INITIAL_REBALANCE_DELAY_MS, GroupCoordinator, store_error
 from ..group.events import (ConsumerFetched, ConsumerStopped, CoordinatorFound, GroupRequestFailed,
                             HeartbeatAnswered, JoinGroupSent, OffsetCommitFailed, OffsetCommitSent, OffsetCommitted,
                             OffsetsLoaded, PartitionsAdded, PartitionsAssigned, PartitionsRevoked, PositionReset,
@@ -422,7 +422,7 @@ class GroupService:
     def _group_appended(self, res: Any, broker_id: int, group: str, generation: int) -> None:
         inc, coord = self.coordinators.get(broker_id, (None, None))
         if coord is not None:
-            coord.group_stored(group, generation, None if res.status == "ok" else "NOT_COORDINATOR")
+            coord.group_stored(group, generation, None if res.status == "ok" else store_error(res.error or "UNKNOWN"))
 
     # ---- reads --------------------------------------------------------------------------------
     def partition_counts(self, topics) -> dict[str, int]:
@@ -651,6 +651,12 @@ class Consumer:
             self.member_id, self.generation = "", -1
             self.join()
             return
+        if err != "NONE":
+            # "Unexpected error from SyncGroup": the Java consumer's poll throws it; the next
+            # poll joins again.
+            self.status = f"error:{err}"
+            self.emit(GroupRequestFailed(self.group, self.name, "sync", err, "not retried: the next poll joins again"))
+            return
         new = [_tp(tp) for tp in resp["assignment"]]
         revoked = [tp for tp in self.owned if tp not in new]
         added = [tp for tp in new if tp not in self.owned]
@@ -755,7 +761,7 @@ class Consumer:
         if not self.alive:
             raise InvalidRequestError(f"consumer {self.name!r} has crashed; restart it with consumer_join")
         self.last_poll_ms = self.now
-        if self.status in ("unjoined", "closed"):
+        if self.status in ("unjoined", "closed") or self.status.startswith("error:"):
             self.join()
             return []
         if self.status != "stable":

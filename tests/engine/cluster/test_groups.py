@@ -725,3 +725,44 @@ def test_the_coordinators_own_appends_are_local_so_client_link_faults_do_not_tou
     assert [e.api for e in c.events.of_kind("message_dropped")] == ["OffsetCommitResponse"]
     acked = [e for e in c.events.of_kind("produce_acked") if e.topic == OFFSETS_TOPIC]
     assert acked and acked[-1].broker == coord
+
+
+def test_a_group_record_too_large_for_the_segment_fails_the_rebalance_with_unknown_server_error(tmp_path):
+    # Kafka: the append fails (record too large for segment.bytes); storeGroup answers SyncGroup
+    # UNKNOWN_SERVER_ERROR, which the Java consumer's poll throws instead of retrying.
+    c = Cluster(Disk(tmp_path / "d"), ClusterConfig.from_mapping({"brokers": 3, "segment.bytes": 120}), seed=1)
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="create_topic", topic="t", partitions=2)
+    A(c, cmd="configure_groups", offsets_topic_num_partitions=1)
+    join(c, "a")
+    join(c, "b")
+    A(c, cmd="advance", ms=20000)
+    too_large = [e for e in c.events.of_kind("produce_failed") if e.topic == OFFSETS_TOPIC]
+    assert [e.error for e in too_large] == ["MESSAGE_TOO_LARGE"]
+    assert len(c.events.of_kind("join_group_completed")) == 1          # no endless rebalancing
+    failed = [(e.consumer, e.api, e.error) for e in c.events.of_kind("group_request_failed")]
+    assert sorted(failed) == [("a", "sync", "UNKNOWN_SERVER_ERROR"), ("b", "sync", "UNKNOWN_SERVER_ERROR")]
+    assert {n: con.status for n, con in c.groups.consumers.items()} == \
+        {"a": "error:UNKNOWN_SERVER_ERROR", "b": "error:UNKNOWN_SERVER_ERROR"}
+    assert owners(c) == {}
+    # The next poll joins again; b, which does not poll, is removed at its session timeout; a's
+    # record still does not fit, so that rebalance fails the same way, once. Then a's session
+    # ends too and the group is Empty (its small record fits).
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=100_000)
+    assert c.groups.consumers["a"].status == "error:UNKNOWN_SERVER_ERROR"
+    assert [e.members for e in c.events.of_kind("join_group_completed")] == [["a-1", "b-2"], ["a-1"], []]
+    assert len(c.events.of_kind("group_request_failed")) == 3
+    assert c.groups.state()["groups"]["g"]["state"] == "Empty"
+
+
+@pytest.mark.parametrize("append_error,answer", [
+    (None, None), ("UNKNOWN_TOPIC_OR_PARTITION", "COORDINATOR_NOT_AVAILABLE"),
+    ("NOT_ENOUGH_REPLICAS", "COORDINATOR_NOT_AVAILABLE"), ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", "COORDINATOR_NOT_AVAILABLE"),
+    ("NOT_LEADER_OR_FOLLOWER", "NOT_COORDINATOR"), ("KAFKA_STORAGE_ERROR", "NOT_COORDINATOR"),
+    ("REQUEST_TIMED_OUT", "REBALANCE_IN_PROGRESS"), ("MESSAGE_TOO_LARGE", "UNKNOWN_SERVER_ERROR"),
+    ("RECORD_LIST_TOO_LARGE", "UNKNOWN_SERVER_ERROR"), ("INVALID_FETCH_SIZE", "UNKNOWN_SERVER_ERROR"),
+    ("CORRUPT_MESSAGE", "CORRUPT_MESSAGE")])
+def test_a_failed_group_record_append_is_answered_as_kafkas_store_group(append_error, answer):
+    from engine.group.coordinator import store_error
+    assert store_error(append_error) == answer
