@@ -20,8 +20,9 @@
   assignor, eager or cooperative rebalancing, ``session.timeout.ms``,
   ``heartbeat.interval.ms``, ``max.poll.interval.ms``; ``poll`` fetches from each owned
   partition's leader up to the high watermark, starting at the committed offset (OffsetFetch,
-  sent through the network when the assignment arrives) or by ``auto.offset.reset``; auto-commit commits the positions at the start of a poll once
-  ``auto.commit.interval.ms`` has passed (at-least-once); ``commit`` is the manual commit.
+  sent through the network when the assignment arrives) or by ``auto.offset.reset``;
+  auto-commit commits the positions at the start of a poll once ``auto.commit.interval.ms``
+  has passed (at-least-once); ``commit`` is the manual commit.
 * Lag per partition = high watermark − committed offset.
 """
 from __future__ import annotations

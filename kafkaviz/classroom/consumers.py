@@ -152,7 +152,8 @@ class RoomConsumer(LessonConsumer):
             return
         name = await database_sync_to_async(self._set_granted)(member, ctype == "grant")
         if name is None:
-            await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member", ctype))
+            await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member",
+                                               ctype))
             return
         await self.channel_layer.group_send(f"{self.room_group}.member.{member}",
                                             {"type": "room.control", "granted": ctype == "grant"})
