@@ -375,3 +375,99 @@ def test_the_transaction_coordinators_state_writes_are_local_to_its_broker(tmp_p
     changes = [(e.old_state, e.new_state) for e in c.events.of_kind("txn_state_changed")]
     assert changes[-2:] == [("Ongoing", "PrepareCommit"), ("PrepareCommit", "CompleteCommit")]
     assert "Produce" not in [e.api for e in c.events.of_kind("message_dropped")]
+
+
+# ---- seeded schedules: plain and transactional commits of the same partitions ------------------
+
+def _expected_from_log(log) -> dict:
+    """What the group must have committed, said without the coordinator's rules: per
+    partition, the offset of the latest record in the log that is either a plain OffsetCommit
+    or belongs to a transaction whose next marker is a COMMIT."""
+    from engine.records import ControlRecordType, read_end_txn_marker
+    batches = log.batches(log.log_start_offset, log.log_end_offset)
+    ends = []                                   # (position, producer id, commit) of every marker
+    for b in batches:
+        if b.is_control and b.records:
+            m = read_end_txn_marker(b.records[0])
+            if m is not None:
+                ends.append((b.records[0].offset, b.producer_id, m.type == ControlRecordType.COMMIT))
+    latest: dict = {}
+    for b in batches:
+        if b.is_control:
+            continue
+        for r in b.records:
+            k = decode_key(r.key) if r.key is not None else None
+            if k is None or k.group != G:
+                continue
+            if b.is_transactional:
+                end = next(((pos, ok) for pos, pid, ok in ends if pid == b.producer_id and pos > r.offset), None)
+                if end is None or not end[1]:
+                    continue
+            latest[(k.topic, k.partition)] = decode_value(r.value).offset   # log order: later wins
+    return latest
+
+
+def run_mixed_commits(tmp_path, seed: int, rounds: int = 12):
+    import random
+
+    from engine.cluster.txn_offsets import send_offsets
+    rng = random.Random(seed)
+    c = make(tmp_path, seed=seed)
+    ready(c)
+    con = _member(c)
+    tps = [(IN, 0), (OUT, 0)]
+    down = None
+    for _ in range(rounds):
+        action = rng.choice(["plain", "txn", "txn", "txn_then_plain", "failover"])
+        prod = c.producers["p"]
+        if action == "plain":
+            con.commit({rng.choice(tps): rng.randint(0, 99)})
+            c.advance(rng.choice([5, 50, 300]))
+        elif action == "failover":
+            if down is None:
+                down = offsets_leader(c)
+                c.crash(down)
+            else:
+                c.restart(down)
+                down = None
+            c.advance(rng.choice([3000, 9000]))
+        elif prod.txn_state == "ready":
+            c.begin_transaction("p")
+            send_offsets(c, prod, G, {tp: rng.randint(0, 99) for tp in rng.sample(tps, rng.randint(1, 2))},
+                         generation=con.generation, member_id=con.member_id)
+            c.advance(rng.choice([50, 300]))
+            if action == "txn_then_plain":
+                con.commit({rng.choice(tps): rng.randint(0, 99)})
+                c.advance(rng.choice([5, 300]))
+            if prod.txn_state == "in_transaction":
+                (c.commit_transaction if rng.random() < 0.7 else c.abort_transaction)("p")
+            c.advance(1000)
+            if prod.txn_state == "abortable_error":
+                c.abort_transaction("p")
+                c.advance(1000)
+        else:
+            c.advance(1000)
+        if con.status not in ("stable", "syncing", "joining") or not con.alive:
+            con.poll()
+    if down is not None:
+        c.restart(down)
+    c.heal_all()
+    c.advance(40_000)
+    log = c.replica(offsets_leader(c), OFFSETS_TOPIC, partition_for_group(G, 4)).log
+    return c, _expected_from_log(log), log
+
+
+@pytest.mark.parametrize("seed", [*range(1, 5), *(pytest.param(s, marks=pytest.mark.slow) for s in range(5, 80))])
+def test_committed_offsets_are_the_latest_committed_record_in_the_log_live_and_rebuilt(tmp_path, seed):
+    c, expected, log = run_mixed_commits(tmp_path, seed)
+    assert group_service(c).committed(G) == expected, f"seed {seed}: live cache"
+    assert rebuild(log)[0].get(G, {}) == expected, f"seed {seed}: rebuilt from the log"
+    assert offset_fetch(c, G, require_stable=True) == {"error": "NONE", "offsets": expected, "unstable": []}
+
+
+def test_the_mixed_schedules_do_supersede_transactional_offsets(tmp_path):
+    kept = 0
+    for seed in range(1, 3):
+        c, _, _ = run_mixed_commits(tmp_path / str(seed), seed)
+        kept += len(c.events.of_kind("txn_offsets_superseded"))
+    assert kept > 0, "no schedule had a plain commit after a transaction's offsets"
