@@ -371,7 +371,9 @@ class GroupService:
             from .txn_offsets import txn_offset_service
             got = txn_offset_service(self.cluster).fetch_answer(broker_id, p, group, payload["require_stable"])
             asked = {tuple(tp) for tp in payload["partitions"]}
+            # "partitions" and "generation" stand for what the client keeps beside the request id
             self._reply(name, "offset_fetch", {"error": got["error"], "partitions": payload["partitions"],
+                                               "generation": payload["generation"],
                                                "committed": [[t, q, o] for (t, q), o in sorted(got["offsets"].items())
                                                              if (t, q) in asked]},
                         broker=broker_id, rid=rid)
@@ -796,11 +798,12 @@ class Consumer:
         missing = [tp for tp in self.owned if tp not in self.positions and tp not in self.fetched]
         if not missing or any(e[0] == "offset_fetch" for e in self.inflight.values()):
             return
-        self._send("offset_fetch", {"partitions": [list(tp) for tp in sorted(missing)], "require_stable": False})
+        self._send("offset_fetch", {"partitions": [list(tp) for tp in sorted(missing)], "require_stable": False,
+                                    "generation": self.generation})
 
     def on_offset_fetch(self, resp: dict) -> None:
-        if resp["error"] != "NONE":
-            return   # the next poll asks again
+        if resp["error"] != "NONE" or resp["generation"] != self.generation:
+            return   # the next poll asks again (an answer for an older assignment may be stale)
         committed = {(t, p): o for t, p, o in resp["committed"]}
         for t, p in resp["partitions"]:
             tp = (t, p)

@@ -767,3 +767,21 @@ def test_a_group_record_too_large_for_the_segment_fails_the_rebalance_with_unkno
 def test_a_failed_group_record_append_is_answered_as_kafkas_store_group(append_error, answer):
     from engine.group.coordinator import store_error
     assert store_error(append_error) == answer
+
+
+def test_an_offset_fetch_answer_for_an_older_generation_is_not_used(tmp_path):
+    c = make(tmp_path, partitions=1, records=3)
+    join(c, "a", enable_auto_commit=False)
+    con = c.groups.consumers["a"]
+    while con.status != "stable":
+        A(c, cmd="advance", ms=1)
+    con.fetched.clear()
+    con.positions.clear()
+    con._fetch_committed()                   # asked in this generation ...
+    con.generation += 1                      # ... answered after the next assignment (as if)
+    A(c, cmd="advance", ms=10)
+    assert con.fetched == {}
+    con.generation -= 1
+    A(c, cmd="consumer_poll", name="a")      # asks again
+    A(c, cmd="advance", ms=10)
+    assert con.fetched == {("t", 0): None}
