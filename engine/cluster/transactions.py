@@ -6,7 +6,8 @@ producers and what consumers see at each isolation level (KIP-98).
   (the internal topic is created on first use: compacted, replication factor min(3,
   brokers), ``min.insync.replicas`` min(2, RF)). Its state lives in that partition as
   ``TransactionLogKey``/``TransactionLogValue`` v0 records (docs/file-formats.md); a
-  coordinator commits a state change with acks=all before acting on it, and a broker that
+  coordinator commits a state change with acks=all (a local append on its own broker, which
+  client-link faults do not touch) before acting on it, and a broker that
   becomes the partition's leader reads the log back — so a coordinator failover in the
   middle of a commit finishes it (a ``PrepareCommit`` found on load sends the markers again
   and completes).

@@ -14,7 +14,7 @@ A transactional producer that read its input through consumer group ``group`` ca
    offsets partition not in the open transaction → ``INVALID_TXN_STATE`` (what a v3 client
    is told). It then checks the member/generation like an OffsetCommit and appends one
    OffsetCommit record per partition as a *transactional* batch carrying the producer id and
-   epoch (no sequence: a coordinator's write) with acks=all. Append errors are mapped as
+   epoch (no sequence: a coordinator's write, appended locally on its broker) with acks=all. Append errors are mapped as
    Kafka's ``maybeConvertOffsetCommitError``. The offsets are then *pending*: not committed.
 3. The transaction's end writes a COMMIT or ABORT marker into that ``__consumer_offsets``
    partition like every other; **COMMIT** makes the pending offsets the group's committed
