@@ -804,6 +804,11 @@ def _txn_offsets_done(e: Ev, zh: bool) -> str:
     each = ", ".join(f"{o[2]} for {o[0]}-{o[1]}" for o in offs)
     each_zh = "，".join(f"{o[0]}-{o[1]} 为 {o[2]}" for o in offs)
     where = f"__consumer_offsets-{e['offsets_partition']}"
+    if e["commit"] and not offs:
+        return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记没有改变已提交偏移量"
+                f"（日志中更靠后的提交记录优先）" if zh else
+                f"group {e['group']}: the COMMIT marker of producer {e['producer_id']} in {where} changed no committed "
+                f"offset (a later commit record in the log wins)")
     if zh:
         return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记让待定偏移量成为已提交偏移量（{each_zh}）"
                 if e["commit"] else
@@ -822,6 +827,11 @@ _EN.update({
                                       f"producer {e['producer_id']} (epoch {e['producer_epoch']}): pending until "
                                       f"the transaction ends"),
     "txn_offsets_completed": lambda e: _txn_offsets_done(e, False),
+    "txn_offsets_superseded": lambda e: (
+        f"group {e['group']}: in __consumer_offsets-{e['offsets_partition']} "
+        + "; ".join(f"{o[0]}-{o[1]} keeps committed offset {o[4]} (record at {o[5]}), not producer "
+                    f"{e['producer_id']}'s {o[2]} (record at {o[3]})" for o in e.get("offsets") or [])
+        + ": the commit record later in the log wins"),
     "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} replayed the transactional offsets of "
                                      f"__consumer_offsets-{e['offsets_partition']}: {e['committed']} committed by "
                                      f"a COMMIT marker"
@@ -833,6 +843,11 @@ _ZH.update({
                                       f"（epoch {e['producer_epoch']}）的事务批次写入 "
                                       f"__consumer_offsets-{e['offsets_partition']}：事务结束前处于待定状态"),
     "txn_offsets_completed": lambda e: _txn_offsets_done(e, True),
+    "txn_offsets_superseded": lambda e: (
+        f"消费组 {e['group']}：__consumer_offsets-{e['offsets_partition']} 中"
+        + "；".join(f"{o[0]}-{o[1]} 保留已提交偏移量 {o[4]}（记录位于 {o[5]}），而不是生产者 {e['producer_id']} 的 "
+                   f"{o[2]}（记录位于 {o[3]}）" for o in e.get("offsets") or [])
+        + "：日志中更靠后的提交记录优先"),
     "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} 重放了 __consumer_offsets-{e['offsets_partition']} "
                                      f"中的事务偏移量：{e['committed']} 个由 COMMIT 标记提交"
                                      + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),

@@ -287,8 +287,8 @@ class Broker:
         elif isinstance(msg, (BrokerHeartbeat, AlterPartitionRequest)):
             if self.cluster.controller.active == self.id:
                 self.cluster.controller.handle(src, msg)
-        elif isinstance(msg, ProduceResponse):  # pragma: no cover - only the client receives these
-            pass
+        elif isinstance(msg, ProduceResponse):  # the answer to this broker's own (coordinator's) append
+            self.cluster._on_produce_response(msg)
 
     def handle_produce(self, src: int, req: ProduceRequest) -> None:
         from engine.records import SimpleRecord

@@ -141,6 +141,7 @@ class Cluster:
         self.producers: dict[str, Producer] = {}
         self._sends: dict[int, PendingSend] = {}     # request id of an attempt -> the batch it carries
         self._coordinator_txn: dict[int, tuple] = {}  # request id -> (producer id, epoch) of a coordinator's write
+        self._local: set[int] = set()                 # request ids of a broker's own appends (coordinators)
         self._next_producer_id = 0
         self.controller.start(config.initial_controller)
         for i in sorted(self.brokers):
@@ -356,7 +357,7 @@ class Cluster:
 
     def produce(self, topic: str, partition: int, values: Any, *, key: Any = None, acks: int = -1,
                 timeout_ms: int | None = None, broker: int | None = None, producer: str | None = None,
-                transactional_for: tuple[int, int] | None = None) -> int:
+                transactional_for: tuple[int, int] | None = None, local: bool = False) -> int:
         """Send one batch (``values``: a value or a list of values; str/bytes/None) to the
         partition's current leader as the metadata says — or to ``broker`` (a client with
         stale metadata, e.g. still writing to a zombie leader). Returns the request id; the
@@ -364,7 +365,11 @@ class Cluster:
         With ``producer`` (see :meth:`create_producer`) failed attempts are retried and the
         final outcome lands under the first attempt's id. ``transactional_for`` = (producer
         id, epoch) makes it a broker-side transactional write on that producer's behalf (the
-        group coordinator's TxnOffsetCommit records: no sequence, not retried)."""
+        group coordinator's TxnOffsetCommit records: no sequence, not retried). ``local``: the
+        append is made by ``broker`` itself (a coordinator writing its own partition, as
+        Kafka's coordinators append locally): request and response stay on that broker, so
+        no client link's cut, drop or delay applies (the hand-off still takes the network's
+        latency, and a broker that restarts meanwhile loses the answer)."""
         self.controller.partition(topic, partition)
         target = None if broker is None else self._broker(broker).id
         if acks not in (-1, 0, 1) or isinstance(acks, bool):
@@ -392,6 +397,10 @@ class Cluster:
                 raise InvalidRequestError("a transactional producer sends with acks=all")
         if transactional_for is not None:
             self._coordinator_txn[rid] = tuple(transactional_for)
+        if local:
+            if target is None or prod is not None:
+                raise InvalidRequestError("a local append needs the broker that makes it and no producer")
+            self._local.add(rid)
         if prod is not None:
             seq = prod.take_sequence(topic, partition, len(values))
             self._sends[rid] = PendingSend(rid, prod.name, topic, partition, seq, now, target)
@@ -426,7 +435,7 @@ class Cluster:
             (pid, epoch), txn = self._coordinator_txn[rid], True
         req = ProduceRequest(rid, topic, partition, values, key, acks, timeout, pid, epoch, seq, txn)
         self._pending_produces[rid] = (topic, partition, acks, sent_ms, values, dest)
-        self.network.send(CLIENT, dest, req)
+        self.network.send(dest if rid in self._local else CLIENT, dest, req)
         if acks == 0:
             self._finish(rid, topic, partition, 0, None, "acks=0: no response expected", None, None, dest,
                          sent_ms, values)
@@ -475,6 +484,7 @@ class Cluster:
             return
         self._pending_produces.pop(rid, None)
         self._coordinator_txn.pop(rid, None)
+        self._local.discard(rid)
         status = "ok" if error is None else "error"
         key = self._keys.pop(rid, None)
         send = self._sends.pop(rid, None)

@@ -19,9 +19,10 @@
   LeaveGroup with generation ids, the leader computing the assignment with the chosen
   assignor, eager or cooperative rebalancing, ``session.timeout.ms``,
   ``heartbeat.interval.ms``, ``max.poll.interval.ms``; ``poll`` fetches from each owned
-  partition's leader up to the high watermark, starting at the committed offset or by
-  ``auto.offset.reset``; auto-commit commits the positions at the start of a poll once
-  ``auto.commit.interval.ms`` has passed (at-least-once); ``commit`` is the manual commit.
+  partition's leader up to the high watermark, starting at the committed offset (OffsetFetch,
+  sent through the network when the assignment arrives) or by ``auto.offset.reset``;
+  auto-commit commits the positions at the start of a poll once ``auto.commit.interval.ms``
+  has passed (at-least-once); ``commit`` is the manual commit.
 * Lag per partition = high watermark − committed offset.
 """
 from __future__ import annotations
@@ -31,17 +32,18 @@ from typing import Any
 
 from ..errors import InvalidRequestError, OffsetOutOfRangeError, KafkaError
 from ..group.assignors import EAGER_STRATEGIES, STRATEGIES, Subscription, assign
-from ..group.coordinator import GROUP_INITIAL_REBALANCE_DELAY_MS, GroupCoordinator
+from ..group.coordinator import GROUP_INITIAL_REBALANCE_DELAY_MS, GroupCoordinator, store_error
 from ..group.events import (ConsumerFetched, ConsumerStopped, CoordinatorFound, GroupRequestFailed,
                             HeartbeatAnswered, JoinGroupSent, OffsetCommitFailed, OffsetCommitSent, OffsetCommitted,
                             OffsetsLoaded, PartitionsAdded, PartitionsAssigned, PartitionsRevoked, PositionReset,
                             SyncGroupSent)
 from ..group.java import partition_for_group
-from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignment, decode_group_key,
-                              decode_group_value, decode_subscription, encode_assignment, encode_group_key,
-                              encode_group_value, encode_subscription)
-from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, decode_key, decode_value, encode_key, encode_value
+from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignment, decode_subscription,
+                              encode_assignment, encode_group_key, encode_group_value, encode_subscription)
+from ..group.offset_cache import OffsetCache, load_offsets
+from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
+from .produce_wait import ProduceWaiter
 
 __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "group_service", "add_partitions",
            "ownership_findings"]
@@ -49,9 +51,8 @@ __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "grou
 RETRY_BACKOFF_MS = 100
 # The group protocol's names on the wire (MessageDropped shows these).
 API_NAMES = {"join": "JoinGroup", "sync": "SyncGroup", "heartbeat": "Heartbeat", "leave": "LeaveGroup",
-             "commit": "OffsetCommit"}
+             "commit": "OffsetCommit", "offset_fetch": "OffsetFetch"}
 JOIN_TIMEOUT_EXTRA_MS = 5000     # JoinGroup waits max(request.timeout.ms, rebalance timeout + 5 s), as the Java client
-COMMIT_POLL_MS = 5
 LOG_CLEANER_BACKOFF_MS = 15000
 
 
@@ -169,12 +170,11 @@ class GroupService:
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self.consumers: dict[str, Consumer] = {}
         self.coordinators: dict[int, tuple[int, GroupCoordinator]] = {}   # broker -> (incarnation, coordinator)
-        self.loaded: dict[tuple[int, int], tuple[int, dict]] = {}         # (broker, p) -> (leader epoch, offsets)
-        self.pending_commits: dict[int, tuple] = {}
-        self.pending_groups: dict[int, tuple] = {}                        # produce id -> (broker, group, generation)
+        self.loaded: dict[tuple[int, int], tuple[int, OffsetCache]] = {}  # (broker, p) -> (leader epoch, offsets)
+        # the coordinators' appends: OffsetCommit records (lane 0), then GroupMetadata records (lane 1)
+        self.appends = ProduceWaiter(cluster, "offset-commit-completion", lanes=2)
         # (consumer, "join"|"sync") -> id of the request the coordinator holds: its answer carries it
         self.awaiting: dict[tuple[str, str], int] = {}
-        self.commit_task = None
         self.cleaner = ClusterCleaner(cluster)
 
     # ---- plumbing --------------------------------------------------------------------------
@@ -248,37 +248,15 @@ class GroupService:
                         oc.unload(gid)
         return coord
 
-    def _load_partition(self, broker_id: int, p: int, part: Any) -> tuple[dict, dict]:
-        """Replay the partition's log: each group's committed offsets and its latest
-        GroupMetadata record (a tombstone removes it)."""
-        offsets: dict[str, dict] = {}
-        groups: dict[str, GroupMetadataValue] = {}
-        # Control batches (transaction markers) hold no offset records.
-        records = [r for b in part.log.batches(part.log.log_start_offset, part.log.log_end_offset)
-                   if not b.is_control for r in b.records]
-        for r in records:
-            if r.key is None:
-                continue
-            k = decode_key(r.key)
-            if k is None:
-                gid = decode_group_key(r.key)
-                if gid is not None:
-                    v = decode_group_value(r.value)
-                    if v is None:
-                        groups.pop(gid, None)
-                    else:
-                        groups[gid] = v
-                continue
-            v = decode_value(r.value)
-            group = offsets.setdefault(k.group, {})
-            if v is None:
-                group.pop((k.topic, k.partition), None)
-            else:
-                group[(k.topic, k.partition)] = v.offset
+    def _load_partition(self, broker_id: int, p: int, part: Any) -> tuple[OffsetCache, dict]:
+        """Replay the partition's log (:func:`engine.group.offset_cache.load_offsets`): the
+        committed offsets, those pending in transactions, and each group's latest
+        GroupMetadata record."""
+        result = load_offsets(part.log.batches(part.log.log_start_offset, part.log.log_end_offset))
         from .txn_offsets import loaded   # transactional offsets wait for their COMMIT marker
-        loaded(self.cluster, broker_id, p, part, offsets)
-        self.emit(OffsetsLoaded(broker_id, p, len(records), sorted(set(offsets) | set(groups))))
-        return offsets, groups
+        loaded(self.cluster, broker_id, p, part.leader_epoch, result)
+        self.emit(OffsetsLoaded(broker_id, p, result.records, sorted(result.named | set(result.groups))))
+        return result.offsets, result.groups
 
     def _store_group(self, broker_id: int, g: Any) -> None:
         p = self.partition_for(g.group_id)
@@ -288,9 +266,8 @@ class GroupService:
         value = encode_group_value(GroupMetadataValue("consumer", g.generation, g.protocol, g.leader,
                                                       self.cluster.now_ms(), members))
         rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=encode_group_key(g.group_id), acks=-1,
-                                   broker=broker_id)
-        self.pending_groups[rid] = (broker_id, g.group_id, g.generation)
-        self._watch_produces()
+                                   broker=broker_id, local=True)
+        self.appends.watch(rid, self._group_appended, broker_id, g.group_id, g.generation, lane=1)
 
     @staticmethod
     def _subscription_bytes(m: Any, protocol: str | None) -> bytes:
@@ -299,18 +276,14 @@ class GroupService:
             return encode_subscription([])
         return encode_subscription(list(sub.topics), list(sub.owned), sub.generation)
 
-    def _watch_produces(self) -> None:
-        if (self.pending_commits or self.pending_groups) and self.commit_task is None:
-            self.commit_task = self.scheduler.schedule_periodic(COMMIT_POLL_MS, self._check_commits,
-                                                                name="offset-commit-completion")
-
     def committed(self, group: str) -> dict | None:
         """The group's committed offsets as its coordinator knows them, or None when no
-        coordinator is available (OffsetFetch fails)."""
+        coordinator is available: a view (lag, the group's state). A consumer asks with an
+        OffsetFetch through the network (:meth:`Consumer.poll`)."""
         found = self.find_coordinator(group)
         if found is None or self.coordinator(*found) is None:
             return None
-        return dict(self.loaded[found][1].get(group, {}))
+        return self.loaded[found][1].of(group)
 
     # ---- request / response through the network model ------------------------------------
     def request(self, consumer: "Consumer", api: str, payload: dict, rid: int = 0) -> None:
@@ -394,6 +367,16 @@ class GroupService:
                 self._reply(name, "commit", {"error": err, "offsets": payload["offsets"]}, broker=broker_id, rid=rid)
                 return
             self._append_commits(broker_id, p, name, group, payload["offsets"], rid)
+        elif api == "offset_fetch":
+            from .txn_offsets import txn_offset_service
+            got = txn_offset_service(self.cluster).fetch_answer(broker_id, p, group, payload["require_stable"])
+            asked = {tuple(tp) for tp in payload["partitions"]}
+            # "partitions" and "generation" stand for what the client keeps beside the request id
+            self._reply(name, "offset_fetch", {"error": got["error"], "partitions": payload["partitions"],
+                                               "generation": payload["generation"],
+                                               "committed": [[t, q, o] for (t, q), o in sorted(got["offsets"].items())
+                                                             if (t, q) in asked]},
+                        broker=broker_id, rid=rid)
 
     def _reply(self, name: str, kind: str, payload: dict, *, broker: int, rid: int | None = None) -> None:
         """Answer request ``rid`` of consumer ``name`` (a held JoinGroup/SyncGroup: the one
@@ -416,42 +399,33 @@ class GroupService:
     # ---- commits -----------------------------------------------------------------------------
     def _append_commits(self, broker_id: int, p: int, name: str, group: str, offsets: list, rid: int) -> None:
         now = self.cluster.now_ms()
+        sent = []
         for (topic, partition, offset) in offsets:
             key = encode_key(OffsetKey(group, topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
-            prid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id)
-            self.pending_commits[prid] = (broker_id, p, name, group, topic, partition, offset, rid)
-        self._watch_produces()
+            prid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id, local=True)
+            sent.append((prid, topic, partition, offset))
+        for prid, topic, partition, offset in sent:
+            self.appends.watch(prid, self._commit_appended, broker_id, p, name, group, topic, partition, offset, rid)
 
-    def _check_commits(self) -> None:
-        results = self.cluster.produce_results
-        for rid in sorted(self.pending_commits):
-            res = results.get(rid)
-            if res is None:
-                continue
-            broker_id, p, name, group, topic, partition, offset, crid = self.pending_commits.pop(rid)
-            if res.status == "ok":
-                loaded = self.loaded.get((broker_id, p))
-                if loaded is not None:
-                    loaded[1].setdefault(group, {})[(topic, partition)] = offset
-                self.emit(OffsetCommitted(group, broker_id, topic, partition, offset, p, res.base_offset))
-                self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]},
-                            broker=broker_id, rid=crid)
-            else:
-                self.emit(OffsetCommitFailed(group, name, res.error or "UNKNOWN", [[topic, partition]]))
-                self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]},
-                            broker=broker_id, rid=crid)
-        for rid in sorted(self.pending_groups):
-            res = results.get(rid)
-            if res is None:
-                continue
-            broker_id, group, generation = self.pending_groups.pop(rid)
-            inc, coord = self.coordinators.get(broker_id, (None, None))
-            if coord is not None:
-                coord.group_stored(group, generation, None if res.status == "ok" else "NOT_COORDINATOR")
-        if not self.pending_commits and not self.pending_groups and self.commit_task is not None:
-            self.scheduler.cancel(self.commit_task)
-            self.commit_task = None
+    def _commit_appended(self, res: Any, broker_id: int, p: int, name: str, group: str, topic: str, partition: int,
+                         offset: int, crid: int) -> None:
+        if res.status == "ok":
+            loaded = self.loaded.get((broker_id, p))
+            if loaded is not None:   # Kafka's onOffsetCommitAppend: unless a later record is committed
+                loaded[1].put(group, (topic, partition), offset, res.base_offset)
+            self.emit(OffsetCommitted(group, broker_id, topic, partition, offset, p, res.base_offset))
+            self._reply(name, "commit", {"error": "NONE", "offsets": [[topic, partition, offset]]},
+                        broker=broker_id, rid=crid)
+        else:
+            self.emit(OffsetCommitFailed(group, name, res.error or "UNKNOWN", [[topic, partition]]))
+            self._reply(name, "commit", {"error": res.error, "offsets": [[topic, partition, offset]]},
+                        broker=broker_id, rid=crid)
+
+    def _group_appended(self, res: Any, broker_id: int, group: str, generation: int) -> None:
+        inc, coord = self.coordinators.get(broker_id, (None, None))
+        if coord is not None:
+            coord.group_stored(group, generation, None if res.status == "ok" else store_error(res.error or "UNKNOWN"))
 
     # ---- reads --------------------------------------------------------------------------------
     def partition_counts(self, topics) -> dict[str, int]:
@@ -533,6 +507,7 @@ class Consumer:
         self.commit_log: list = []
         self.next_request_id = 0
         self.inflight: dict[int, list] = {}   # request id -> [api, timeout task, answers still due, offsets]
+        self.fetched: dict = {}               # OffsetFetch answers not used yet: (topic, partition) -> offset | None
 
     # ---- helpers ---------------------------------------------------------------------------
     @property
@@ -596,7 +571,7 @@ class Consumer:
         self.coordinator = self.connection = None      # markCoordinatorUnknown: find it again
         getattr(self, f"on_{api}")({"error": "REQUEST_TIMED_OUT", "offsets": offsets})
 
-    def _drop_requests(self, apis: tuple = ("join", "sync", "heartbeat", "commit")) -> None:
+    def _drop_requests(self, apis: tuple = ("join", "sync", "heartbeat", "commit", "offset_fetch")) -> None:
         for rid in [r for r, e in sorted(self.inflight.items()) if e[0] in apis]:
             self.service.scheduler.cancel(self.inflight.pop(rid)[1])
 
@@ -605,6 +580,7 @@ class Consumer:
             self.emit(PartitionsRevoked(self.group, self.name, self.member_id, reason_generation, _tps(partitions)))
             for tp in partitions:
                 self.positions.pop(tp, None)
+                self.fetched.pop(tp, None)
             self.owned = [tp for tp in self.owned if tp not in partitions]
 
     def _arm_heartbeat(self) -> None:
@@ -678,6 +654,12 @@ class Consumer:
             self.member_id, self.generation = "", -1
             self.join()
             return
+        if err != "NONE":
+            # "Unexpected error from SyncGroup": the Java consumer's poll throws it; the next
+            # poll joins again.
+            self.status = f"error:{err}"
+            self.emit(GroupRequestFailed(self.group, self.name, "sync", err, "not retried: the next poll joins again"))
+            return
         new = [_tp(tp) for tp in resp["assignment"]]
         revoked = [tp for tp in self.owned if tp not in new]
         added = [tp for tp in new if tp not in self.owned]
@@ -688,6 +670,7 @@ class Consumer:
         self.status = "stable"
         self.emit(PartitionsAssigned(self.group, self.name, self.member_id, self.generation, _tps(added),
                                      _tps(self.owned)))
+        self._fetch_committed()
         if self.cooperative and revoked:
             self.join()  # KIP-429: give the revoked partitions back, then a second rebalance
 
@@ -734,7 +717,7 @@ class Consumer:
             self.join()
 
     def _leave(self, how: str) -> None:
-        self._drop_requests(("join", "sync", "heartbeat"))   # a pending commit may still be answered
+        self._drop_requests(("join", "sync", "heartbeat", "offset_fetch"))   # a pending commit may still be answered
         if self.member_id:
             self._send("leave", {"member_id": self.member_id})
         self._revoke(list(self.owned), self.generation)
@@ -769,7 +752,7 @@ class Consumer:
         self._drop_requests()
         self.member_id, self.generation, self.protocol, self.leader = "", -1, None, False
         self.status, self.coordinator = "unjoined", None
-        self.owned, self.previous, self.positions = [], [], {}
+        self.owned, self.previous, self.positions, self.fetched = [], [], {}, {}
         self.owned_generation = -1
         self.last_poll_ms = self.last_auto_commit_ms = self.now
         self.join()
@@ -781,7 +764,7 @@ class Consumer:
         if not self.alive:
             raise InvalidRequestError(f"consumer {self.name!r} has crashed; restart it with consumer_join")
         self.last_poll_ms = self.now
-        if self.status in ("unjoined", "closed"):
+        if self.status in ("unjoined", "closed") or self.status.startswith("error:"):
             self.join()
             return []
         if self.status != "stable":
@@ -789,21 +772,43 @@ class Consumer:
         if self.config.enable_auto_commit and self.now - self.last_auto_commit_ms >= self.config.auto_commit_interval_ms:
             self.commit(auto=True)
         out = []
-        committed = None
         for tp in sorted(self.owned):
             if len(out) >= max_records:
                 break
             if tp not in self.positions:
-                if committed is None:
-                    committed = self.service.committed(self.group)
-                if committed is None:
-                    continue  # no coordinator to ask: try again at the next poll
-                if tp in committed:
-                    self._set_position(tp, committed[tp], "committed")
+                if tp not in self.fetched:
+                    continue  # its OffsetFetch is on the way (or sent below)
+                committed = self.fetched[tp]
+                if committed is not None:
+                    del self.fetched[tp]
+                    self._set_position(tp, committed, "committed")
                 elif not self._reset(tp):
                     continue
+                else:
+                    del self.fetched[tp]
             out.extend(self._fetch(tp, max_records - len(out)))
+        self._fetch_committed()
         return out
+
+    # ---- OffsetFetch ---------------------------------------------------------------------------
+    def _fetch_committed(self) -> None:
+        """Ask the coordinator for the committed offsets of owned partitions that have no
+        position yet (OffsetFetch, through the network). Sent when an assignment arrives, so
+        the answer is usually there by the next poll, and by a poll that still misses one."""
+        missing = [tp for tp in self.owned if tp not in self.positions and tp not in self.fetched]
+        if not missing or any(e[0] == "offset_fetch" for e in self.inflight.values()):
+            return
+        self._send("offset_fetch", {"partitions": [list(tp) for tp in sorted(missing)], "require_stable": False,
+                                    "generation": self.generation})
+
+    def on_offset_fetch(self, resp: dict) -> None:
+        if resp["error"] != "NONE" or resp["generation"] != self.generation:
+            return   # the next poll asks again (an answer for an older assignment may be stale)
+        committed = {(t, p): o for t, p, o in resp["committed"]}
+        for t, p in resp["partitions"]:
+            tp = (t, p)
+            if tp in self.owned and tp not in self.positions:
+                self.fetched[tp] = committed.get(tp)
 
     def _set_position(self, tp, offset: int, source: str) -> None:
         self.positions[tp] = offset

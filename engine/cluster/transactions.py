@@ -6,7 +6,8 @@ producers and what consumers see at each isolation level (KIP-98).
   (the internal topic is created on first use: compacted, replication factor min(3,
   brokers), ``min.insync.replicas`` min(2, RF)). Its state lives in that partition as
   ``TransactionLogKey``/``TransactionLogValue`` v0 records (docs/file-formats.md); a
-  coordinator commits a state change with acks=all before acting on it, and a broker that
+  coordinator commits a state change with acks=all (a local append on its own broker, which
+  client-link faults do not touch) before acting on it, and a broker that
   becomes the partition's leader reads the log back — so a coordinator failover in the
   middle of a commit finishes it (a ``PrepareCommit`` found on load sends the markers again
   and completes).
@@ -41,13 +42,13 @@ from typing import Any
 from ..errors import InvalidRequestError
 from ..events import Event, event
 from .config import CLIENT
+from .produce_wait import ProduceWaiter
 
 __all__ = ["TransactionService", "TxnMetadata", "STATES", "TXN_TOPIC", "encode_txn_key", "encode_txn_value",
            "decode_txn_key", "decode_txn_value", "transaction_service", "partition_for_transactional_id"]
 
 TXN_TOPIC = "__transaction_state"
 RETRY_BACKOFF_MS = 100
-POLL_MS = 5
 ABORT_TIMED_OUT_INTERVAL_MS = 10_000   # transaction.abort.timed.out.transaction.cleanup.interval.ms
 
 # TransactionState ids as stored in TransactionLogValue.TransactionStatus.
@@ -209,8 +210,7 @@ class TransactionService:
         self.num_partitions = num_partitions
         # (broker, txn partition) -> (broker incarnation, leader epoch, {tid: TxnMetadata})
         self.loaded: dict[tuple[int, int], tuple[int, int, dict]] = {}
-        self.pending_writes: dict[int, tuple] = {}   # produce request id -> what to do once committed
-        self.write_task = None
+        self.writes = ProduceWaiter(cluster, "txn-log-writes")   # state changes waiting for acks=all
         self.cleanup_task = None
 
     # ---- plumbing -------------------------------------------------------------------------------
@@ -335,8 +335,7 @@ class TransactionService:
             if err is not None:
                 self._answer(producer, api, broker_id, err, "", on_done, {})
                 return
-        if md is not None and any(
-                w[0] == broker_id and w[2].transactional_id == tid for w in self.pending_writes.values()):
+        if md is not None and any(w[0] == broker_id and w[2].transactional_id == tid for w in self.writes.waiting()):
             # Kafka's pendingTransitionInProgress: one state change at a time, or a change built
             # on the state before the pending one would undo it (AddPartitionsToTxn racing
             # AddOffsetsToTxn would drop a partition from the transaction).
@@ -436,39 +435,29 @@ class TransactionService:
         in-memory state follows and ``then`` = (bound method, args) runs; a failed append is
         answered to ``fail_to`` = (producer name, api, broker) if given."""
         rid = self.cluster.produce(TXN_TOPIC, p, [encode_txn_value(target)],
-                                   key=encode_txn_key(target.transactional_id), acks=-1, broker=broker_id)
-        self.pending_writes[rid] = (broker_id, p, target, reason, then, fail_to)
-        if self.write_task is None:
-            self.write_task = self.scheduler.schedule_periodic(POLL_MS, self._check_writes, name="txn-log-writes")
+                                   key=encode_txn_key(target.transactional_id), acks=-1, broker=broker_id, local=True)
+        self.writes.watch(rid, self._written, broker_id, p, target, reason, then, fail_to)
 
-    def _check_writes(self) -> None:
-        results = self.cluster.produce_results
-        for rid in sorted(self.pending_writes):
-            res = results.get(rid)
-            if res is None:
-                continue
-            broker_id, p, target, reason, then, fail_to = self.pending_writes.pop(rid)
-            txns = self.txns(broker_id, p)
-            if res.status != "ok" or txns is None:
-                error = "NOT_COORDINATOR" if txns is None else _coordinator_error(res.error)
-                if fail_to is not None:
-                    self._answer_by_name(fail_to[0], fail_to[1], fail_to[2], error, {})
-                elif txns is not None and target.transactional_id in txns and target.state.startswith("Complete"):
-                    # Complete* must reach the log: try again (the markers are already written).
-                    txns[target.transactional_id].completing = False
-                    self.scheduler.schedule(RETRY_BACKOFF_MS, self._maybe_complete, broker_id, p,
-                                            target.transactional_id, name="txn-complete-retry")
-                continue
-            old = txns.get(target.transactional_id)
-            txns[target.transactional_id] = target
-            self.emit(TxnStateChanged(target.transactional_id, broker_id, p, target.producer_id,
-                                      target.producer_epoch, old.state if old else "none", target.state,
-                                      [f"{t}-{q}" for t, q in sorted(target.partitions)], reason))
-            if then is not None:
-                then[0](*then[1])
-        if not self.pending_writes and self.write_task is not None:
-            self.scheduler.cancel(self.write_task)
-            self.write_task = None
+    def _written(self, res: Any, broker_id: int, p: int, target: TxnMetadata, reason: str, then: tuple | None,
+                 fail_to: tuple | None) -> None:
+        txns = self.txns(broker_id, p)
+        if res.status != "ok" or txns is None:
+            error = "NOT_COORDINATOR" if txns is None else _coordinator_error(res.error)
+            if fail_to is not None:
+                self._answer_by_name(fail_to[0], fail_to[1], fail_to[2], error, {})
+            elif txns is not None and target.transactional_id in txns and target.state.startswith("Complete"):
+                # Complete* must reach the log: try again (the markers are already written).
+                txns[target.transactional_id].completing = False
+                self.scheduler.schedule(RETRY_BACKOFF_MS, self._maybe_complete, broker_id, p,
+                                        target.transactional_id, name="txn-complete-retry")
+            return
+        old = txns.get(target.transactional_id)
+        txns[target.transactional_id] = target
+        self.emit(TxnStateChanged(target.transactional_id, broker_id, p, target.producer_id,
+                                  target.producer_epoch, old.state if old else "none", target.state,
+                                  [f"{t}-{q}" for t, q in sorted(target.partitions)], reason))
+        if then is not None:
+            then[0](*then[1])
 
     # ---- markers --------------------------------------------------------------------------------
     def _send_markers(self, broker_id: int, p: int, tid: str) -> None:

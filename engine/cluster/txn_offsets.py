@@ -14,7 +14,7 @@ A transactional producer that read its input through consumer group ``group`` ca
    offsets partition not in the open transaction → ``INVALID_TXN_STATE`` (what a v3 client
    is told). It then checks the member/generation like an OffsetCommit and appends one
    OffsetCommit record per partition as a *transactional* batch carrying the producer id and
-   epoch (no sequence: a coordinator's write) with acks=all. Append errors are mapped as
+   epoch (no sequence: a coordinator's write, appended locally on its broker) with acks=all. Append errors are mapped as
    Kafka's ``maybeConvertOffsetCommitError``. The offsets are then *pending*: not committed.
 3. The transaction's end writes a COMMIT or ABORT marker into that ``__consumer_offsets``
    partition like every other; **COMMIT** makes the pending offsets the group's committed
@@ -23,12 +23,12 @@ A transactional producer that read its input through consumer group ``group`` ca
 OffsetFetch with ``require_stable`` (the Java consumer sets it under read_committed)
 answers ``UNSTABLE_OFFSET_COMMIT`` for a partition with pending offsets, and without it the
 last committed offset. A new coordinator rebuilds committed and pending offsets from the
-log, markers included (:func:`rebuild`). Simplifications, stated: verification reads the
-transaction coordinator's state directly (no broker-to-broker round trip); a COMMIT makes a
-pending offset the committed one even if a plain OffsetCommit of the same partition was
-appended after the transactional one (Kafka keeps the later record); requests and answers
-take the network's latency and fail while the coordinator is down or cut off, but are not
-dropped at random.
+log, markers included (:func:`rebuild`). As in Kafka, a COMMIT makes a pending offset the
+committed one only if no later record of the same partition is committed already (a plain
+OffsetCommit appended after the transactional one wins; :mod:`engine.group.offset_cache`).
+Simplifications, stated: verification reads the transaction coordinator's state directly
+(no broker-to-broker round trip); requests and answers take the network's latency and fail
+while the coordinator is down or cut off, but are not dropped at random.
 
 Errors in the wrong state change nothing: nothing is appended and no pending offset moves.
 """
@@ -38,17 +38,17 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..events import Event, event
-from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, decode_key, decode_value, encode_key, encode_value
-from ..records import ControlRecordType, read_end_txn_marker
+from ..group.offset_cache import load_offsets
+from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
+from .produce_wait import ProduceWaiter
 
 __all__ = ["TxnOffsetService", "txn_offset_service", "send_offsets", "on_producer_answer", "on_marker", "rebuild",
-           "offset_fetch", "TxnOffsetsWritten", "TxnOffsetsCompleted", "TxnOffsetsLoaded"]
+           "offset_fetch", "TxnOffsetsWritten", "TxnOffsetsCompleted", "TxnOffsetsSuperseded", "TxnOffsetsLoaded"]
 
 RETRIABLE = frozenset({"COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
                        "CONCURRENT_TRANSACTIONS", "REQUEST_TIMED_OUT", "UNKNOWN_TOPIC_OR_PARTITION"})
 FENCED = frozenset({"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
-POLL_MS = 5
 
 
 @event("txn_offsets_written")
@@ -66,8 +66,9 @@ class TxnOffsetsWritten(Event):
 
 @event("txn_offsets_completed")
 class TxnOffsetsCompleted(Event):
-    """A COMMIT marker made a producer's pending offsets the group's committed offsets, or an
-    ABORT marker discarded them."""
+    """A COMMIT marker made a producer's pending offsets the group's committed offsets (those
+    not superseded by a later record: see :class:`TxnOffsetsSuperseded`), or an ABORT marker
+    discarded them."""
     group: str
     coordinator: int
     offsets_partition: int
@@ -76,10 +77,23 @@ class TxnOffsetsCompleted(Event):
     offsets: list
 
 
+@event("txn_offsets_superseded")
+class TxnOffsetsSuperseded(Event):
+    """A COMMIT marker found a later record already committed for some of a producer's
+    pending offsets: those stay as they are (Kafka keeps whichever record is later in the
+    log). ``offsets``: [[topic, partition, pending offset, its record's position, committed
+    offset, its record's position], ...]."""
+    group: str
+    coordinator: int
+    offsets_partition: int
+    producer_id: int
+    offsets: list
+
+
 @event("txn_offsets_loaded")
 class TxnOffsetsLoaded(Event):
     """A new group coordinator replayed the transactional offset records of its partition:
-    ``committed`` came from committed transactions, ``pending`` still await a marker."""
+    ``committed`` offsets come from committed transactions, ``pending`` still await a marker."""
     coordinator: int
     offsets_partition: int
     committed: int
@@ -105,38 +119,11 @@ def _triples(offsets: Any) -> list:
 
 def rebuild(log: Any) -> tuple[dict, dict]:
     """(committed, pending) offsets of a ``__consumer_offsets`` log, as Kafka's loader reads
-    it: plain OffsetCommit records commit at once (a null value deletes); records of a
-    transactional batch wait under their producer id until its COMMIT (then they are
-    committed) or ABORT marker. committed: {group: {(topic, partition): offset}}; pending:
-    {producer id: {group: {(topic, partition): offset}}}."""
-    committed: dict[str, dict] = {}
-    pending: dict[int, dict] = {}
-    for batch in log.batches(log.log_start_offset, log.log_end_offset):
-        if batch.is_control:
-            marker = read_end_txn_marker(batch.records[0]) if batch.records else None
-            if marker is None:
-                continue
-            done = pending.pop(batch.producer_id, {})
-            if marker.type == ControlRecordType.COMMIT:
-                for group, offs in done.items():
-                    committed.setdefault(group, {}).update(offs)
-            continue
-        for r in batch.records:
-            if r.key is None:
-                continue
-            k = decode_key(r.key)
-            if k is None:
-                continue
-            v = decode_value(r.value)
-            tp = (k.topic, k.partition)
-            if batch.is_transactional:
-                if v is not None:
-                    pending.setdefault(batch.producer_id, {}).setdefault(k.group, {})[tp] = v.offset
-            elif v is None:
-                committed.get(k.group, {}).pop(tp, None)
-            else:
-                committed.setdefault(k.group, {})[tp] = v.offset
-    return committed, pending
+    it (:func:`engine.group.offset_cache.load_offsets`). committed: {group: {(topic,
+    partition): offset}}; pending: {producer id: {group: {(topic, partition): offset}}}."""
+    loaded = load_offsets(log.batches(log.log_start_offset, log.log_end_offset))
+    return loaded.offsets.plain(), {pid: {g: {tp: o for tp, (o, _) in offs.items()} for g, offs in by_group.items()}
+                                    for pid, by_group in loaded.pending.items()}
 
 
 # ---- the service ------------------------------------------------------------------------------
@@ -148,10 +135,10 @@ class TxnOffsetService:
         self.cluster = cluster
         # (broker, offsets partition) -> (leader epoch, {producer id: {group: {tp: offset}}})
         self.pending: dict[tuple[int, int], tuple[int, dict]] = {}
-        self.writes: dict[int, tuple] = {}     # produce request id -> the TxnOffsetCommit it belongs to
+        # the offset records' appends; once a TxnOffsetCommit's records all have their outcome it is answered
+        self.writes = ProduceWaiter(cluster, "txn-offset-writes", after=self._answer_done)
         self.batches: dict[int, dict] = {}     # commit id -> {"left": n, "error": ..., ...}
         self.next_commit = 1
-        self.task = None
         self.groups_seen: set = set()          # groups a transaction sent offsets for (for views)
 
     @property
@@ -180,15 +167,12 @@ class TxnOffsetService:
             cur = self.pending.get((broker_id, p))
         return cur[1] if cur is not None and cur[0] == part.leader_epoch else {}
 
-    def loaded(self, broker_id: int, p: int, part: Any, offsets: dict) -> None:
-        """A coordinator loaded ``__consumer_offsets-p``: replace its committed offsets with
-        the transaction-aware reading of the log and keep the pending ones."""
-        committed, pending = rebuild(part.log)
-        from_txns = sum(1 for g, offs in committed.items() for tp, off in offs.items()
-                        if offsets.get(g, {}).get(tp) != off)
-        offsets.clear()
-        offsets.update(committed)
-        self.pending[(broker_id, p)] = (part.leader_epoch, pending)
+    def loaded(self, broker_id: int, p: int, leader_epoch: int, result: Any) -> None:
+        """A coordinator loaded ``__consumer_offsets-p`` (``result``: a LoadedOffsets): keep
+        the offsets still pending under each producer id."""
+        pending = result.pending
+        self.pending[(broker_id, p)] = (leader_epoch, pending)
+        from_txns = result.committed_by_txns
         if pending or from_txns:
             self.emit(TxnOffsetsLoaded(broker_id, p, from_txns,
                                        [f"{g} by producer {pid}" for pid in sorted(pending) for g in sorted(pending[pid])]))
@@ -256,38 +240,37 @@ class TxnOffsetService:
         # append is acknowledged (a zombie's abort) must find and settle them.
         mine = self.pending_for(broker_id, p).setdefault(payload["producer_id"], {}).setdefault(payload["group"], {})
         for topic, partition, offset in payload["offsets"]:
-            mine[(topic, partition)] = offset
+            mine[(topic, partition)] = (offset, None)     # its log position once acknowledged
+        sent = []
         for topic, partition, offset in payload["offsets"]:
             key = encode_key(OffsetKey(payload["group"], topic, partition))
             value = encode_value(OffsetValue(offset, -1, "", now))
-            rid = self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id,
-                                       transactional_for=identity)
-            self.writes[rid] = cid
-        if self.task is None:
-            self.task = self.cluster.scheduler.schedule_periodic(POLL_MS, self.check_writes, name="txn-offset-writes")
+            sent.append((self.cluster.produce(OFFSETS_TOPIC, p, [value], key=key, acks=-1, broker=broker_id,
+                                              transactional_for=identity, local=True), topic, partition, offset))
+        for rid, topic, partition, offset in sent:
+            self.writes.watch(rid, self._written, cid, topic, partition, offset)
 
-    def check_writes(self) -> None:
+    def _written(self, res: Any, cid: int, topic: str, partition: int, offset: int) -> None:
         from .transactions import _coordinator_error
-        results = self.cluster.produce_results
-        for rid in sorted(self.writes):
-            res = results.get(rid)
-            if res is None:
-                continue
-            batch = self.batches[self.writes.pop(rid)]
-            batch["left"] -= 1
-            if res.status != "ok":
-                err = res.error
-                if err in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                           "NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
-                    err = _coordinator_error(err)
-                batch["error"] = batch["error"] or err
-            else:
-                batch["record_offsets"].append(res.base_offset)
+        batch = self.batches[cid]
+        batch["left"] -= 1
+        if res.status != "ok":
+            err = res.error
+            if err in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                       "NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
+                err = _coordinator_error(err)
+            batch["error"] = batch["error"] or err
+            return
+        batch["record_offsets"].append(res.base_offset)
+        # Kafka's onTxnOffsetCommitAppend: the pending offset learns where its record is.
+        payload = batch["payload"]
+        mine = self.pending_for(batch["broker"], batch["p"]).get(payload["producer_id"], {}).get(payload["group"], {})
+        if mine.get((topic, partition)) == (offset, None):
+            mine[(topic, partition)] = (offset, res.base_offset)
+
+    def _answer_done(self) -> None:
         for cid in sorted(c for c, b in self.batches.items() if b["left"] == 0):
             self.finish(self.batches.pop(cid))
-        if not self.writes and self.task is not None:
-            self.cluster.scheduler.cancel(self.task)
-            self.task = None
 
     def finish(self, batch: dict) -> None:
         prod = self.cluster.producers[batch["name"]]
@@ -297,7 +280,7 @@ class TxnOffsetService:
             by_group = self.pending_for(broker_id, p).get(payload["producer_id"], {})
             mine = by_group.get(payload["group"], {})
             for topic, partition, offset in payload["offsets"]:
-                if mine.get((topic, partition)) == offset:
+                if mine.get((topic, partition), (None,))[0] == offset:
                     del mine[(topic, partition)]
             if not mine:
                 by_group.pop(payload["group"], None)
@@ -318,23 +301,37 @@ class TxnOffsetService:
         done = cur[1].pop(producer_id, {})
         loaded = self.groups.loaded.get((broker_id, p))
         for group, offs in sorted(done.items()):
+            made = {tp: o for tp, (o, _) in offs.items()}
             if commit and loaded is not None:
-                loaded[1].setdefault(group, {}).update(offs)
+                # Kafka's completePendingTxnOffsetCommit: only where no later record is committed.
+                applied, kept = loaded[1].commit_pending({group: offs})
+                made = applied.get(group, {})
+                if kept:
+                    self.emit(TxnOffsetsSuperseded(group, broker_id, p, producer_id,
+                                                   [[t, q, *v] for (t, q), v in sorted(kept[group].items())]))
             self.emit(TxnOffsetsCompleted(group, broker_id, p, producer_id, commit,
-                                          [[t, q, o] for (t, q), o in sorted(offs.items())]))
+                                          [[t, q, o] for (t, q), o in sorted(made.items())]))
 
     # ---- OffsetFetch ----------------------------------------------------------------------------
     def fetch(self, group: str, require_stable: bool = False) -> dict:
-        """OffsetFetch: {"error": ..., "offsets": {(topic, partition): offset}, "unstable": [...]}.
-        With ``require_stable`` a partition with pending transactional offsets is answered
-        UNSTABLE_OFFSET_COMMIT (listed in "unstable", left out of "offsets")."""
+        """OffsetFetch read at once from the group's coordinator (the ``offset_fetch``
+        command; a consumer's OffsetFetch travels through the network and is answered by
+        :meth:`fetch_answer`): {"error": ..., "offsets": {(topic, partition): offset},
+        "unstable": [...]}."""
         found = self.groups.find_coordinator(group)
         if found is None or self.groups.coordinator(*found) is None:
             return {"error": "COORDINATOR_NOT_AVAILABLE", "offsets": {}, "unstable": []}
-        committed = dict(self.groups.loaded[found][1].get(group, {}))
+        return self.fetch_answer(*found, group, require_stable)
+
+    def fetch_answer(self, broker_id: int, p: int, group: str, require_stable: bool = False) -> dict:
+        """The OffsetFetch answer of coordinator ``broker_id`` (leading ``p``): the group's
+        committed offsets; with ``require_stable`` a partition with pending transactional
+        offsets is answered UNSTABLE_OFFSET_COMMIT (listed in "unstable", left out of
+        "offsets")."""
+        committed = self.groups.loaded[(broker_id, p)][1].of(group)
         unstable = set()
         if require_stable:
-            for by_group in self.pending_for(*found).values():
+            for by_group in self.pending_for(broker_id, p).values():
                 unstable.update(by_group.get(group, {}))
         return {"error": "NONE", "offsets": {tp: o for tp, o in committed.items() if tp not in unstable},
                 "unstable": sorted(unstable)}
@@ -345,7 +342,7 @@ class TxnOffsetService:
             for pid, by_group in sorted(pending.items()):
                 for group, offs in sorted(by_group.items()):
                     out.setdefault(group, []).append({"coordinator": broker_id, "producer_id": pid,
-                                                      "offsets": [[t, q, o] for (t, q), o in sorted(offs.items())]})
+                                                      "offsets": [[t, q, o[0]] for (t, q), o in sorted(offs.items())]})
         return out
 
 
@@ -410,9 +407,9 @@ def on_marker(cluster: Any, broker_id: int, p: int, producer_id: int, commit: bo
         svc.marker(broker_id, p, producer_id, commit)
 
 
-def loaded(cluster: Any, broker_id: int, p: int, part: Any, offsets: dict) -> None:
-    """GroupService loaded ``__consumer_offsets-p``: make the reading transaction-aware."""
-    txn_offset_service(cluster).loaded(broker_id, p, part, offsets)
+def loaded(cluster: Any, broker_id: int, p: int, leader_epoch: int, result: Any) -> None:
+    """GroupService loaded ``__consumer_offsets-p``: keep its pending transactional offsets."""
+    txn_offset_service(cluster).loaded(broker_id, p, leader_epoch, result)
 
 
 def offset_fetch(cluster: Any, group: str, require_stable: bool = False) -> dict:

@@ -33,13 +33,33 @@ from typing import Any, Callable
 from .events import GroupStateChanged, JoinGroupCompleted, MemberRemoved, RebalanceStarted, SyncGroupCompleted
 
 __all__ = ["GroupCoordinator", "Group", "Member", "GROUP_MIN_SESSION_TIMEOUT_MS", "GROUP_MAX_SESSION_TIMEOUT_MS",
-           "GROUP_INITIAL_REBALANCE_DELAY_MS"]
+           "GROUP_INITIAL_REBALANCE_DELAY_MS", "store_error"]
 
 GROUP_MIN_SESSION_TIMEOUT_MS = 6000
 GROUP_MAX_SESSION_TIMEOUT_MS = 1800000
 GROUP_INITIAL_REBALANCE_DELAY_MS = 3000
 
 EMPTY, PREPARING, COMPLETING, STABLE = "Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
+
+
+def store_error(append_error: str | None) -> str | None:
+    """What SyncGroup answers when the group's record could not be appended (Kafka's
+    ``GroupMetadataManager.storeGroup``): the partition or its replicas unavailable →
+    COORDINATOR_NOT_AVAILABLE; no longer the leader → NOT_COORDINATOR; the acks=all wait
+    timed out → REBALANCE_IN_PROGRESS; a record too large for the log (``max.message.bytes``
+    or ``segment.bytes``) → UNKNOWN_SERVER_ERROR, which the Java consumer does not retry
+    (``poll`` throws); anything else as it is."""
+    if append_error is None:
+        return None
+    if append_error in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND"):
+        return "COORDINATOR_NOT_AVAILABLE"
+    if append_error in ("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
+        return "NOT_COORDINATOR"
+    if append_error == "REQUEST_TIMED_OUT":
+        return "REBALANCE_IN_PROGRESS"
+    if append_error in ("MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_FETCH_SIZE"):
+        return "UNKNOWN_SERVER_ERROR"
+    return append_error
 
 
 @dataclass

@@ -27,6 +27,7 @@ from typing import Any
 from channels.auth import get_user
 from channels.db import database_sync_to_async
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_problem
 from kafkaviz.live.router import get_router
@@ -83,7 +84,8 @@ class RoomConsumer(LessonConsumer):
         self.lesson_slug = room.lesson
         if not room.is_open:
             await self.accept()
-            await self.send_json(CommandError("closed", "This room has been closed by its instructor.").to_message())
+            await self.send_json(CommandError("closed", self.tr(_("This room has been closed by its instructor.")))
+                                 .to_message())
             await self.close(code=CLOSE_ROOM_CLOSED)
             return None
         if member_id is None and not instructor:
@@ -92,8 +94,8 @@ class RoomConsumer(LessonConsumer):
             return None
         if member_id is not None and await database_sync_to_async(self._open_sockets)(member_id) >= \
                 MAX_SOCKETS_PER_MEMBER:
-            await self._refuse(CommandError("quota", f"You have this room open {MAX_SOCKETS_PER_MEMBER} times "
-                                            "already; close another tab."))
+            await self._refuse(CommandError("quota", self.tr(_(
+                "You have this room open %(count)d times already; close another tab."), count=MAX_SOCKETS_PER_MEMBER)))
             return None
         self.room_id, self.room_code, self.room_group = room.pk, room.code, room.group()
         self.member_id, self.instructor = member_id, instructor
@@ -105,9 +107,9 @@ class RoomConsumer(LessonConsumer):
             return None
         if self.member_id is not None and await database_sync_to_async(self._granted)():
             return None
-        return CommandError("forbidden", "Only the instructor, or a student the instructor has given control to, "
-                            "can change the room's cluster. You are watching.",
-                            command=ctype)
+        return CommandError("forbidden", self.tr(_(
+            "Only the instructor, or a student the instructor has given control to, can change the room's cluster. "
+            "You are watching.")), command=ctype)
 
     # ---- the connection --------------------------------------------------------------
     def _groups(self) -> list[str]:
@@ -178,22 +180,25 @@ class RoomConsumer(LessonConsumer):
     async def _grant(self, content: dict[str, Any]) -> None:
         ctype = content["type"]
         if not self.instructor:
-            await self.send_error(CommandError("forbidden", "Only the instructor can give or take control.",
+            await self.send_error(CommandError("forbidden", self.tr(_("Only the instructor can give or take control.")),
                                                command=ctype))
             return
         member = content.get("member")
         if isinstance(member, bool) or not isinstance(member, int) or len(content) != 2:
-            await self.refuse(CommandError("invalid", f'"{ctype}" takes the member\'s id: {{"type": "{ctype}", '
-                                           '"member": 12}.', "member", ctype))
+            await self.refuse(CommandError("invalid", self.tr(_(
+                '"%(type)s" takes the member\'s id: {"type": "%(type)s", "member": 12}.'), type=ctype),
+                "member", ctype))
             return
         name = await database_sync_to_async(self._set_granted)(member, ctype == "grant")
         if name is None:
-            await self.send_error(CommandError("not_found", "No such student in this room.", "member", ctype))
+            await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member",
+                                               ctype))
             return
         await self.channel_layer.group_send(f"{self.room_group}.member.{member}",
                                             {"type": "room.control", "granted": ctype == "grant"})
         await self.broadcast_roster()
-        text = (f"{name} may now run commands." if ctype == "grant" else f"{name} is watching again.")
+        text = self.tr(_("%(name)s may now run commands.") if ctype == "grant" else _("%(name)s is watching again."),
+                       name=name)
         await self.send_json({"type": "ack", "command": ctype, "text": text})
 
     async def send_json(self, content: Any, close: bool = False) -> None:
@@ -215,8 +220,9 @@ class RoomConsumer(LessonConsumer):
         except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
             log_problem("room start run failed", exc, sandbox=self.sandbox_id)
             if isinstance(exc, CommandError):
-                await self.send_error(CommandError(exc.code, f"The room started from the lesson's beginning: "
-                                                   f"its saved run could not be replayed ({exc})."))
+                await self.send_error(CommandError(exc.code, self.tr(_(
+                    "The room started from the lesson's beginning: its saved run could not be replayed "
+                    "(%(why)s)."), why=str(exc))))
 
     async def _save(self) -> None:
         """Someone with control leaves: keep the room's run, so a reclaimed room sandbox
@@ -249,8 +255,8 @@ class RoomConsumer(LessonConsumer):
 
     async def room_closed(self, message: dict[str, Any]) -> None:
         self.room_closed_seen = True
-        await self.send_json(CommandError("closed", "The instructor closed this room. Thank you for watching!")
-                             .to_message())
+        await self.send_json(CommandError("closed", self.tr(_("The instructor closed this room. Thank you for "
+                                                              "watching!"))).to_message())
         await self.close(code=CLOSE_ROOM_CLOSED)
 
     # ---- database (worker threads) ---------------------------------------------------

@@ -22,9 +22,11 @@ from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
 
 from kafkaviz.lessons.catalogue import get_lesson
-from kafkaviz.lessons.content import LANGUAGES
+from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 
 from .router import get_router
 from .runtime import TokenBucket, group_name
@@ -47,6 +49,15 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
     sandbox_id: str | None = None
     group: str | None = None
     address: str | None = None
+    lang: str = "en"
+
+    def tr(self, text: Any, **params: Any) -> str:
+        """``text`` (a ``gettext_lazy`` string) in this socket's language (``?lang=``, as
+        its page), with ``params`` filled in: what this socket says itself is in the
+        page's language, as the runtime's replies are."""
+        with translation.override(DJANGO_LANG.get(self.lang, "en")):
+            out = str(text)
+        return out % params if params else out
 
     def _limit(self, name: str, default: Any) -> Any:
         return settings.KAFKAVIZ_RUNTIME.get(name, default)
@@ -57,18 +68,18 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                                     self._limit("CONNECTION_COMMAND_BURST", 20), now)
         self.invalid = TokenBucket(self._limit("INVALID_PER_SECOND", 2.0), self._limit("INVALID_BURST", 10), now)
         self.dropped = 0
+        query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
+        lang = (query.get("lang") or ["en"])[0]
+        self.lang = lang = lang if lang in LANGUAGES else "en"
         resolved = await self.resolve_sandbox()
         if resolved is None:
             return
         sandbox_id, slug = resolved
-        query = parse_qs((self.scope.get("query_string") or b"").decode("latin-1"))
-        lang = (query.get("lang") or ["en"])[0]
-        lang = lang if lang in LANGUAGES else "en"
         address = client_address(self.scope)
         if self.counts_against_address:
             if not await get_router().open_connection(address):
-                await self._refuse(CommandError("quota", "Too many open lesson connections from your address; "
-                                                "close some tabs and reload."))
+                await self._refuse(CommandError("quota", self.tr(_(
+                    "Too many open lesson connections from your address; close some tabs and reload."))))
                 return
             self.address = address
         # Join the group before taking the snapshot: frames published from now on queue
@@ -82,8 +93,8 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
             if not isinstance(exc, CommandError):
                 log_problem("attach failed", exc, sandbox=sandbox_id)
-                exc = CommandError("internal", "The server could not open your sandbox; it has been logged. "
-                                   "Reload the page to try again.")
+                exc = CommandError("internal", self.tr(_("The server could not open your sandbox; it has been "
+                                                         "logged. Reload the page to try again.")))
             await self._refuse(exc)
             return
         self.sandbox_id, self.group = sandbox_id, group
@@ -135,32 +146,33 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self._receive(text_data)
         except Exception as exc:  # noqa: BLE001 - nothing a client sends may close the socket with 1011
             log_problem("receive failed", exc, sandbox=self.sandbox_id)
-            await self.send_error(CommandError("internal", "Something went wrong on the server with that message; "
-                                               "it has been logged. Reset the sandbox if it looks wrong."))
+            await self.send_error(CommandError("internal", self.tr(_(
+                "Something went wrong on the server with that message; it has been logged. Reset the sandbox "
+                "if it looks wrong."))))
 
     async def _receive(self, text_data: str | None) -> None:
         if self.sandbox_id is None:
             return
         limit = settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"]
         if text_data is None:
-            await self.refuse(CommandError("invalid", "Send commands as JSON text, not binary."))
+            await self.refuse(CommandError("invalid", self.tr(_("Send commands as JSON text, not binary."))))
             return
         if len(text_data) > limit:
-            await self.refuse(CommandError("too_large", f"A command may be at most {limit} bytes; "
-                                           f"this one is {len(text_data)}."))
+            await self.refuse(CommandError("too_large", self.tr(_(
+                "A command may be at most %(limit)d bytes; this one is %(size)d."), limit=limit, size=len(text_data))))
             return
         if nesting_depth(text_data) > MAX_NESTING:
-            await self.refuse(CommandError("invalid", "A command is a flat JSON object; this message is nested "
-                                           "too deeply."))
+            await self.refuse(CommandError("invalid", self.tr(_(
+                "A command is a flat JSON object; this message is nested too deeply."))))
             return
         try:
             content = json.loads(text_data)
         except (ValueError, RecursionError):
-            await self.refuse(CommandError("invalid", "That message is not valid JSON."))
+            await self.refuse(CommandError("invalid", self.tr(_("That message is not valid JSON."))))
             return
         if not self.commands.take(time.monotonic()):
-            await self.send_error(CommandError("rate_limited", "Too many commands from this page; wait a moment "
-                                               "and try again."))
+            await self.send_error(CommandError("rate_limited", self.tr(_(
+                "Too many commands from this page; wait a moment and try again."))))
             return
         if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
             # The browser lost track of the state (it missed the whole state a diff refers to).
@@ -182,8 +194,9 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                 await self.send_error(exc)
         except Exception as exc:  # noqa: BLE001 - one bad command must not take the connection down
             log_problem("command failed", exc, sandbox=self.sandbox_id)
-            await self.send_error(CommandError("internal", "Something went wrong on the server while running "
-                                               "that command; it has been logged. Reset the sandbox if it looks wrong."))
+            await self.send_error(CommandError("internal", self.tr(_(
+                "Something went wrong on the server while running that command; it has been logged. Reset the "
+                "sandbox if it looks wrong."))))
         else:
             await self.send_json(reply)
 
@@ -196,7 +209,8 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         self.dropped += 1
         if self.dropped == 1:
-            await self.send_error(CommandError("rate_limited", "Too many invalid messages; further ones are ignored."))
+            await self.send_error(CommandError("rate_limited", self.tr(_(
+                "Too many invalid messages; further ones are ignored."))))
         elif self.dropped >= self._limit("INVALID_CLOSE_AFTER", 200):
             log.warning("closing a connection that kept sending invalid messages",
                         extra={"event": "connection_closed_abuse", "sandbox": (self.sandbox_id or "")[:8]})

@@ -92,8 +92,9 @@ async def setup(lesson: str = "sandbox", run: str = ""):
     return teacher, room, student
 
 
-async def connect(client: Client, room: Room):
-    comm = TrackedCommunicator(application, f"/ws/rooms/{room.code}/", headers=headers(client))
+async def connect(client: Client, room: Room, lang: str = ""):
+    query = f"?lang={lang}" if lang else ""
+    comm = TrackedCommunicator(application, f"/ws/rooms/{room.code}/{query}", headers=headers(client))
     connected, code = await comm.connect()
     assert connected, code
     snapshot = await comm.receive_json_from(timeout=10)
@@ -439,3 +440,40 @@ async def test_healthz_counts_the_rooms_this_process_runs(runtime):
     body = (await sync_to_async(Client().get)("/healthz")).json()
     assert body["rooms"] == 1 and body["sandboxes"] == 1
     await comm.disconnect()
+
+
+# ---- language ----------------------------------------------------------------------------------
+
+async def test_a_chinese_room_answers_its_socket_errors_in_chinese(runtime):
+    teacher, room, student = await setup()
+    t, _ = await connect(teacher, room, "zh")
+    s, _ = await connect(student, room, "zh")
+    await s.send_json_to({"type": "crash", "broker": 0})
+    forbidden = (await until(s, is_type("error")))[-1]
+    assert forbidden["code"] == "forbidden" and "只有讲师" in forbidden["message"]
+    await s.send_json_to({"type": "grant", "member": 1})
+    assert "只有讲师可以交出或收回控制权" in (await until(s, is_type("error")))[-1]["message"]
+    await t.send_json_to({"type": "grant", "member": 987654})
+    assert (await until(t, is_type("error")))[-1]["message"] == "这个房间里没有这名学生。"
+    await t.send_json_to({"type": "grant", "member": "x"})
+    assert "需要成员的 id" in (await until(t, is_type("error")))[-1]["message"]
+    await s.send_to(text_data="{not json")
+    assert (await until(s, is_type("error")))[-1]["message"] == "这条消息不是有效的 JSON。"
+    member = await sync_to_async(lambda: Member.objects.get(room=room).pk)()
+    await t.send_json_to({"type": "grant", "member": member})
+    ack = (await until(t, is_type("ack", command="grant")))[-1]
+    assert ack["text"] == "Ada 现在可以执行命令了。"
+    await s.disconnect()
+    await t.disconnect()
+
+
+async def test_an_english_room_keeps_english_socket_errors(runtime):
+    teacher, room, student = await setup()
+    t, _ = await connect(teacher, room)
+    s, _ = await connect(student, room, "en")
+    await s.send_json_to({"type": "crash", "broker": 0})
+    assert (await until(s, is_type("error")))[-1]["message"].startswith("Only the instructor, or a student")
+    await t.send_json_to({"type": "grant", "member": 987654})
+    assert (await until(t, is_type("error")))[-1]["message"] == "No such student in this room."
+    await s.disconnect()
+    await t.disconnect()

@@ -659,3 +659,129 @@ def test_a_dropped_heartbeat_answer_times_out_but_the_member_stays(tmp_path):
     A(c, cmd="advance", ms=5000)
     con = c.groups.consumers["a"]
     assert con.status == "stable" and con.generation == gen and set(con.owned) == all_partitions(c)
+
+
+def test_offset_fetch_travels_through_the_network_and_a_lost_answer_is_asked_again_after_the_timeout(tmp_path):
+    c = make(tmp_path, partitions=1, records=3)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    assert len(A(c, cmd="consumer_poll", name="a")["records"]) == 3
+    A(c, cmd="consumer_commit", name="a", offsets={"t-0": 1})
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="consumer_leave", name="a")
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="consumer_poll", name="a")      # joins again: no position, so it asks for the committed offset
+    con = c.groups.consumers["a"]
+    while con.status != "stable":
+        A(c, cmd="advance", ms=1)
+    coord = coordinator_id(c)
+    # The assignment came; its OffsetFetch is on the way. Its answer is lost.
+    A(c, cmd="set_drop_probability", a=coord, b=-1, probability=1.0, both=False)
+    A(c, cmd="advance", ms=10)
+    A(c, cmd="heal_all")
+    assert [e.api for e in c.events.of_kind("message_dropped")] == ["OffsetFetchResponse"]
+    resets = len(c.events.of_kind("position_reset"))
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []      # no position without an answer
+    A(c, cmd="advance", ms=30000)                                      # request.timeout.ms
+    assert [e.api for e in timeouts(c, "offset_fetch")] == ["offset_fetch"]
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []      # asks again
+    A(c, cmd="advance", ms=10)
+    got = A(c, cmd="consumer_poll", name="a")["records"]
+    assert [r["offset"] for r in got] == [1, 2]
+    assert [(e.offset, e.source) for e in c.events.of_kind("position_reset")[resets:]] == [(1, "committed")]
+
+
+def test_offset_fetch_to_an_unreachable_coordinator_fails_and_the_poll_asks_again(tmp_path):
+    c = make(tmp_path, partitions=1, records=2)
+    join(c, "a")
+    con = c.groups.consumers["a"]
+    while con.status != "stable":
+        A(c, cmd="advance", ms=1)
+    A(c, cmd="cut_link", a=-1, b=coordinator_id(c))      # before the OffsetFetch arrives
+    A(c, cmd="advance", ms=200)
+    assert "OffsetFetch" in [e.api for e in c.events.of_kind("message_dropped")]
+    assert A(c, cmd="consumer_poll", name="a")["records"] == []
+    A(c, cmd="heal_all")
+    A(c, cmd="advance", ms=31000)
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=10)
+    assert [r["offset"] for r in A(c, cmd="consumer_poll", name="a")["records"]] == [0, 1]
+
+
+def test_the_coordinators_own_appends_are_local_so_client_link_faults_do_not_touch_them(tmp_path):
+    # Kafka's coordinator appends to its own partition locally; only the request and its answer
+    # cross the client's link.
+    c = make(tmp_path, partitions=1)
+    join(c, "a", enable_auto_commit=False)
+    A(c, cmd="advance", ms=4000)
+    coord = coordinator_id(c)
+    A(c, cmd="consumer_commit", name="a", offsets={"t-0": 1})
+    A(c, cmd="advance", ms=1)                # the OffsetCommit reached the coordinator, which appends
+    A(c, cmd="cut_link", a=-1, b=coord)
+    A(c, cmd="set_link_delay", a=-1, b=(coord + 1) % 3, delay_ms=5000)
+    A(c, cmd="advance", ms=50)
+    assert c.groups.committed("g") == {("t", 0): 1}
+    assert [e.offset for e in c.events.of_kind("offset_committed")] == [1]
+    assert [e.api for e in c.events.of_kind("message_dropped")] == ["OffsetCommitResponse"]
+    acked = [e for e in c.events.of_kind("produce_acked") if e.topic == OFFSETS_TOPIC]
+    assert acked and acked[-1].broker == coord
+
+
+def test_a_group_record_too_large_for_the_segment_fails_the_rebalance_with_unknown_server_error(tmp_path):
+    # Kafka: the append fails (record too large for segment.bytes); storeGroup answers SyncGroup
+    # UNKNOWN_SERVER_ERROR, which the Java consumer's poll throws instead of retrying.
+    c = Cluster(Disk(tmp_path / "d"), ClusterConfig.from_mapping({"brokers": 3, "segment.bytes": 120}), seed=1)
+    A(c, cmd="advance", ms=500)
+    A(c, cmd="create_topic", topic="t", partitions=2)
+    A(c, cmd="configure_groups", offsets_topic_num_partitions=1)
+    join(c, "a")
+    join(c, "b")
+    A(c, cmd="advance", ms=20000)
+    too_large = [e for e in c.events.of_kind("produce_failed") if e.topic == OFFSETS_TOPIC]
+    assert [e.error for e in too_large] == ["MESSAGE_TOO_LARGE"]
+    assert len(c.events.of_kind("join_group_completed")) == 1          # no endless rebalancing
+    failed = [(e.consumer, e.api, e.error) for e in c.events.of_kind("group_request_failed")]
+    assert sorted(failed) == [("a", "sync", "UNKNOWN_SERVER_ERROR"), ("b", "sync", "UNKNOWN_SERVER_ERROR")]
+    assert {n: con.status for n, con in c.groups.consumers.items()} == \
+        {"a": "error:UNKNOWN_SERVER_ERROR", "b": "error:UNKNOWN_SERVER_ERROR"}
+    assert owners(c) == {}
+    # The next poll joins again; b, which does not poll, is removed at its session timeout; a's
+    # record still does not fit, so that rebalance fails the same way, once. Then a's session
+    # ends too and the group is Empty (its small record fits).
+    A(c, cmd="consumer_poll", name="a")
+    A(c, cmd="advance", ms=100_000)
+    assert c.groups.consumers["a"].status == "error:UNKNOWN_SERVER_ERROR"
+    assert [e.members for e in c.events.of_kind("join_group_completed")] == [["a-1", "b-2"], ["a-1"], []]
+    assert len(c.events.of_kind("group_request_failed")) == 3
+    assert c.groups.state()["groups"]["g"]["state"] == "Empty"
+
+
+@pytest.mark.parametrize("append_error,answer", [
+    (None, None), ("UNKNOWN_TOPIC_OR_PARTITION", "COORDINATOR_NOT_AVAILABLE"),
+    ("NOT_ENOUGH_REPLICAS", "COORDINATOR_NOT_AVAILABLE"),
+    ("NOT_ENOUGH_REPLICAS_AFTER_APPEND", "COORDINATOR_NOT_AVAILABLE"),
+    ("NOT_LEADER_OR_FOLLOWER", "NOT_COORDINATOR"), ("KAFKA_STORAGE_ERROR", "NOT_COORDINATOR"),
+    ("REQUEST_TIMED_OUT", "REBALANCE_IN_PROGRESS"), ("MESSAGE_TOO_LARGE", "UNKNOWN_SERVER_ERROR"),
+    ("RECORD_LIST_TOO_LARGE", "UNKNOWN_SERVER_ERROR"), ("INVALID_FETCH_SIZE", "UNKNOWN_SERVER_ERROR"),
+    ("CORRUPT_MESSAGE", "CORRUPT_MESSAGE")])
+def test_a_failed_group_record_append_is_answered_as_kafkas_store_group(append_error, answer):
+    from engine.group.coordinator import store_error
+    assert store_error(append_error) == answer
+
+
+def test_an_offset_fetch_answer_for_an_older_generation_is_not_used(tmp_path):
+    c = make(tmp_path, partitions=1, records=3)
+    join(c, "a", enable_auto_commit=False)
+    con = c.groups.consumers["a"]
+    while con.status != "stable":
+        A(c, cmd="advance", ms=1)
+    con.fetched.clear()
+    con.positions.clear()
+    con._fetch_committed()                   # asked in this generation ...
+    con.generation += 1                      # ... answered after the next assignment (as if)
+    A(c, cmd="advance", ms=10)
+    assert con.fetched == {}
+    con.generation -= 1
+    A(c, cmd="consumer_poll", name="a")      # asks again
+    A(c, cmd="advance", ms=10)
+    assert con.fetched == {("t", 0): None}
