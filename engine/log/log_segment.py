@@ -123,21 +123,21 @@ class LogSegment:
         """Write one batch at the end; returns (position, offset entry written, time entry written)."""
         pos = self.size
         self.disk.write_at(self.log_rel, pos, data, into_preallocated=self.preallocate)
-        return (pos,) + self._account(pos, header, len(data), now_ms, True)
+        return self._account(pos, header, len(data), now_ms, True)
 
     def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
         """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
         current end; lets the log write the batches of one append with a single write."""
-        pos = self.size
-        return (pos,) + self._account(pos, header, size, now_ms, True)
+        return self._account(self.size, header, size, now_ms, True)
 
     def write(self, data) -> None:
         """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
         the segment's size, which is kept in memory (no seek to the file's end)."""
         self._write_log(data, self.size - len(data))
 
-    def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
-        """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
+    def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[int, bool, bool]:
+        """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild);
+        returns ``(pos, offset entry written, time entry written)``."""
         ts = header.max_timestamp
         last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
@@ -145,25 +145,31 @@ class LogSegment:
         if ts > self.max_timestamp_so_far:
             self.max_timestamp_so_far = ts
             self.offset_of_max_timestamp = last
-        wrote_o = wrote_t = False
         since = self.bytes_since_last_index_entry
-        if since > self.index_interval_bytes:
-            if write:
-                oi = self.offset_index
-                keys = oi.keys
-                if keys and (last <= keys[-1] or pos <= oi.values[-1]) or len(keys) >= oi.max_entries:
-                    oi.append(last, pos, defer=True)      # what append checks, worded
-                else:
-                    oi._write(last, pos, True)
-                wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
-                                                       defer=True)
-                wrote_o = True
-            since = 0
-        self.bytes_since_last_index_entry = since + size
+        if since <= self.index_interval_bytes:
+            self.bytes_since_last_index_entry = since + size
+            wrote = (pos, False, False)
+        elif not write:
+            self.bytes_since_last_index_entry = size
+            wrote = (pos, False, False)
+        else:
+            oi = self.offset_index
+            keys = oi.keys
+            if keys and (last <= keys[-1] or pos <= oi.values[-1]) or len(keys) >= oi.max_entries:
+                oi.append(last, pos, defer=True)      # what append checks, worded
+            else:
+                oi._write(last, pos, True)
+            ti, ts, at = self.time_index, self.max_timestamp_so_far, self.offset_of_max_timestamp
+            keys = ti.keys
+            if keys and ts <= keys[-1] and at >= ti.values[-1] and len(keys) < ti.max_entries - 1:
+                wrote = (pos, True, False)            # what maybe_append would find: nothing to write
+            else:
+                wrote = (pos, True, ti.maybe_append(ts, at, defer=True))
+            self.bytes_since_last_index_entry = size
         self.size = pos + size
         self.next_offset = last + 1
         self.last_modified_ms = now_ms
-        return wrote_o, wrote_t
+        return wrote
 
     def _reset_stats(self) -> None:
         self.size = 0
