@@ -178,7 +178,7 @@ class Disk:
             view = view[n:]
         return pos
 
-    def write_at(self, rel: str, pos: int, data: bytes, *, into_preallocated: bool = False) -> None:
+    def write_at(self, rel: str, pos: int, data: bytes, into_preallocated: bool = False) -> None:
         """Write at ``pos``. ``into_preallocated``: the bytes overwrite zeros a preallocation
         left (a preallocated .log), so a crash before the next fsync turns them back to zeros."""
         fd = self._handles.get(rel)

@@ -233,7 +233,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             if h.base_offset >= self._log_end_offset and size <= cfg.max_message_bytes and size <= cfg.segment_bytes:
                 info = self._append_one(batches, h, self.scheduler.clock.now_ms(), -1)
                 if h.producer_id < 0:
-                    self.producer_state.map_end_offset = info.last_offset + 1
+                    self.producer_state.map_end_offset = self._log_end_offset
                 else:
                     self._track_producers(batches, ((0, h),), "replication")
                 return info

@@ -131,7 +131,7 @@ class LogSegment:
             pos = self.size
         if data is not None:
             size = len(data)
-            self.disk.write_at(self.log_rel, pos, data, into_preallocated=self.preallocate)
+            self.disk.write_at(self.log_rel, pos, data, self.preallocate)   # into_preallocated
         ts = header.max_timestamp
         last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
