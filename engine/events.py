@@ -288,8 +288,9 @@ class EventLog:
             state.setdefault("_first_row", None)
         if "_plain" not in state:          # pickled when rows were flat: (seq, time_ms, kind, *values)
             for key in ("_ring", "_pending"):
-                state[key] = [(r[0], r[1], r[2], r[3:]) if type(r) is tuple else r for r in state[key]]
-            state["_plain"] = all(type(r) is tuple for r in state["_pending"])
+                if key in state:
+                    state[key] = [(r[0], r[1], r[2], r[3:]) if type(r) is tuple else r for r in state[key]]
+            state["_plain"] = all(type(r) is tuple for r in state.get("_pending", ()))
         self.__dict__.update(state)
 
 
