@@ -200,12 +200,17 @@ class Disk:
             view = view[n:]
         return pos
 
-    def write_at(self, rel: str, pos: int, data: bytes, *, into_preallocated: bool = False) -> None:
+    def write_at(self, rel: str, pos: int, data: bytes, into_preallocated: bool = False) -> None:
         """Write at ``pos``. ``into_preallocated``: the bytes overwrite zeros a preallocation
         left (a preallocated .log), so a crash before the next fsync turns them back to zeros."""
-        rel = self.check(rel)
-        self._dirty(rel)
-        os.pwrite(self._fd(rel), data, pos)
+        fd = self._handles.get(rel)
+        if fd is None or rel not in self._durable:
+            # An open handle means the path was checked, and a file in _durable is already
+            # dirty: only a first write since the last fsync (or open) needs the two steps.
+            rel = self.check(rel)
+            self._dirty(rel)
+            fd = self._fd(rel)
+        os.pwrite(fd, data, pos)
         if into_preallocated and data:
             lo, hi = self._volatile.get(rel, (pos, pos))
             self._volatile[rel] = (min(lo, pos), max(hi, pos + len(data)))

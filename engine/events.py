@@ -147,12 +147,13 @@ class EventLog:
     stream. Listeners are called synchronously with each envelope; they are not part
     of a snapshot (see ``__getstate__``).
 
-    Hot paths (an append emits two events) call :meth:`emit_fields` with an event class and
-    its field values: with nobody listening, the event is kept as a plain row ``(seq,
-    time_ms, kind, *values)`` — what the digest folds — and becomes an
-    :class:`Envelope` the first time anyone reads :attr:`envelopes`. A row of plain values
-    is one small tuple that the garbage collector stops tracking, where an event object is
-    three tracked objects; the stream, its order and its digest are the same either way.
+    Hot paths (an append emits two events) call :meth:`emit_rows` (or :meth:`emit_fields`) with
+    an event class and its field values: with nobody listening, the event is kept as a plain
+    row ``(seq, time_ms, kind, values)`` — exactly what the digest folds, so a chunk of rows
+    is marshalled as it is — and becomes an :class:`Envelope` the first time anyone reads
+    :attr:`envelopes`. A row of plain values is two small tuples that the garbage collector
+    stops tracking, where an event object is three tracked objects; the stream, its order and
+    its digest are the same either way.
     """
 
     def __init__(self, clock: Any, keep: int | None = None) -> None:
@@ -165,8 +166,10 @@ class EventLog:
         # Digest: envelopes are folded into a chained sha256 in chunks of _CHUNK events, at
         # fixed boundaries, so the value never depends on when digest() is asked. Emitting only
         # queues the envelope (or row); its fields are serialised when its chunk is folded.
+        # _plain: every queued item is a row (the chunk needs no reshaping before marshal).
         self._digest = ""
         self._pending: list = []
+        self._plain = True
         self._listeners: list[Callable[[Envelope], None]] = []
 
     def emit(self, ev: Event) -> Envelope:
@@ -186,58 +189,45 @@ class EventLog:
             self.emit(cls(*values))
             return
         self.seq = seq = self.seq + 1
-        row = (seq, self.clock.now_ms(), cls.kind, *values)
-        ring = self._ring
         if self._first_row is None:
-            self._first_row = len(ring)
-        if self.keep is not None:
-            self._keep(row)
-            return
-        # _keep, inline for the common unbounded ring
-        pending = self._pending
-        pending.append(row)
-        if len(pending) >= _CHUNK:
-            self._digest = _fold(self._digest, pending)
-            self._pending = []
-        ring.append(row)
+            self._first_row = len(self._ring)
+        self._keep((seq, self.clock.now_ms(), cls.kind, values))
 
     def emit_rows(self, events: Sequence[tuple[type[Event], tuple]]) -> None:
         """:meth:`emit_fields` of several ``(event class, field values)`` in order, at one
         virtual time (the append path's batch and index events, in one call)."""
-        if self._listeners:
+        if self._listeners or self.keep is not None:
             for cls, values in events:
-                self.emit(cls(*values))
+                self.emit_fields(cls, *values)
             return
+        # The common unbounded ring, nobody listening: rows straight into the ring and the
+        # digest's queue, folded once a chunk is full.
         now = self.clock.now_ms()
         seq = self.seq
-        ring = self._ring
+        ring, pending = self._ring, self._pending
         if self._first_row is None:
             self._first_row = len(ring)
         for cls, values in events:
             seq += 1
-            if cls._digest is not None:
-                self.seq = seq
-                self._keep(_new_envelope(Envelope, (seq, now, cls(*values))))
-                continue
-            row = (seq, now, cls.kind, *values)
-            self.seq = seq
-            if self.keep is not None:
-                self._keep(row)
-                continue
-            pending = self._pending
-            pending.append(row)
-            if len(pending) >= _CHUNK:
-                self._digest = _fold(self._digest, pending)
-                self._pending = []
+            if cls._digest is None:
+                row = (seq, now, cls.kind, values)
+            else:
+                row = _new_envelope(Envelope, (seq, now, cls(*values)))
+                self._plain = False
             ring.append(row)
+            pending.append(row)
+        self.seq = seq
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
 
     def _keep(self, item: Any) -> None:
         """Queue ``item`` (an envelope or a row) for the digest and keep it in the ring."""
         pending = self._pending
         pending.append(item)
+        if type(item) is not tuple:
+            self._plain = False
         if len(pending) >= _CHUNK:
-            self._digest = _fold(self._digest, pending)
-            self._pending = []
+            self._fold_full_chunks()
         ring = self._ring
         ring.append(item)
         keep = self.keep
@@ -246,6 +236,15 @@ class EventLog:
             del ring[:drop]
             if self._first_row is not None:
                 self._first_row = max(0, self._first_row - drop)
+
+    def _fold_full_chunks(self) -> None:
+        """Fold every whole chunk of the queue into the digest; the rest stays queued."""
+        pending, digest = self._pending, self._digest
+        while len(pending) >= _CHUNK:
+            digest = _fold(digest, pending[:_CHUNK], self._plain)
+            pending = pending[_CHUNK:]
+            self._plain = all(type(item) is tuple for item in pending)
+        self._digest, self._pending = digest, pending
 
     @property
     def envelopes(self) -> list[Envelope]:
@@ -256,7 +255,7 @@ class EventLog:
             for i in range(first, len(ring)):
                 item = ring[i]
                 if type(item) is tuple:
-                    ring[i] = _new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3:])))
+                    ring[i] = _new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3])))
             self._first_row = None
         return self._ring
 
@@ -270,7 +269,7 @@ class EventLog:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def digest(self) -> str:
-        return _fold(self._digest, self._pending) if self._pending else self._digest
+        return _fold(self._digest, self._pending, self._plain) if self._pending else self._digest
 
     def since(self, seq: int) -> list[Envelope]:
         return [e for e in self.envelopes if e.seq > seq]
@@ -287,6 +286,11 @@ class EventLog:
         if "envelopes" in state:           # pickled before the ring held rows
             state["_ring"] = state.pop("envelopes")
             state.setdefault("_first_row", None)
+        if "_plain" not in state:          # pickled when rows were flat: (seq, time_ms, kind, *values)
+            for key in ("_ring", "_pending"):
+                if key in state:
+                    state[key] = [(r[0], r[1], r[2], r[3:]) if type(r) is tuple else r for r in state[key]]
+            state["_plain"] = all(type(r) is tuple for r in state.get("_pending", ()))
         self.__dict__.update(state)
 
 
@@ -294,16 +298,18 @@ _CHUNK = 512
 _new_envelope = tuple.__new__     # Envelope(...) without its Python-level __new__
 
 
-def _fold(previous: str, envelopes: list) -> str:
-    """sha256 of the previous digest and one chunk of envelopes (or :meth:`EventLog.emit_fields`
-    rows, which are already what is folded) in ``marshal`` format 2 (the
+def _fold(previous: str, envelopes: list, plain: bool = False) -> str:
+    """sha256 of the previous digest and one chunk of envelopes (or :meth:`EventLog.emit_rows`
+    rows ``(seq, time_ms, kind, values)``, which are already what is folded: ``plain`` says the
+    chunk holds nothing else) in ``marshal`` format 2 (the
     C serialiser: ints stay binary, and format 2 has no back-references or interning flags,
     so equal values always give equal bytes). Fields marshal cannot take (an enum, a
     dataclass) make the chunk go through their plain JSON-able form instead."""
-    rows = [(item[0], item[1], item[2], item[3:]) if type(item) is tuple else
-            (item[0], item[1], item[2].kind,
-             tuple(item[2].__dict__.values()) if item[2]._digest is None else item[2]._digest(item[2]))
-            for item in envelopes]
+    rows = envelopes if plain else [
+        item if type(item) is tuple else
+        (item[0], item[1], item[2].kind,
+         tuple(item[2].__dict__.values()) if item[2]._digest is None else item[2]._digest(item[2]))
+        for item in envelopes]
     try:
         data = marshal.dumps(rows, 2)
     except ValueError:

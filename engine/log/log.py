@@ -233,7 +233,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             if h.base_offset >= self._log_end_offset and size <= cfg.max_message_bytes and size <= cfg.segment_bytes:
                 info = self._append_one(batches, h, self.scheduler.clock.now_ms(), -1)
                 if h.producer_id < 0:
-                    self.producer_state.map_end_offset = info.last_offset + 1
+                    self.producer_state.map_end_offset = self._log_end_offset
                 else:
                     self._track_producers(batches, ((0, h),), "replication")
                 return info
@@ -349,18 +349,24 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         if roll is not None:
             seg = self._roll(roll[0], roll[1], h.base_offset)
         pos, wrote_o, wrote_t = seg.append(data, h, now)
-        base, delta, epoch = h.base_offset, h.last_offset_delta, h.partition_leader_epoch
-        last = base + delta
+        base, epoch, max_ts, count = h.base_offset, h.partition_leader_epoch, h.max_timestamp, h.records_count
+        last = base + h.last_offset_delta
         self._log_end_offset = last + 1
-        ident, seg_base = self._ident, seg.base_offset
-        rows = [(BatchAppended, (*ident, seg_base, base, last, pos, size, h.records_count, h.max_timestamp, epoch))]
-        if wrote_o:
-            oi = seg.offset_index
-            rows.append((IndexEntryWritten, (*ident, "offset", seg_base, oi.keys[-1], oi.values[-1], None,
-                                             len(oi.keys))))
-        if wrote_t:
+        broker, topic, partition = self._ident
+        seg_base = seg.base_offset
+        batch = (BatchAppended, (broker, topic, partition, seg_base, base, last, pos, size, count, max_ts, epoch))
+        if wrote_o and not wrote_t:
+            # the entry just written is (last, pos)
+            rows = (batch, (IndexEntryWritten, (broker, topic, partition, "offset", seg_base, last, pos, None,
+                                                len(seg.offset_index.keys))))
+        elif wrote_o:
             ti = seg.time_index
-            rows.append((IndexEntryWritten, (*ident, "time", seg_base, ti.values[-1], None, ti.keys[-1], len(ti.keys))))
+            rows = (batch, (IndexEntryWritten, (broker, topic, partition, "offset", seg_base, last, pos, None,
+                                                len(seg.offset_index.keys))),
+                    (IndexEntryWritten, (broker, topic, partition, "time", seg_base, ti.values[-1], None, ti.keys[-1],
+                                         len(ti.keys))))
+        else:
+            rows = (batch,)
         self.events.emit_rows(rows)
         if epoch >= 0:
             cache = self.leader_epoch_cache
@@ -371,8 +377,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             self.high_watermark = last + 1
         if last + 1 - self.recovery_point >= self.config.flush_interval_messages:
             self.flush()
-        return _tuple_new(LogAppendInfo, (base, last, h.max_timestamp, pos, size, seg_base, h.records_count, epoch,
-                                          log_append_time, False))
+        return _tuple_new(LogAppendInfo, (base, last, max_ts, pos, size, seg_base, count, epoch, log_append_time,
+                                          False))
 
     def _write_group(self, seg: LogSegment, data: bytes, view, start: int, end: int, group: list) -> None:
         """Write the reserved bytes, then emit their events and move the epoch cache."""
@@ -395,30 +401,31 @@ class Log(LogRecovery, LogRetention, LogProducerState):
     def _roll_reason(self, seg: LogSegment, size: int, h: BatchHeader, now: int) -> tuple[str, str] | None:
         """Kafka's shouldRoll (reference §4.1) for one incoming batch: (reason, detail) or None."""
         cfg = self.config
-        reason = detail = None
-        if seg.size > cfg.segment_bytes - size:
-            reason, detail = "size", f"segment is {seg.size} bytes; {size} more would pass segment.bytes={cfg.segment_bytes}"
-        elif seg.size > 0:
-            if seg.rolling_based_timestamp is not None and seg.rolling_based_timestamp >= 0:
-                elapsed, what = h.max_timestamp - seg.rolling_based_timestamp, "batch timestamp - first batch timestamp"
-            else:
-                elapsed, what = now - seg.created_ms, "now - segment creation"
-            max_ms = cfg.segment_ms  # compacted logs roll by max.compaction.lag.ms too (Kafka's maxSegmentMs)
-            if "compact" in cfg.cleanup_policy and cfg.max_compaction_lag_ms < max_ms:
-                max_ms = cfg.max_compaction_lag_ms
-            if elapsed > max_ms - seg.rolling_jitter_ms:
-                reason = "time"
-                detail = f"{what} = {elapsed} ms > segment.ms={max_ms}" + (
-                    f" - jitter {seg.rolling_jitter_ms}" if seg.rolling_jitter_ms else "")
+        used = seg.size
+        if used > cfg.segment_bytes - size:
+            return "size", f"segment is {used} bytes; {size} more would pass segment.bytes={cfg.segment_bytes}"
+        if used:
+            rbt = seg.rolling_based_timestamp
+            elapsed = h.max_timestamp - rbt if rbt is not None and rbt >= 0 else now - seg.created_ms
+            jitter = seg.rolling_jitter_ms
+            # compacted logs roll by max.compaction.lag.ms too (Kafka's maxSegmentMs)
+            if elapsed > cfg.segment_ms - jitter or (elapsed > cfg.max_compaction_lag_ms - jitter
+                                                     and "compact" in cfg.cleanup_policy):
+                max_ms = cfg.segment_ms
+                if "compact" in cfg.cleanup_policy and cfg.max_compaction_lag_ms < max_ms:
+                    max_ms = cfg.max_compaction_lag_ms
+                what = ("batch timestamp - first batch timestamp" if rbt is not None and rbt >= 0
+                        else "now - segment creation")
+                return "time", f"{what} = {elapsed} ms > segment.ms={max_ms}" + (
+                    f" - jitter {jitter}" if jitter else "")
         oi, ti = seg.offset_index, seg.time_index
-        if reason is None and (len(oi.keys) >= oi.max_entries or len(ti.keys) >= ti.max_entries - 1):
-            reason = "index_full"
-            detail = (f"offset index {seg.offset_index.entries}/{seg.offset_index.max_entries} entries, time index "
-                      f"{seg.time_index.entries}/{seg.time_index.max_entries} entries")
-        if reason is None and h.base_offset + h.last_offset_delta - seg.base_offset > INT32_MAX:
-            reason = "offset_overflow"
-            detail = f"offset {h.base_offset + h.last_offset_delta} - base {seg.base_offset} does not fit in int32"
-        return None if reason is None else (reason, detail)
+        if len(oi.keys) >= oi.max_entries or len(ti.keys) >= ti.max_entries - 1:
+            return "index_full", (f"offset index {oi.entries}/{oi.max_entries} entries, time index "
+                                  f"{ti.entries}/{ti.max_entries} entries")
+        if h.base_offset + h.last_offset_delta - seg.base_offset > INT32_MAX:
+            return "offset_overflow", (f"offset {h.base_offset + h.last_offset_delta} - base {seg.base_offset} "
+                                       "does not fit in int32")
+        return None
 
     def roll(self, reason: str = "manual") -> LogSegment:
         """Start a new active segment at LEO (no-op if the active segment is empty)."""

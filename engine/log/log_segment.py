@@ -119,25 +119,19 @@ class LogSegment:
         self.max_timestamp_so_far, self.offset_of_max_timestamp = last.timestamp, last.offset
 
     # ---- appending -----------------------------------------------------------
-    def append(self, data: bytes, header: BatchHeader, now_ms: int) -> tuple[int, bool, bool]:
-        """Write one batch at the end; returns (position, offset entry written, time entry written)."""
-        pos = self.size
-        self.disk.write_at(self.log_rel, pos, data, into_preallocated=self.preallocate)
-        return (pos,) + self._account(pos, header, len(data), now_ms, True)
-
-    def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
-        """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
-        current end; lets the log write the batches of one append with a single write."""
-        pos = self.size
-        return (pos,) + self._account(pos, header, size, now_ms, True)
-
-    def write(self, data) -> None:
-        """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
-        the segment's size, which is kept in memory (no seek to the file's end)."""
-        self._write_log(data, self.size - len(data))
-
-    def _account(self, pos: int, header: BatchHeader, size: int, now_ms: int, write: bool) -> tuple[bool, bool]:
-        """Apply §3.3 to one batch that now sits at ``pos`` (shared by append and rebuild)."""
+    def append(self, data: bytes | None, header: BatchHeader, now_ms: int, pos: int | None = None, size: int = 0,
+               index: bool = True) -> tuple[int, bool, bool]:
+        """Add one batch at ``pos`` (default: the end) and apply §3.3 to it; returns (position,
+        offset entry written, time entry written). ``data`` is written there; with ``data=None``
+        nothing is written and a batch of ``size`` bytes is only accounted for: one that
+        :meth:`write` puts at the end later (:meth:`reserve`), or one already in the file when
+        stats and indexes are rebuilt (``index=False``: bytes counted, no entries written).
+        The one home of the index rule, in one call on the append path."""
+        if pos is None:
+            pos = self.size
+        if data is not None:
+            size = len(data)
+            self.disk.write_at(self.log_rel, pos, data, self.preallocate)   # into_preallocated
         ts = header.max_timestamp
         last = header.base_offset + header.last_offset_delta
         if self.rolling_based_timestamp is None:
@@ -145,25 +139,41 @@ class LogSegment:
         if ts > self.max_timestamp_so_far:
             self.max_timestamp_so_far = ts
             self.offset_of_max_timestamp = last
-        wrote_o = wrote_t = False
         since = self.bytes_since_last_index_entry
-        if since > self.index_interval_bytes:
-            if write:
-                oi = self.offset_index
-                keys = oi.keys
-                if keys and (last <= keys[-1] or pos <= oi.values[-1]) or len(keys) >= oi.max_entries:
-                    oi.append(last, pos, defer=True)      # what append checks, worded
-                else:
-                    oi._write(last, pos, True)
-                wrote_t = self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp,
-                                                       defer=True)
-                wrote_o = True
-            since = 0
-        self.bytes_since_last_index_entry = since + size
+        if since <= self.index_interval_bytes:
+            self.bytes_since_last_index_entry = since + size
+            wrote = (pos, False, False)
+        elif not index:
+            self.bytes_since_last_index_entry = size
+            wrote = (pos, False, False)
+        else:
+            oi = self.offset_index
+            keys = oi.keys
+            if keys and (last <= keys[-1] or pos <= oi.values[-1]) or len(keys) >= oi.max_entries:
+                oi.append(last, pos, defer=True)      # what append checks, worded
+            else:
+                oi._write(last, pos, True)
+            ti, ts, at = self.time_index, self.max_timestamp_so_far, self.offset_of_max_timestamp
+            keys = ti.keys
+            if keys and ts <= keys[-1] and at >= ti.values[-1] and len(keys) < ti.max_entries - 1:
+                wrote = (pos, True, False)            # what maybe_append would find: nothing to write
+            else:
+                wrote = (pos, True, ti.maybe_append(ts, at, defer=True))
+            self.bytes_since_last_index_entry = size
         self.size = pos + size
         self.next_offset = last + 1
         self.last_modified_ms = now_ms
-        return wrote_o, wrote_t
+        return wrote
+
+    def reserve(self, header: BatchHeader, size: int, now_ms: int) -> tuple[int, bool, bool]:
+        """Account for (and index) a batch of ``size`` bytes that :meth:`write` will put at the
+        current end; lets the log write the batches of one append with a single write."""
+        return self.append(None, header, now_ms, self.size, size)
+
+    def write(self, data) -> None:
+        """Append bytes previously accounted for with :meth:`reserve`: one positioned write at
+        the segment's size, which is kept in memory (no seek to the file's end)."""
+        self._write_log(data, self.size - len(data))
 
     def _reset_stats(self) -> None:
         self.size = 0
@@ -392,7 +402,7 @@ class LogSegment:
         self._reset_stats()
         last_modified = self.last_modified_ms
         for pos, h in headers:
-            self._account(pos, h, h.batch_length + 12, last_modified, False)
+            self.append(None, h, last_modified, pos, h.batch_length + 12, index=False)
         self.size = size
         last = self.time_index.last_entry
         if last.timestamp > self.max_timestamp_so_far:
@@ -422,7 +432,7 @@ class LogSegment:
         self.time_index.reset()
         self._reset_stats()
         for pos, h in headers:
-            self._account(pos, h, h.batch_length + 12, now_ms, True)
+            self.append(None, h, now_ms, pos, h.batch_length + 12)
         self.size = valid
         self.last_modified_ms = now_ms
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)

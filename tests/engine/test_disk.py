@@ -37,6 +37,26 @@ def test_crash_loses_exactly_what_was_not_fsynced(disk):
     assert ("b1/f", 16, 7) in lost
 
 
+def test_write_at_after_fsync_or_reopen_is_dirty_again(disk):
+    """A write to an open, already-dirty file skips the path check and the stat; a write after
+    an fsync, or after the handle was closed, must still record the durable size first."""
+    disk.mkdir("b1")
+    disk.write_at("b1/f", 0, b"abc")
+    disk.write_at("b1/f", 3, b"def")           # open and dirty: the short path
+    disk.fsync("b1/f")
+    disk.write_at("b1/f", 6, b"ghi")           # open, clean: dirty again, durable size 6
+    assert disk.durable_size("b1/f") == 6
+    disk.close_all()
+    disk.write_at("b1/f", 9, b"jkl")           # reopened, still dirty since the fsync
+    lost = disk.crash("b1")
+    assert disk.read_all("b1/f") == b"abcdef" and ("b1/f", 12, 6) in lost
+    with pytest.raises(PathEscapeError):
+        disk.write_at("../escape", 0, b"x")    # never opened: checked
+    disk.write_at("b1/g", 0, b"x", into_preallocated=True)
+    disk.write_at("b1/g", 1, b"y", into_preallocated=True)   # the short path still tracks the range
+    assert disk._volatile["b1/g"] == (0, 2)
+
+
 def test_crash_of_one_broker_leaves_others_alone(disk):
     for b in ("b1", "b2"):
         disk.mkdir(b)
