@@ -79,6 +79,13 @@ class RecordTooLargeError(KafkaError):
     code, name = 10, "MESSAGE_TOO_LARGE"
 
 
+class RecordBatchTooLargeError(RecordTooLargeError):
+    """Records larger than a whole segment (Kafka's ``RecordBatchTooLargeException`` from
+    ``UnifiedLog.append``: more than ``segment.bytes``), where ``MESSAGE_TOO_LARGE`` is a batch
+    over ``max.message.bytes``."""
+    code, name = 18, "RECORD_LIST_TOO_LARGE"
+
+
 class OffsetOutOfRangeError(KafkaError):
     code, name = 1, "OFFSET_OUT_OF_RANGE"
 

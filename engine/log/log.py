@@ -21,7 +21,7 @@ from ..clock import Scheduler
 from ..config import LONG_MAX, LogConfig
 from ..disk import Disk
 from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestError, OffsetOutOfRangeError,
-                      RecordTooLargeError)
+                      RecordBatchTooLargeError, RecordTooLargeError)
 from ..events import EventLog
 from ..records import (BatchHeader, CompressionType, Record, TimestampType, decode_batch, encode_batch,
                        scan_valid, whole_batch_header, with_log_append_time, with_offset_and_epoch)
@@ -283,8 +283,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 raise RecordTooLargeError(f"{self.name}: batch at position {pos} is {size} bytes, more than "
                                           f"max.message.bytes={cfg.max_message_bytes}")
             if size > cfg.segment_bytes:
-                raise RecordTooLargeError(f"{self.name}: batch at position {pos} is {size} bytes, more than "
-                                          f"segment.bytes={cfg.segment_bytes}")
+                raise RecordBatchTooLargeError(f"{self.name}: batch at position {pos} is {size} bytes, more than "
+                                               f"segment.bytes={cfg.segment_bytes}")
         return headers
 
     def _append(self, data: bytes, parsed: list, now: int, log_append_time: int) -> LogAppendInfo:

@@ -180,13 +180,15 @@ def test_roll_listing_matches_kafka(tmp_path):
     assert sizes["leader-epoch-checkpoint"] == len(b"0\n1\n0 0\n")
 
 
-@pytest.mark.parametrize("cfg, size", [(dict(max_message_bytes=100), 200), (dict(segment_bytes=150), 200)])
-def test_too_large_batch_is_refused_and_log_unchanged(tmp_path, cfg, size):
+@pytest.mark.parametrize("cfg, size, error", [(dict(max_message_bytes=100), 200, "MESSAGE_TOO_LARGE"),
+                                               (dict(segment_bytes=150), 200, "RECORD_LIST_TOO_LARGE")])
+def test_too_large_batch_is_refused_and_log_unchanged(tmp_path, cfg, size, error):
     log = make_log(tmp_path, **cfg)
     produce(log, 1, size=10)
     before = ({f.name: f.size for f in log.files()}, log.log_end_offset, log.events.seq)
-    with pytest.raises(RecordTooLargeError, match=r"\d+ bytes"):
+    with pytest.raises(RecordTooLargeError, match=r"\d+ bytes") as refused:
         log.append_as_leader([SimpleRecord(b"x" * size)], 0)
+    assert refused.value.name == error      # Kafka: RecordTooLargeException / RecordBatchTooLargeException
     assert ({f.name: f.size for f in log.files()}, log.log_end_offset, log.events.seq) == before
 
 

@@ -738,7 +738,7 @@ def test_a_group_record_too_large_for_the_segment_fails_the_rebalance_with_unkno
     join(c, "b")
     A(c, cmd="advance", ms=20000)
     too_large = [e for e in c.events.of_kind("produce_failed") if e.topic == OFFSETS_TOPIC]
-    assert [e.error for e in too_large] == ["MESSAGE_TOO_LARGE"]
+    assert [e.error for e in too_large] == ["RECORD_LIST_TOO_LARGE"]     # bigger than a whole segment
     assert len(c.events.of_kind("join_group_completed")) == 1          # no endless rebalancing
     failed = [(e.consumer, e.api, e.error) for e in c.events.of_kind("group_request_failed")]
     assert sorted(failed) == [("a", "sync", "UNKNOWN_SERVER_ERROR"), ("b", "sync", "UNKNOWN_SERVER_ERROR")]
