@@ -2,7 +2,7 @@
 stylesheet it references, raw and gzip-compressed (what a browser downloads with
 compression on). Goal from the issue: <= 300 KB for a lesson page.
 
-    DJANGO_SETTINGS_MODULE=kafkaviz.settings .venv/bin/python bench/bench_page_weight.py
+    .venv/bin/python bench/bench_page_weight.py
 """
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kafkaviz.settings")
+# The development settings: the same pages and assets, with plain (unhashed) static names that
+# this script reads from static/; the production settings need collectstatic and a secret key.
+os.environ.setdefault("DJANGO_DEBUG", "1")
 
 import django  # noqa: E402
 
@@ -29,7 +32,10 @@ STATIC = Path(settings.BASE_DIR) / "static"
 
 
 def weight(path: str) -> tuple[int, int, int]:
-    html = Client().get(path).content
+    response = Client(HTTP_HOST="localhost").get(path)
+    if response.status_code != 200:
+        raise SystemExit(f"{path} answered {response.status_code}: nothing to weigh")
+    html = response.content
     assets = re.findall(rb'(?:src|href)="/static/([^"]+)"', html)
     raw, packed = len(html), len(gzip.compress(html))
     for a in assets:

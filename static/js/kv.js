@@ -129,6 +129,50 @@
     return !!(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
   };
 
+  // Plotly (~490 KB compressed) is not part of a lesson page's first load: a chart asks for it
+  // with KV.withPlotly(root, frame, draw), which says whether it is there. If not, the chart's
+  // container (data-plotly: the script's URL, data-plotly-css: its stylesheet's) is watched,
+  // and once it comes within a screen of the viewport the files are fetched; then draw(root,
+  // latest frame) runs again. Pages whose charts the reader never scrolls to never load it.
+  const plotlyWaiting = [];
+  let plotlyAsked = false;
+  function loadPlotly(root) {
+    if (plotlyAsked) return;
+    plotlyAsked = true;
+    if (root.dataset.plotlyCss) {
+      document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href: root.dataset.plotlyCss }));
+    }
+    const script = Object.assign(document.createElement("script"), { src: root.dataset.plotly, async: true });
+    script.addEventListener("load", function () { plotlyWaiting.splice(0).forEach(function (f) { f(); }); });
+    script.addEventListener("error", function () { plotlyAsked = false; });    // try again at the next frame
+    document.head.append(script);
+  }
+  KV.withPlotly = function (root, frame, draw) {
+    if (window.Plotly) return true;
+    root._kvPlotlyFrame = frame;
+    if (!root.dataset.plotly) return false;
+    if (!root._kvPlotlyWaits) {
+      root._kvPlotlyWaits = true;
+      plotlyWaiting.push(function () { draw(root, root._kvPlotlyFrame); });
+      if ("IntersectionObserver" in window) {
+        const seen = new IntersectionObserver(function (entries) {
+          if (entries.some(function (e) { return e.isIntersecting; })) {
+            seen.disconnect();
+            root._kvPlotlySeen = true;
+            loadPlotly(root);
+          }
+        }, { rootMargin: "100% 0px" });
+        seen.observe(root);
+      } else {
+        root._kvPlotlySeen = true;
+        loadPlotly(root);
+      }
+    } else if (plotlyAsked === false && root._kvPlotlySeen) {
+      loadPlotly(root);
+    }
+    return false;
+  };
+
   // A form field has the focus: keys belong to it, not to the page's shortcuts.
   KV.typing = function (t) {
     return !!t && (t.tagName === "INPUT" && t.type !== "range" && t.type !== "radio" && t.type !== "checkbox" ||

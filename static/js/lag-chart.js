@@ -36,7 +36,7 @@
   }
 
   KV.register("lag-chart", {
-    update: function (root, frame) {
+    update: function draw(root, frame) {
       const st = frame.state || {};
       if (!st.lag_series) return;
       let plot = root.querySelector(".lc-plot");
@@ -54,7 +54,7 @@
       const holder = root.querySelector("#lc-strip");
       const fresh = strip(st);
       if (holder.firstElementChild) KV.morph(holder.firstElementChild, fresh); else holder.appendChild(fresh);
-      if (!window.Plotly) return;
+      if (!KV.withPlotly(root, frame, draw)) return;
       const traces = [];
       st.lag_series.forEach(function (s) {
         LINES.forEach(function (l) {

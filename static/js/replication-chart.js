@@ -6,7 +6,7 @@
   const COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9", "#555d66"];
   const SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "cross", "star"];
   KV.register("replication-chart", {
-    update: function (root, frame) {
+    update: function draw(root, frame) {
       const st = frame.state || {};
       if (!st.series) return;
       let plot = root.querySelector(".rpc-plot");
@@ -26,7 +26,7 @@
         return KV.t("hw_broker", { b: l.broker }) + ": LEO " + l.leo + ", HW " + l.high_watermark;
       });
       root.querySelector("#rpc-caption").textContent = words.length ? KV.t("rpc_now", { list: words.join("; ") }) : "";
-      if (!window.Plotly) return;
+      if (!KV.withPlotly(root, frame, draw)) return;
       const traces = st.series.map(function (s) {
         const c = COLOURS[s.broker % COLOURS.length];
         return { x: s.points.map(function (p) { return p[0] / 1000; }), y: s.points.map(function (p) { return p[1]; }),

@@ -12,7 +12,7 @@
       limit: st.retention_bytes < 0 ? KV.t("rc_no_limit") : KV.t("rc_limit", { n: st.retention_bytes }) });
   }
   KV.register("retention-chart", {
-    update: function (root, frame) {
+    update: function draw(root, frame) {
       const st = frame.state || {};
       if (!st.history) return;
       let plot = root.querySelector(".rc-plot");
@@ -29,7 +29,7 @@
         root.appendChild(cap);
       }
       root.querySelector(".rc-caption").textContent = caption(st);
-      if (!window.Plotly) return;
+      if (!KV.withPlotly(root, frame, draw)) return;
       const xs = st.history.map(function (p) { return p[0] / 1000; });
       const traces = [
         { x: xs, y: st.history.map(function (p) { return p[1]; }), name: KV.t("rc_segments"), mode: "lines+markers",

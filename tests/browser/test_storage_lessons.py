@@ -254,3 +254,22 @@ def test_lesson7_power_loss_torn_batch_kill_and_sendfile(page: Page, live_server
     page.click("#restart-button")
     task_done(page, "process-kill")
     answer(page, "kill", 1, "pc-report")
+
+
+def test_plotly_is_fetched_only_when_a_chart_comes_near_the_screen(browser, live_server_url):
+    """A lesson page's first load leaves plotly out (~490 KB compressed): on a short phone
+    screen the retention chart is far below, and the script is fetched once the reader
+    scrolls towards it; the chart is then drawn from the latest frame."""
+    context = browser.new_context(viewport={"width": 390, "height": 500})
+    page = context.new_page()
+    try:
+        open_lesson(page, live_server_url, "retention")
+        step(page, 1, 6)
+        expect(page.locator("#rc-caption")).to_contain_text("retention.bytes is 2000")   # the caption needs no plotly
+        assert page.locator('script[src*="plotly"]').count() == 0
+        expect(page.locator("#rc-plot .main-svg")).to_have_count(0)
+        page.locator("#retention-chart").scroll_into_view_if_needed()
+        expect(page.locator("#rc-plot .main-svg").first).to_be_visible()
+        assert page.locator('script[src*="plotly"]').count() == 1
+    finally:
+        context.close()
