@@ -5,6 +5,7 @@ answering, the next request takes the sandbox over and rebuilds it from the save
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import pytest
@@ -144,14 +145,26 @@ async def test_a_slow_owner_that_still_refreshes_is_not_taken_over(tmp_path, red
 
 # ---- per-address quotas across processes ------------------------------------------------------
 
+@contextlib.asynccontextmanager
+async def two_processes(tmp_path, url, **limits):
+    """Routers A and B on one Redis, each runtime with ``limits`` over the test settings;
+    stopped and closed afterwards (a router a test already stopped is left as it is)."""
+    (_, rt_a, a), (_, rt_b, b) = process(tmp_path, "a", url), process(tmp_path, "b", url)
+    for rt in (rt_a, rt_b):
+        rt.settings.update(limits)
+    try:
+        yield (rt_a, a), (rt_b, b)
+    finally:
+        for router in (a, b):
+            if not router._stopped:
+                await router.stop()
+        rt_a.close_all()
+        rt_b.close_all()
+
 async def test_the_socket_quota_of_an_address_counts_every_processs_sockets(tmp_path, redis_url):  # noqa: F811
     """Two processes, cap 3: the address's fourth socket is refused in whichever process it
     lands, another address is not affected, and a closed socket frees its place for all."""
-    _, rt_a, a = process(tmp_path, "a", redis_url)
-    _, rt_b, b = process(tmp_path, "b", redis_url)
-    for rt in (rt_a, rt_b):
-        rt.settings["MAX_CONNECTIONS_PER_ADDRESS"] = 3
-    try:
+    async with two_processes(tmp_path, redis_url, MAX_CONNECTIONS_PER_ADDRESS=3) as ((_, a), (_, b)):
         assert await a.open_connection("10.0.0.1") and await b.open_connection("10.0.0.1")
         assert await a.open_connection("10.0.0.1")
         assert not await b.open_connection("10.0.0.1")       # B alone holds one: the cap is global
@@ -160,19 +173,10 @@ async def test_the_socket_quota_of_an_address_counts_every_processs_sockets(tmp_
         await a.close_connection("10.0.0.1")
         assert await b.open_connection("10.0.0.1")
         assert not await a.open_connection("10.0.0.1")
-    finally:
-        await a.stop()
-        await b.stop()
-        rt_a.close_all()
-        rt_b.close_all()
 
 
 async def test_a_dead_processs_places_expire_and_a_live_ones_are_kept(tmp_path, redis_url):  # noqa: F811
-    _, rt_a, a = process(tmp_path, "a", redis_url)
-    _, rt_b, b = process(tmp_path, "b", redis_url)
-    for rt in (rt_a, rt_b):
-        rt.settings["MAX_CONNECTIONS_PER_ADDRESS"] = 2
-    try:
+    async with two_processes(tmp_path, redis_url, MAX_CONNECTIONS_PER_ADDRESS=2) as ((_, a), (_, b)):
         await a.start()
         await b.start()
         assert await a.open_connection("10.0.0.9") and await b.open_connection("10.0.0.9")
@@ -181,22 +185,14 @@ async def test_a_dead_processs_places_expire_and_a_live_ones_are_kept(tmp_path, 
         await asyncio.sleep(4.5)                             # past the TTL (3 s); B refreshed its own
         assert await b.open_connection("10.0.0.9")           # A's place expired, B's is still held
         assert not await b.open_connection("10.0.0.9")
-    finally:
-        await b.stop()
-        rt_a.close_all()
-        rt_b.close_all()
 
 
 async def test_the_sandbox_quota_of_an_address_counts_sandboxes_in_every_process(tmp_path, redis_url):  # noqa: F811
     """Cap 2: sandboxes created from one address in two processes fill the quota together;
     the third is refused with the quota error and nothing is created; watching an existing
     sandbox never counts; a reclaimed sandbox frees its place."""
-    _, rt_a, a = process(tmp_path, "a", redis_url)
-    _, rt_b, b = process(tmp_path, "b", redis_url)
-    for rt in (rt_a, rt_b):
-        rt.settings["MAX_SANDBOXES_PER_ADDRESS"] = 2
     one, two, three = new_sandbox_id(), new_sandbox_id(), new_sandbox_id()
-    try:
+    async with two_processes(tmp_path, redis_url, MAX_SANDBOXES_PER_ADDRESS=2) as ((rt_a, a), (rt_b, b)):
         await a.attach(one, "segments", address="10.1.1.1")
         await b.attach(two, "segments", address="10.1.1.1")
         assert one in rt_a.sandboxes and two in rt_b.sandboxes
@@ -215,8 +211,3 @@ async def test_the_sandbox_quota_of_an_address_counts_sandboxes_in_every_process
         await a.refresh()
         await a.attach(three, "segments", address="10.1.1.1")
         assert three in rt_a.sandboxes
-    finally:
-        await a.stop()
-        await b.stop()
-        rt_a.close_all()
-        rt_b.close_all()
