@@ -57,6 +57,13 @@ def _type_of(content: Any) -> str | None:
 MAX_SOCKETS_PER_MEMBER = 4
 
 
+def member_place(member_id: int) -> str:
+    """The key of a member's sockets among the router's places: leases, in any process,
+    renewed while each socket lives (kafkaviz/live/leases.py), never a counter that a
+    skipped disconnect would leave high."""
+    return f"member:{member_id}"
+
+
 class RoomConsumer(LessonConsumer):
     # A class shares one address behind its school's NAT: room sockets are capped per member
     # (MAX_SOCKETS_PER_MEMBER) instead of per address; members come only through the join form.
@@ -69,6 +76,8 @@ class RoomConsumer(LessonConsumer):
     first_seq: int | None = None
     room_closed_seen: bool = False
     lesson_slug: str = ""
+    member_key: str | None = None      # this socket's place among its member's sockets
+    room_released: bool = False
 
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
@@ -92,11 +101,13 @@ class RoomConsumer(LessonConsumer):
             # Neither the room's instructor nor a student who joined it from this browser.
             await self.close(code=CLOSE_NO_SANDBOX)
             return None
-        if member_id is not None and await database_sync_to_async(self._open_sockets)(member_id) >= \
-                MAX_SOCKETS_PER_MEMBER:
-            await self._refuse(CommandError("quota", self.tr(_(
-                "You have this room open %(count)d times already; close another tab."), count=MAX_SOCKETS_PER_MEMBER)))
-            return None
+        if member_id is not None:
+            if not await get_router().take_place(member_place(member_id), self.holder, MAX_SOCKETS_PER_MEMBER):
+                await self._refuse(CommandError("quota", self.tr(_(
+                    "You have this room open %(count)d times already; close another tab."),
+                    count=MAX_SOCKETS_PER_MEMBER)))
+                return None
+            self.member_key = member_place(member_id)
         self.room_id, self.room_code, self.room_group = room.pk, room.code, room.group()
         self.member_id, self.instructor = member_id, instructor
         return room.sandbox_id, room.lesson
@@ -125,25 +136,37 @@ class RoomConsumer(LessonConsumer):
         await database_sync_to_async(self._presence)(+1)
         await self._seed()
         if self.instructor:
-            await self.send_json({"type": "roster", "members": await database_sync_to_async(roster)(self.room_id)})
+            await self.send_json({"type": "roster", "members": await self._roster()})
         else:
             await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
         for question, counts in (await database_sync_to_async(self._spreads)()).items():
             await self.send_json({"type": "spread", "question": question, "counts": counts})
         await self.broadcast_roster()
 
-    async def disconnect(self, code: int) -> None:
-        if self.room_group is not None and self.sandbox_id is not None:
-            for group in self._groups():
-                await self.channel_layer.group_discard(group, self.channel_name)
-            try:
+    def place_keys(self) -> list[str]:
+        return [self.member_key] if self.member_key else []
+
+    async def release(self) -> None:
+        """Leave the room (from ``disconnect``, or from the heartbeat when the socket died
+        without one: kafkaviz/live/leases.py). Runs once."""
+        if self.room_released or self.released:
+            return
+        self.room_released = True
+        try:
+            if self.member_key is not None:
+                key, self.member_key = self.member_key, None
+                await get_router().drop_place(key, self.holder)
+            if self.room_group is not None and self.sandbox_id is not None:
+                for group in self._groups():
+                    await self.channel_layer.group_discard(group, self.channel_name)
                 await self._save()
                 await database_sync_to_async(self._presence)(-1)
                 await self.broadcast_roster()
-            except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
-                log_problem("room presence failed", exc, sandbox=self.sandbox_id)
+        except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
+            log_problem("room presence failed", exc, sandbox=self.sandbox_id)
+        finally:
             self.room_group = None
-        await super().disconnect(code)
+            await super().release()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if _type_of(content) == "predict":
@@ -239,8 +262,16 @@ class RoomConsumer(LessonConsumer):
         await database_sync_to_async(Room.objects.filter(pk=self.room_id, closed__isnull=True).update)(
             run=reply["file"])
 
-    async def broadcast_roster(self) -> None:
+    async def _roster(self) -> list[dict[str, Any]]:
+        """The roster, with who is connected from the members' live socket leases."""
         members = await database_sync_to_async(roster)(self.room_id)
+        counts = await get_router().count_places([member_place(m["id"]) for m in members])
+        for member, count in zip(members, counts):
+            member["connected"] = count > 0
+        return members
+
+    async def broadcast_roster(self) -> None:
+        members = await self._roster()
         await self.channel_layer.group_send(f"{self.room_group}.staff", {"type": "room.roster", "members": members})
 
     # ---- group messages --------------------------------------------------------------
@@ -272,9 +303,6 @@ class RoomConsumer(LessonConsumer):
             member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
         return room, member_id, instructor
 
-    def _open_sockets(self, member_id: int) -> int:
-        return Member.objects.filter(pk=member_id).values_list("connections", flat=True).first() or 0
-
     def _granted(self) -> bool:
         return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,
                                      room__closed__isnull=True).exists()
@@ -287,11 +315,11 @@ class RoomConsumer(LessonConsumer):
         return row.name
 
     def _presence(self, delta: int) -> None:
+        """When the member was last seen. Who is connected is not kept here: it is the
+        member's live socket leases (``member_place``), which no skipped disconnect leaves
+        behind (``Member.connections`` is no longer written)."""
         if self.member_id is not None:
-            from django.db.models import F
-
-            Member.objects.filter(pk=self.member_id).update(connections=F("connections") + delta,
-                                                             last_seen=timezone.now())
+            Member.objects.filter(pk=self.member_id).update(last_seen=timezone.now())
 
     def _answer(self, question: str, choice: int, n_choices: int) -> list[int] | None:
         """Keep a student's pick (replacing an earlier one) and return the class's counts."""

@@ -28,6 +28,7 @@ from django.utils.translation import gettext_lazy as _
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 
+from .leases import live_sockets
 from .router import get_router
 from .runtime import TokenBucket, group_name
 from .sessions import sandbox_id_from_session
@@ -50,6 +51,8 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
     address: str | None = None
     lang: str = "en"
+    holder: str = ""           # this socket's id in the leases it holds (its channel name)
+    released: bool = False
 
     def tr(self, text: Any, **params: Any) -> str:
         """``text`` (a ``gettext_lazy`` string) in this socket's language (``?lang=``, as
@@ -63,6 +66,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         return settings.KAFKAVIZ_RUNTIME.get(name, default)
 
     async def connect(self) -> None:
+        # Everything this socket takes from here on is a lease the process renews while the
+        # socket lives, and gives back even if disconnect() never runs (kafkaviz/live/leases.py).
+        self.holder = self.channel_name or f"socket-{id(self):x}"
+        live_sockets().add(self)
         now = time.monotonic()
         self.commands = TokenBucket(self._limit("CONNECTION_COMMANDS_PER_SECOND", 10.0),
                                     self._limit("CONNECTION_COMMAND_BURST", 20), now)
@@ -77,7 +84,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         sandbox_id, slug = resolved
         address = client_address(self.scope)
         if self.counts_against_address:
-            if not await get_router().open_connection(address):
+            if not await get_router().open_connection(address, self.holder):
                 await self._refuse(CommandError("quota", self.tr(_(
                     "Too many open lesson connections from your address; close some tabs and reload."))))
                 return
@@ -88,7 +95,8 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         group = group_name(sandbox_id)
         await self.channel_layer.group_add(group, self.channel_name)
         try:
-            snapshot = await get_router().attach(sandbox_id, slug, lang, address, getattr(self, "room_code", None) or "")
+            snapshot = await get_router().attach(sandbox_id, slug, lang, address,
+                                                 getattr(self, "room_code", None) or "", holder=self.holder)
         except Exception as exc:  # noqa: BLE001 - a refusal is a message to the browser, never a 1011
             await self.channel_layer.group_discard(group, self.channel_name)
             if not isinstance(exc, CommandError):
@@ -133,13 +141,31 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         await self.close(code=CLOSE_FULL)
 
     async def disconnect(self, code: int) -> None:
+        await self.release()
+
+    def held(self) -> tuple[str | None, str | None, list[str]]:
+        """What this socket holds, for the heartbeat to renew: (the sandbox it watches, the
+        address whose socket quota it counts in, its other places)."""
+        return (self.sandbox_id if self.group is not None else None), self.address, self.place_keys()
+
+    def place_keys(self) -> list[str]:
+        """Hook: other capped places this socket holds (a room member's)."""
+        return []
+
+    async def release(self) -> None:
+        """Give back what this socket holds: from ``disconnect``, or from the heartbeat when
+        daphne cancelled the consumer before ``disconnect`` could run. Runs once."""
+        if self.released:
+            return
+        self.released = True
+        live_sockets().remove(self)
         if self.address is not None:
             address, self.address = self.address, None
-            await get_router().close_connection(address)
+            await get_router().close_connection(address, self.holder)
         if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            await get_router().detach(self.sandbox_id)
-            self.group = None
+            group, self.group = self.group, None
+            await self.channel_layer.group_discard(group, self.channel_name)
+            await get_router().detach(self.sandbox_id, self.holder)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         try:

@@ -44,12 +44,13 @@ from .validation import CommandError
 log = logging.getLogger("kafkaviz.router")
 
 __all__ = ["LocalRouter", "RedisRouter", "get_router", "set_router", "OWNER_KEY", "RUN_KEY", "SOCKETS_KEY",
-           "SANDBOXES_KEY"]
+           "SANDBOXES_KEY", "PLACE_KEY"]
 
 OWNER_KEY = "kafkaviz:owner:{}"
 RUN_KEY = "kafkaviz:run:{}"
 SOCKETS_KEY = "kafkaviz:sockets:{}"        # per client address: the lesson sockets open in any process
 SANDBOXES_KEY = "kafkaviz:sandboxes:{}"    # per client address: the sandboxes it created, in any process
+PLACE_KEY = "kafkaviz:place:{}"            # other capped places (a room member's sockets), in any process
 OWNER_TTL_S = 15             # an owner that stops refreshing loses its sandboxes this long after
 REFRESH_EVERY_S = 5
 FORWARD_TIMEOUT_S = 3.0      # a forwarded request unanswered this long: the owner is taken for dead
@@ -76,6 +77,11 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 redis.call('EXPIRE', KEYS[1], ttl)
 return 1
 """
+# Live places of a set (KEYS[1]), expired ones dropped first.
+_COUNT_PLACES = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(redis.call('TIME')[1]))
+return redis.call('ZCARD', KEYS[1])
+"""
 # Push the expiry of places this process still holds (ARGV: ttl, then the members).
 _KEEP_PLACES = """
 local expiry = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[1])
@@ -90,14 +96,15 @@ class LocalRouter:
 
     def __init__(self, runtime: Runtime | None = None) -> None:
         self._runtime = runtime
+        self.places: dict[str, dict[str, float]] = {}        # key → holder → expiry (this process's clock)
 
     @property
     def runtime(self) -> Runtime:
         return self._runtime or get_runtime()
 
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "") -> dict[str, Any]:
-        return await self.runtime.attach(sandbox_id, slug, lang, address, room)
+                     room: str = "", holder: str | None = None) -> dict[str, Any]:
+        return await self.runtime.attach(sandbox_id, slug, lang, address, room, holder)
 
     async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
         return await self.runtime.command(sandbox_id, message)
@@ -105,18 +112,64 @@ class LocalRouter:
     async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
         return await self.runtime.snapshot(sandbox_id)
 
-    async def detach(self, sandbox_id: str) -> None:
-        await self.runtime.detach(sandbox_id)
+    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
+        await self.runtime.detach(sandbox_id, holder)
 
     async def discard(self, sandbox_id: str) -> None:
         await asyncio.to_thread(self.runtime.discard, sandbox_id)
 
-    async def open_connection(self, address: str) -> bool:
+    async def open_connection(self, address: str, holder: str | None = None) -> bool:
         """Count a new lesson socket from ``address``; False if the address has the most allowed."""
-        return self.runtime.open_connection(address)
+        return self.runtime.open_connection(address, holder)
 
-    async def close_connection(self, address: str) -> None:
-        self.runtime.close_connection(address)
+    async def close_connection(self, address: str, holder: str | None = None) -> None:
+        self.runtime.close_connection(address, holder)
+
+    # ---- leases (kafkaviz/live/leases.py) ---------------------------------------------
+    async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
+                   places: dict[str, list[str]]) -> None:
+        """The heartbeat: these sockets of this process are alive; renew what they hold."""
+        for sid, holders in watchers.items():
+            self.runtime.renew(sid, holders)
+        for address, holders in addresses.items():
+            self.runtime.renew_connections(address, holders)
+        now, ttl = self._clock(), self.runtime.lease_s
+        for key, holders in places.items():
+            held = self.places.get(key)
+            for holder in holders:
+                if held is not None and holder in held:
+                    held[holder] = now + ttl
+
+    def _clock(self) -> float:
+        return self.runtime.now()
+
+    def _live_places(self, key: str) -> dict[str, float]:
+        held = self.places.get(key, {})
+        now = self._clock()
+        for holder in [h for h, expiry in held.items() if expiry <= now]:
+            del held[holder]
+        if not held:
+            self.places.pop(key, None)
+        return held
+
+    async def take_place(self, key: str, holder: str, cap: int) -> bool:
+        """A place under ``key`` (e.g. a room member's sockets), at most ``cap`` held at once;
+        a lease the heartbeat renews while its socket lives. False when full."""
+        held = self._live_places(key)
+        if holder not in held and cap and len(held) >= cap:
+            return False
+        self.places.setdefault(key, held)[holder] = self._clock() + self.runtime.lease_s
+        return True
+
+    async def drop_place(self, key: str, holder: str) -> None:
+        held = self.places.get(key)
+        if held is not None:
+            held.pop(holder, None)
+            if not held:
+                del self.places[key]
+
+    async def count_places(self, keys: list[str]) -> list[int]:
+        return [len(self._live_places(key)) for key in keys]
 
 
 class RedisRouter(LocalRouter):
@@ -136,6 +189,8 @@ class RedisRouter(LocalRouter):
         self.channel: str | None = None
         self.owned: dict[str, float] = {}                     # sandbox → when this process claimed it
         self.watching: Counter[str] = Counter()               # sockets of this process per sandbox
+        self.holders: dict[str, set[str]] = {}                # sandbox → this process's sockets on it
+        self.places_held: dict[str, set[str]] = {}            # place key → this process's holders
         self.meta: dict[str, tuple[str, str, str]] = {}       # sandbox → (slug, lang, address) of a watcher here
         self.pending: dict[str, asyncio.Future] = {}
         self.sockets: dict[str, list[str]] = {}               # address → this process's places in its socket quota
@@ -219,28 +274,81 @@ class RedisRouter(LocalRouter):
         for address, members in list(self.sockets.items()):
             if members:
                 await self.redis.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *members)
+        for key, members in list(self.places_held.items()):
+            if members:
+                await self.redis.eval(_KEEP_PLACES, 1, PLACE_KEY.format(key), self.owner_ttl_s, *members)
+
+    # ---- leases (kafkaviz/live/leases.py) ---------------------------------------------
+    async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
+                   places: dict[str, list[str]]) -> None:
+        """The heartbeat: these sockets are alive. Their places in Redis get a new expiry;
+        their watcher leases are renewed wherever the sandbox's engine is (an owner that
+        died is taken over: live watchers need their sandbox)."""
+        for address, holders in addresses.items():
+            await self.redis.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *holders)
+        for key, holders in places.items():
+            await self.redis.eval(_KEEP_PLACES, 1, PLACE_KEY.format(key), self.owner_ttl_s, *holders)
+
+        async def renew(sid: str, holders: list[str]) -> None:
+            try:
+                await self._call("renew", sid, {"holders": holders})
+            except CommandError:
+                pass                                        # reclaimed, or busy: the next beat tries again
+        await asyncio.gather(*(renew(sid, holders) for sid, holders in watchers.items()))
+
+    async def take_place(self, key: str, holder: str, cap: int) -> bool:
+        await self.start()
+        if not await self._take_place(PLACE_KEY.format(key), holder, cap or 1_000_000):
+            return False
+        self.places_held.setdefault(key, set()).add(holder)
+        return True
+
+    async def drop_place(self, key: str, holder: str) -> None:
+        held = self.places_held.get(key)
+        if held is not None:
+            held.discard(holder)
+            if not held:
+                del self.places_held[key]
+        try:
+            await self.redis.zrem(PLACE_KEY.format(key), holder)
+        except Exception:  # noqa: BLE001 - the place lapses on its own when no longer renewed
+            log.exception("releasing a place failed")
+
+    async def count_places(self, keys: list[str]) -> list[int]:
+        if not keys:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:   # one round trip for a whole roster
+            for key in keys:
+                pipe.eval(_COUNT_PLACES, 1, PLACE_KEY.format(key))
+            return [int(n) for n in await pipe.execute()]
 
     # ---- per-address quotas, shared by all processes ----------------------------------
     async def _take_place(self, key: str, member: str, cap: int) -> bool:
         return bool(await self.redis.eval(_TAKE_PLACE, 1, key, member, cap, self.owner_ttl_s))
 
-    async def open_connection(self, address: str) -> bool:
+    async def open_connection(self, address: str, holder: str | None = None) -> bool:
         cap = int(self.runtime.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0) or 0)
         if not cap or not address:
             return True
         channel = await self.start()
         self._socket_seq += 1
-        member = f"{channel}/{self._socket_seq}"
+        member = holder or f"{channel}/{self._socket_seq}"
         if not await self._take_place(SOCKETS_KEY.format(address), member, cap):
             return False
         self.sockets.setdefault(address, []).append(member)
         return True
 
-    async def close_connection(self, address: str) -> None:
+    async def close_connection(self, address: str, holder: str | None = None) -> None:
         members = self.sockets.get(address)
         if not members:
             return
-        member = members.pop()
+        if holder is None:
+            member = members.pop()
+        elif holder in members:
+            members.remove(holder)
+            member = holder
+        else:
+            return
         if not members:
             del self.sockets[address]
         try:
@@ -284,7 +392,8 @@ class RedisRouter(LocalRouter):
             placed = await self._sandbox_place(sid, str(args.get("address", "")))
             try:
                 result = await rt.attach(sid, str(args.get("slug")), str(args.get("lang", "en")),
-                                         str(args.get("address", "")), str(args.get("room", "")))
+                                         str(args.get("address", "")), str(args.get("room", "")),
+                                         args.get("holder") or None)
             except BaseException:
                 if placed:
                     self.sandbox_address.pop(sid, None)
@@ -292,6 +401,13 @@ class RedisRouter(LocalRouter):
                 raise
             await self._claimed(sid)
             return result
+        if op == "renew":
+            if sid not in rt.sandboxes and not await self.redis.exists(RUN_KEY.format(sid)):
+                return -1                                   # reclaimed: nothing to bring back
+            if sid not in rt.sandboxes:
+                await self._adopt(sid)
+            holders = [str(h) for h in (args.get("holders") or [])][:1000]
+            return rt.renew(sid, holders)
         if sid not in rt.sandboxes and op != "discard":
             # Reclaimed here while sockets in other processes still watched it (they are not
             # counted in this runtime): the saved run brings it back.
@@ -305,7 +421,7 @@ class RedisRouter(LocalRouter):
         if op == "snapshot":
             return await rt.snapshot(sid)
         if op == "detach":
-            await rt.detach(sid)
+            await rt.detach(sid, args.get("holder") or None)
             return None
         if op == "discard":
             await asyncio.to_thread(rt.discard, sid)
@@ -359,11 +475,16 @@ class RedisRouter(LocalRouter):
         # A new sandbox takes a place in its address's quota; one rebuilt after a takeover
         # keeps the place it had (the same member).
         await self._sandbox_place(sid, address)
-        # Attach once per socket this process has on it, so the new owner sees its watchers.
-        for _ in range(max(1, self.watching[sid])):
+        # Attach once per socket this process has on it, so the new owner sees its watchers
+        # (the other processes' watchers come back with their next lease renewal).
+        holders = sorted(self.holders.get(sid, ()))
+        for holder in holders:
+            await self.runtime.attach(sid, slug, lang, address, holder=holder)
+        for _ in range(max(0, self.watching[sid] - len(holders))):
             await self.runtime.attach(sid, slug, lang, address)
-        if self.watching[sid] == 0:
-            await self.runtime.detach(sid)
+        if not self.runtime.has(sid):                       # nobody here watches it: build, unwatched
+            await self.runtime.attach(sid, slug, lang, address, holder="adopt")
+            await self.runtime.detach(sid, "adopt")
         if info.get("data") is not None:
             try:
                 await self.runtime.restore(sid, info["data"])
@@ -410,17 +531,19 @@ class RedisRouter(LocalRouter):
         raise CommandError("busy", "The server that runs this sandbox is not answering; try again shortly.")
 
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "") -> dict[str, Any]:
+                     room: str = "", holder: str | None = None) -> dict[str, Any]:
         self.meta[sandbox_id] = (slug, lang, address)
         try:
             result = await self._call("attach", sandbox_id, {"slug": slug, "lang": lang, "address": address,
-                                                            "room": room})
+                                                            "room": room, "holder": holder})
         except BaseException:
             if not self.watching[sandbox_id]:
                 self.watching.pop(sandbox_id, None)
                 self.meta.pop(sandbox_id, None)
             raise
         self.watching[sandbox_id] += 1
+        if holder:
+            self.holders.setdefault(sandbox_id, set()).add(holder)
         return result
 
     async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
@@ -429,13 +552,18 @@ class RedisRouter(LocalRouter):
     async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
         return await self._call("snapshot", sandbox_id, {})
 
-    async def detach(self, sandbox_id: str) -> None:
+    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
         self.watching[sandbox_id] -= 1
+        if holder and sandbox_id in self.holders:
+            self.holders[sandbox_id].discard(holder)
+            if not self.holders[sandbox_id]:
+                del self.holders[sandbox_id]
         if self.watching[sandbox_id] <= 0:
             del self.watching[sandbox_id]
             self.meta.pop(sandbox_id, None)
+            self.holders.pop(sandbox_id, None)
         try:
-            await self._call("detach", sandbox_id, {})
+            await self._call("detach", sandbox_id, {"holder": holder})
         except CommandError:
             pass                                            # gone already: nothing to detach from
 

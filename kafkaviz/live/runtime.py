@@ -31,7 +31,6 @@ import secrets
 import shutil
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -116,7 +115,11 @@ class Sandbox:
     bucket: TokenBucket
     last_active: float
     pacer: FramePacer
-    watchers: int = 0
+    # Who watches: a lease per socket (its holder id → expiry on the runtime's clock), which
+    # the socket's process renews while the socket lives (kafkaviz/live/leases.py). A socket
+    # whose close never ran (killed mid-flood, its process killed) stops renewing, and its
+    # lease lapses: no count depends on a disconnect handler running.
+    leases: dict[str, float] = field(default_factory=dict)
     seed: int = 0
     address: str = ""
     queued: int = 0                     # commands waiting for or holding this sandbox
@@ -124,6 +127,10 @@ class Sandbox:
     lock: threading.Lock = field(default_factory=threading.Lock)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)   # commands queue here, not in threads
     flush_handle: asyncio.TimerHandle | None = None
+
+    @property
+    def watchers(self) -> int:
+        return len(self.leases)
 
 
 class Runtime:
@@ -140,7 +147,9 @@ class Runtime:
         self.publish = publish
         self.now = now
         self.sandboxes: dict[str, Sandbox] = {}
-        self.connections: Counter[str] = Counter()   # open lesson sockets per client address
+        # Open lesson sockets per client address, as leases (holder → expiry), like watchers.
+        self.connections: dict[str, dict[str, float]] = {}
+        self._anonymous = 0                  # holder ids for callers that name none (tests, tools)
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
         self._building: set[str] = set()     # ids whose engine is being built (not listed yet)
@@ -194,7 +203,43 @@ class Runtime:
     def is_full(self) -> bool:
         return len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]
 
-    def _create(self, sandbox_id: str, slug: str, lang: str, address: str = "") -> Sandbox:
+    @property
+    def lease_s(self) -> float:
+        return float(self.settings.get("LEASE_SECONDS", 20))
+
+    def _holder(self, holder: str | None) -> str:
+        if holder:
+            return holder
+        self._anonymous += 1
+        return f"anon-{self._anonymous}"
+
+    def _expiry(self, holder: str, now: float) -> float:
+        """A socket's lease lapses unless renewed; one taken without a holder (tools and
+        tests that attach and detach by hand) lasts until it is given back."""
+        return float("inf") if holder.startswith("anon-") else now + self.lease_s
+
+    def _lapse(self, leases: dict[str, float], now: float) -> None:
+        for holder in [h for h, expiry in leases.items() if expiry <= now]:
+            del leases[holder]
+
+    def renew(self, sandbox_id: str, holders: list[str]) -> int:
+        """These sockets (in any process) still watch the sandbox: push their leases (taking
+        one for a holder this runtime does not know: the sandbox was rebuilt here after a
+        takeover). Returns how many watch it now, or -1 if it is not live here."""
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            return -1
+        now = self.now()
+        expiry = now + self.lease_s
+        with self._create_lock:
+            for holder in holders:
+                sb.leases[holder] = expiry
+            self._lapse(sb.leases, now)
+            sb.last_active = now
+        return sb.watchers
+
+    def _create(self, sandbox_id: str, slug: str, lang: str, address: str = "",
+                holder: str | None = None) -> Sandbox:
         if not SANDBOX_ID_RE.match(sandbox_id):
             raise CommandError("not_found", "This sandbox id is not one the server issued.")
         lesson = load_content(slug, lang)
@@ -212,8 +257,9 @@ class Runtime:
                         sb.frames.lang = sb.engine.lang = lesson.lang
                         sb.engine.lesson = lesson
                 # Count the watcher under the lock, so a concurrent reap cannot take it.
-                sb.watchers += 1
                 sb.last_active = self.now()
+                holder = self._holder(holder)
+                sb.leases[holder] = self._expiry(holder, sb.last_active)
                 return sb
             if self.is_full():
                 # Reclaim happens in the background (see reap); this visitor is told to come back.
@@ -236,8 +282,8 @@ class Runtime:
             now = self.now()
             sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
-                         last_active=now, pacer=FramePacer(self.interval_s), watchers=1, seed=seed,
-                         address=address)
+                         last_active=now, pacer=FramePacer(self.interval_s), seed=seed, address=address,
+                         leases={(holder := self._holder(holder)): self._expiry(holder, now)})
             self.sandboxes[sandbox_id] = sb
             log.info("sandbox created", extra={"event": "sandbox_created", "sandbox": sandbox_id[:8],
                                                "lesson": slug, "sandboxes": len(self.sandboxes)})
@@ -278,6 +324,7 @@ class Runtime:
             await asyncio.sleep(0)
 
     def _reapable(self, sb: Sandbox, now: float) -> bool:
+        self._lapse(sb.leases, now)     # idle counts from the last renewal (``renew`` sets last_active)
         if sb.watchers > 0 or sb.queued > 0:
             return False
         return now - sb.last_active >= self.settings["IDLE_SECONDS"]
@@ -316,18 +363,20 @@ class Runtime:
                                              "sandboxes": len(self.sandboxes)})
 
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "") -> dict[str, Any]:
+                     room: str = "", holder: str | None = None) -> dict[str, Any]:
         """A watcher of lesson ``slug`` arrives: create the sandbox if needed (narrated
         in ``lang``); return its snapshot frame. ``room``: the join code, when a classroom
-        room drives this sandbox (counted in ``/healthz``)."""
+        room drives this sandbox (counted in ``/healthz``). ``holder``: the socket's id,
+        whose lease its process renews (``renew``) and ``detach`` gives back."""
         self._ensure_reaper()
-        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address)
+        holder = self._holder(holder)
+        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address, holder)
         if room:
             sb.room = room
         try:
             return await asyncio.to_thread(self._snapshot, sb)
         except BaseException:
-            sb.watchers = max(0, sb.watchers - 1)
+            sb.leases.pop(holder, None)
             raise
 
     def _snapshot(self, sb: Sandbox) -> dict[str, Any]:
@@ -341,10 +390,13 @@ class Runtime:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
         return await asyncio.to_thread(self._snapshot, sb)
 
-    async def detach(self, sandbox_id: str) -> None:
+    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
         sb = self.sandboxes.get(sandbox_id)
         if sb is not None:
-            sb.watchers = max(0, sb.watchers - 1)
+            if holder is None:          # callers that never named one: any anonymous lease
+                holder = next((h for h in reversed(sb.leases) if h.startswith("anon-")), None) or \
+                    next(reversed(sb.leases), None)
+            sb.leases.pop(holder, None)
             sb.last_active = self.now()
 
     def discard(self, sandbox_id: str) -> None:
@@ -364,24 +416,57 @@ class Runtime:
             self.discard(sid)
 
     # ---- connections (counted per client address by the consumer) -----------
-    def open_connection(self, address: str) -> bool:
-        """Count a new socket from ``address``; False if it already has the most allowed."""
+    def open_connection(self, address: str, holder: str | None = None) -> bool:
+        """Count a new socket from ``address`` (a lease its process renews, see ``renew``);
+        False if it already has the most allowed."""
         cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0)
-        if cap and address and self.connections[address] >= cap:
+        now = self.now()
+        held = self.connections.setdefault(address, {})
+        self._lapse(held, now)
+        if cap and address and len(held) >= cap:
+            if not held:
+                del self.connections[address]
             return False
-        self.connections[address] += 1
+        holder = self._holder(holder)
+        held[holder] = self._expiry(holder, now)
         return True
 
-    def close_connection(self, address: str) -> None:
-        self.connections[address] -= 1
-        if self.connections[address] <= 0:
+    def close_connection(self, address: str, holder: str | None = None) -> None:
+        held = self.connections.get(address)
+        if not held:
+            return
+        if holder is None:
+            holder = next(reversed(held), None)
+        held.pop(holder, None)
+        if not held:
+            del self.connections[address]
+
+    def renew_connections(self, address: str, holders: list[str]) -> None:
+        """These sockets from ``address`` are still open: push their leases."""
+        held = self.connections.get(address)
+        if held is None:
+            return
+        now = self.now()
+        for holder in holders:
+            if holder in held:
+                held[holder] = now + self.lease_s
+        self._lapse(held, now)
+        if not held:
             del self.connections[address]
 
     def health(self) -> dict[str, Any]:
-        """What ``/healthz`` reports for this process."""
+        """What ``/healthz`` reports for this process (lapsed leases not counted)."""
+        now = self.now()
+        with self._create_lock:
+            for sb in list(self.sandboxes.values()):
+                self._lapse(sb.leases, now)
+        for address in list(self.connections):
+            self._lapse(self.connections[address], now)
+            if not self.connections[address]:
+                del self.connections[address]
         return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
                 "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
-                "connections": sum(self.connections.values()),
+                "connections": sum(len(held) for held in self.connections.values()),
                 "rooms": sum(1 for sb in self.sandboxes.values() if sb.room),
                 "disk_bytes": _tree_bytes(self.data_root)}
 

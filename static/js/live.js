@@ -114,7 +114,16 @@
   // ("full": true) or a diff against the last whole state ("base" = its frame_seq).
   // resolve() gives every frame its whole "state" before diagrams see it; frames the
   // snapshot already covers are dropped; a diff whose base we missed asks for a snapshot.
-  let base = null, baseSeq = null, lastSeq = -1, syncing = false;
+  // A frame also names its generation ("gen"): the build of the sandbox that numbered it.
+  // When the process that ran the sandbox dies, another rebuilds it and numbers its frames
+  // from 1 again under a new generation: the page takes that generation's first whole
+  // state as a snapshot (or asks for one) instead of dropping everything numbered below
+  // the last frame it saw. Frames of a generation already replaced are stragglers: dropped.
+  let base = null, baseSeq = null, lastSeq = -1, syncing = false, gen = null;
+  const retired = {};
+  function askSync() {
+    if (!syncing && KV.socket) { syncing = true; KV.socket.send(JSON.stringify({type: "sync"})); }
+  }
   function applyDiff(value, diff) {
     const out = Array.isArray(value) ? value.slice(0, diff.n) : Object.assign({}, value);
     if (Array.isArray(value)) while (out.length < diff.n) out.push(null);
@@ -124,6 +133,14 @@
     return out;
   }
   function resolve(frame) {
+    if (frame.gen !== undefined && frame.gen !== gen) {
+      if (retired[frame.gen] && !frame.snapshot) return false;    // a snapshot is the server's truth
+      delete retired[frame.gen];
+      if (gen !== null && frame.full === false) { askSync(); return false; }
+      if (gen !== null) { retired[gen] = true; frame.snapshot = true; }
+      gen = frame.gen; base = null; baseSeq = null;
+      KV.generation = gen;
+    }
     if (frame.snapshot) lastSeq = -1;
     if (frame.frame_seq <= lastSeq) return false;
     if (frame.full !== false) {
@@ -131,7 +148,7 @@
     } else if (frame.base === baseSeq && base) {
       frame.state = applyDiff(base, frame.diff);
     } else {
-      if (!syncing && KV.socket) { syncing = true; KV.socket.send(JSON.stringify({type: "sync"})); }
+      askSync();
       return false;
     }
     lastSeq = frame.frame_seq;
