@@ -214,6 +214,10 @@ KAFKAVIZ_RUNTIME = {
     # by a background task every REAP_EVERY_SECONDS, REAP_BATCH at a time.
     "IDLE_SECONDS": _int("KAFKAVIZ_IDLE_SECONDS", 90),
     "REAP_EVERY_SECONDS": 10,
+    # What a socket holds (its place in the address's quota, its watch on a sandbox, a room
+    # member's presence) is a lease its process renews every quarter of this while the socket
+    # lives: one whose close never ran lets go within this long (kafkaviz/live/leases.py).
+    "LEASE_SECONDS": _int("KAFKAVIZ_LEASE_SECONDS", 20),
     "REAP_BATCH": 25,
     # Per-sandbox quotas (raised only by tests that need a big burst; keep these in production).
     "MAX_MESSAGES": _int("KAFKAVIZ_MAX_MESSAGES", 5000),

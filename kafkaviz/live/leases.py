@@ -69,8 +69,9 @@ class LiveSockets:
             self.tasks.pop(consumer.holder, None)
 
     def counts(self) -> dict[str, int]:
-        """Live sockets of this process (``/healthz``): all, and those of room members."""
-        live = [c for h, c in self.sockets.items() if not self._ended(h)]
+        """Sockets of this process that hold places (``/healthz``): all, and those of room
+        members. One whose task ended still counts until the next beat gives its places back."""
+        live = [c for c in self.sockets.values() if not c.released]
         return {"connections": len(live),
                 "members": sum(1 for c in live if getattr(c, "member_id", None) is not None)}
 
@@ -81,6 +82,13 @@ class LiveSockets:
     def _ensure_beat(self) -> None:
         loop = asyncio.get_running_loop()
         if self._beat is None or self._beat.done() or self._loop is not loop:
+            if self._loop is not loop:
+                # A process serves on one loop; sockets left on another (a test's loop that
+                # has closed) can never run again: forget them.
+                for holder, task in list(self.tasks.items()):
+                    if task is not None and task.get_loop() is not loop:
+                        self.sockets.pop(holder, None)
+                        self.tasks.pop(holder, None)
             self._loop = loop
             self._beat = loop.create_task(self._beat_forever())
 
