@@ -30,8 +30,8 @@ from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 
 from .leases import live_sockets
 from .router import get_router
-from .runtime import TokenBucket, group_name
-from .sessions import sandbox_id_from_session
+from .runtime import SANDBOX_ID_RE, TokenBucket, group_name
+from .sessions import SESSION_KEY, sandbox_id_from_session
 from .validation import CommandError
 
 log = logging.getLogger("kafkaviz.consumers")
@@ -95,8 +95,17 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         group = group_name(sandbox_id)
         await self.channel_layer.group_add(group, self.channel_name)
         try:
-            snapshot = await get_router().attach(sandbox_id, slug, lang, address,
-                                                 getattr(self, "room_code", None) or "", holder=self.holder)
+            try:
+                snapshot = await get_router().attach(sandbox_id, slug, lang, address,
+                                                     getattr(self, "room_code", None) or "", holder=self.holder)
+            except CommandError as exc:
+                # A learner reading quickly (lesson after lesson in one tab) must not be refused
+                # for the sandboxes of pages they left: those of this session that no socket
+                # watches are reclaimed first, then the sandbox is asked for once more.
+                if exc.code not in ("quota", "busy") or not await self.reclaim_session_sandboxes(sandbox_id):
+                    raise
+                snapshot = await get_router().attach(sandbox_id, slug, lang, address,
+                                                     getattr(self, "room_code", None) or "", holder=self.holder)
         except Exception as exc:  # noqa: BLE001 - a refusal is a message to the browser, never a 1011
             await self.channel_layer.group_discard(group, self.channel_name)
             if not isinstance(exc, CommandError):
@@ -142,6 +151,18 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         await self.release()
+
+    async def reclaim_session_sandboxes(self, keep: str) -> int:
+        """Reclaim this session's other sandboxes that no socket watches; how many went."""
+        ids = (self.scope.get("session") or {}).get(SESSION_KEY) or {}
+        others = [sid for sid in ids.values() if isinstance(sid, str) and SANDBOX_ID_RE.match(sid) and sid != keep]
+        if not others:
+            return 0
+        done = await get_router().reclaim_idle(others[:50])
+        if done:
+            log.info("reclaimed a session's unwatched sandboxes", extra={"event": "session_reclaimed",
+                                                                           "sandbox": keep[:8], "count": done})
+        return done
 
     def held(self) -> tuple[str | None, str | None, list[str]]:
         """What this socket holds, for the heartbeat to renew: (the sandbox it watches, the

@@ -118,6 +118,14 @@ class LocalRouter:
     async def discard(self, sandbox_id: str) -> None:
         await asyncio.to_thread(self.runtime.discard, sandbox_id)
 
+    async def reclaim_idle(self, sandbox_ids: list[str]) -> int:
+        """Reclaim those of ``sandbox_ids`` no socket watches (a session's other lessons,
+        when it needs a sandbox and its address is at its quota); how many were reclaimed."""
+        done = 0
+        for sid in sandbox_ids:
+            done += bool(await asyncio.to_thread(self.runtime.discard_idle, sid))
+        return done
+
     async def open_connection(self, address: str, holder: str | None = None) -> bool:
         """Count a new lesson socket from ``address``; False if the address has the most allowed."""
         return self.runtime.open_connection(address, holder)
@@ -401,6 +409,17 @@ class RedisRouter(LocalRouter):
                 raise
             await self._claimed(sid)
             return result
+        if op == "discard_idle":
+            if not await asyncio.to_thread(rt.discard_idle, sid):
+                return False
+            # Its place in the address's quota and its owner key go now, not at the next
+            # refresh: the session is waiting for that place.
+            await self.redis.eval(_RELEASE, 1, OWNER_KEY.format(sid), self.channel)
+            self.owned.pop(sid, None)
+            address = self.sandbox_address.pop(sid, "")
+            if address:
+                await self.redis.zrem(SANDBOXES_KEY.format(address), sid)
+            return True
         if op == "renew":
             if sid not in rt.sandboxes and not await self.redis.exists(RUN_KEY.format(sid)):
                 return -1                                   # reclaimed: nothing to bring back
@@ -572,6 +591,17 @@ class RedisRouter(LocalRouter):
             await self._call("discard", sandbox_id, {})
         except CommandError:
             pass
+
+    async def reclaim_idle(self, sandbox_ids: list[str]) -> int:
+        done = 0
+        for sid in sandbox_ids:
+            if await self.redis.get(OWNER_KEY.format(sid)) is None:
+                continue                                    # not live anywhere (asking would rebuild it)
+            try:
+                done += bool(await self._call("discard_idle", sid, {}))
+            except CommandError:
+                pass
+        return done
 
 
 def _log_failure(task: asyncio.Future) -> None:

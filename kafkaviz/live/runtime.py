@@ -408,6 +408,23 @@ class Runtime:
             sb.flush_handle.cancel()
         self._close(sb)
 
+    def discard_idle(self, sandbox_id: str) -> bool:
+        """Reclaim the sandbox now if no socket watches it and no command waits for it (its
+        session asks for a new one and its address is at its quota: docs/web.md). True if
+        it was reclaimed."""
+        with self._create_lock:
+            sb = self.sandboxes.get(sandbox_id)
+            if sb is None:
+                return False
+            self._lapse(sb.leases, self.now())
+            if sb.watchers or sb.queued:
+                return False
+            del self.sandboxes[sandbox_id]
+        if sb.flush_handle is not None:
+            sb.flush_handle.cancel()
+        self._close(sb)
+        return True
+
     def close_all(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()

@@ -155,6 +155,30 @@
     return true;
   }
 
+  // A socket refused when it opened (the address's quota, a full server: an error naming
+  // no command before any frame): the page says why next to the step buttons and disables
+  // them (the socket is closed for good: a reload asks again; a snapshot re-enables them).
+  const CONTROLS = "#controls button, form[ws-send] button, form[ws-send] input, form[ws-send] select";
+  function refuse(msg) {
+    document.body.dataset.refused = msg.code;
+    document.querySelectorAll(CONTROLS).forEach(function (node) {
+      if (!node.disabled) { node.disabled = true; node.dataset.refusedOff = "1"; }
+    });
+    const slot = $("step-error");
+    if (slot) slot.textContent = msg.message;
+    setConn("refused", msg.message);
+  }
+  function unrefuse() {
+    if (!document.body.dataset.refused) return;
+    delete document.body.dataset.refused;
+    document.querySelectorAll("[data-refused-off]").forEach(function (node) {
+      node.disabled = false; delete node.dataset.refusedOff;
+    });
+    const slot = $("step-error");
+    if (slot) slot.textContent = "";
+    setConn("open", KV.t("connected"));
+  }
+
   // What reached this page over the socket (the burst test and bench read it): frames,
   // the events they carried, and the events the server folded into "skipped".
   KV.received = { frames: 0, events: 0, skipped: 0, maxEvents: 0 };
@@ -162,9 +186,13 @@
     if (msg.type === "frame") {
       const n = (msg.events || []).length, r = KV.received;
       r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+      if (msg.snapshot) unrefuse();
       if (resolve(msg)) onAnyFrame(msg);
     }
-    else if (msg.type === "error") showError(msg);
+    else if (msg.type === "error") {
+      showError(msg);
+      if (!msg.command && (msg.code === "quota" || msg.code === "busy") && !KV.lastFrame) refuse(msg);
+    }
     else if (msg.type === "ack") {
       // Stepping is shown by the step counter and narration; other commands get their ack.
       const ack = $("ack");
@@ -194,8 +222,10 @@
   });
   document.addEventListener("htmx:wsOpen", function (e) {
     KV.socket = e.detail && e.detail.socketWrapper;
-    setConn("open", KV.t("connected"));
+    if (!document.body.dataset.refused) setConn("open", KV.t("connected"));
   });
-  document.addEventListener("htmx:wsClose", function () { setConn("closed", KV.t("reconnecting")); });
+  document.addEventListener("htmx:wsClose", function () {
+    if (!document.body.dataset.refused) setConn("closed", KV.t("reconnecting"));
+  });
   document.addEventListener("htmx:wsError", function () { setConn("closed", KV.t("conn_error")); });
 })();
