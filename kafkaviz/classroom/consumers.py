@@ -29,13 +29,14 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_problem
+from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
 from kafkaviz.live.router import get_router
 from kafkaviz.live.validation import CommandError
 
 from kafkaviz.lessons.content import load_content
 
 from .auth import is_instructor
+from .guard import guessing_blocked, record_failure
 from .models import Answer, Member, Room, normalise_code
 from .rooms import MEMBERS_SESSION_KEY, roster
 
@@ -84,22 +85,23 @@ class RoomConsumer(LessonConsumer):
         code = normalise_code(self.scope["url_route"]["kwargs"].get("code", ""))
         user = await get_user(self.scope) if code and self.scope.get("session") is not None else None
         found = await database_sync_to_async(self._identify)(code, user) if code else None
-        if found is None:
-            # The same close as for a room this browser has not joined: a socket is no
-            # way to learn which codes exist (joins are rate-limited; sockets are not).
+        if found is None or (found[1] is None and not found[2]):
+            # No such room, or neither its instructor nor a student who joined it from this
+            # browser: the same close either way, open or closed, so a socket is no way to
+            # learn which codes exist; and a well-formed code counts against the address's
+            # guessing limit, as a wrong code on the join form does (kafkaviz/classroom/guard.py).
+            if code:
+                await database_sync_to_async(self._guessed)()
             await self.close(code=CLOSE_NO_SANDBOX)
             return None
         room, member_id, instructor = found
         self.lesson_slug = room.lesson
         if not room.is_open:
+            # Only its own instructor and students hear that it closed.
             await self.accept()
             await self.send_json(CommandError("closed", self.tr(_("This room has been closed by its instructor.")))
                                  .to_message())
             await self.close(code=CLOSE_ROOM_CLOSED)
-            return None
-        if member_id is None and not instructor:
-            # Neither the room's instructor nor a student who joined it from this browser.
-            await self.close(code=CLOSE_NO_SANDBOX)
             return None
         if member_id is not None:
             if not await get_router().take_place(member_place(member_id), self.holder, MAX_SOCKETS_PER_MEMBER):
@@ -302,6 +304,11 @@ class RoomConsumer(LessonConsumer):
         if isinstance(token, str):
             member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
         return room, member_id, instructor
+
+    def _guessed(self) -> None:
+        address = client_address(self.scope)
+        if not guessing_blocked(address):       # a blocked address's tries are not stored (bounded rows)
+            record_failure(address)
 
     def _granted(self) -> bool:
         return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,
