@@ -193,9 +193,13 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self._receive(text_data)
         except Exception as exc:  # noqa: BLE001 - nothing a client sends may close the socket with 1011
             log_problem("receive failed", exc, sandbox=self.sandbox_id)
-            await self.send_error(CommandError("internal", self.tr(_(
-                "Something went wrong on the server with that message; it has been logged. Reset the sandbox "
-                "if it looks wrong."))))
+            try:
+                await self.send_error(CommandError("internal", self.tr(_(
+                    "Something went wrong on the server with that message; it has been logged. Reset the sandbox "
+                    "if it looks wrong."))))
+            except Exception:  # noqa: BLE001 - the client left mid-reply: one logged problem, not a second traceback
+                log.info("client gone before an error reply", extra={"event": "client_gone",
+                                                                     "sandbox": (self.sandbox_id or "")[:8]})
 
     async def _receive(self, text_data: str | None) -> None:
         if self.sandbox_id is None:
@@ -223,7 +227,12 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
             # The browser lost track of the state (it missed the whole state a diff refers to).
-            await self.send_json(await get_router().snapshot(self.sandbox_id))
+            try:
+                snapshot = await get_router().snapshot(self.sandbox_id)
+            except CommandError as exc:             # reclaimed, or its owner is being taken over: say so
+                await self.send_error(exc)
+                return
+            await self.send_json(snapshot)
             return
         await self.receive_json(content)
 
