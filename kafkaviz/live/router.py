@@ -204,6 +204,7 @@ class RedisRouter(LocalRouter):
         self.sockets: dict[str, list[str]] = {}               # address → this process's places in its socket quota
         self.sandbox_address: dict[str, str] = {}             # owned sandbox → the address whose quota it counts in
         self._socket_seq = 0
+        self._adopting: dict[str, asyncio.Lock] = {}          # sandbox → held while it is being rebuilt here
         self._tasks: list[asyncio.Task] = []
         self._start_lock = asyncio.Lock()
         self._stopped = False
@@ -396,6 +397,7 @@ class RedisRouter(LocalRouter):
 
     async def _local(self, op: str, sid: str, args: dict[str, Any]) -> Any:
         rt = self.runtime
+        await self._settled(sid)
         if op == "attach":
             placed = await self._sandbox_place(sid, str(args.get("address", "")))
             try:
@@ -477,9 +479,27 @@ class RedisRouter(LocalRouter):
             return await self._owner(sid)
         return owner.decode()
 
+    async def _settled(self, sid: str) -> None:
+        """Wait for a rebuild of ``sid`` in progress here (a takeover by another request or
+        by the lease heartbeat): nothing runs on a sandbox before its run is restored."""
+        lock = self._adopting.get(sid)
+        if lock is not None and lock.locked():
+            async with lock:
+                pass
+
     async def _adopt(self, sid: str) -> None:
         """This process just became the owner: rebuild the sandbox from the last saved run
-        (if any: a sandbox nobody owned before starts fresh at the first attach)."""
+        (if any: a sandbox nobody owned before starts fresh at the first attach). One
+        rebuild at a time per sandbox; other requests wait for it (``_settled``)."""
+        lock = self._adopting.setdefault(sid, asyncio.Lock())
+        try:
+            async with lock:
+                await self._adopt_now(sid)
+        finally:
+            if not lock.locked() and self._adopting.get(sid) is lock:
+                del self._adopting[sid]
+
+    async def _adopt_now(self, sid: str) -> None:
         self._own(sid)
         if self.runtime.has(sid):
             return
@@ -516,6 +536,7 @@ class RedisRouter(LocalRouter):
         for _attempt in range(3):
             owner = await self._owner(sid)
             if owner == self.channel:
+                await self._settled(sid)
                 if op == "command":
                     result = await self.runtime.command(sid, args.get("message"))
                     await self._save(sid)
