@@ -283,9 +283,6 @@ class RedisRouter(LocalRouter):
         for address, members in list(self.sockets.items()):
             if members:
                 await self.redis.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *members)
-        for key, members in list(self.places_held.items()):
-            if members:
-                await self.redis.eval(_KEEP_PLACES, 1, PLACE_KEY.format(key), self.owner_ttl_s, *members)
 
     # ---- leases (kafkaviz/live/leases.py) ---------------------------------------------
     async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
@@ -293,10 +290,13 @@ class RedisRouter(LocalRouter):
         """The heartbeat: these sockets are alive. Their places in Redis get a new expiry;
         their watcher leases are renewed wherever the sandbox's engine is (an owner that
         died is taken over: live watchers need their sandbox)."""
-        for address, holders in addresses.items():
-            await self.redis.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *holders)
-        for key, holders in places.items():
-            await self.redis.eval(_KEEP_PLACES, 1, PLACE_KEY.format(key), self.owner_ttl_s, *holders)
+        if addresses or places:
+            async with self.redis.pipeline(transaction=False) as pipe:     # one round trip per beat
+                for address, holders in addresses.items():
+                    pipe.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *holders)
+                for key, holders in places.items():
+                    pipe.eval(_KEEP_PLACES, 1, PLACE_KEY.format(key), self.owner_ttl_s, *holders)
+                await pipe.execute()
 
         async def renew(sid: str, holders: list[str]) -> None:
             try:
