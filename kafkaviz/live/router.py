@@ -77,10 +77,15 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 redis.call('EXPIRE', KEYS[1], ttl)
 return 1
 """
-# Live places of a set (KEYS[1]), expired ones dropped first.
+# Live places of each set in KEYS, expired ones dropped first (one call for a whole roster).
 _COUNT_PLACES = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(redis.call('TIME')[1]))
-return redis.call('ZCARD', KEYS[1])
+local now = tonumber(redis.call('TIME')[1])
+local out = {}
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  out[i] = redis.call('ZCARD', KEYS[i])
+end
+return out
 """
 # Push the expiry of places this process still holds (ARGV: ttl, then the members).
 _KEEP_PLACES = """
@@ -138,7 +143,7 @@ class LocalRouter:
                    places: dict[str, list[str]]) -> None:
         """The heartbeat: these sockets of this process are alive; renew what they hold."""
         for sid, holders in watchers.items():
-            self.runtime.renew(sid, holders)
+            self.runtime.renew(sid, holders, add=False)     # one process: a lease given back stays so
         for address, holders in addresses.items():
             self.runtime.renew_connections(address, holders)
         now, ttl = self._clock(), self.runtime.lease_s
@@ -326,10 +331,8 @@ class RedisRouter(LocalRouter):
     async def count_places(self, keys: list[str]) -> list[int]:
         if not keys:
             return []
-        async with self.redis.pipeline(transaction=False) as pipe:   # one round trip for a whole roster
-            for key in keys:
-                pipe.eval(_COUNT_PLACES, 1, PLACE_KEY.format(key))
-            return [int(n) for n in await pipe.execute()]
+        counts = await self.redis.eval(_COUNT_PLACES, len(keys), *(PLACE_KEY.format(key) for key in keys))
+        return [int(n) for n in counts]
 
     # ---- per-address quotas, shared by all processes ----------------------------------
     async def _take_place(self, key: str, member: str, cap: int) -> bool:

@@ -218,24 +218,29 @@ class Runtime:
         tests that attach and detach by hand) lasts until it is given back."""
         return float("inf") if holder.startswith("anon-") else now + self.lease_s
 
-    def _lapse(self, leases: dict[str, float], now: float) -> None:
-        for holder in [h for h, expiry in leases.items() if expiry <= now]:
-            del leases[holder]
+    @staticmethod
+    def _lapse(leases: dict[str, float], now: float) -> None:
+        # A copy first (taken atomically): a worker thread may add a watcher meanwhile.
+        for holder, expiry in list(leases.items()):
+            if expiry <= now:
+                leases.pop(holder, None)
 
-    def renew(self, sandbox_id: str, holders: list[str]) -> int:
-        """These sockets (in any process) still watch the sandbox: push their leases (taking
-        one for a holder this runtime does not know: the sandbox was rebuilt here after a
-        takeover). Returns how many watch it now, or -1 if it is not live here."""
+    def renew(self, sandbox_id: str, holders: list[str], add: bool = True) -> int:
+        """These sockets (in any process) still watch the sandbox: push their leases (with
+        ``add``, taking one for a holder this runtime does not know: the sandbox was rebuilt
+        here after a takeover). Returns how many watch it now, or -1 if it is not live here."""
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             return -1
+        # No create lock here: this runs on the event loop, and a worker thread may hold that
+        # lock for as long as an engine takes to build.
         now = self.now()
         expiry = now + self.lease_s
-        with self._create_lock:
-            for holder in holders:
+        for holder in holders:
+            if add or holder in sb.leases:
                 sb.leases[holder] = expiry
-            self._lapse(sb.leases, now)
-            sb.last_active = now
+        self._lapse(sb.leases, now)
+        sb.last_active = now
         return sb.watchers
 
     def _create(self, sandbox_id: str, slug: str, lang: str, address: str = "",
@@ -474,9 +479,8 @@ class Runtime:
     def health(self) -> dict[str, Any]:
         """What ``/healthz`` reports for this process (lapsed leases not counted)."""
         now = self.now()
-        with self._create_lock:
-            for sb in list(self.sandboxes.values()):
-                self._lapse(sb.leases, now)
+        for sb in list(self.sandboxes.values()):
+            self._lapse(sb.leases, now)
         for address in list(self.connections):
             self._lapse(self.connections[address], now)
             if not self.connections[address]:

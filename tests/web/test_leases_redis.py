@@ -39,6 +39,7 @@ async def test_a_killed_processs_watchers_and_places_lapse_and_the_quota_is_whol
             await a.keep({sid: holders}, {address: holders}, {"member:42": holders})
             await asyncio.sleep(0.5)
         assert rt_b.health()["watchers"] == 3                          # renewed past the 1 s lease
+        assert await b.count_places(["member:42", "member:43"]) == [3, 0]
         await a.stop()                                                 # kill -9: nothing more from A
         await asyncio.sleep(3.5)                                       # past both TTLs (1 s, 3 s)
         assert rt_b.health()["watchers"] == 0
