@@ -106,6 +106,9 @@ class LiveSockets:
         """One pass: release the sockets whose task ended; renew the others' leases."""
         from .router import get_router
 
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
         for holder in [h for h in list(self.sockets) if self._ended(h)]:
             consumer = self.sockets.pop(holder)
             self.tasks.pop(holder, None)
@@ -129,8 +132,13 @@ class LiveSockets:
                 addresses.setdefault(address, []).append(holder)
             for key in keys:
                 places.setdefault(key, []).append(holder)
+        collected = loop.time()
         if watchers or addresses or places:
             await get_router().keep(watchers, addresses, places)
+        took = loop.time() - started
+        if took > 0.25:
+            log.warning("renewing socket leases took %.0f ms (collecting %.0f ms)", took * 1000,
+                        (collected - started) * 1000, extra={"event": "lease_beat_slow", "sockets": len(self.sockets)})
 
 
 _live = LiveSockets()
