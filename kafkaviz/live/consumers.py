@@ -11,6 +11,11 @@ problem, not a traceback per message. Limits per connection: commands per second
 (beside the sandbox's own bucket), and invalid messages per second; a client that
 keeps sending invalid messages past that gets one notice, then silence, then is
 disconnected. Sockets per client address are capped too.
+
+What a socket takes (its place in the address's quota, its watch on the sandbox) it holds
+as leases that this process renews while the socket lives and gives back in ``release()``:
+from ``disconnect()``, or from the heartbeat when daphne cancelled the consumer before
+``disconnect()`` could run (kafkaviz/live/leases.py).
 """
 from __future__ import annotations
 
