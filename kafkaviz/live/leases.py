@@ -55,6 +55,7 @@ class LiveSockets:
         self.sockets: dict[str, Any] = {}              # holder id → consumer
         self.tasks: dict[str, asyncio.Task | None] = {}
         self._beat: asyncio.Task | None = None
+        self._releasing: set[asyncio.Task] = set()       # releases of dead sockets under way
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def add(self, consumer: Any) -> None:
@@ -115,10 +116,12 @@ class LiveSockets:
             if not consumer.released:
                 log.warning("a socket ended without closing; releasing what it held",
                             extra={"event": "socket_released_late"})
-                try:
-                    await consumer.release()
-                except Exception:  # noqa: BLE001 - its leases lapse on their own
-                    log.exception("releasing a dead socket failed")
+                # In a task of its own: a release that waits (an owner process that died) must
+                # not hold up the renewals of the live sockets below.
+                task = asyncio.ensure_future(consumer.release())
+                task.add_done_callback(_log_failure)
+                self._releasing.add(task)
+                task.add_done_callback(self._releasing.discard)
         watchers: dict[str, list[str]] = {}
         addresses: dict[str, list[str]] = {}
         places: dict[str, list[str]] = {}
@@ -139,6 +142,11 @@ class LiveSockets:
         if took > 0.25:
             log.warning("renewing socket leases took %.0f ms (collecting %.0f ms)", took * 1000,
                         (collected - started) * 1000, extra={"event": "lease_beat_slow", "sockets": len(self.sockets)})
+
+
+def _log_failure(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("releasing a dead socket failed (its leases lapse on their own)", exc_info=task.exception())
 
 
 _live = LiveSockets()

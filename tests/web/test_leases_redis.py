@@ -6,7 +6,6 @@ whole quota again. And a sandbox rebuilt after a takeover publishes a new genera
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
