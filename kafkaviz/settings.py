@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -67,6 +68,7 @@ INSTALLED_APPS = [
     "kafkaviz.live",
     "kafkaviz.lab",
     "kafkaviz.classroom",
+    "axes",   # the login rate limit (kafkaviz/classroom/lockout.py)
 ]
 
 MIDDLEWARE = [
@@ -80,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",   # last, as django-axes asks: turns a lock-out into its page
 ]
 
 ROOT_URLCONF = "kafkaviz.urls"
@@ -112,6 +115,17 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Instructor accounts (rooms): Django auth; students join rooms without an account.
 LOGIN_URL = "classroom:login"
 LOGIN_REDIRECT_URL = "home"
+
+# Login rate limit (django-axes; kafkaviz/classroom/lockout.py): wrong passwords counted per
+# username and per client address, each on its own; at the limit either is locked for the
+# cool-off, the right password included. Attempts are database rows (any process, any database).
+AUTHENTICATION_BACKENDS = ["kafkaviz.classroom.lockout.LoginGuardBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = _int("KAFKAVIZ_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=_int("KAFKAVIZ_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_CALLABLE = "kafkaviz.classroom.lockout.locked_out"
+AXES_VERBOSE = False
 
 # Sessions only hold the ids of a visitor's sandboxes. Signed cookies need no database
 # round trip on every WebSocket connect, and the signature stops a client from
