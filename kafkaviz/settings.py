@@ -211,6 +211,10 @@ KAFKAVIZ_DATA_DIR = os.environ.get("KAFKAVIZ_DATA_DIR") or os.path.join(tempfile
 # A share link (a stored run) is refused and deleted once it is this many days old;
 # `manage.py purge_shares` deletes the expired ones in bulk (run it daily from cron).
 KAFKAVIZ_SHARE_DAYS = _int("KAFKAVIZ_SHARE_DAYS", 30)
+# New runs one visitor (a session, or a room member) and one client address may store per day
+# (kafkaviz/live/shares.py; 0: no limit). Sharing a run already stored returns its link and costs nothing.
+KAFKAVIZ_SHARES_PER_VISITOR = _int("KAFKAVIZ_SHARES_PER_VISITOR", 30)
+KAFKAVIZ_SHARES_PER_ADDRESS = _int("KAFKAVIZ_SHARES_PER_ADDRESS", 200)
 
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
@@ -238,6 +242,11 @@ KAFKAVIZ_RUNTIME = {
     "COMMANDS_PER_SECOND": 20.0,
     "COMMAND_BURST": 40,
     "MAX_QUEUED_COMMANDS": 4,   # commands waiting for one sandbox; more are refused, not queued
+    # Per room member (sync, export, share, and a granted student's commands): never the
+    # sandbox's budget above, which stays the instructor's.
+    "MEMBER_COMMANDS_PER_SECOND": 10.0,
+    "MEMBER_COMMAND_BURST": 20,
+    "MEMBER_MAX_QUEUED": 2,
     # Per connection.
     "CONNECTION_COMMANDS_PER_SECOND": 20.0,
     "CONNECTION_COMMAND_BURST": 40,
@@ -248,10 +257,14 @@ KAFKAVIZ_RUNTIME = {
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute
-# before every join from it is refused for the rest of that minute; students per room.
+# before every join from it is refused for the rest of that minute; students per room and
+# per address in a room.
 KAFKAVIZ_ROOMS = {
     "JOIN_FAILURES_PER_MINUTE": _int("KAFKAVIZ_JOIN_FAILURES_PER_MINUTE", 10),
     "MAX_MEMBERS": _int("KAFKAVIZ_ROOM_MAX_MEMBERS", 300),   # students one room admits
+    # Students one client address may add to one room (0: no limit). A class behind one
+    # school NAT shares an address: raise it for a bigger class on one network.
+    "JOINS_PER_ADDRESS": _int("KAFKAVIZ_ROOM_JOINS_PER_ADDRESS", 60),
 }
 
 LOGGING = {
