@@ -18,6 +18,7 @@ from kafkaviz.live.shares import ShareLimitReached, run_digest, store_run
 from .conftest import ORIGIN
 from .framing import TrackedCommunicator
 from .test_consumers import replies_until
+from .test_rooms import close_thread_connections  # noqa: F401 - autouse: the consumer's DB thread forgets its connection
 
 RUN = {"format": "kafkaviz-run", "version": 1, "lesson": "segments", "kind": "segments", "seed": 1,
        "run": {"steps": [], "step": 0}}
