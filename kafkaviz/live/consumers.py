@@ -20,6 +20,7 @@ import time
 from urllib.parse import parse_qs
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
@@ -27,8 +28,6 @@ from django.utils.translation import gettext_lazy as _
 
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
-
-from channels.db import database_sync_to_async
 
 from .models import MAX_RUN_BYTES
 from .router import get_router
