@@ -124,6 +124,8 @@ AUTHENTICATION_BACKENDS = ["kafkaviz.classroom.lockout.LoginGuardBackend",
 AXES_FAILURE_LIMIT = _int("KAFKAVIZ_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=_int("KAFKAVIZ_LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Failures are not wiped by a successful login (AXES_RESET_ON_SUCCESS stays off): wiping deletes
+# every attempt from that address, so logging into one's own account would reset a guesser's count.
 AXES_LOCKOUT_CALLABLE = "kafkaviz.classroom.lockout.locked_out"
 AXES_VERBOSE = False
 
