@@ -270,7 +270,8 @@ class RoomConsumer(LessonConsumer):
                 self.instructor or (self.member_id is not None and await database_sync_to_async(self._granted)())):
             return
         try:
-            reply = await get_router().command(self.sandbox_id, {"type": "export"}, self.budget())
+            # The server's own keeping, not the member's request: never refused for a spent budget.
+            reply = await get_router().command(self.sandbox_id, {"type": "export"})
         except CommandError as exc:
             if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
                 return
