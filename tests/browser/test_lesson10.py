@@ -10,13 +10,16 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from engine.cluster.scenarios import get_scenario
+from kafkaviz.live.replication import script_ends
 
 pytestmark = pytest.mark.browser
 
 SCENARIO = get_scenario("kip101-data-loss")
-STEPS = len(SCENARIO.steps)
+ENDS = script_ends(SCENARIO.commands())     # a lesson step ends after these commands
+STEPS = len(ENDS)
 # The step after which the controller has elected B, A being down (the step after "crash broker 1").
-ELECTION = 2 + max(i for i, s in enumerate(SCENARIO.steps) if s.command["cmd"] == "crash" and s.command["broker"] == 1)
+_CRASH_A = max(i for i, s in enumerate(SCENARIO.steps) if s.command["cmd"] == "crash" and s.command["broker"] == 1)
+ELECTION = 1 + next(k for k, end in enumerate(ENDS) if end >= _CRASH_A + 2)
 
 
 def lane_values(page: Page, broker: int) -> list[str]:
@@ -41,7 +44,7 @@ def load(page: Page, rule: str, scenario: str = "kip101-data-loss") -> None:
         page.click("#load-button")
     else:
         page.click(f"#trunc-{rule}")       # changing the rule restarts the scenario under it
-    at_step(page, 0, len(get_scenario(scenario).steps))
+    at_step(page, 0, len(script_ends(get_scenario(scenario).commands())))
     expect(page.locator(f"#trunc-{rule}")).to_be_checked()
 
 
