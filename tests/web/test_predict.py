@@ -26,10 +26,10 @@ from .test_lesson10 import command
 
 # (lesson, scenario, truncation, the step asked before, the choice the engine makes happen)
 REPLICATION_CASES = [
-    ("leader-epoch", "kip101-data-loss", "hw", 11, 0),       # B cuts m2 and leads without it
-    ("leader-epoch", "kip101-data-loss", "epoch", 11, 1),    # same step, the epoch rule keeps m2
-    ("leader-epoch", "kip101-divergence", "hw", 15, 0),      # A keeps m2 below its HW: replicas diverge
-    ("leader-epoch", "kip101-divergence", "epoch", 15, 1),   # A asks where epoch 0 ends and cuts m2
+    ("leader-epoch", "kip101-data-loss", "hw", 9, 0),         # B cuts m2 and leads without it
+    ("leader-epoch", "kip101-data-loss", "epoch", 9, 1),      # same step, the epoch rule keeps m2
+    ("leader-epoch", "kip101-divergence", "hw", 12, 0),       # A keeps m2 below its HW: replicas diverge
+    ("leader-epoch", "kip101-divergence", "epoch", 12, 1),    # A asks where epoch 0 ends and cuts m2
     ("isr-and-acks", "isr-shrink-acks-all", "epoch", 6, 0),  # ISR {0, 1} >= min.insync 2: acked
     ("isr-and-acks", "isr-shrink-acks-all", "epoch", 9, 1),  # ISR {0} < 2: NOT_ENOUGH_REPLICAS
     ("leader-election", "unclean-election-loss", "epoch", 11, 0),  # unclean: m2, m3 lost
@@ -113,13 +113,13 @@ def test_prediction_checks_name_real_events_and_fields(slug):
 
 
 def test_the_lessons_ask_before_the_steps_that_teach():
-    assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:11", "kip101-divergence:15"}
+    assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:9", "kip101-divergence:12"}
     assert set(load_content("isr-and-acks").predictions) == {"isr-shrink-acks-all:6", "isr-shrink-acks-all:9"}
     assert set(load_content("leader-election").predictions) == {"unclean-election-loss:11"}
     assert set(load_content("idempotence-and-transactions").predictions) == {"plain-retry", "safe-retry"}
-    zh = load_content("leader-epoch", "zh").predictions["kip101-data-loss:11"]
-    assert zh.checks == load_content("leader-epoch").predictions["kip101-data-loss:11"].checks
-    assert "m2" in zh.question and zh.question != load_content("leader-epoch").predictions["kip101-data-loss:11"].question
+    zh = load_content("leader-epoch", "zh").predictions["kip101-data-loss:9"]
+    assert zh.checks == load_content("leader-epoch").predictions["kip101-data-loss:9"].checks
+    assert "m2" in zh.question and zh.question != load_content("leader-epoch").predictions["kip101-data-loss:9"].question
 
 
 # ---- the checks on one step's events ----------------------------------------------------------
@@ -180,7 +180,7 @@ def test_the_engine_marks_exactly_the_choice_that_happened(tmp_path, slug, scena
 
 def test_evidence_is_narrated_in_the_page_language(tmp_path):
     kind = _replication(tmp_path, "leader-epoch", "kip101-data-loss", "hw", lang="zh")
-    kind.seek(11)
+    kind.seek(9)
     out = kind.state()["prediction"]["outcome"]
     assert _only_happened(out) == [0] and "m2" in out["question"] and "截掉" in out["choices"][0]["text"]
     assert any("检查器" not in t and "丢失" in t for t in out["evidence"])

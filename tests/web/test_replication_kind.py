@@ -283,7 +283,7 @@ def test_a_rule_specific_note_shows_only_under_its_rule(tmp_path):
     for rule in ("hw", "epoch"):
         kind.load("kip101-divergence", rule)
         steps = kind.state()["run"]["steps"]
-        say = steps[13]["say"]
+        say = steps[10]["say"]          # step 11: A restarts and follows B
         assert ("keeps what is below its own HW" in say) == (rule == "hw")
         assert ("asks B where epoch 0 ends" in say) == (rule == "epoch")
     kind.close()
