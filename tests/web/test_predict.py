@@ -32,7 +32,7 @@ REPLICATION_CASES = [
     ("leader-epoch", "kip101-divergence", "epoch", 12, 1),    # A asks where epoch 0 ends and cuts m2
     ("isr-and-acks", "isr-shrink-acks-all", "epoch", 6, 0),  # ISR {0, 1} >= min.insync 2: acked
     ("isr-and-acks", "isr-shrink-acks-all", "epoch", 9, 1),  # ISR {0} < 2: NOT_ENOUGH_REPLICAS
-    ("leader-election", "unclean-election-loss", "epoch", 11, 0),  # unclean: m2, m3 lost
+    ("leader-election", "unclean-election-loss", "epoch", 8, 0),   # unclean: m2, m3 lost
 ]
 GUIDED_CASES = [("plain-retry", 0), ("safe-retry", 1)]    # lesson 14: a duplicate, then none
 
@@ -115,7 +115,7 @@ def test_prediction_checks_name_real_events_and_fields(slug):
 def test_the_lessons_ask_before_the_steps_that_teach():
     assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:9", "kip101-divergence:12"}
     assert set(load_content("isr-and-acks").predictions) == {"isr-shrink-acks-all:6", "isr-shrink-acks-all:9"}
-    assert set(load_content("leader-election").predictions) == {"unclean-election-loss:11"}
+    assert set(load_content("leader-election").predictions) == {"unclean-election-loss:8"}
     assert set(load_content("idempotence-and-transactions").predictions) == {"plain-retry", "safe-retry"}
     zh = load_content("leader-epoch", "zh").predictions["kip101-data-loss:9"]
     assert zh.checks == load_content("leader-epoch").predictions["kip101-data-loss:9"].checks
@@ -188,10 +188,10 @@ def test_evidence_is_narrated_in_the_page_language(tmp_path):
 
 def test_a_learners_own_command_drops_the_lessons_question(tmp_path):
     kind = _replication(tmp_path, "leader-election", "unclean-election-loss", "epoch")
-    kind.seek(10)
-    assert kind.state()["prediction"]["upcoming"]["step"] == 11
-    kind.execute(kind.commands["advance"], {"ms": 4000})   # the learner's own step 11, not the lesson's
-    assert kind.position == 11 and kind.state()["prediction"] is None
+    kind.seek(7)
+    assert kind.state()["prediction"]["upcoming"]["step"] == 8
+    kind.execute(kind.commands["advance"], {"ms": 4000})   # the learner's own step 8, not the lesson's
+    assert kind.position == 8 and kind.state()["prediction"] is None
 
 
 @pytest.mark.parametrize("step_id, right", GUIDED_CASES)
