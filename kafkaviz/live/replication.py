@@ -439,21 +439,29 @@ class ReplicationSandbox(SandboxKind):
 
     def run_state(self) -> dict[str, Any]:
         run = self.run
-        notes = self.lesson.notes
-        name = self.scenario_def.name
         steps, start = [], 0
         for i, end in enumerate(self.ends):
             scripted = self._on_script(end)
             steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
                                                           for c in run.log[start:end]),
-                          "say": (notes.get(f"{name}:{i + 1}:{self.truncation}") or notes.get(f"{name}:{i + 1}", ""))
-                          if scripted else "",
+                          "say": self._note(i + 1) if scripted else "",
                           "scripted": scripted})
             start = end
         return {"step": self.position, "total": self.total_steps, "steps": steps,
                 "on_script": self._on_script(len(run.log)) and len(run.log) == len(self.script),
                 "step_seqs": list(self.step_seqs), "last_seq": run.cluster.events.seq,
                 "happened": narration.summarize(self.step_events(), self.lang) if run.position else []}
+
+    def _note(self, n: int) -> str:
+        """What step ``n`` of the scenario shows: the lesson's note, else the note of the
+        course lesson that teaches this scenario (the sandbox plays the lessons' scenarios
+        and says the same), in the page's language."""
+        name, rule = self.scenario_def.name, self.truncation
+        for notes in (self.lesson.notes, _course_notes(name, self.lang)):
+            say = notes.get(f"{name}:{n}:{rule}") or notes.get(f"{name}:{n}")
+            if say:
+                return say
+        return ""
 
     def step_events(self) -> list[dict[str, Any]]:
         pos = self.position
@@ -528,6 +536,17 @@ class ReplicationSandbox(SandboxKind):
 
     def close(self) -> None:
         self._close_run()
+
+
+def _course_notes(scenario: str, lang: str) -> dict[str, str]:
+    """The notes of the first course lesson whose scenarios include ``scenario``."""
+    from kafkaviz.lessons.catalogue import LESSONS
+
+    for lesson in LESSONS:
+        content = lesson.content(lang)
+        if content is not None and scenario in (content.scenario.get("choices") or ()):
+            return content.notes
+    return {}
 
 
 def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, Any]:

@@ -16,12 +16,14 @@ from collections import Counter
 import pytest
 
 from engine import narration
-from kafkaviz.lessons.catalogue import LESSONS
+from kafkaviz.lessons.catalogue import LESSONS, SANDBOX
 from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits, get_kind
 from kafkaviz.live.replication import ReplicationSandbox
 
 GUIDED = [lesson.slug for lesson in LESSONS if lesson.content() is not None and lesson.content().kind]
+# The sandbox plays the lessons' scenarios (their notes, borrowed) and one of its own.
+PLAYED = [*GUIDED, SANDBOX.slug]
 
 
 def _runs(slug: str) -> list[tuple[str | None, str | None]]:
@@ -34,7 +36,7 @@ def _runs(slug: str) -> list[tuple[str | None, str | None]]:
             for rule in (content.scenario.get("truncations") or ["epoch"])]
 
 
-RUNS = [(slug, scenario, rule) for slug in GUIDED for scenario, rule in _runs(slug)]
+RUNS = [(slug, scenario, rule) for slug in PLAYED for scenario, rule in _runs(slug)]
 LANGUAGED = [(slug, scenario, rule, lang) for slug, scenario, rule in RUNS
              for lang in load_content(slug).languages]
 
