@@ -91,3 +91,48 @@ def test_every_step_but_the_last_emits_events(tmp_path, slug, scenario, rule):
         assert not quiet, f"{slug} {scenario} {rule}: steps that change nothing: {quiet}"
     finally:
         kind.close()
+
+
+# ---- merging steps keeps the event stream ------------------------------------------------------
+
+SCENARIOS = sorted({scenario for slug, scenario, _rule in RUNS if scenario is not None})
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_merged_steps_play_the_scenario_with_the_same_event_digest(tmp_path, scenario):
+    """A lesson step may run several of a scenario's commands; they are the scenario's own
+    commands in its order, so the event stream is byte for byte the one a plain Run of the
+    scenario gives (the engine's determinism: same seed and commands, same stream)."""
+    from engine.cluster.run import Run, make_config
+    from engine.cluster.scenarios import get_scenario
+    from kafkaviz.live.replication import SANDBOX_LOG_CONFIG
+
+    slug = next(slug for slug, name, _rule in RUNS if name == scenario)
+    kind = _kind(tmp_path, slug, scenario, "epoch")
+    try:
+        while kind.position < kind.total_steps:
+            kind.step()
+        sc = get_scenario(scenario)
+        plain = Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation="epoch"),
+                    str(tmp_path / "plain"), os_fsync=False)
+        plain.apply_all(sc.commands())
+        assert kind.run.log == plain.log and kind.run.event_digest() == plain.event_digest()
+    finally:
+        kind.close()
+
+
+def test_lesson_15_merged_step_gives_the_event_stream_of_its_commands_one_by_one(tmp_path):
+    """Lesson 15's quiet 250 ms joined the next step: the same commands, one per step, give
+    the same events."""
+    merged = _kind(tmp_path / "a", "timing-wheel", None, None)
+    single = _kind(tmp_path / "b", "timing-wheel", None, None)
+    try:
+        one_by_one = [{"id": None, "do": [dict(c)], "scripted": False} for e in merged.log for c in e["do"]]
+        single.import_run({"log": one_by_one, "step": len(one_by_one)})
+        while merged.position < merged.total_steps:
+            merged.step()
+        assert merged.total_steps < single.total_steps
+        assert merged.events.digest() == single.events.digest()
+    finally:
+        merged.close()
+        single.close()

@@ -163,23 +163,6 @@ def test_a_scenario_step_runs_on_through_commands_that_wait_for_the_clock(tmp_pa
     kind.close()
 
 
-@pytest.mark.parametrize("scenario", ["kip101-data-loss", "kip101-divergence"])
-def test_merged_steps_play_the_scenario_s_commands_with_the_same_event_digest(tmp_path, scenario):
-    from engine.cluster.run import Run, make_config
-    from kafkaviz.live.replication import SANDBOX_LOG_CONFIG
-
-    kind = make_kind(tmp_path)
-    kind.load(scenario, "epoch")
-    run_to_end(kind)
-    sc = get_scenario(scenario)
-    plain = Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation="epoch"),
-                str(tmp_path / "plain"), os_fsync=False)
-    plain.apply_all(sc.commands())
-    assert kind.run.log == plain.log and kind.run.event_digest() == plain.event_digest()
-    assert kind.total_steps < len(sc.commands())
-    kind.close()
-
-
 def test_a_free_command_replaces_the_rest_of_the_scenario(tmp_path):
     kind = make_kind(tmp_path)
     kind.step()
