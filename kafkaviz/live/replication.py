@@ -427,7 +427,13 @@ class ReplicationSandbox(SandboxKind):
         return upto <= len(self.script) and self.run.log[:upto] == self.script[:upto]
 
     def _step_on_script(self, n: int) -> bool:
-        return 1 <= n <= len(self.ends) and self._on_script(self.ends[n - 1])
+        """Whether step ``n`` is the lesson's own: the script's commands, ending where a
+        script step ends (a learner's produce that happens to match the script is a step of
+        its own, not the lesson's produce-and-advance)."""
+        if not 1 <= n <= len(self.ends):
+            return False
+        end = self.ends[n - 1]
+        return self._on_script(end) and end in script_ends(self.script)
 
     def prediction_of(self, n: int) -> tuple[str, Any] | None:
         """A prediction is keyed like a note: ``<scenario>:<step>[:<rule>]``, on script only."""
@@ -441,7 +447,7 @@ class ReplicationSandbox(SandboxKind):
         run = self.run
         steps, start = [], 0
         for i, end in enumerate(self.ends):
-            scripted = self._on_script(end)
+            scripted = self._step_on_script(i + 1)
             steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
                                                           for c in run.log[start:end]),
                           "say": self._note(i + 1) if scripted else "",

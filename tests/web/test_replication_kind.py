@@ -163,6 +163,18 @@ def test_a_scenario_step_runs_on_through_commands_that_wait_for_the_clock(tmp_pa
     kind.close()
 
 
+def test_a_learners_produce_that_matches_the_script_is_a_step_of_its_own(tmp_path):
+    kind = make_kind(tmp_path)
+    kind.step()
+    kind.step()
+    kind.execute(kind.commands["produce"], {"topic": "t", "acks": "all", "value": "m1"})   # the script's next command
+    run = kind.state()["run"]
+    assert run["step"] == 3 and run["total"] == 3
+    assert not run["steps"][2]["scripted"] and run["steps"][2]["say"] == ""   # not the lesson's produce-and-advance
+    assert kind.state()["prediction"] is None
+    kind.close()
+
+
 def test_a_free_command_replaces_the_rest_of_the_scenario(tmp_path):
     kind = make_kind(tmp_path)
     kind.step()
