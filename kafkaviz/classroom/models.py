@@ -78,6 +78,12 @@ class Member(models.Model):
     # No longer written: who is connected is the member's live socket leases (consumers.member_place),
     # which a skipped disconnect() cannot leave behind. Kept to spare a migration.
     connections = models.IntegerField(default=0)
+    # A keyed hash of the client address it joined from (never the address itself): joins
+    # per address and room are limited (``KAFKAVIZ_ROOM_JOINS_PER_ADDRESS``).
+    address = models.CharField(max_length=16, blank=True, default="", editable=False)
+    # Removed by the instructor: out of the roster, sockets closed, its session cannot join
+    # this room again; still counted in its address's joins.
+    removed = models.BooleanField(default=False)
     joined = models.DateTimeField(auto_now_add=True)
     last_seen = models.DateTimeField(auto_now=True)
 
