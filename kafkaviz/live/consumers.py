@@ -46,7 +46,8 @@ log = logging.getLogger("kafkaviz.consumers")
 
 CLOSE_NO_SANDBOX = 4403
 CLOSE_NO_LESSON = 4404
-CLOSE_FULL = 4429          # busy, or a limit of this address/connection reached
+CLOSE_FULL = 4429          # refused for good (the sandbox is gone, the server failed to open it)
+CLOSE_RETRY = 1013         # busy, or a limit of this address/connection/member reached: try again later
 CLOSE_ABUSE = 4408         # kept sending invalid messages after being told
 
 MAX_NESTING = 20           # commands are flat objects; anything deeper is refused before parsing
@@ -152,10 +153,14 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         return None
 
     async def _refuse(self, exc: CommandError) -> None:
-        """Tell the browser why (its page shows the message), then close."""
+        """Tell the browser why (its page shows the message, ``"refused": true``), then
+        close. A refusal that time can lift (a quota whose places free up, a full process)
+        closes with 1013, "try again later", on which the page's socket reconnects by itself
+        with a growing delay: a student whose tabs died with a killed process gets back in
+        once their places lapse, without a reload. Anything else closes with 4429."""
         await self.accept()
-        await self.send_json(exc.to_message())
-        await self.close(code=CLOSE_FULL)
+        await self.send_json({**exc.to_message(), "refused": True})
+        await self.close(code=CLOSE_RETRY if exc.code in ("quota", "busy") else CLOSE_FULL)
 
     async def disconnect(self, code: int) -> None:
         await self.release()

@@ -155,9 +155,10 @@
     return true;
   }
 
-  // A socket refused when it opened (the address's quota, a full server: an error naming
-  // no command before any frame): the page says why next to the step buttons and disables
-  // them (the socket is closed for good: a reload asks again; a snapshot re-enables them).
+  // A socket refused when it opened ("refused": the address's quota, a full server, a
+  // member's tabs): the page says why next to the step buttons and disables them. The
+  // server closes such a socket with 1013, so htmx reconnects by itself with a growing
+  // delay; the snapshot of a later accepted connection re-enables them.
   const CONTROLS = "#controls button, form[ws-send] button, form[ws-send] input, form[ws-send] select";
   function refuse(msg) {
     document.body.dataset.refused = msg.code;
@@ -191,7 +192,7 @@
     }
     else if (msg.type === "error") {
       showError(msg);
-      if (!msg.command && (msg.code === "quota" || msg.code === "busy") && !KV.lastFrame) refuse(msg);
+      if (msg.refused) refuse(msg);
     }
     else if (msg.type === "ack") {
       // Stepping is shown by the step counter and narration; other commands get their ack.

@@ -156,3 +156,30 @@ async def test_a_student_whose_tabs_were_killed_is_never_locked_out_of_the_room(
 
 def test_the_registry_counts_only_live_sockets():
     assert set(live_sockets().counts()) == {"connections", "members"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_fifth_tab_is_refused_with_try_again_later_and_gets_in_when_one_closes(short_leases):
+    """The refusal says so ("refused") and closes with 1013, on which the page's socket
+    reconnects by itself: once a place is free, the next try gets in."""
+    from kafkaviz.live.consumers import CLOSE_RETRY
+
+    teacher, room, student = await setup()
+    tabs = []
+    for _ in range(MAX_SOCKETS_PER_MEMBER):
+        comm = TrackedCommunicator(application, f"/ws/rooms/{room.code}/", headers=headers(student))
+        assert (await comm.connect())[0]
+        assert (await comm.receive_json_from(timeout=10))["type"] == "frame"
+        tabs.append(comm)
+    fifth = TrackedCommunicator(application, f"/ws/rooms/{room.code}/", headers=headers(student))
+    assert (await fifth.connect())[0]
+    refusal = await fifth.receive_json_from(timeout=10)
+    assert refusal["code"] == "quota" and refusal["refused"] is True
+    assert (await fifth.receive_output(timeout=5))["code"] == CLOSE_RETRY
+    await tabs.pop().disconnect()
+    again = TrackedCommunicator(application, f"/ws/rooms/{room.code}/", headers=headers(student))
+    assert (await again.connect())[0]
+    assert (await again.receive_json_from(timeout=10))["type"] == "frame"
+    for comm in tabs + [again]:
+        await comm.disconnect()
