@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import uuid
 from collections import Counter
 from typing import Any
@@ -51,6 +52,8 @@ RUN_KEY = "kafkaviz:run:{}"
 SOCKETS_KEY = "kafkaviz:sockets:{}"        # per client address: the lesson sockets open in any process
 SANDBOXES_KEY = "kafkaviz:sandboxes:{}"    # per client address: the sandboxes it created, in any process
 PLACE_KEY = "kafkaviz:place:{}"            # other capped places (a room member's sockets), in any process
+ALIVE_KEY = "kafkaviz:alive:{}"            # per process (its channel): set every second by a thread of its own
+ALIVE_TTL_S = 3              # a process whose alive key lapsed is gone (killed): its sandboxes are taken over at once
 OWNER_TTL_S = 15             # an owner that stops refreshing loses its sandboxes this long after
 REFRESH_EVERY_S = 5
 FORWARD_TIMEOUT_S = 3.0      # a forwarded request unanswered this long: the owner is taken for dead
@@ -191,12 +194,15 @@ class RedisRouter(LocalRouter):
 
     def __init__(self, layer: Any, redis_url: str, runtime: Runtime | None = None, *,
                  forward_timeout_s: float = FORWARD_TIMEOUT_S, owner_ttl_s: int = OWNER_TTL_S,
-                 refresh_every_s: float = REFRESH_EVERY_S) -> None:
+                 refresh_every_s: float = REFRESH_EVERY_S, alive_ttl_s: int = ALIVE_TTL_S) -> None:
         super().__init__(runtime)
         import redis.asyncio as aioredis
 
         self.layer = layer
+        self.redis_url = redis_url
         self.redis = aioredis.from_url(redis_url)
+        self.alive_ttl_s = alive_ttl_s
+        self._alive_stop = threading.Event()
         self.forward_timeout_s = forward_timeout_s
         self.owner_ttl_s = owner_ttl_s
         self.refresh_every_s = refresh_every_s
@@ -219,14 +225,43 @@ class RedisRouter(LocalRouter):
     async def start(self) -> str:
         async with self._start_lock:
             if self.channel is None:
-                self.channel = await self.layer.new_channel()
+                channel = await self.layer.new_channel()
+                # Alive before anyone can see this channel as an owner; then a thread keeps it so
+                # (a thread, not the event loop: a busy loop is slow, not dead).
+                await self.redis.set(ALIVE_KEY.format(channel), 1, ex=self.alive_ttl_s)
+                threading.Thread(target=self._keep_alive, args=(channel,), name="kafkaviz-alive",
+                                 daemon=True).start()
+                self.channel = channel
                 self._tasks = [asyncio.ensure_future(self._receive_forever()),
                                asyncio.ensure_future(self._refresh_forever())]
             return self.channel
 
+    def _keep_alive(self, channel: str) -> None:
+        """This process is alive: its key is set every third of ``alive_ttl_s`` until it stops.
+        A process killed with ``kill -9`` stops setting it, and the others take over its
+        sandboxes within ``alive_ttl_s`` instead of waiting for its owner keys to go stale."""
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url)
+        key = ALIVE_KEY.format(channel)
+        try:
+            while not self._alive_stop.is_set():
+                try:
+                    client.set(key, 1, ex=self.alive_ttl_s)
+                except Exception:  # noqa: BLE001 - retried; a long outage looks like a dead process
+                    log.warning("keeping this process's alive key failed", exc_info=True)
+                self._alive_stop.wait(self.alive_ttl_s / 3)
+        finally:
+            client.close()
+
+    async def _gone(self, owner: str) -> bool:
+        """The owner's process is gone: its alive key has lapsed."""
+        return not await self.redis.exists(ALIVE_KEY.format(owner))
+
     async def stop(self) -> None:
         """Stop answering and refreshing (shutdown; tests use it to play a dead process)."""
         self._stopped = True
+        self._alive_stop.set()
         for task in self._tasks:
             task.cancel()
         self._tasks = []
@@ -549,6 +584,12 @@ class RedisRouter(LocalRouter):
                 if op == "command":
                     return await self._command_here(sid, args)
                 return await self._local(op, sid, args)
+            if await self._gone(owner):
+                # Killed (no alive key): no need to wait for a reply that cannot come.
+                log.warning("owner process is gone; taking over", extra={"event": "owner_dead", "sandbox": sid[:8]})
+                if await self.redis.eval(_TAKEOVER, 1, OWNER_KEY.format(sid), owner, self.channel, self.owner_ttl_s):
+                    await self._adopt(sid)
+                continue
             request_id = uuid.uuid4().hex
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             self.pending[request_id] = future
@@ -561,7 +602,7 @@ class RedisRouter(LocalRouter):
                 # run the sandbox twice. One that stopped refreshing is dead: take over (if it
                 # is still the one we asked).
                 ttl = await self.redis.ttl(OWNER_KEY.format(sid))
-                if ttl > self.owner_ttl_s - 1.5 * self.refresh_every_s:
+                if ttl > self.owner_ttl_s - 1.5 * self.refresh_every_s and not await self._gone(owner):
                     raise CommandError("busy", "The server that runs this sandbox is slow to answer; "
                                        "try again in a moment.") from None
                 log.warning("owner did not answer; taking over", extra={"event": "owner_dead", "sandbox": sid[:8]})

@@ -79,3 +79,32 @@ async def test_a_restored_sandbox_publishes_a_new_generation(tmp_path, redis_url
         await b.stop()
         rt_a.close_all()
         rt_b.close_all()
+
+
+async def test_a_killed_owner_is_taken_over_without_waiting_for_an_answer(tmp_path, redis_url):  # noqa: F811
+    """Each process keeps an alive key from a thread of its own; once a killed process's key
+    has lapsed, the next request takes its sandbox over at once (no forward timeout, no
+    waiting for its owner key to go stale), while a slow but living owner is still only
+    "busy" (test_router.py)."""
+    _, rt_a, a = process(tmp_path, "a", redis_url)
+    _, rt_b, b = process(tmp_path, "b", redis_url)
+    a.alive_ttl_s = b.alive_ttl_s = 1
+    sid = new_sandbox_id()
+    try:
+        await a.attach(sid, "segments")
+        await b.attach(sid, "segments", holder="student")
+        await b.command(sid, {"type": "produce", "count": "2", "partition": "0"})
+        await a.stop()                                       # killed: its alive key is no longer set
+        await asyncio.sleep(1.5)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        reply = await b.command(sid, {"type": "produce", "count": "1", "partition": "0"})
+        assert reply["type"] == "ack"
+        assert loop.time() - started < b.forward_timeout_s       # taken over at once
+        assert sid in rt_b.sandboxes
+        state = (await b.snapshot(sid))["state"]
+        assert state["partitions"][0]["log_end_offset"] == 3
+    finally:
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()
