@@ -70,7 +70,8 @@ def log_config_from_args(args: argparse.Namespace) -> LogConfig:
 
 def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int, *,
             key_cardinality: int | None = None, config: LogConfig | None = None, seed: int = 0,
-            batch_size: int = 1, start_ms: int = DEFAULT_START_MS, ms_per_record: int = 1) -> ProduceSummary:
+            batch_size: int = 1, start_ms: int = DEFAULT_START_MS, ms_per_record: int = 1,
+            recover: bool = False) -> ProduceSummary:
     """Append ``count`` records to ``topic``'s partitions under ``root`` through real Logs.
 
     Record ``i`` has key ``key-{i % key_cardinality}`` (or no key when no cardinality is
@@ -82,12 +83,15 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     Kafka's default partitioner for both (``engine.partitioner.DefaultPartitioner``, KIP-480).
     Each partition collects records until it has ``batch_size`` of them and appends them as
     one batch; leftovers are appended at the end.
-    The logs are closed cleanly, so index files are trimmed.
+    The logs are closed cleanly, so index files are trimmed. Partition directories that are
+    already there are appended to; one that would need recovery is refused (nothing written)
+    unless ``recover`` asks for Kafka's recovery first, as a broker start does.
     """
     from .clock import Scheduler, VirtualClock
     from .disk import Disk
     from .events import EventLog
     from .log import Log
+    from .log.recovery import check_log_dir
     from .records import SimpleRecord
 
     validate_topic_name(topic)
@@ -97,7 +101,10 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     scheduler = Scheduler(clock)
     events = EventLog(clock, keep=0)  # a long run would otherwise hold every event in memory
     disk = Disk(root)
-    logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True)
+    if not recover:  # every directory is checked before any is opened, so a refusal writes nothing
+        for p in range(partitions):
+            check_log_dir(disk, f"{topic}-{p}", config)
+    logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True, recover=recover)
             for p in range(partitions)]
     pending: list[list] = [[] for _ in range(partitions)]
     # Batches here are counted in records, so the partitioner's byte count never fills
@@ -139,7 +146,7 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     config = log_config_from_args(args)
     summary = produce(args.dir, args.topic, args.partitions, args.count, args.value_bytes,
                       key_cardinality=args.key_cardinality, config=config, seed=args.seed,
-                      batch_size=args.batch_size, ms_per_record=args.ms_per_record)
+                      batch_size=args.batch_size, ms_per_record=args.ms_per_record, recover=args.recover)
     print(f"produced {args.count} records to {args.topic} in {args.dir} "
           f"(seed {args.seed}, virtual time now {summary.end_ms} ms)")
     print(f"{'partition':<24} {'records':>10} {'start':>10} {'end':>10} {'segments':>9} {'bytes':>12}")
@@ -155,9 +162,13 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     from .dump import dump_files
 
     files = list(args.files) + [f for f in (args.files_option or "").split(",") if f]
-    dump_files(files, sys.stdout, sys.stderr, deep_iteration=args.deep_iteration,
-               print_data_log=args.print_data_log, skip_record_metadata=args.skip_record_metadata,
-               verify_index_only=args.verify_index_only)
+    problems = dump_files(files, sys.stdout, sys.stderr, deep_iteration=args.deep_iteration,
+                          print_data_log=args.print_data_log, skip_record_metadata=args.skip_record_metadata,
+                          verify_index_only=args.verify_index_only)
+    if problems.any:  # everything readable was printed; the exit status says something was not
+        sys.stdout.flush()
+        print(f"error: {problems.first()}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -219,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ms-per-record", type=_int_at_least(0), default=1,
                    help="virtual milliseconds between records (default 1); retention passes run every "
                         "log.retention.check.interval.ms (300000) of virtual time")
+    p.add_argument("--recover", action="store_true",
+                   help="repair damaged partition directories already in --dir first, as Kafka's recovery at "
+                        "broker start does; without it a damaged one is refused and left untouched")
     p.set_defaults(func=_cmd_produce)
 
     d = sub.add_parser("dump", help="print segment files like kafka-dump-log.sh",
