@@ -9,8 +9,11 @@
 
 Each subcommand is a handler ``handler(args) -> int`` set with ``set_defaults(func=…)``.
 Bad arguments are argparse usage errors (exit 2); engine errors (``KafkaError``: bad topic
-name, config out of range, corrupt file) and missing files print ``error: <message>`` on
-stderr and exit 1. Nothing is written outside ``--dir``.
+name, config out of range, corrupt file, a size past the limits below) and missing files print
+``error: <message>`` in one line on stderr and exit 1; anything else is a bug, reported the same
+way with exit 70, never as a traceback. Nothing is written outside ``--dir``, and a directory
+or file a command cannot read is left byte for byte as it was: logs that would need recovery
+are refused unless ``--recover`` asks for it (``Log(recover=False)``), and ``dump`` only reads.
 """
 from __future__ import annotations
 
@@ -142,6 +145,10 @@ def _require_directory(path: str) -> None:
 
 def _cmd_produce(args: argparse.Namespace) -> int:
     validate_topic_name(args.topic)
+    if args.count * args.ms_per_record > MAX_VIRTUAL_MS:
+        raise InvalidRequestError(f"--count {args.count} x --ms-per-record {args.ms_per_record} is "
+                                  f"{args.count * args.ms_per_record} ms of virtual time; at most {MAX_VIRTUAL_MS} "
+                                  "(a year of retention passes) is accepted")
     _require_directory(args.dir)
     config = log_config_from_args(args)
     summary = produce(args.dir, args.topic, args.partitions, args.count, args.value_bytes,
@@ -184,7 +191,7 @@ def _cmd_storage_experiment(args: argparse.Namespace) -> int:
 
 # ---- parser ----------------------------------------------------------------------
 
-def _int_at_least(low: int):
+def _int_at_least(low: int, high: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -192,9 +199,20 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
         return value
-    parse.__name__ = f"integer >= {low}"
+    parse.__name__ = f"integer >= {low}" if high is None else f"integer in [{low}, {high}]"
     return parse
+
+
+# The command line's limits: a long run is the user's choice, but not hours or all memory.
+MAX_PARTITIONS = 1000            # as a run's create_topic
+MAX_RECORDS = 10_000_000
+MAX_VALUE_BYTES = 1 << 20        # about Kafka's default max.message.bytes (1048588)
+MAX_MESSAGES = 100_000
+MAX_MS_PER_RECORD = 604_800_000   # a week, as a run's `advance`
+MAX_VIRTUAL_MS = 366 * 86_400_000  # a produce run's whole virtual time: a year of retention passes
 
 
 def _any_int(text: str) -> int:
@@ -216,18 +234,18 @@ def build_parser() -> argparse.ArgumentParser:
                                    "per batch (the sticky partitioner, KIP-480).")
     p.add_argument("--dir", required=True, help="data directory (created if missing)")
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=_int_at_least(1), default=1)
-    p.add_argument("--count", type=_int_at_least(0), required=True, help="number of records")
-    p.add_argument("--value-bytes", type=_int_at_least(0), default=100, help="size of each value (default 100)")
-    p.add_argument("--key-cardinality", type=_int_at_least(1), default=None,
+    p.add_argument("--partitions", type=_int_at_least(1, MAX_PARTITIONS), default=1)
+    p.add_argument("--count", type=_int_at_least(0, MAX_RECORDS), required=True, help="number of records")
+    p.add_argument("--value-bytes", type=_int_at_least(0, MAX_VALUE_BYTES), default=100, help="size of each value (default 100)")
+    p.add_argument("--key-cardinality", type=_int_at_least(1, MAX_RECORDS), default=None,
                    help="keys are key-{i %% N}; omit for keyless records")
     p.add_argument("--segment-bytes", type=_any_int, default=None, help="segment.bytes")
     p.add_argument("--index-interval-bytes", type=_any_int, default=None, help="index.interval.bytes")
     p.add_argument("--retention-bytes", type=_any_int, default=None, help="retention.bytes (-1 = unlimited)")
     p.add_argument("--retention-ms", type=_any_int, default=None, help="retention.ms (-1 = unlimited)")
     p.add_argument("--seed", type=_any_int, default=0, help="seed of the value generator (default 0)")
-    p.add_argument("--batch-size", type=_int_at_least(1), default=1, help="records per batch (default 1)")
-    p.add_argument("--ms-per-record", type=_int_at_least(0), default=1,
+    p.add_argument("--batch-size", type=_int_at_least(1, MAX_RECORDS), default=1, help="records per batch (default 1)")
+    p.add_argument("--ms-per-record", type=_int_at_least(0, MAX_MS_PER_RECORD), default=1,
                    help="virtual milliseconds between records (default 1); retention passes run every "
                         "log.retention.check.interval.ms (300000) of virtual time")
     p.add_argument("--recover", action="store_true",
@@ -255,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "retention pass runs and .deleted files are removed.")
     e.add_argument("--dir", default=None, help="data directory (default: a fresh temporary directory)")
     e.add_argument("--json", action="store_true", help="print the steps as JSON instead of text")
-    e.add_argument("--messages", type=_int_at_least(1), default=None, help="messages to send (default 48)")
+    e.add_argument("--messages", type=_int_at_least(1, MAX_MESSAGES), default=None, help="messages to send (default 48)")
     e.set_defaults(func=_cmd_storage_experiment)
 
     _add_cluster_subcommands(sub)
@@ -294,3 +312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
         print(f"error: {message}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print("error: out of memory; try smaller sizes", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: still one line, never a traceback (the fuzz tests look for this one)
+        print(f"error: internal error {type(exc).__name__}: {exc} (please report it with the command line)",
+              file=sys.stderr)
+        return 70

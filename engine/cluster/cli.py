@@ -15,6 +15,7 @@ import tempfile
 from typing import Any
 
 from ..errors import KafkaError
+from ..json_input import decode_utf8
 
 __all__ = ["add_subcommands", "run_command", "scenario_command", "main"]
 
@@ -64,14 +65,14 @@ def run_command(args: argparse.Namespace) -> int:
     from .run import load_command_log, run_commands
     try:
         if args.commands == "-":
-            text = sys.stdin.read()
+            data = sys.stdin.buffer.read()
         else:
-            with open(args.commands, encoding="utf-8") as fh:
-                text = fh.read()
+            with open(args.commands, "rb") as fh:
+                data = fh.read()
     except OSError as exc:
         return _fail(f"cannot read {args.commands}: {exc.strerror or exc}")
     try:
-        commands = load_command_log(text)
+        commands = load_command_log(decode_utf8(data, "stdin" if args.commands == "-" else args.commands))
         with _data_dir(args.data_dir) as root:
             summary = run_commands(commands, seed=args.seed,
                                    truncation=args.truncation, brokers=args.brokers,
