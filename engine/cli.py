@@ -222,8 +222,17 @@ def _any_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line (``prog: error: …; usage: prog --help``), exit 2;
+    sub-parsers are made of the same class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        message = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {message}; usage: {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m engine", description="kafkaviz storage engine: write, dump and experiment with Kafka logs.")
     sub = parser.add_subparsers(dest="command", metavar="command", required=True)
 
