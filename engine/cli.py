@@ -94,7 +94,7 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     from .disk import Disk
     from .events import EventLog
     from .log import Log
-    from .log.recovery import check_log_dir
+    from .log.recovery import check_before_opening
     from .records import SimpleRecord
 
     validate_topic_name(topic)
@@ -104,9 +104,8 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     scheduler = Scheduler(clock)
     events = EventLog(clock, keep=0)  # a long run would otherwise hold every event in memory
     disk = Disk(root)
-    if not recover:  # every directory is checked before any is opened, so a refusal writes nothing
-        for p in range(partitions):
-            check_log_dir(disk, f"{topic}-{p}", config)
+    for p in range(partitions):  # every directory is checked before any is opened: a refusal writes nothing
+        check_before_opening(disk, f"{topic}-{p}", config, recover=recover)
     logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True, recover=recover)
             for p in range(partitions)]
     pending: list[list] = [[] for _ in range(partitions)]

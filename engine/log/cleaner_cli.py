@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any
 
-from ..errors import CorruptRecordError, InvalidRequestError, KafkaStorageError
+from ..errors import InvalidRequestError
 
 __all__ = ["add_subcommands", "clean_partition_dir"]
 
@@ -67,6 +67,7 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
     from ..events import EventLog
     from .cleaner import LogCleaner
     from .log import Log
+    from .recovery import check_before_opening
 
     root, name, topic, partition = _split(partition_dir)
     changes: dict[str, Any] = {"cleanup_policy": "compact"}
@@ -76,6 +77,7 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
             changes[key] = value
     config = LogConfig().replace(**changes)
     disk = Disk(root)
+    check_before_opening(disk, name, config, recover=recover)  # a refusal here has written nothing
     clock = VirtualClock(0)
     scheduler = Scheduler(clock)
     events = EventLog(clock)
@@ -108,14 +110,9 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
 
 
 def _cmd_clean(args: argparse.Namespace) -> int:
-    try:
-        out = clean_partition_dir(args.partition_dir, min_cleanable_dirty_ratio=args.min_cleanable_dirty_ratio,
-                                  delete_retention_ms=args.delete_retention_ms, segment_bytes=args.segment_bytes,
-                                  now_ms=args.now_ms, recover=args.recover)
-    except (CorruptRecordError, KafkaStorageError) as exc:
-        if args.recover:
-            raise
-        raise type(exc)(f"{exc}; nothing was changed (--recover repairs the log as a broker start would)") from None
+    out = clean_partition_dir(args.partition_dir, min_cleanable_dirty_ratio=args.min_cleanable_dirty_ratio,
+                              delete_retention_ms=args.delete_retention_ms, segment_bytes=args.segment_bytes,
+                              now_ms=args.now_ms, recover=args.recover)
     if args.json:
         print(json.dumps(out))
         return 0

@@ -23,12 +23,15 @@ the log is then opened as after a clean shutdown.
 from __future__ import annotations
 
 from ..errors import (CorruptCheckpointError, CorruptIndexError, CorruptRecordError, CorruptSnapshotError,
-                      KafkaStorageError)
+                      KafkaError, KafkaStorageError)
+from .checkpoint import CheckpointFile
 from .cleaner import finish_interrupted_swaps
 from .events import IndexRebuilt, LeftoverRemoved, RecoveryFinished, RecoveryStarted, RecoveryTruncated
 from .log_segment import LogSegment
+from .producer_state import SNAPSHOT_SUFFIX, decode_snapshot
+from .transaction_index import TransactionIndex
 
-__all__ = ["LogRecovery", "LEFTOVER_SUFFIXES", "check_log_dir"]
+__all__ = ["LogRecovery", "LEFTOVER_SUFFIXES", "check_log_dir", "check_unrepairable", "check_before_opening"]
 
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 
@@ -38,17 +41,56 @@ def _base_of(name: str) -> int | None:
     return int(stem) if len(stem) == 20 and stem.isdigit() else None
 
 
+def check_unrepairable(disk, d: str) -> None:
+    """Read-only: raise for what recovery cannot repair either, so a tool refuses it before it
+    writes anything even with ``--recover``: a leader-epoch checkpoint that does not parse
+    (:class:`CorruptCheckpointError`) or a ``.txnindex`` that does not (:class:`CorruptIndexError`)."""
+    try:
+        CheckpointFile(disk, f"{d}/leader-epoch-checkpoint", (int, int)).read()
+    except CorruptCheckpointError as exc:
+        raise CorruptCheckpointError(f"{d}/{exc}") from None
+    for name in disk.listdir(d):
+        if name.endswith(".txnindex") and _base_of(name) is not None:
+            TransactionIndex(disk, f"{d}/{name}").sanity_check()
+
+
+def check_before_opening(disk, d: str, config, *, recover: bool) -> None:
+    """What a tool runs before it opens ``d``: :func:`check_log_dir` (or, when the user asked for
+    recovery, :func:`check_unrepairable`), its error saying that nothing was changed and, when
+    it is so, that ``--recover`` would repair the log."""
+    try:
+        if recover:
+            check_unrepairable(disk, d)
+        else:
+            check_log_dir(disk, d, config)
+    except KafkaError as exc:
+        hint = " (--recover repairs it as a broker start would)" if getattr(exc, "needs_recovery", False) else ""
+        raise type(exc)(f"{exc}; nothing was changed{hint}") from None
+
+
+def _needs_recovery(exc: Exception) -> Exception:
+    exc.needs_recovery = True  # type: ignore[attr-defined]  # a tool can say that --recover would repair it
+    return exc
+
+
 def check_log_dir(disk, d: str, config, log_start_offset: int | None = None) -> int:
     """Read-only: raise what opening ``d`` would have to repair, naming the file and position.
 
     :class:`CorruptRecordError` for a torn or corrupt batch (or offsets out of order),
     :class:`CorruptIndexError` for an index that is missing or fails its sanity check,
-    :class:`CorruptCheckpointError` / :class:`CorruptSnapshotError` for a file that does not
-    parse, :class:`KafkaStorageError` for leftovers recovery would delete. Returns the log end
-    offset. Nothing is written, even the directory is not created."""
-    from .checkpoint import CheckpointFile
-    from .producer_state import SNAPSHOT_SUFFIX, decode_snapshot
+    :class:`CorruptSnapshotError` for a snapshot that does not parse or lies outside the log,
+    :class:`KafkaStorageError` for leftovers recovery would delete; each with
+    ``needs_recovery = True``. What recovery cannot repair either is raised first
+    (:func:`check_unrepairable`). Returns the log end offset. Nothing is written, even the
+    directory is not created."""
+    check_unrepairable(disk, d)
+    try:
+        return _check_repairable(disk, d, config, log_start_offset)
+    except KafkaError as exc:
+        raise _needs_recovery(exc) from None
 
+
+def _check_repairable(disk, d: str, config, log_start_offset: int | None) -> int:
     names = disk.listdir(d)
     bases = sorted(b for n in names if n.endswith(".log") and (b := _base_of(n)) is not None)
     for name in names:
@@ -76,10 +118,7 @@ def check_log_dir(disk, d: str, config, log_start_offset: int | None = None) -> 
             raise CorruptIndexError(f"{d}/{exc}; recovery would rebuild it") from None
         end = max(end, seg_end, base)
     start_offset = max(bases[0] if bases else 0, log_start_offset or 0)
-    try:
-        epochs = CheckpointFile(disk, f"{d}/leader-epoch-checkpoint", (int, int)).read()
-    except CorruptCheckpointError as exc:
-        raise CorruptCheckpointError(f"{d}/{exc}") from None
+    epochs = CheckpointFile(disk, f"{d}/leader-epoch-checkpoint", (int, int)).read()
     for n, (epoch, start) in enumerate(epochs):
         if start >= end or (n == 0 and start < start_offset):
             raise KafkaStorageError(f"{d}/leader-epoch-checkpoint: epoch {epoch} starts at offset {start}, outside "
