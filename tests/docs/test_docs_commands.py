@@ -197,13 +197,17 @@ def checkout(tmp_path_factory) -> pathlib.Path:
     """The repository's tracked files (as they are in the working tree) with the venv linked in,
     migrated, with the files the docs expect the reader to have."""
     root = tmp_path_factory.mktemp("checkout") / "kafkaviz"
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
-    for name in filter(None, tracked.decode().split("\0")):
-        src = REPO / name
-        if src.is_file():
-            dst = root / name
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True)
+    if tracked.returncode == 0 and tracked.stdout:
+        for name in filter(None, tracked.stdout.decode().split("\0")):
+            src = REPO / name
+            if src.is_file():
+                dst = root / name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+    else:  # not a git checkout (an unpacked archive): everything but the venv and what runs leave
+        shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(
+            ".venv", ".git", "__pycache__", ".pytest_cache", ".hypothesis", "db.sqlite3", "staticfiles"))
     venv = (REPO / ".venv").resolve()
     (root / ".venv").symlink_to(venv)
     env = fresh_env(root)
