@@ -328,12 +328,14 @@ def test_run_refuses_a_command_log_it_cannot_use_in_one_line(log, via_stdin):
             assert tree_digest(root) == before
 
 
-def test_run_into_a_data_directory_in_use_changes_nothing(valid_dir):
+@pytest.mark.parametrize("argv", [["run", "--commands", "{commands}"], ["scenario", "run", "kip101-data-loss"]])
+def test_a_run_into_a_data_directory_in_use_changes_nothing(valid_dir, argv):
     with copy_of(valid_dir) as root:
         commands = root.parent / "c.jsonl"
         commands.write_text('{"cmd": "create_topic", "topic": "t", "partitions": 1, "replication_factor": 3}\n')
         before = tree_digest(root)
-        assert "not empty" in assert_refused(*run("run", "--commands", str(commands), "--data-dir", str(root))[::2])
+        argv = [a.replace("{commands}", str(commands)) for a in argv] + ["--data-dir", str(root)]
+        assert "not empty" in assert_refused(*run(*argv)[::2])
         assert tree_digest(root) == before
 
 
