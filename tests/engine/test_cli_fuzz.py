@@ -400,3 +400,30 @@ def test_a_damaged_directory_in_a_subprocess(valid_dir):
                                   text=True, timeout=120)
             assert_refused(proc.returncode, proc.stderr, last_line=argv[0] == "dump")
             assert tree_digest(root) == before
+
+
+# ---- the same, longer (make test-slow) ---------------------------------------------------------
+
+LONG = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.slow
+@LONG
+@given(damage=DAMAGE)
+def test_clean_refuses_damage_long(valid_dir, damage):
+    test_clean_refuses_a_damaged_log_and_leaves_it_byte_identical.hypothesis.inner_test(valid_dir, damage)
+
+
+@pytest.mark.slow
+@LONG
+@given(damage=DAMAGE, partitions=st.integers(1, 3))
+def test_produce_refuses_damage_long(valid_dir, damage, partitions):
+    test_produce_into_a_damaged_directory_refuses_and_writes_nothing.hypothesis.inner_test(valid_dir, damage,
+                                                                                          partitions)
+
+
+@pytest.mark.slow
+@LONG
+@given(log=COMMAND_LOGS, via_stdin=st.booleans())
+def test_run_refuses_command_logs_long(log, via_stdin):
+    test_run_refuses_a_command_log_it_cannot_use_in_one_line.hypothesis.inner_test(log, via_stdin)
