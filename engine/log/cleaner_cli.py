@@ -3,9 +3,10 @@
 The directory (``<topic>-<partition>``, e.g. written by ``python -m engine produce
 --key-cardinality N``) is opened as a log. A log that would need recovery (a torn or corrupt
 batch, a broken index, leftovers of an interrupted clean) is refused with one line naming the
-file and position, and left byte for byte as it was; ``--recover`` runs Kafka's recovery
-first instead, as a broker start would (cutting a torn tail, rebuilding indexes, finishing or
-abandoning an interrupted clean). Then the cleaner checks its dirty ratio against ``min.cleanable.dirty.ratio``
+file and position, and left byte for byte as it was; so is a ``cleaner-offset-checkpoint`` that
+does not parse. ``--recover`` runs Kafka's recovery first instead, as a broker start would
+(cutting a torn tail, rebuilding indexes, finishing or abandoning an interrupted clean), and
+starts the cleaner points over when their checkpoint does not parse. Then the cleaner checks its dirty ratio against ``min.cleanable.dirty.ratio``
 and, if it qualifies, cleans it; the cleaner point goes to ``cleaner-offset-checkpoint``
 in the parent directory (the data directory). ``--now-ms`` is the cleaner's clock (default:
 the largest record timestamp in the log), which decides tombstone delete horizons. Files
@@ -19,7 +20,7 @@ import json
 import os
 from typing import Any
 
-from ..errors import InvalidRequestError
+from ..errors import CorruptCheckpointError, InvalidRequestError
 
 __all__ = ["add_subcommands", "clean_partition_dir"]
 
@@ -65,7 +66,8 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
     from ..config import LogConfig
     from ..disk import Disk
     from ..events import EventLog
-    from .cleaner import LogCleaner
+    from .checkpoint import CheckpointFile
+    from .cleaner import CLEANER_CHECKPOINT, LogCleaner
     from .log import Log
     from .recovery import check_before_opening
 
@@ -78,6 +80,12 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
     config = LogConfig().replace(**changes)
     disk = Disk(root)
     check_before_opening(disk, name, config, recover=recover)  # a refusal here has written nothing
+    if not recover:  # Kafka starts the cleaner points over when their checkpoint does not parse: only when asked
+        try:
+            CheckpointFile(disk, CLEANER_CHECKPOINT, (str, int, int)).read()
+        except CorruptCheckpointError as exc:
+            raise CorruptCheckpointError(f"{os.path.join(os.path.dirname(partition_dir), str(exc))}; nothing was "
+                                         "changed (--recover starts the cleaner points over, as Kafka does)") from None
     clock = VirtualClock(0)
     scheduler = Scheduler(clock)
     events = EventLog(clock)
