@@ -244,7 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", required=True)
     p.add_argument("--partitions", type=_int_at_least(1, MAX_PARTITIONS), default=1)
     p.add_argument("--count", type=_int_at_least(0, MAX_RECORDS), required=True, help="number of records")
-    p.add_argument("--value-bytes", type=_int_at_least(0, MAX_VALUE_BYTES), default=100, help="size of each value (default 100)")
+    p.add_argument("--value-bytes", type=_int_at_least(0, MAX_VALUE_BYTES), default=100,
+                   help="size of each value (default 100)")
     p.add_argument("--key-cardinality", type=_int_at_least(1, MAX_RECORDS), default=None,
                    help="keys are key-{i %% N}; omit for keyless records")
     p.add_argument("--segment-bytes", type=_any_int, default=None, help="segment.bytes")
@@ -281,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "retention pass runs and .deleted files are removed.")
     e.add_argument("--dir", default=None, help="data directory (default: a fresh temporary directory)")
     e.add_argument("--json", action="store_true", help="print the steps as JSON instead of text")
-    e.add_argument("--messages", type=_int_at_least(1, MAX_MESSAGES), default=None, help="messages to send (default 48)")
+    e.add_argument("--messages", type=_int_at_least(1, MAX_MESSAGES), default=None,
+                   help="messages to send (default 48)")
     e.set_defaults(func=_cmd_storage_experiment)
 
     _add_cluster_subcommands(sub)

@@ -6,9 +6,9 @@ batch, a broken index, leftovers of an interrupted clean) is refused with one li
 file and position, and left byte for byte as it was; so is a ``cleaner-offset-checkpoint`` that
 does not parse. ``--recover`` runs Kafka's recovery first instead, as a broker start would
 (cutting a torn tail, rebuilding indexes, finishing or abandoning an interrupted clean), and
-starts the cleaner points over when their checkpoint does not parse. Then the cleaner checks its dirty ratio against ``min.cleanable.dirty.ratio``
-and, if it qualifies, cleans it; the cleaner point goes to ``cleaner-offset-checkpoint``
-in the parent directory (the data directory). ``--now-ms`` is the cleaner's clock (default:
+starts the cleaner points over when their checkpoint does not parse. Then the cleaner checks
+its dirty ratio against ``min.cleanable.dirty.ratio`` and, if it qualifies, cleans it; the
+cleaner point goes to ``cleaner-offset-checkpoint`` in the parent directory (the data directory). ``--now-ms`` is the cleaner's clock (default:
 the largest record timestamp in the log), which decides tombstone delete horizons. Files
 the pass replaced are renamed ``.deleted``; they are removed ``file.delete.delay.ms`` of
 virtual time later, which the command lets pass before it closes the log.
