@@ -8,9 +8,9 @@ does not parse. ``--recover`` runs Kafka's recovery first instead, as a broker s
 (cutting a torn tail, rebuilding indexes, finishing or abandoning an interrupted clean), and
 starts the cleaner points over when their checkpoint does not parse. Then the cleaner checks
 its dirty ratio against ``min.cleanable.dirty.ratio`` and, if it qualifies, cleans it; the
-cleaner point goes to ``cleaner-offset-checkpoint`` in the parent directory (the data directory). ``--now-ms`` is the cleaner's clock (default:
-the largest record timestamp in the log), which decides tombstone delete horizons. Files
-the pass replaced are renamed ``.deleted``; they are removed ``file.delete.delay.ms`` of
+cleaner point goes to ``cleaner-offset-checkpoint`` in the parent directory (the data
+directory). ``--now-ms`` is the cleaner's clock (default: the largest record timestamp in the
+log), which decides tombstone delete horizons. Files the pass replaced are renamed ``.deleted``; they are removed ``file.delete.delay.ms`` of
 virtual time later, which the command lets pass before it closes the log.
 """
 from __future__ import annotations
