@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -76,6 +77,7 @@ INSTALLED_APPS = [
     "kafkaviz.live",
     "kafkaviz.lab",
     "kafkaviz.classroom",
+    "axes",   # the login rate limit (kafkaviz/classroom/lockout.py)
 ]
 
 MIDDLEWARE = [
@@ -89,6 +91,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",   # last, as django-axes asks: turns a lock-out into its page
 ]
 
 ROOT_URLCONF = "kafkaviz.urls"
@@ -121,6 +124,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Instructor accounts (rooms): Django auth; students join rooms without an account.
 LOGIN_URL = "classroom:login"
 LOGIN_REDIRECT_URL = "home"
+
+# Login rate limit (django-axes; kafkaviz/classroom/lockout.py): wrong passwords counted per
+# username and per client address, each on its own; at the limit either is locked for the
+# cool-off, the right password included. Attempts are database rows (any process, any database).
+AUTHENTICATION_BACKENDS = ["kafkaviz.classroom.lockout.LoginGuardBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = _int("KAFKAVIZ_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=_int("KAFKAVIZ_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Failures are not wiped by a successful login (AXES_RESET_ON_SUCCESS stays off): wiping deletes
+# every attempt from that address, so logging into one's own account would reset a guesser's count.
+AXES_LOCKOUT_CALLABLE = "kafkaviz.classroom.lockout.locked_out"
+AXES_VERBOSE = False
 
 # Sessions only hold the ids of a visitor's sandboxes. Signed cookies need no database
 # round trip on every WebSocket connect, and the signature stops a client from
@@ -206,6 +222,10 @@ KAFKAVIZ_DATA_DIR = os.environ.get("KAFKAVIZ_DATA_DIR") or os.path.join(tempfile
 # A share link (a stored run) is refused and deleted once it is this many days old;
 # `manage.py purge_shares` deletes the expired ones in bulk (run it daily from cron).
 KAFKAVIZ_SHARE_DAYS = _int("KAFKAVIZ_SHARE_DAYS", 30)
+# New runs one visitor (a session, or a room member) and one client address may store per day
+# (kafkaviz/live/shares.py; 0: no limit). Sharing a run already stored returns its link and costs nothing.
+KAFKAVIZ_SHARES_PER_VISITOR = _int("KAFKAVIZ_SHARES_PER_VISITOR", 30)
+KAFKAVIZ_SHARES_PER_ADDRESS = _int("KAFKAVIZ_SHARES_PER_ADDRESS", 200)
 
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
@@ -233,6 +253,11 @@ KAFKAVIZ_RUNTIME = {
     "COMMANDS_PER_SECOND": 20.0,
     "COMMAND_BURST": 40,
     "MAX_QUEUED_COMMANDS": 4,   # commands waiting for one sandbox; more are refused, not queued
+    # Per room member (sync, export, share, and a granted student's commands): never the
+    # sandbox's budget above, which stays the instructor's.
+    "MEMBER_COMMANDS_PER_SECOND": 10.0,
+    "MEMBER_COMMAND_BURST": 20,
+    "MEMBER_MAX_QUEUED": 2,
     # Per connection.
     "CONNECTION_COMMANDS_PER_SECOND": 20.0,
     "CONNECTION_COMMAND_BURST": 40,
@@ -243,10 +268,14 @@ KAFKAVIZ_RUNTIME = {
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute
-# before every join from it is refused for the rest of that minute; students per room.
+# before every join from it is refused for the rest of that minute; students per room and
+# per address in a room.
 KAFKAVIZ_ROOMS = {
     "JOIN_FAILURES_PER_MINUTE": _int("KAFKAVIZ_JOIN_FAILURES_PER_MINUTE", 10),
     "MAX_MEMBERS": _int("KAFKAVIZ_ROOM_MAX_MEMBERS", 300),   # students one room admits
+    # Students one client address may add to one room (0: no limit). A class behind one
+    # school NAT shares an address: raise it for a bigger class on one network.
+    "JOINS_PER_ADDRESS": _int("KAFKAVIZ_ROOM_JOINS_PER_ADDRESS", 60),
 }
 
 LOGGING = {

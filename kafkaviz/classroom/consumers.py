@@ -10,7 +10,16 @@ student's sockets: control given or taken back). Students never get the whole ro
 so a class of n joining costs n roster messages, not n².
 
 Everybody may ``sync``, ``export`` the room's run and ``share`` it (how a student forks
-the room into a private sandbox: the share id opens in their own lesson sandbox).
+the room into a private sandbox: the share id opens in their own lesson sandbox). A
+student's requests spend a budget of their own (``Runtime.command(..., budget=)``), never the
+room sandbox's, which stays the instructor's: a watcher's flood cannot refuse the
+instructor's commands.
+
+**Removing a member.** The instructor sends ``{"type": "remove", "member": <id>}``: the
+member leaves the roster, its answers are dropped, its sockets get ``removed`` and are
+closed, and its session cannot join the room again (its row stays, marked removed, so
+its address's joins still count it). A browser with a fresh session can join again under
+a new name, in plain sight on the roster.
 
 **Predict, then watch.** A student answers the lesson's "what will happen?" with
 ``{"type": "predict", "question": <prediction.upcoming.id>, "choice": <index>}``; the
@@ -45,7 +54,7 @@ CLOSE_ROOM_CLOSED = 4410
 
 # What any watcher of a room may send: nothing here changes the room's sandbox.
 READ_ONLY = frozenset({"export", "share"})
-ROOM_MESSAGES = frozenset({"grant", "revoke", "predict"})
+ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
 def _type_of(content: Any) -> str | None:
@@ -101,6 +110,12 @@ class RoomConsumer(LessonConsumer):
         self.member_id, self.instructor = member_id, instructor
         return room.sandbox_id, room.lesson
 
+    def budget(self) -> str:
+        return "" if self.instructor else f"member:{self.member_id}"
+
+    def visitor(self) -> str:
+        return f"room-member:{self.member_id}" if self.member_id is not None else super().visitor()
+
     async def authorise(self, content: Any) -> CommandError | None:
         ctype = _type_of(content)
         if ctype in READ_ONLY or self.instructor:
@@ -148,6 +163,9 @@ class RoomConsumer(LessonConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if _type_of(content) == "predict":
             await self._predict(content)
+            return
+        if _type_of(content) == "remove":
+            await self._remove(content)
             return
         if _type_of(content) in ROOM_MESSAGES:
             await self._grant(content)
@@ -201,6 +219,27 @@ class RoomConsumer(LessonConsumer):
                        name=name)
         await self.send_json({"type": "ack", "command": ctype, "text": text})
 
+    async def _remove(self, content: dict[str, Any]) -> None:
+        if not self.instructor:
+            await self.send_error(CommandError("forbidden", self.tr(_("Only the instructor can remove a student.")),
+                                               command="remove"))
+            return
+        member = content.get("member")
+        if isinstance(member, bool) or not isinstance(member, int) or len(content) != 2:
+            await self.refuse(CommandError("invalid", self.tr(_(
+                '"%(type)s" takes the member\'s id: {"type": "%(type)s", "member": 12}.'), type="remove"),
+                "member", "remove"))
+            return
+        name = await database_sync_to_async(self._set_removed)(member)
+        if name is None:
+            await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member",
+                                               "remove"))
+            return
+        await self.channel_layer.group_send(f"{self.room_group}.member.{member}", {"type": "room.removed"})
+        await self.broadcast_roster()
+        await self.send_json({"type": "ack", "command": "remove",
+                              "text": self.tr(_("%(name)s was removed from the room."), name=name)})
+
     async def send_json(self, content: Any, close: bool = False) -> None:
         if self.first_seq is None and isinstance(content, dict) and content.get("snapshot"):
             self.first_seq = content.get("frame_seq")      # 0: nothing has happened in this sandbox yet
@@ -231,6 +270,7 @@ class RoomConsumer(LessonConsumer):
                 self.instructor or (self.member_id is not None and await database_sync_to_async(self._granted)())):
             return
         try:
+            # The server's own keeping, not the member's request: never refused for a spent budget.
             reply = await get_router().command(self.sandbox_id, {"type": "export"})
         except CommandError as exc:
             if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
@@ -253,6 +293,12 @@ class RoomConsumer(LessonConsumer):
     async def room_control(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "control", "granted": bool(message["granted"])})
 
+    async def room_removed(self, message: dict[str, Any]) -> None:
+        self.room_closed_seen = True          # nothing of this socket's to keep
+        await self.send_json(CommandError("removed", self.tr(_("The instructor removed you from this room.")))
+                             .to_message())
+        await self.close(code=CLOSE_NO_SANDBOX)
+
     async def room_closed(self, message: dict[str, Any]) -> None:
         self.room_closed_seen = True
         await self.send_json(CommandError("closed", self.tr(_("The instructor closed this room. Thank you for "
@@ -269,21 +315,30 @@ class RoomConsumer(LessonConsumer):
         token = ((self.scope.get("session") or {}).get(MEMBERS_SESSION_KEY) or {}).get(room.code)
         member_id = None
         if isinstance(token, str):
-            member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
+            member_id = Member.objects.filter(room=room, token=token, removed=False).values_list("pk",
+                                                                                                 flat=True).first()
         return room, member_id, instructor
 
     def _open_sockets(self, member_id: int) -> int:
         return Member.objects.filter(pk=member_id).values_list("connections", flat=True).first() or 0
 
     def _granted(self) -> bool:
-        return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,
+        return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True, removed=False,
                                      room__closed__isnull=True).exists()
 
     def _set_granted(self, member: int, granted: bool) -> str | None:
-        row = Member.objects.filter(pk=member, room_id=self.room_id).first()
+        row = Member.objects.filter(pk=member, room_id=self.room_id, removed=False).first()
         if row is None:
             return None
         Member.objects.filter(pk=row.pk).update(granted=granted)
+        return row.name
+
+    def _set_removed(self, member: int) -> str | None:
+        row = Member.objects.filter(pk=member, room_id=self.room_id, removed=False).first()
+        if row is None:
+            return None
+        Member.objects.filter(pk=row.pk).update(removed=True, granted=False)
+        Answer.objects.filter(member_id=row.pk).delete()
         return row.name
 
     def _presence(self, delta: int) -> None:

@@ -76,6 +76,12 @@ class Member(models.Model):
     token = models.CharField(max_length=32, unique=True, default=new_member_token, editable=False)
     granted = models.BooleanField(default=False)
     connections = models.IntegerField(default=0)     # open sockets, in any process
+    # A keyed hash of the client address it joined from (never the address itself): joins
+    # per address and room are limited (``KAFKAVIZ_ROOM_JOINS_PER_ADDRESS``).
+    address = models.CharField(max_length=16, blank=True, default="", editable=False)
+    # Removed by the instructor: out of the roster, sockets closed, its session cannot join
+    # this room again; still counted in its address's joins.
+    removed = models.BooleanField(default=False)
     joined = models.DateTimeField(auto_now_add=True)
     last_seen = models.DateTimeField(auto_now=True)
 

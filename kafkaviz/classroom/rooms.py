@@ -37,7 +37,8 @@ def remember_member(session: Any, member: Member) -> None:
 def roster(room_id: int) -> list[dict[str, Any]]:
     """Who is in the room, as every watcher gets it (no tokens)."""
     return [{"id": m.pk, "name": m.name, "granted": m.granted, "connected": m.connections > 0}
-            for m in Member.objects.filter(room_id=room_id).only("pk", "name", "granted", "connections")]
+            for m in Member.objects.filter(room_id=room_id, removed=False).only("pk", "name", "granted",
+                                                                               "connections")]
 
 
 def close_room(room: Room) -> None:

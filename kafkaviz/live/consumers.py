@@ -20,6 +20,7 @@ import time
 from urllib.parse import parse_qs
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
@@ -28,10 +29,12 @@ from django.utils.translation import gettext_lazy as _
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 
+from .models import MAX_RUN_BYTES
 from .router import get_router
-from .runtime import TokenBucket, group_name
-from .sessions import sandbox_id_from_session
-from .validation import CommandError
+from .runtime import COMMON_COMMANDS, TokenBucket, group_name
+from .sessions import sandbox_id_from_session, visitor_id
+from .shares import ShareLimitReached, store_run
+from .validation import CommandError, validate_command
 
 log = logging.getLogger("kafkaviz.consumers")
 
@@ -176,17 +179,34 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
             # The browser lost track of the state (it missed the whole state a diff refers to).
-            await self.send_json(await get_router().snapshot(self.sandbox_id))
+            try:
+                snapshot = await get_router().snapshot(self.sandbox_id, self.budget())
+            except CommandError as exc:
+                await self.send_error(exc)
+                return
+            await self.send_json(snapshot)
             return
         await self.receive_json(content)
+
+    def budget(self) -> str:
+        """Hook: whose budget this socket's commands spend ("": the sandbox's own). A learner
+        owns their sandbox; in a room each member has one (``Runtime.command``)."""
+        return ""
+
+    def visitor(self) -> str:
+        """Hook: who this socket is, for the limit on shares (the session's own id)."""
+        return visitor_id(self.scope.get("session"))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         refusal = await self.authorise(content)
         if refusal is not None:
             await self.send_error(refusal)
             return
+        if isinstance(content, dict) and content.get("type") == "share":
+            await self.share(content)
+            return
         try:
-            reply = await get_router().command(self.sandbox_id, content)
+            reply = await get_router().command(self.sandbox_id, content, self.budget())
         except CommandError as exc:
             if exc.code in ("invalid", "unknown_type"):
                 await self.refuse(exc)
@@ -199,6 +219,34 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                 "sandbox if it looks wrong."))))
         else:
             await self.send_json(reply)
+
+    async def share(self, content: dict[str, Any]) -> None:
+        """``{"type": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
+        new runs limited per visitor and per address) and reply its ``share_id``. The run
+        comes from the sandbox's owner as an export; the database work happens here."""
+        try:
+            validate_command({"share": COMMON_COMMANDS["share"]}, content)
+        except CommandError as exc:
+            await self.refuse(exc)
+            return
+        try:
+            reply = await get_router().command(self.sandbox_id, {"type": "export"}, self.budget())
+            if len(json.dumps(reply["data"])) > MAX_RUN_BYTES:
+                raise CommandError("quota", self.tr(_("This run is too long to share; step back or reset first.")),
+                                   command="share")
+            shared = await database_sync_to_async(store_run)(str(reply["data"].get("lesson", "")), reply["data"],
+                                                            self.visitor(), client_address(self.scope))
+        except CommandError as exc:
+            exc.command = "share"
+            await self.send_error(exc)
+            return
+        except ShareLimitReached as exc:
+            await self.send_error(CommandError("quota", self.tr(_(
+                "You have shared %(limit)d new runs today, the most one visitor or network may; links you made "
+                "still work. Export the run as a file instead."), limit=exc.limit), command="share"))
+            return
+        await self.send_json({"type": "ack", "command": "share", "text": self.tr(_("Share link created.")),
+                              "share_id": shared.pk})
 
     async def refuse(self, exc: CommandError) -> None:
         """An invalid message: tell the sender, unless it keeps sending them (rate-limited:

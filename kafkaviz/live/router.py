@@ -38,7 +38,7 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from .runtime import Runtime, get_runtime
+from .runtime import READ_ONLY_COMMANDS, Runtime, get_runtime
 from .validation import CommandError
 
 log = logging.getLogger("kafkaviz.router")
@@ -99,11 +99,12 @@ class LocalRouter:
                      room: str = "") -> dict[str, Any]:
         return await self.runtime.attach(sandbox_id, slug, lang, address, room)
 
-    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
-        return await self.runtime.command(sandbox_id, message)
+    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
+        """``budget``: a room member's own budget (``Runtime.command``); "" spends the sandbox's."""
+        return await self.runtime.command(sandbox_id, message, budget)
 
-    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
-        return await self.runtime.snapshot(sandbox_id)
+    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
+        return await self.runtime.snapshot(sandbox_id, budget)
 
     async def detach(self, sandbox_id: str) -> None:
         await self.runtime.detach(sandbox_id)
@@ -299,11 +300,9 @@ class RedisRouter(LocalRouter):
         if sid not in rt.sandboxes:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
         if op == "command":
-            result = await rt.command(sid, args.get("message"))
-            await self._save(sid)
-            return result
+            return await self._command_here(sid, args)
         if op == "snapshot":
-            return await rt.snapshot(sid)
+            return await rt.snapshot(sid, str(args.get("budget") or ""))
         if op == "detach":
             await rt.detach(sid)
             return None
@@ -311,6 +310,13 @@ class RedisRouter(LocalRouter):
             await asyncio.to_thread(rt.discard, sid)
             return None
         raise CommandError("invalid", f"unknown runtime request {op[:20]!r}")
+
+    async def _command_here(self, sid: str, args: dict[str, Any]) -> Any:
+        message = args.get("message")
+        result = await self.runtime.command(sid, message, str(args.get("budget") or ""))
+        if not (isinstance(message, dict) and message.get("type") in READ_ONLY_COMMANDS):
+            await self._save(sid)           # a read-only command changed nothing worth keeping again
+        return result
 
     def _own(self, sid: str) -> None:
         self.owned.setdefault(sid, asyncio.get_running_loop().time())
@@ -377,9 +383,7 @@ class RedisRouter(LocalRouter):
             owner = await self._owner(sid)
             if owner == self.channel:
                 if op == "command":
-                    result = await self.runtime.command(sid, args.get("message"))
-                    await self._save(sid)
-                    return result
+                    return await self._command_here(sid, args)
                 return await self._local(op, sid, args)
             request_id = uuid.uuid4().hex
             future: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -423,11 +427,11 @@ class RedisRouter(LocalRouter):
         self.watching[sandbox_id] += 1
         return result
 
-    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
-        return await self._call("command", sandbox_id, {"message": message})
+    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
+        return await self._call("command", sandbox_id, {"message": message, "budget": budget})
 
-    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
-        return await self._call("snapshot", sandbox_id, {})
+    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
+        return await self._call("snapshot", sandbox_id, {"budget": budget})
 
     async def detach(self, sandbox_id: str) -> None:
         self.watching[sandbox_id] -= 1

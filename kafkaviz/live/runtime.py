@@ -70,6 +70,9 @@ COMMON_COMMANDS: dict[str, CommandSpec] = {
                                help="Replace the run with a shared one."),
 }
 RUN_FORMAT = "kafkaviz-run"
+# Commands that change nothing: a room member's run without waiting for the sandbox's turn.
+READ_ONLY_COMMANDS = frozenset({"export"})
+MAX_BUDGETS = 2000             # members' budgets kept per sandbox (a room admits a few hundred)
 
 
 def new_sandbox_id() -> str:
@@ -120,6 +123,10 @@ class Sandbox:
     seed: int = 0
     address: str = ""
     queued: int = 0                     # commands waiting for or holding this sandbox
+    # A room's members spend budgets of their own (``command(..., budget=)``), never the
+    # sandbox's bucket or queue, so a watcher's flood cannot refuse the instructor's commands.
+    budgets: dict[str, TokenBucket] = field(default_factory=dict)
+    budget_queued: Counter = field(default_factory=Counter)
     room: str = ""                      # the join code, when a classroom room drives this sandbox
     lock: threading.Lock = field(default_factory=threading.Lock)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)   # commands queue here, not in threads
@@ -278,7 +285,7 @@ class Runtime:
             await asyncio.sleep(0)
 
     def _reapable(self, sb: Sandbox, now: float) -> bool:
-        if sb.watchers > 0 or sb.queued > 0:
+        if sb.watchers > 0 or sb.queued > 0 or sum(sb.budget_queued.values()) > 0:
             return False
         return now - sb.last_active >= self.settings["IDLE_SECONDS"]
 
@@ -334,11 +341,19 @@ class Runtime:
         with sb.lock:
             return sb.frames.snapshot(sb.engine.state(), list(sb.engine.events.envelopes))
 
-    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
-        """The current whole state for one client that asked again (``sync``)."""
+    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
+        """The current whole state for one client that asked again (``sync``); with a
+        ``budget``, it is spent from that member's (see :meth:`command`)."""
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
+        if budget:
+            self._spend(sb, budget, "sync")
+            sb.budget_queued[budget] += 1
+            try:
+                return await asyncio.to_thread(self._snapshot, sb)
+            finally:
+                sb.budget_queued[budget] -= 1
         return await asyncio.to_thread(self._snapshot, sb)
 
     async def detach(self, sandbox_id: str) -> None:
@@ -386,9 +401,15 @@ class Runtime:
                 "disk_bytes": _tree_bytes(self.data_root)}
 
     # ---- commands ----------------------------------------------------------
-    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
+    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
         """Validate and run one command; publish the frames it caused. Returns the
-        reply for the sender, or raises :class:`CommandError` (sandbox unharmed)."""
+        reply for the sender, or raises :class:`CommandError` (sandbox unharmed).
+
+        ``budget`` names whose budget a room member's command spends (``"member:<id>"``):
+        a rate of its own (``MEMBER_COMMANDS_PER_SECOND`` / ``_BURST``) and at most
+        ``MEMBER_MAX_QUEUED`` of its commands waiting, never the sandbox's bucket or queue,
+        which stay the instructor's. A member's read-only command (``export``) does not
+        queue for the sandbox's turn either: it only takes the lock for the export."""
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
@@ -397,6 +418,18 @@ class Runtime:
         specs = {**COMMON_COMMANDS, **sb.engine.commands}
         with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
             spec, values = validate_command(specs, message)
+        if budget:
+            self._spend(sb, budget, spec.type)
+            sb.budget_queued[budget] += 1
+            try:
+                if spec.type in READ_ONLY_COMMANDS:
+                    text = await asyncio.to_thread(self._run, sb, spec, values)
+                    reply = {"type": "ack", "command": spec.type}
+                    reply.update(text if isinstance(text, dict) else {"text": text})
+                    return reply
+                return await self._execute(sb, spec, values, counted=False)
+            finally:
+                sb.budget_queued[budget] -= 1
         if not sb.bucket.take(now):
             raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
                                f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
@@ -406,8 +439,25 @@ class Runtime:
                                "wait for them to finish and try again.", command=spec.type)
         return await self._execute(sb, spec, values)
 
-    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> dict[str, Any]:
-        sb.queued += 1
+    def _spend(self, sb: Sandbox, budget: str, command: str) -> None:
+        """Take one token from a member's budget, or refuse (the sandbox's own budget untouched)."""
+        bucket = sb.budgets.get(budget)
+        if bucket is None:
+            if len(sb.budgets) >= MAX_BUDGETS:      # members who left long ago: their buckets are full again
+                sb.budgets.clear()
+            bucket = sb.budgets[budget] = TokenBucket(self.settings.get("MEMBER_COMMANDS_PER_SECOND", 5.0),
+                                                      self.settings.get("MEMBER_COMMAND_BURST", 10), self.now())
+        if not bucket.take(self.now()):
+            raise CommandError("rate_limited", "Too many requests from you; wait a moment and try again.",
+                               command=command)
+        if sb.budget_queued[budget] >= self.settings.get("MEMBER_MAX_QUEUED", 2):
+            raise CommandError("rate_limited", "The server is still working on your earlier requests; wait for "
+                               "them to finish and try again.", command=command)
+
+    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
+                       counted: bool = True) -> dict[str, Any]:
+        counted = int(counted)       # a member's command waits in the turn but not in the sandbox's queue
+        sb.queued += counted
         try:
             # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
             # busy sandbox never holds the threads other sandboxes need.
@@ -422,7 +472,7 @@ class Runtime:
                 if failure is not None:
                     raise failure
         finally:
-            sb.queued -= 1
+            sb.queued -= counted
             sb.last_active = self.now()
         reply = {"type": "ack", "command": spec.type}
         reply.update(text if isinstance(text, dict) else {"text": text})
@@ -583,13 +633,16 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
 
     from django.db import connections
 
-    from .models import MAX_RUN_BYTES, SharedRun
+    from .models import MAX_RUN_BYTES
+    from .shares import store_run
 
     data = _export(rt, sb, values)["data"]
     if len(json.dumps(data)) > MAX_RUN_BYTES:
         raise CommandError("quota", "This run is too long to share; step back or reset first.", command="share")
     try:
-        shared = SharedRun.objects.create(lesson=sb.slug, payload=data)
+        # Identical runs are stored once. A socket's share goes through the consumer, which
+        # also applies the limits per visitor and address (LessonConsumer.share).
+        shared = store_run(sb.slug, data)
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     return {"text": _("Share link created."), "share_id": shared.id}
