@@ -81,3 +81,25 @@ def test_lab_analyze_refuses_a_directory_that_is_not_a_log_dir_and_leaves_it(fil
         before = tree_digest(root)
         assert "not a Kafka log directory" in refused("lab", "analyze", root, "--out", os.path.join(root, "out"))
         assert tree_digest(root) == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("answers, message", [
+    ([EOFError], "No password given"),
+    (["Tr0ub4dor&3-horse", EOFError], "No password given"),
+    (["\udcff\udcfe-Tr0ub4dor&3", "\udcff\udcfe-Tr0ub4dor&3"], "not UTF-8"),
+    (["Tr0ub4dor&3-horse", "Tr0ub4dor&3-h0rse"], "differ"),
+])
+def test_createinstructor_refuses_a_password_it_cannot_use_in_one_line(monkeypatch, answers, message):
+    from django.contrib.auth import get_user_model
+
+    replies = iter(answers)
+
+    def fake_getpass(prompt=""):
+        reply = next(replies)
+        if reply is EOFError:
+            raise EOFError
+        return reply
+    monkeypatch.setattr("getpass.getpass", fake_getpass)
+    assert message in refused("createinstructor", "carol")
+    assert not get_user_model().objects.filter(username="carol").exists()
