@@ -103,3 +103,21 @@ def test_createinstructor_refuses_a_password_it_cannot_use_in_one_line(monkeypat
     monkeypatch.setattr("getpass.getpass", fake_getpass)
     assert message in refused("createinstructor", "carol")
     assert not get_user_model().objects.filter(username="carol").exists()
+
+
+@pytest.mark.parametrize("argv, env, message", [
+    (["--processes", "100000000"], {}, "between 1 and 64"),
+    (["--processes", "0"], {}, "between 1 and 64"),
+    (["--port", "70000"], {}, "below 65536"),
+    ([], {"PORT": "abc"}, "must be integers"),
+])
+def test_serve_refuses_impossible_sizes_before_starting_anything(tmp_path, argv, env, message):
+    import subprocess
+    import sys
+
+    from kafkaviz.serve import REPO
+    state = tmp_path / "state"
+    proc = subprocess.run([sys.executable, "-m", "kafkaviz.serve", "--state-dir", str(state), *argv], cwd=REPO,
+                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr.strip().splitlines()[-1], proc.stderr
+    assert "Traceback" not in proc.stderr and not state.exists()
