@@ -409,6 +409,14 @@ def test_huge_or_impossible_sizes_are_one_line_errors(tmp_path, argv):
     assert tree_digest(tmp_path) == before
 
 
+def test_run_caps_the_size_of_a_command_log(tmp_path):
+    from engine.cluster.cli import MAX_COMMANDS
+    many = tmp_path / "many.jsonl"
+    many.write_text('{"cmd": "advance", "ms": 1}\n' * (MAX_COMMANDS + 1))
+    assert f"at most {MAX_COMMANDS}" in assert_refused(*run("run", "--commands", str(many))[::2])
+    assert "larger than 64 MiB" in assert_refused(*run("run", "--commands", "-", stdin=b"#" * (65 << 20))[::2])
+
+
 def test_a_damaged_directory_in_a_subprocess(valid_dir):
     """The real entry point: one line, exit 1, no traceback, the files as they were."""
     with copy_of(valid_dir) as root:
