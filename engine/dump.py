@@ -186,6 +186,8 @@ def _walk_batches(buf: bytes, start: int = 0, until_offset: int | None = None) -
 
     out = []
     pos = start
+    if pos < 0:  # an index entry's position, read from a damaged index
+        return _Walk(out, pos, f"position {pos} is before the start of the log")
     while len(buf) - pos > _HEADER_UP_TO_MAGIC:  # Kafka's reader needs more than the 17 bytes up to magic
         if until_offset is not None and out and out[-1][1].last_offset >= until_offset:
             break
