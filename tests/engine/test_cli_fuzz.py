@@ -393,6 +393,32 @@ def test_run_refuses_a_command_log_it_cannot_use_in_one_line(log, via_stdin):
 
 
 @pytest.mark.parametrize("argv", [["run", "--commands", "{commands}"], ["scenario", "run", "kip101-data-loss"]])
+def _vocabulary():
+    import dataclasses
+
+    from engine.cluster.commands import COMMANDS
+    fields = sorted({f.name for c in COMMANDS.values() if dataclasses.is_dataclass(c) for f in dataclasses.fields(c)})
+    values = st.one_of(st.integers(-3, 5), st.integers(-(2 ** 70), 2 ** 70), st.booleans(), st.none(),
+                       st.sampled_from(["orders", "t", "", "all", "hw", "c1"]), st.floats(allow_nan=False),
+                       st.lists(st.integers(-1, 3), max_size=3), st.just([["in", 0, 1]]),
+                       st.just({"min.insync.replicas": 2}))
+    return st.builds(lambda name, kv: {"cmd": name, **kv}, st.sampled_from(sorted(COMMANDS)),
+                     st.dictionaries(st.sampled_from(fields), values, max_size=4))
+
+
+@FUZZ
+@given(commands=st.lists(_vocabulary(), min_size=1, max_size=4))
+def test_run_of_any_commands_of_the_vocabulary_ends_in_a_summary_or_one_line(commands):
+    log = "\n".join(['{"cmd": "create_topic", "topic": "orders", "partitions": 1, "replication_factor": 3}',
+                     '{"cmd": "produce", "topic": "orders", "acks": "all", "values": ["m1", "m2"]}',
+                     *map(json.dumps, commands)]) + "\n"
+    code, out, err = run("run", "--commands", "-", stdin=log.encode())
+    if code:
+        assert_refused(code, err)
+    else:
+        assert "checker" in out and err == "", err
+
+
 def test_a_run_into_a_data_directory_in_use_changes_nothing(valid_dir, argv):
     with copy_of(valid_dir) as root:
         commands = root.parent / "c.jsonl"
