@@ -444,6 +444,25 @@ def test_assign_refuses_members_it_cannot_read_in_one_line(members, strategy):
     assert_refused(*run("assign", "--strategy", strategy, "--members", members, "--partitions", '{"t": 3}')[::2])
 
 
+TOPICS = st.sampled_from(["a", "b", "c"])
+
+
+@FUZZ
+@given(members=st.dictionaries(st.sampled_from(["c1", "c2", "c3", ""]), st.lists(TOPICS, max_size=3), max_size=3),
+       partitions=st.dictionaries(TOPICS, st.integers(-1, 6), max_size=3),
+       previous=st.none() | st.dictionaries(st.sampled_from(["c1", "c2", "c4"]),
+                                            st.lists(st.tuples(TOPICS, st.integers(-2, 7)).map(list), max_size=4),
+                                            max_size=3),
+       strategy=st.sampled_from(["range", "roundrobin", "sticky", "cooperative-sticky"]))
+def test_assign_of_any_group_prints_an_assignment_or_one_line(members, partitions, previous, strategy):
+    argv = ["assign", "--strategy", strategy, "--members", json.dumps(members), "--partitions", json.dumps(partitions)]
+    code, out, err = run(*argv, *(["--previous", json.dumps(previous)] if previous is not None else []))
+    if code:
+        assert_refused(code, err)
+    else:
+        assert set(json.loads(out)) == set(members)
+
+
 @FUZZ
 @given(count=st.integers(100_001, 10 ** 20), members=st.integers(1, 3),
        strategy=st.sampled_from(["range", "roundrobin", "sticky", "cooperative-sticky"]))
