@@ -392,7 +392,6 @@ def test_run_refuses_a_command_log_it_cannot_use_in_one_line(log, via_stdin):
             assert tree_digest(root) == before
 
 
-@pytest.mark.parametrize("argv", [["run", "--commands", "{commands}"], ["scenario", "run", "kip101-data-loss"]])
 def _vocabulary():
     import dataclasses
 
@@ -419,6 +418,7 @@ def test_run_of_any_commands_of_the_vocabulary_ends_in_a_summary_or_one_line(com
         assert "checker" in out and err == "", err
 
 
+@pytest.mark.parametrize("argv", [["run", "--commands", "{commands}"], ["scenario", "run", "kip101-data-loss"]])
 def test_a_run_into_a_data_directory_in_use_changes_nothing(valid_dir, argv):
     with copy_of(valid_dir) as root:
         commands = root.parent / "c.jsonl"
