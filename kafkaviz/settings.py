@@ -4,7 +4,9 @@ Production-safe by default; everything a deployment changes comes from the
 environment (README, "Production"; docs/web.md, "Settings"):
 
 * ``DJANGO_DEBUG`` ("0" by default; ``make run`` sets "1" for local development)
-* ``DJANGO_SECRET_KEY`` (required when DEBUG is off: the server refuses to start without it)
+* ``DJANGO_SECRET_KEY`` (required when DEBUG is off: the server refuses to start without it;
+  ``manage.py`` commands that serve nothing, e.g. ``lab`` or ``migrate``, get a throwaway
+  per-process key instead, see ``manage.py``'s ``SERVING_COMMANDS``)
 * ``DJANGO_ALLOWED_HOSTS`` (comma separated; also the WebSocket origin allow-list)
 * ``DJANGO_CSRF_TRUSTED_ORIGINS`` (comma separated, e.g. ``https://demo.example.org``)
 * ``DJANGO_SECURE_COOKIES`` (secure session/CSRF cookies; on unless DEBUG)
@@ -19,12 +21,15 @@ environment (README, "Production"; docs/web.md, "Settings"):
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+import kafkaviz
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -45,11 +50,15 @@ DEBUG = _flag("DJANGO_DEBUG", "0")
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
+    if DEBUG:
+        SECRET_KEY = "django-insecure-kafkaviz-local-development-only"
+    elif getattr(kafkaviz, "SERVES_NOTHING", False):
+        # manage.py lab/migrate/createinstructor/…: nothing signed here outlives the process.
+        SECRET_KEY = secrets.token_urlsafe(50)
+    else:
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY must be set when DEBUG is off (the default). For local development run "
             "`make run`, or set DJANGO_DEBUG=1.")
-    SECRET_KEY = "django-insecure-kafkaviz-local-development-only"
 
 ALLOWED_HOSTS = _list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
