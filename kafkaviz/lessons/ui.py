@@ -346,10 +346,11 @@ def ui_strings() -> dict[str, str]:
         "cl_button_why": _("{broker}: {state}"),
         "cl_link_desc": _("link {a}–{b}: {text}"),
         "cl_controller_epoch": _("★ controller (epoch {epoch})"),
-        "cl_in_isr": _("in ISR"),
-        "cl_out_isr": _("not in ISR"),
         "cl_client": _("Client: producer, consumers"),
         "cl_client_short": _("client"),
+        # flow.js: the words a travelling message's label adds to Kafka's own names and values
+        "fl_committed": _("committed {p}:{offset}"),
+        "fl_assignment": _("assignment · gen {g}"),
         "pd_file_title": _("{name}, {size} bytes"),
         "pd_file_title_deleted": _("{name}, {size} bytes, renamed to .deleted"),
         "pd_other": _("other"),

@@ -103,7 +103,7 @@
       if (lane && lane.alive && lane.leo !== undefined) {
         const inIsr = st.partition && (st.partition.isr || []).indexOf(b.id) >= 0;
         nums = "LEO " + lane.leo + " HW " + lane.high_watermark + (lane.leader_epoch !== null && lane.leader_epoch !== undefined ? " e" + lane.leader_epoch : "");
-        isr = st.partition ? (inIsr ? KV.t("cl_in_isr") : KV.t("cl_out_isr")) : "";
+        isr = st.partition ? (inIsr ? KV.t("in_isr") : KV.t("not_in_isr")) : "";
       }
       return { role: role, nums: nums, isr: isr, records: lane && lane.records ? lane.records.map(function (r) { return r.epoch; }) : null,
         hw: lane ? lane.high_watermark : null };
@@ -112,8 +112,10 @@
     const leads = parts.filter(function (p) { return p.leader === b.id; }).map(function (p) { return "p" + p.partition; });
     const role = leads.length ? "♛ " + KV.t("leads") + " " + leads.join(", ") : parts.length ? KV.t("holds") + " " + parts.map(function (p) { return "p" + p.partition; }).join(", ") : KV.t("no_replica");
     const lanes = parts.map(function (p) { return (p.replicas || []).find(function (r) { return r.broker === b.id; }); });
-    const nums = lanes.filter(function (l) { return l && l.leo !== undefined; }).map(function (l, i) { return "LEO " + l.leo + " HW " + l.high_watermark; }).slice(0, 2).join(" · ");
-    return { role: role, nums: nums, isr: "", records: null, hw: null };
+    const lines = lanes.map(function (l, i) { return l && l.leo !== undefined ? "p" + parts[i].partition + " LEO " + l.leo + " HW " + l.high_watermark : null; })
+      .filter(Boolean);
+    const nums = lines[0] || "", isr = lines.slice(1, 3).join(" · ");
+    return { role: role, nums: nums, isr: isr, records: null, hw: null };
   }
 
   function draw(container, st) {

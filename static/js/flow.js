@@ -15,6 +15,8 @@
   // Who coordinates a group or a transactional id, and who leads a partition: learned from
   // the events that say so, since the answer events do not all repeat it.
   const coordinators = {};
+  // The transaction coordinator's requests, by Kafka's names.
+  const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn" };
   const leaders = {};
 
   function range(a, b) { return a === null || a === undefined ? "∅" : a + (b !== a ? "–" + b : ""); }
@@ -37,7 +39,7 @@
       switch (ev.kind) {
         case "leader_elected":
           leaders[ev.topic + "-" + ev.partition] = ev.chosen;
-          add(ev, ev.controller, ev.chosen, "metadata", "Leader " + ev.chosen + " · e" + ev.leader_epoch + " · ISR [" + ev.isr.join(",") + "]");
+          add(ev, ev.controller, ev.chosen, "metadata", "leader " + ev.chosen + " · e" + ev.leader_epoch + " · ISR [" + ev.isr.join(",") + "]");
           break;
         case "fetch_sent":
           add(ev, ev.broker, ev.leader, "fetch", "Fetch " + ev.fetch_offset + " · e" + ev.last_fetched_epoch); break;
@@ -79,18 +81,18 @@
         case "sync_group_sent":
           add(ev, -1, coordinators["g:" + ev.group], "sync-group", "SyncGroup gen " + ev.generation); break;
         case "sync_group_completed":
-          add(ev, ev.coordinator, -1, "sync-group-response", "assignment · gen " + ev.generation, answer); break;
+          add(ev, ev.coordinator, -1, "sync-group-response", KV.t("fl_assignment", { g: ev.generation }), answer); break;
         case "heartbeat_answered":
-          add(ev, coordinators["g:" + ev.group], -1, "heartbeat-response", "Heartbeat " + ev.error, ev.error === "NONE" ? answer : error); break;
+          add(ev, coordinators["g:" + ev.group], -1, "heartbeat-response", "Heartbeat " + (ev.error === "NONE" ? "ok" : ev.error), ev.error === "NONE" ? answer : error); break;
         case "offset_commit_sent":
           add(ev, -1, coordinators["g:" + ev.group], "offset-commit", "OffsetCommit " + ev.offsets.map(function (o) { return o[1] + ":" + o[2]; }).join(" ")); break;
         case "offset_committed":
-          add(ev, ev.coordinator, -1, "offset-commit-response", "committed " + ev.partition + ":" + ev.offset, answer); break;
+          add(ev, ev.coordinator, -1, "offset-commit-response", KV.t("fl_committed", { p: ev.partition, offset: ev.offset }), answer); break;
         case "offset_commit_failed":
           add(ev, coordinators["g:" + ev.group], -1, "offset-commit-response", ev.error, error); break;
         case "txn_request":
-          add(ev, -1, ev.coordinator, kebab(ev.api), ev.api);
-          add(ev, ev.coordinator, -1, kebab(ev.api) + "-response", ev.error === "NONE" ? "ok" : ev.error,
+          add(ev, -1, ev.coordinator, kebab(TXN_API[ev.api] || ev.api), TXN_API[ev.api] || ev.api);
+          add(ev, ev.coordinator, -1, kebab(TXN_API[ev.api] || ev.api) + "-response", ev.error === "NONE" ? "ok" : ev.error,
             Object.assign({ t: ev.time_ms + 0.5 }, ev.error === "NONE" ? answer : error));
           break;
         case "txn_marker_written":
