@@ -205,8 +205,7 @@
       texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
         (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "");
       const h = holding(st, b);
-      // A narrow box keeps the crown and the partition; the full words are in the description.
-      texts[2].textContent = BOX_W < 130 && b.replica !== undefined ? (b.replica ? (b.leader ? "♛ " : "") + (st.partition ? st.partition.topic + "-" + st.partition.partition : "") : "—") : h.role;
+      texts[2].textContent = h.role;
       texts[3].textContent = h.nums;
       texts[4].textContent = [h.isr, b.incarnation !== undefined ? KV.t("started_times", { n: b.incarnation }) : ""].filter(Boolean).join(" · ");
       // The replica's log in small: a square per record, tinted by its epoch, the HW a line.
@@ -219,6 +218,14 @@
           mini.append(el("rect", { x: 10 + i * 11, y: 82, width: 9, height: 9, class: "cl-rec epoch-" + (e % 4) }));
         });
         if (h.hw !== null && h.hw >= first) mini.append(el("path", { d: "M" + (9 + (h.hw - first) * 11) + ",79 v15", class: "cl-hw-mark" }));
+      }
+      // A line longer than a narrow box is squeezed to fit it, never cut off.
+      for (let i = 0; i < 5; i++) {
+        texts[i].removeAttribute("textLength");
+        if (texts[i].textContent && texts[i].getComputedTextLength() > BOX_W - 14) {
+          texts[i].setAttribute("textLength", BOX_W - 14);
+          texts[i].setAttribute("lengthAdjust", "spacingAndGlyphs");
+        }
       }
       const ctl = g.querySelector(".cl-controller");
       ctl.style.display = b.controller ? "" : "none";
