@@ -348,6 +348,8 @@ def ui_strings() -> dict[str, str]:
         "cl_controller_epoch": _("★ controller (epoch {epoch})"),
         "cl_client": _("Client: producer, consumers"),
         "cl_client_short": _("client"),
+        "cl_group_coordinator": _("group coordinator"),
+        "cl_txn_coordinator": _("txn coordinator"),
         # flow.js: the words a travelling message's label adds to Kafka's own names and values
         "fl_committed": _("committed {p}:{offset}"),
         "fl_assignment": _("assignment · gen {g}"),

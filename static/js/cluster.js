@@ -6,7 +6,8 @@
  * marked aria-disabled (they stay focusable; the engine's refusal explains why). */
 (function () {
   "use strict";
-  const GAP = 12, TOP = 36, CLIENT_H = 40;
+  const GAP = 12, CLIENT_H = 40;
+  let TOP = 36;
   let CLIENT_W = 230;
   let BOX_W = 150, BOX_H = 112, W = 560, perRow = 3;
   const el = KV.el;
@@ -118,9 +119,17 @@
     return { role: role, nums: nums, isr: isr, records: null, hw: null };
   }
 
+  function coordinates(st, id) {
+    if (st.group && st.group.coordinator === id) return "◆ " + KV.t("cl_group_coordinator");
+    if ((st.transactions || []).some(function (t) { return t.coordinator === id; })) return "◆ " + KV.t("cl_txn_coordinator");
+    return "";
+  }
+
   function draw(container, st) {
     const brokers = st.brokers || [];
     W = Math.max(320, Math.min(980, container.clientWidth || 560));
+    // Room above the boxes for a second badge when the controller's broker also coordinates.
+    TOP = brokers.some(function (b) { return b.controller && coordinates(st, b.id); }) ? 62 : 36;
     const pos = layout(brokers.length);
     const rows = Math.ceil(brokers.length / perRow);
     const svg = KV.keep(container, "cl-svg", function () {
@@ -191,7 +200,9 @@
           el("text", { x: 10, y: 104, class: "cl-inc" }), el("g", { class: "cl-mini" }));
         const c = el("g", { class: "cl-controller" });
         c.append(el("rect", { width: 104, height: 22, rx: 11 }), el("text", { x: 52, y: 15.5, "text-anchor": "middle" }));
-        n.append(c);
+        const k = el("g", { class: "cl-coordinator" });
+        k.append(el("rect", { width: 104, height: 22, rx: 11 }), el("text", { x: 52, y: 15.5, "text-anchor": "middle" }));
+        n.append(c, k);
         n.addEventListener("click", function () { pick(b.id); });
         return n;
       });
@@ -199,7 +210,6 @@
       g.setAttribute("class", "cl-broker " + (b.alive ? "up" : "down") + (BOX_W < 130 ? " cl-narrow" : ""));
       g.querySelector(".cl-box").setAttribute("width", BOX_W);
       g.querySelector(".cl-cross").setAttribute("d", "M0,0 L" + BOX_W + "," + BOX_H + " M" + BOX_W + ",0 L0," + BOX_H);
-      g.querySelector(".cl-controller").setAttribute("transform", "translate(" + (BOX_W / 2 - 52) + ",-28)");
       const texts = g.querySelectorAll("text");
       texts[0].textContent = KV.brokerName(b.id);
       texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
@@ -230,6 +240,23 @@
       const ctl = g.querySelector(".cl-controller");
       ctl.style.display = b.controller ? "" : "none";
       texts[5].textContent = "★ " + KV.t("controller");
+      // The group's or the transactions' coordinator (lessons 13, 14): a second badge.
+      const coord = g.querySelector(".cl-coordinator"), what = coordinates(st, b.id);
+      coord.style.display = what ? "" : "none";
+      texts[6].textContent = what;
+      // Badges as wide as their words, centred on the box (side by side when both fit).
+      const fit = function (badge) {
+        const t = badge.querySelector("text"), w = badge.style.display === "none" ? 0 : Math.ceil(t.getComputedTextLength()) + 18;
+        badge.querySelector("rect").setAttribute("width", w);
+        t.setAttribute("x", w / 2);
+        return w;
+      };
+      const cw = fit(ctl), kw = fit(coord);
+      const side = cw && kw && cw + kw + 6 <= BOX_W + 20;
+      ctl.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 : BOX_W / 2 - cw / 2) + ",-28)");
+      coord.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 + cw + 6 : BOX_W / 2 - kw / 2) + "," +
+        (cw && kw && !side ? -54 : -28) + ")");
+      if (what) desc.push(KV.brokerName(b.id) + ": " + what);
       desc.push(KV.brokerName(b.id) + ": " + (b.alive ? KV.t("up") : KV.t("down")) + (b.fenced ? ", " + KV.t("fenced") : "") +
         (isolated[b.id] ? ", " + KV.t("isolated") : "") +
         (b.controller ? ", " + KV.t("cl_controller_epoch", { epoch: (st.controller || {}).epoch }) : "") + ", " + h.role.replace("♛ ", "") +
