@@ -17,7 +17,7 @@ from tests.browser.test_frame_protocol import wait_for
 pytestmark = pytest.mark.browser
 
 WIDTHS = {"wide": (1366, 800), "phone": (390, 844)}
-SLUGS = [lesson.slug for lesson in LESSONS]
+SLUGS = [lesson.slug for lesson in LESSONS] + ["sandbox"]
 CLUSTER_LESSONS = ["replication", "isr-and-acks", "leader-epoch", "leader-election", "committing-offsets",
                    "idempotence-and-transactions"]
 
