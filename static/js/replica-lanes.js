@@ -131,7 +131,7 @@
     let yAcc = TOP_L + (CELL_H + ROW_GAP);
     lanes.forEach(function (l) { laneTop[l.broker] = yAcc; yAcc += CELL_H + ROW_GAP + (cuts[l.broker] ? CUT_STRIP : 0); });
     const height = yAcc + 10;
-    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, class: "le-svg", role: "img",
+    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: width, class: "le-svg", role: "img",
       "aria-labelledby": "lanes-svg-title lanes-svg-desc" });
     svg.append(el("title", { id: "lanes-svg-title" }, part.topic + "-" + part.partition));
     const desc = [];
