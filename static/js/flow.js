@@ -19,6 +19,8 @@
   const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn" };
   const leaders = {};
 
+  // Labels are Kafka's request names and the values they carry (no English sentence: the
+  // words a label adds, like "committed", come from KV.t).
   function range(a, b) { return a === null || a === undefined ? "∅" : a + (b !== a ? "–" + b : ""); }
   function kebab(api) { return String(api).replace(/([a-z])([A-Z])/g, "$1-$2").replace(/_/g, "-").toLowerCase(); }
 
@@ -51,7 +53,7 @@
         case "epoch_request_answered":
           add(ev, ev.broker, ev.follower, "offsets-for-leader-epoch-response", "e" + ev.epoch + " → " + ev.end_offset, answer); break;
         case "alter_partition_sent":
-          add(ev, ev.broker, controller, "alter-partition", "AlterPartition ISR [" + ev.proposed_isr.join(",") + "] e" + ev.leader_epoch); break;
+          add(ev, ev.broker, controller, "alter-partition", ["AlterPartition", "ISR", "[" + ev.proposed_isr.join(",") + "]", "e" + ev.leader_epoch].join(" ")); break;
         case "produce_received":
           add(ev, -1, ev.broker, "produce", "Produce " + ev.records + " · acks=" + (ev.acks === -1 ? "all" : ev.acks)); break;
         case "produce_acked":
@@ -79,7 +81,7 @@
         case "join_group_completed":
           add(ev, ev.coordinator, -1, "join-group-response", "gen " + ev.generation + " · leader " + ev.leader, answer); break;
         case "sync_group_sent":
-          add(ev, -1, coordinators["g:" + ev.group], "sync-group", "SyncGroup gen " + ev.generation); break;
+          add(ev, -1, coordinators["g:" + ev.group], "sync-group", ["SyncGroup", "gen", ev.generation].join(" ")); break;
         case "sync_group_completed":
           add(ev, ev.coordinator, -1, "sync-group-response", KV.t("fl_assignment", { g: ev.generation }), answer); break;
         case "heartbeat_answered":
@@ -135,8 +137,13 @@
     const slot = Math.min(SLOT_MS, MAX_SPAN_MS / Math.max(times.length, 1)) / speed;
     const flight = FLIGHT_MS / speed;
     tokens.forEach(function (tok) {
-      const r = KV.clusterRoute(tok.from, tok.to);
-      if (!r) return;
+      const r0 = KV.clusterRoute(tok.from, tok.to);
+      if (!r0) return;
+      // Requests and answers keep to either side of their link, so a fetch and its answer
+      // crossing each other stay readable.
+      const dx = r0[2].x - r0[0].x, dy = r0[2].y - r0[0].y, len = Math.hypot(dx, dy) || 1;
+      const side = (tok.cls.indexOf("flow-answer") >= 0 ? 8 : -8) * (tok.from < tok.to ? 1 : -1);
+      const r = r0.map(function (q) { return { x: q.x - dy / len * side, y: q.y + dx / len * side }; });
       const node = tokenNode(tok);
       const end = at(r, tok.drop === undefined ? 1 : tok.drop);
       layer.append(node);
