@@ -199,3 +199,33 @@ def test_a_chart_loads_without_a_csp_error(browser: Browser, live_server_url, sl
         assert not errors, errors
     finally:
         ctx.close()
+
+
+def test_a_message_dropped_at_a_cut_link_falls_there(browser: Browser, live_server_url):
+    # Lesson 14, step 1: the link from the leader back to the client is cut one way, so the
+    # produce's answer is dropped on it.
+    ctx, page, _ = fresh(browser, "wide")
+    try:
+        open_lesson(page, live_server_url, "idempotence-and-transactions")
+        step(page)
+        wait_for(page, "document.querySelector('#cl-flow .flow-dropped')")
+        fall = page.evaluate("""() => { const n = document.querySelector('#cl-flow .flow-dropped');
+          const k = n.getAnimations()[0].effect.getKeyframes(), y = (f) => Number(/,\\s*(-?[\\d.]+)px\\)/.exec(f.transform)[1]);
+          return { label: n.textContent, falls: y(k[k.length - 1]) - y(k[k.length - 2]), fades: k[k.length - 1].opacity }; }""")
+        assert fall["label"].startswith("✗") and fall["falls"] > 20 and float(fall["fades"]) == 0, fall
+    finally:
+        ctx.close()
+
+
+def test_a_produced_batch_travels_into_the_active_segment(browser: Browser, live_server_url):
+    ctx, page, _ = fresh(browser, "wide")
+    try:
+        open_lesson(page, live_server_url, "segments")
+        step(page)
+        wait_for(page, "document.querySelector('[data-flow=\"produce-batch\"]')")
+        token = page.evaluate("""() => { const n = document.querySelector('[data-flow="produce-batch"]');
+          return { label: n.textContent, running: n.getAnimations().length, segment: n.dataset.segment,
+                   active: KV.lastFrame.state.partitions.map((p) => String(p.active_segment)) }; }""")
+        assert token["running"] and token["label"] and token["segment"] in token["active"], token
+    finally:
+        ctx.close()
