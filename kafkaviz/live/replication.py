@@ -512,7 +512,7 @@ class ReplicationSandbox(SandboxKind):
                 "topic": topic, "partition": pnum, "replicas": list(pmeta["replicas"]),
                 "leader": part["leader"], "leader_epoch": part["leader_epoch"], "isr": part["isr"],
                 "high_watermark": part["high_watermark"], "diverged": part["diverged"]},
-            "lanes": [] if part is None else _lanes(part, pmeta),
+            "lanes": [] if part is None else _lanes(part, pmeta, {b["id"] for b in brokers if b["alive"]}),
             "consumer": consumer_view(cluster.events, topic, pnum) if part is not None else None,
             "acknowledged": [] if part is None else part["acknowledged"],
             "verdict": _verdict(part, summary["findings"], self.lang),
@@ -571,14 +571,19 @@ def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, An
             "findings": [narration.finding_text(f, lang) for f in findings]}
 
 
-def _lanes(part: dict[str, Any], pmeta: dict[str, Any]) -> list[dict[str, Any]]:
-    """One lane per assigned replica: its log as the engine's files hold it."""
+def _lanes(part: dict[str, Any], pmeta: dict[str, Any], up: set[int]) -> list[dict[str, Any]]:
+    """One lane per assigned replica: its log as the engine's files hold it. A replica the
+    summary shows without a log is either on a broker that is down or on one that is up
+    but has not yet learned the partition from the controller (the step that creates the
+    topic): ``pending`` tells the two apart, so a live broker is never drawn as down."""
     replica_states = pmeta["replica_states"]
     acked = {(a["offset"], a["digest"]) for a in part["acknowledged"]}
     lanes = []
     for r in part["replicas"]:
         b = r["broker"]
         lane: dict[str, Any] = {"broker": b, "alive": r["alive"]}
+        if not r["alive"] and b in up:
+            lane["pending"] = True
         if r["alive"]:
             rs = replica_states.get(str(b)) or {}
             lane.update({

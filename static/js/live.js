@@ -67,7 +67,28 @@
     });
   }
 
+  // Back restores the engine to an earlier step, and its frame carries only the run_moved
+  // marker: the diagrams get that step's own events again (fetch arrows, tokens, wheel
+  // moves), from the events this page has seen, so Back shows the step, not just "rewound".
+  const seen = new Map();
+  let seenRun = null;
+  function withStepEvents(frame) {
+    const st = frame.state || {}, run = st.run, evs = frame.events || [];
+    if (frame.reset || st.run_id !== seenRun) { seen.clear(); seenRun = st.run_id; }
+    let back = false;
+    evs.forEach(function (ev) { if (ev.kind !== "run_moved") seen.set(ev.seq, ev); else if (ev.how === "back") back = true; });
+    if (!run) return frame;
+    seen.forEach(function (ev, seq) { if (seq > run.last_seq) seen.delete(seq); });
+    while (seen.size > 3000) seen.delete(seen.keys().next().value);
+    const seqs = run.step_seqs || [];
+    if (!back || !run.step || seqs[run.step] === undefined) return frame;
+    const again = Array.from(seen.values()).filter(function (ev) { return ev.seq > seqs[run.step - 1] && ev.seq <= seqs[run.step]; })
+      .sort(function (a, b) { return a.seq - b.seq; });
+    return Object.assign({}, frame, { events: evs.concat(again), replayed: again.length });
+  }
+
   function onFrame(frame) {
+    frame = withStepEvents(frame);
     const state = frame.state || {};
     const clock = $("clock");
     if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
@@ -79,7 +100,7 @@
     });
     if (KV.stepper) KV.stepper.update(frame);
     updateTasks(state.tasks);
-    (frame.events || []).forEach(function (ev) {
+    if (!frame.replayed) (frame.events || []).forEach(function (ev) {
       if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
     });
     KV.lastFrame = frame;
