@@ -2,7 +2,7 @@
 guided steps (lessons 14 and 15), where ``replication`` plays a named engine scenario.
 
 A lesson's ``[[steps]]`` hold the engine's own commands (``engine/cluster/commands.py``,
-the same vocabulary as ``replication``: ``{type = "produce", producer = "safe", ...}``);
+the same vocabulary as ``replication``: ``{cmd = "produce", producer = "safe", ...}``);
 their fields and bounds are generated from the engine's metadata
 (:func:`~kafkaviz.live.replication.engine_command_spec`). Rewind is the base class's
 replay: a fresh :class:`engine.cluster.run.Run` with the lesson's seed and config, the

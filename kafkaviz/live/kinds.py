@@ -14,13 +14,19 @@ commands, same events, so rebuilding the engine and replaying the first k steps 
 exactly the state the learner saw at step k. A kind whose engine has snapshots
 (``replication``) overrides :meth:`goto`.
 
-A kind registers by being listed once, in :data:`SANDBOX_KINDS`. Its commands are
-methods decorated with :func:`command`; the decorator binds the method to the
-command's spec, so the runtime calls ``spec.handler(kind, **values)`` -- no lookup by
-name. See docs/web.md ("Adding a sandbox kind").
+A kind registers by being listed once, in :data:`SANDBOX_KINDS`. Its commands are the
+engine's (``engine/storage_commands.py``, ``engine/cluster/commands.py``): a method
+decorated with :func:`handles` runs one engine command class, and gets the parsed,
+frozen command; the form fields and their limits come from that class's field metadata
+(:func:`~kafkaviz.live.validation.command_fields`), narrowed only by the demo host's caps
+(:data:`STORAGE_CAPS`) and the world's shape (:meth:`SandboxKind.narrow`). A page-only
+control (a view, a scenario choice) is a method decorated with :func:`command` and its
+own :class:`Field`s. Either way the runtime calls ``spec.handler(kind, **values)`` -- no
+lookup by name. See docs/web.md ("Adding a sandbox kind").
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import shutil
 from pathlib import Path
@@ -30,12 +36,18 @@ from engine.clock import Scheduler, VirtualClock
 from engine.events import Envelope, Event, EventLog, event
 from engine import narration
 
+from engine.cluster.commands import Command
+from engine.storage_commands import STORAGE_COMMANDS, parse_storage_command
+
+from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from .checks import TaskTracker, evaluate
-from .validation import CommandError, CommandSpec, Field, validate_command
+from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
-__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING"]
+__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "handles", "RunMoved", "STEPPING",
+           "STORAGE_CAPS", "STORAGE_TEXT"]
 
 # name -> "module:Class". The one place a kind is listed.
 SANDBOX_KINDS: dict[str, str] = {
@@ -84,6 +96,49 @@ def command(*fields: Field | Callable[[dict], tuple[Field, ...]], help: str = ""
     return wrap
 
 
+def handles(command_cls: type[Command]) -> Callable[[Callable], Callable]:
+    """Mark a kind's method as the runner of an engine command class; the method takes
+    the parsed command (``def produce(self, cmd: Produce) -> str``)."""
+
+    def wrap(fn: Callable) -> Callable:
+        fn._handles = command_cls
+        return fn
+
+    return wrap
+
+
+# The demo host's caps on one storage command (its only web-side policy: the engine's
+# bounds are the field metadata). A storage world is cheap; these keep one command short.
+STORAGE_CAPS = {"count": 50, "ms": 3_600_000, "value_size": 2_000, "max_records": 50,
+                "retention_bytes": 100_000, "retention_ms": 86_400_000}
+STORAGE_TEXT = TextRule(40, r"[ -~]*", gettext_lazy("may only hold printable ASCII characters"))
+STORAGE_LABELS = {"count": gettext_lazy("Number of messages"), "value_size": gettext_lazy("Value size (bytes)"),
+                  "partition": gettext_lazy("Partition"), "key": gettext_lazy("Key"), "value": gettext_lazy("Value"),
+                  "ms": gettext_lazy("Jump (ms)"), "offset": gettext_lazy("Offset"),
+                  "timestamp": gettext_lazy("Timestamp (ms)"), "consumer": gettext_lazy("Consumer"),
+                  "segment": gettext_lazy("Segment base offset"), "key_mode": gettext_lazy("Keys")}
+
+
+def _storage_caps() -> dict[str, int]:
+    return {**STORAGE_CAPS, "count": settings.KAFKAVIZ_RUNTIME.get("MAX_MESSAGES_PER_COMMAND", STORAGE_CAPS["count"])}
+
+
+def engine_values(command_cls: type[Command], values: dict[str, Any]) -> dict[str, Any]:
+    """A form's cleaned values as the engine command's fields: an optional field left
+    blank is left out (the engine's default applies)."""
+    optional = {f.name for f in dataclasses.fields(command_cls) if f.metadata.get("kind", "").endswith("?")}
+    return {k: v for k, v in values.items() if not (k in optional and v in (None, ""))}
+
+
+def _engine_spec(command_cls: type[Command], fn: Callable, fields: tuple[Field, ...]) -> CommandSpec:
+    name = command_cls.cmd
+
+    def run(kind: "SandboxKind", **values: Any) -> str:
+        return fn(kind, parse_storage_command({"cmd": name, **engine_values(command_cls, values)}))
+
+    return CommandSpec(name, fields, handler=run, help=command_cls.summary, extra={"engine": command_cls})
+
+
 # The stepping commands every kind understands (handled by the base class).
 STEPPING = ("step", "back", "seek")
 
@@ -106,6 +161,9 @@ class SandboxKind:
         for attr in vars(cls).values():
             if callable(attr) and hasattr(attr, "_command"):
                 handlers[attr._command[0]] = (attr, *attr._command[1:])
+            elif callable(attr) and hasattr(attr, "_handles"):
+                assert STORAGE_COMMANDS.get(attr._handles.cmd) is attr._handles, attr._handles
+                handlers[attr._handles.cmd] = (attr, attr._handles)
         cls._handlers = handlers
 
     def __init__(self, data_dir: Path, *, seed: int, limits: Limits, lesson: Any,
@@ -139,12 +197,25 @@ class SandboxKind:
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
         """Every command this kind accepts for a lesson's scenario, handlers bound."""
         specs = {}
-        for cname, (fn, fields, help_text) in cls._handlers.items():
+        narrow = cls.narrow(scenario)
+        for cname, (fn, *decl) in cls._handlers.items():
+            if len(decl) == 1:          # an engine command: its fields come from the engine
+                fields = command_fields(decl[0], caps=_storage_caps(), narrow=narrow.get(cname),
+                                        text=STORAGE_TEXT, labels=STORAGE_LABELS)
+                specs[cname] = _engine_spec(decl[0], fn, fields)
+                continue
+            fields, help_text = decl
             if len(fields) == 1 and callable(fields[0]) and not isinstance(fields[0], Field):
                 fields = tuple(fields[0](scenario))
             specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
         specs.update(_stepping_specs())
         return specs
+
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+        """Command → field → form attributes the world's shape fixes (a partition below
+        the topic's count, a value that fits a segment); overridden by kinds."""
+        return {}
 
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
         """Run one validated command: stepping, or the learner's own (recorded as a step)."""
@@ -156,7 +227,9 @@ class SandboxKind:
         before = self.position
         self.tracker.own = True
         text = spec.handler(self, **values)
-        self.log[self.position:] = [{"id": None, "do": [{"type": spec.type, **values}], "scripted": False}]
+        engine_cls = spec.extra.get("engine")
+        own = {"cmd": spec.type, **(engine_values(engine_cls, values) if engine_cls else values)}
+        self.log[self.position:] = [{"id": None, "do": [own], "scripted": False}]
         self._step_done(before, "command")
         return text
 
