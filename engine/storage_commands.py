@@ -46,15 +46,15 @@ def parse_storage_command(data: Any) -> StorageCommand:
 
 # ---- records in ------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)    # keyword-only: the partition comes first, as forms show it
 class Produce(StorageCommand):
     cmd: ClassVar[str] = "produce"
     summary: ClassVar[str] = ("Send `count` records, each in its own batch (linger.ms=0); the topic's "
                               "producer batches by partition and lets the default partitioner place them.")
-    count: int = field_spec("int", low=1, high=MAX_PRODUCE_COUNT, doc="number of records")
     partition: int | None = field_spec("int?", None, low=-1,
                                        doc="partition; null or -1: the partitioner chooses (one-partition "
                                            "logs: partition 0)")
+    count: int = field_spec("int", low=1, high=MAX_PRODUCE_COUNT, doc="number of records")
     value_size: int = field_spec("int", 100, low=1, high=MAX_VALUE_SIZE,
                                  doc="bytes per generated value (the topic's producer writes order-N values)")
     key: str | None = field_spec("str?", None, doc="record key (printable ASCII); null or empty for none")

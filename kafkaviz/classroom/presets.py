@@ -22,6 +22,9 @@ from typing import Any
 
 from django.utils.translation import gettext, gettext_lazy as _
 
+from engine.cluster.commands import COMMANDS
+from engine.storage_commands import STORAGE_COMMANDS
+
 from kafkaviz.live.validation import CommandError, validate_command
 
 __all__ = ["Preset", "PRESETS", "presets_for", "ROLES"]
@@ -36,6 +39,11 @@ class Preset:
     label: Any                     # lazy translation
     explain: Any
     do: tuple[dict[str, Any], ...]
+    world: str = "cluster"          # whose engine commands it sends: "cluster" or "storage" (one broker)
+
+
+# A world's command vocabulary: "advance" or "produce" is a command of both, meaning different things.
+VOCABULARIES = {"cluster": COMMANDS, "storage": STORAGE_COMMANDS}
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -62,7 +70,8 @@ PRESETS: tuple[Preset, ...] = (
            ({"cmd": "heal_all"},)),
     Preset("fill-disk", "Shift+F", _("Fill the disk to retention"),
            _("Send 50 messages, then advance the clock 10 s (10000 ms) so the retention check runs."),
-           ({"cmd": "produce", "partition": 0, "count": 50, "value_size": 100}, {"cmd": "advance", "ms": 10000})),
+           ({"cmd": "produce", "partition": 0, "count": 50, "value_size": 100}, {"cmd": "advance", "ms": 10000}),
+           world="storage"),
 )
 
 
@@ -80,9 +89,12 @@ def presets_for(specs: dict[str, Any]) -> list[dict[str, Any]]:
         reason = ""
         for cmd in preset.do:
             try:
-                validate_command(specs, _placeholder_free(cmd))
+                spec, _values = validate_command(specs, _placeholder_free(cmd))
+                engine = spec.extra.get("engine")
+                if engine is not None and engine.vocabulary is not VOCABULARIES[preset.world]:
+                    raise CommandError("unknown_type", f"{cmd['cmd']} is another world's command")
             except CommandError as exc:
-                reason = (gettext("This lesson's sandbox has no “%(type)s” command.") % {"cmd": cmd["type"]}
+                reason = (gettext("This lesson's sandbox has no “%(type)s” command.") % {"type": cmd["cmd"]}
                           if exc.code == "unknown_type" else
                           gettext("Not in this lesson: %(why)s") % {"why": exc})
                 break

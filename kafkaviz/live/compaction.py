@@ -15,7 +15,7 @@ and the offset map it built.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.log.cleaner import LogCleaner
 from engine.records import SimpleRecord
@@ -38,6 +38,8 @@ def _text(b: bytes | None) -> str | None:
 
 class CompactionSandbox(SegmentsSandbox):
     """One compacted partition and its cleaner."""
+
+    name: ClassVar[str] = "compaction"
 
     def open(self) -> None:
         super().open()

@@ -33,7 +33,7 @@ Scenario keys (from the lesson file):
 from __future__ import annotations
 
 import shutil
-from typing import Any
+from typing import Any, ClassVar
 
 from engine import narration
 from engine.cluster.commands import command_to_dict, parse_command
@@ -53,6 +53,8 @@ ISOLATIONS = ("read_uncommitted", "read_committed")
 
 class GuidedClusterSandbox(SandboxKind):
     """A cluster whose guided steps come from the lesson file; rewind by replay."""
+
+    name: ClassVar[str] = "guided-cluster"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -12,7 +12,7 @@ lookup's own event, the segment files), so replaying the steps rebuilds it exact
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine import narration
 from engine.log.layout import segment_layout
@@ -31,6 +31,8 @@ MAX_SEGMENTS_SHOWN = 12
 
 class InsideSegmentSandbox(SegmentsSandbox):
     """One partition; lookups by offset and by timestamp, each replayed step by step."""
+
+    name: ClassVar[str] = "inside-segment"
 
     def open(self) -> None:
         super().open()

@@ -14,7 +14,9 @@ commands, same events, so rebuilding the engine and replaying the first k steps 
 exactly the state the learner saw at step k. A kind whose engine has snapshots
 (``replication``) overrides :meth:`goto`.
 
-A kind registers by being listed once, in :data:`SANDBOX_KINDS`. Its commands are the
+A kind registers by declaring its ``name`` (the lesson file's ``kind``): the class joins
+:data:`SANDBOX_KINDS` when its module is imported, and the app imports every kind module
+when it starts (``apps.py``). Its commands are the
 engine's (``engine/storage_commands.py``, ``engine/cluster/commands.py``): a method
 decorated with :func:`handles` runs one engine command class, and gets the parsed,
 frozen command; the form fields and their limits come from that class's field metadata
@@ -27,7 +29,6 @@ lookup by name. See docs/web.md ("Adding a sandbox kind").
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import shutil
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -49,17 +50,8 @@ from .validation import CommandError, CommandSpec, Field, TextRule, command_fiel
 __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "handles", "RunMoved", "STEPPING",
            "STORAGE_CAPS", "STORAGE_TEXT"]
 
-# name -> "module:Class". The one place a kind is listed.
-SANDBOX_KINDS: dict[str, str] = {
-    "segments": "kafkaviz.live.segments:SegmentsSandbox",
-    "replication": "kafkaviz.live.replication:ReplicationSandbox",
-    "topic": "kafkaviz.live.topic:TopicSandbox",
-    "inside-segment": "kafkaviz.live.inside_segment:InsideSegmentSandbox",
-    "retention": "kafkaviz.live.retention:RetentionSandbox",
-    "compaction": "kafkaviz.live.compaction:CompactionSandbox",
-    "page-cache": "kafkaviz.live.page_cache:PageCacheSandbox",
-    "guided-cluster": "kafkaviz.live.guided_cluster:GuidedClusterSandbox",
-}
+# name -> class; each kind joins when its class is defined (its ``name``).
+SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
 
 MAX_EVIDENCE = 6  # sentences under a prediction's outcome (the step's narration has the rest)
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded
@@ -157,6 +149,8 @@ class SandboxKind:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "name" in vars(cls) and cls.name:
+            SANDBOX_KINDS[cls.name] = cls
         handlers = dict(getattr(cls, "_handlers", {}))
         for attr in vars(cls).values():
             if callable(attr) and hasattr(attr, "_command"):
@@ -474,8 +468,7 @@ def _stepping_specs() -> dict[str, CommandSpec]:
 
 
 def get_kind(name: str) -> type[SandboxKind]:
-    where = SANDBOX_KINDS.get(name)
-    if where is None:
+    kind = SANDBOX_KINDS.get(name)
+    if kind is None:
         raise KeyError(f"no sandbox kind {name!r}; known: {', '.join(sorted(SANDBOX_KINDS))}")
-    module, cls = where.split(":")
-    return getattr(importlib.import_module(module), cls)
+    return kind

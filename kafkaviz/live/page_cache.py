@@ -10,7 +10,7 @@ shows is derived in the command handlers, so replaying the steps rebuilds it exa
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.config import LONG_MAX, LogConfig
 from engine.disk import Disk
@@ -31,6 +31,8 @@ MS_PER_MESSAGE = 100
 
 class PageCacheSandbox(SandboxKind):
     """One broker, one partition; faults that show where the bytes are."""
+
+    name: ClassVar[str] = "page-cache"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

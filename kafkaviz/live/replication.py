@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -68,7 +68,7 @@ def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | No
     if fields is None:
         return None
     return CommandSpec(name, fields, handler=lambda kind, **values: kind.engine(name, values),
-                       help=cls.summary)
+                       help=cls.summary, extra={"engine": cls})
 
 
 def _load_fields(scenario: dict) -> tuple[Field, ...]:
@@ -133,6 +133,8 @@ def script_ends(script: list[dict[str, Any]]) -> list[int]:
 
 class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
+
+    name: ClassVar[str] = "replication"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

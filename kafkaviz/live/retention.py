@@ -12,7 +12,7 @@ virtual time) and after every command, so replaying the steps rebuilds it exactl
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.storage_commands import Advance, DeleteRecords, Produce, SetRetention
 
@@ -27,6 +27,8 @@ MAX_HISTORY = 600     # samples kept for the chart; older ones are thinned, neve
 
 class RetentionSandbox(SegmentsSandbox):
     """One partition under retention; partition 0 is the one the chart follows."""
+
+    name: ClassVar[str] = "retention"
 
     def open(self) -> None:
         super().open()

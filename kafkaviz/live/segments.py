@@ -11,7 +11,7 @@ Its commands are the engine's storage commands ``produce`` and ``advance``
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.config import LogConfig
 from engine.disk import Disk
@@ -41,6 +41,8 @@ def max_value_size(scenario: dict) -> int:
 
 class SegmentsSandbox(SandboxKind):
     """The partitions of one topic on one broker, replication factor 1."""
+
+    name: ClassVar[str] = "segments"
 
     def open(self) -> None:
         sc = self.scenario

@@ -9,7 +9,7 @@ Scenario keys: ``topic``, ``partitions``, ``batch_size`` (the producer's batch.s
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.config import LogConfig
 from engine.disk import Disk
@@ -28,6 +28,8 @@ SHOWN_PLACEMENTS = 40
 
 class TopicSandbox(SandboxKind):
     """A topic, a producer and consumers A and B (see module docstring)."""
+
+    name: ClassVar[str] = "topic"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

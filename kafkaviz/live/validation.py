@@ -134,11 +134,13 @@ def validate_command(specs: dict[str, CommandSpec], message: Any) -> tuple[Comma
     return spec, values
 
 
-def command_name(message: Any) -> Any:
-    """The name of the command ``message`` asks for: its ``cmd`` (or, legacy, ``type``)."""
+def command_name(message: Any) -> str | None:
+    """The name of the command ``message`` asks for: its ``cmd`` (or, legacy, ``type``);
+    None when there is no such string."""
     if not isinstance(message, dict):
         return None
-    return message["cmd"] if "cmd" in message else message.get("type")
+    name = message["cmd"] if "cmd" in message else message.get("type")
+    return name if isinstance(name, str) else None
 
 
 _FIELD_KINDS = {"int": "int", "int?": "int", "str": "str", "str?": "str", "topic": "str", "bool": "bool"}

@@ -208,12 +208,12 @@ async def test_jump_clock_runs_retention_marks_deleted_then_removes(tmp_path):
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
     await rt.command(sid, {"type": "produce", "count": "12"})
-    await rt.command(sid, {"type": "advance", "seconds": "65"})
+    await rt.command(sid, {"cmd": "advance", "ms": "65000"})
     state = rt.sandboxes[sid].engine.state()
     names = [f["name"] for f in state["partitions"][0]["files"]]
     assert "00000000000000000000.log.deleted" in names
     assert state["partitions"][0]["log_start_offset"] == 12
-    await rt.command(sid, {"type": "advance", "seconds": "30"})
+    await rt.command(sid, {"cmd": "advance", "ms": "30000"})
     names = [f["name"] for f in rt.sandboxes[sid].engine.state()["partitions"][0]["files"]]
     assert not [n for n in names if n.endswith(".deleted")]
     assert {t["id"]: t["done"] for t in rt.sandboxes[sid].engine.state()["tasks"]} == \
@@ -230,7 +230,7 @@ async def test_a_long_clock_jump_shows_deleted_files_before_they_go(tmp_path):
     await rt.attach(sid, "segments")
     await rt.command(sid, {"type": "produce", "count": "12"})
     sent.clear()
-    await rt.command(sid, {"type": "advance", "seconds": "120"})
+    await rt.command(sid, {"cmd": "advance", "ms": "120000"})
     await rt.flush(rt.sandboxes[sid])
     frames = [m["frame"] for _, m in sent]
     with_deleted = [i for i, f in enumerate(frames)
