@@ -10,8 +10,8 @@ what the engine did, never what a script expected it to do.
   → one sentence; unknown kinds fall back to their fields.
 * :func:`summarize` -- the events of one step → a few sentences (appends, HW moves
   and the like folded), for "what happened in this step".
-* :func:`command_label` -- a command (a lesson's ``{"type": ...}`` or a cluster's
-  ``{"cmd": ...}``) in a few words.
+* :func:`command_label` -- an engine command (``{"cmd": ...}``: one broker's storage,
+  ``engine/storage_commands.py``, or a cluster's, ``engine/cluster/commands.py``) in a few words.
 
 Adding an event kind: add its sentence to ``_EN`` and ``_ZH`` below.
 """
@@ -957,8 +957,9 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
 # ---- commands ------------------------------------------------------------------------------
 
 def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
-    """A command in a few words. Understands a lesson sandbox's commands (``type``) and
-    the replicated cluster's (``cmd``, engine/cluster/commands.py)."""
+    """A command in a few words: one broker's storage commands (engine/storage_commands.py)
+    and the replicated cluster's (engine/cluster/commands.py). A command saved before the
+    envelope became ``cmd`` may still name itself with ``type``."""
     zh = lang == "zh"
     c = cmd.get("cmd") or cmd.get("type")
     if c == "crash" and "broker" not in cmd:      # lesson 7's one broker
@@ -1005,8 +1006,6 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
             return verb.format(b=cmd.get("broker"))
         return f"{c.replace('_', ' ')} broker {cmd.get('broker')}"
     if c == "advance":
-        if "seconds" in cmd:
-            return f"时钟前进 {cmd['seconds']} 秒" if zh else f"jump the clock {cmd['seconds']} s"
         return f"时钟前进 {cmd.get('ms')} 毫秒" if zh else f"advance the clock {cmd.get('ms')} ms"
     if c == "produce":
         if cmd.get("value_size") is not None:   # the storage lessons' form (or a sized engine produce)
