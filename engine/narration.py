@@ -13,11 +13,17 @@ what the engine did, never what a script expected it to do.
 * :func:`command_label` -- an engine command (``{"cmd": ...}``: one broker's storage,
   ``engine/storage_commands.py``, or a cluster's, ``engine/cluster/commands.py``) in a few words.
 
-Adding an event kind: add its sentence to ``_EN`` and ``_ZH`` below.
+Adding an event kind: give it a :class:`Sentence` -- one extractor that takes the fields
+the sentence needs from the event (the same for every language), and a template per
+language. The storage kinds are written so (``STORAGE_SENTENCES``); the cluster's, the
+cleaner's and the groups' still have a function per language in ``_EN`` and ``_ZH`` and
+move over the same way.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Mapping
 
 __all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps"]
 
@@ -72,102 +78,337 @@ def _parts(parts: Any) -> str:
     return ", ".join(out)
 
 
-# ---- storage -----------------------------------------------------------------------------
+# ---- storage: one field extractor, a template per language --------------------------------
 
-def _retention_en(ev: Ev) -> str:
-    seg, rule, threshold, value = ev.get("segment"), ev.get("rule"), ev.get("threshold"), ev.get("value")
-    blocked = ev.get("blocked_by")
+class _Words:
+    """What a template's values need in one language: where an event happened, a range of
+    offsets, a reason code glossed. An extractor takes the event's fields once and asks these
+    for the few phrases that differ by language."""
+
+    def __init__(self, zh: bool) -> None:
+        self.zh = zh
+
+    def where(self, e: Ev) -> str:
+        return _where(e, self.zh)
+
+    def offs(self, e: Ev) -> str:
+        return _offs(e, self.zh)
+
+    def why(self, code: Any) -> Any:
+        return _why_zh(code) if self.zh else code
+
+    def join(self, items: Any) -> str:
+        return ("，" if self.zh else ", ").join(items)
+
+
+_WORDS = {"en": _Words(False), "zh": _Words(True)}
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One event kind in words: ``pick`` takes the fields a sentence needs from the event
+    (once, for every language; ``form`` names the template when the sentence has several),
+    and each language has its own template, a ``str.format`` string or a form -> string map."""
+
+    pick: Callable[[Ev, _Words], dict[str, Any]]
+    en: str | Mapping[str, str]
+    zh: str | Mapping[str, str]
+
+    def render(self, ev: Ev, lang: str) -> str:
+        values = self.pick(ev, _WORDS[lang])
+        template = getattr(self, lang)
+        if not isinstance(template, str):
+            template = template[values["form"]]
+        return template.format(**values)
+
+
+def _where_and(**more: Callable[[Ev, _Words], Any]) -> Callable[[Ev, _Words], dict[str, Any]]:
+    """An extractor: where the event happened, plus ``name=lambda e, w: value`` for each field."""
+    return lambda e, w: {"where": w.where(e), **{k: f(e, w) for k, f in more.items()}}
+
+
+def _field(name: str) -> Callable[[Ev, _Words], Any]:
+    return lambda e, w: e[name]
+
+
+def _fields(*names: str) -> dict[str, Callable[[Ev, _Words], Any]]:
+    return {n: _field(n) for n in names}
+
+
+def _retention_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    seg, rule, threshold, value = e.get("segment"), e.get("rule"), e.get("threshold"), e.get("value")
+    blocked = e.get("blocked_by")
     if blocked:
-        why = {"high_watermark": "not all of it is below the high watermark",
-               "empty_active": "it is the empty active segment"}.get(blocked, blocked)
-        verdict = f"keep ({why})"
+        verdict = _RETENTION_WORDS[w.zh]["keep_because"].format(
+            why=_RETENTION_WORDS[w.zh].get(blocked, blocked))
     else:
-        verdict = "delete" if ev.get("deletable") else "keep"
+        verdict = _RETENTION_WORDS[w.zh]["delete" if e.get("deletable") else "keep"]
+    out = {"where": w.where(e), "seg": _seg(seg), "rule": rule, "threshold": threshold, "value": value,
+           "verdict": verdict, "value_s": _s(value), "threshold_s": _s(threshold)}
     if rule == "size":
-        if seg is None:
-            return (f"retention by size: the partition holds {value} bytes, under retention.bytes={threshold} "
-                    "→ nothing to delete")
-        return (f"retention by size: the partition is {value} bytes over retention.bytes; segment {_seg(seg)} "
-                f"holds {threshold} bytes → {verdict}")
-    if rule == "time":
-        return (f"retention by time: segment {_seg(seg)}'s newest record is {_s(value)} old, retention.ms is "
-                f"{_s(threshold)} → {verdict}")
-    if rule == "log_start_offset":
-        if ev.get("deletable"):
-            reason = f"all its offsets are below the log start offset {threshold}"
+        out["form"] = "size_under" if seg is None else "size"
+    elif rule == "time":
+        out["form"] = "time"
+    elif rule == "log_start_offset":
+        out["form"] = "log_start_offset"
+        out["lso_verdict"] = _RETENTION_WORDS[w.zh]["delete" if e.get("deletable") else "keep"]
+        if e.get("deletable"):
+            reason = "below_start"
         elif isinstance(value, int) and isinstance(threshold, int) and value <= threshold:
-            reason = "it is the active segment, which this rule never deletes"
+            reason = "active"
         else:
-            reason = f"it still holds offsets at or above the log start offset {threshold}"
-        return (f"retention by log start offset: segment {_seg(seg)} holds offsets below {value}; "
-                f"{reason} → {'delete' if ev.get('deletable') else 'keep'}")
-    return f"retention ({rule}): segment {_seg(seg)}, value {value}, limit {threshold} → {verdict}"
-
-
-def _retention_zh(ev: Ev) -> str:
-    seg, rule, threshold, value = ev.get("segment"), ev.get("rule"), ev.get("threshold"), ev.get("value")
-    blocked = ev.get("blocked_by")
-    if blocked:
-        why = {"high_watermark": "它并非全部位于高水位以下", "empty_active": "它是空的活跃段"}.get(blocked, blocked)
-        verdict = f"保留（{why}）"
+            reason = "holds_above"
+        out["reason"] = _RETENTION_WORDS[w.zh][reason].format(threshold=threshold)
     else:
-        verdict = "删除" if ev.get("deletable") else "保留"
-    if rule == "size":
-        if seg is None:
-            return f"按大小保留：分区共 {value} 字节，未超过 retention.bytes={threshold} → 无需删除"
-        return f"按大小保留：分区比 retention.bytes 多 {value} 字节；段 {_seg(seg)} 有 {threshold} 字节 → {verdict}"
-    if rule == "time":
-        return f"按时间保留：段 {_seg(seg)} 最新的消息已有 {_s(value)}，retention.ms 为 {_s(threshold)} → {verdict}"
-    if rule == "log_start_offset":
-        if ev.get("deletable"):
-            reason = f"它的偏移量全部小于日志起始偏移量 {threshold}"
-        elif isinstance(value, int) and isinstance(threshold, int) and value <= threshold:
-            reason = "它是活跃段，这条规则从不删除活跃段"
-        else:
-            reason = f"它仍包含不小于日志起始偏移量 {threshold} 的偏移量"
-        return (f"按日志起始偏移量保留：段 {_seg(seg)} 的偏移量都小于 {value}；{reason} → "
-                f"{'删除' if ev.get('deletable') else '保留'}")
-    return f"保留检查（{rule}）：段 {_seg(seg)}，值 {value}，上限 {threshold} → {verdict}"
+        out["form"] = "other"
+    return out
 
 
-def _lookup_en(e: Ev) -> str:
-    what = f"offset {e['target']}" if e.get("mode") == "offset" else f"timestamp {e['target']}"
-    probes = e.get("probes") or []
-    scan = e.get("scan") or []
-    parts = [f"lookup of {what}: segment {_seg(e.get('segment'))} chosen among {len(e.get('candidates') or [])} "
-             f"({e.get('rule')})"]
+_RETENTION_WORDS = {
+    False: {"keep_because": "keep ({why})", "delete": "delete", "keep": "keep",
+            "high_watermark": "not all of it is below the high watermark",
+            "empty_active": "it is the empty active segment",
+            "below_start": "all its offsets are below the log start offset {threshold}",
+            "active": "it is the active segment, which this rule never deletes",
+            "holds_above": "it still holds offsets at or above the log start offset {threshold}"},
+    True: {"keep_because": "保留（{why}）", "delete": "删除", "keep": "保留",
+           "high_watermark": "它并非全部位于高水位以下", "empty_active": "它是空的活跃段",
+           "below_start": "它的偏移量全部小于日志起始偏移量 {threshold}",
+           "active": "它是活跃段，这条规则从不删除活跃段",
+           "holds_above": "它仍包含不小于日志起始偏移量 {threshold} 的偏移量"},
+}
+
+
+def _lookup_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    """A lookup's parts, each worded by the language's own table (``_LOOKUP_WORDS``)."""
+    words = _LOOKUP_WORDS[w.zh]
+    probes, scan = e.get("probes") or [], e.get("scan") or []
+    what = words["offset" if e.get("mode") == "offset" else "timestamp"].format(target=e["target"])
+    parts = [words["chose"].format(what=what, n=len(e.get("candidates") or []), seg=_seg(e.get("segment")),
+                                   rule=w.why(e.get("rule")))]
     if e.get("time_probes"):
-        parts.append(f"{len(e['time_probes'])} probe(s) in the time index")
+        parts.append(words["time_probes"].format(n=len(e["time_probes"])))
     if probes:
         last = probes[-1]
-        parts.append(f"{len(probes)} binary-search probe(s) in the offset index, ending at entry {last[2]} "
-                     f"(offset {last[3]} → byte {last[4]})")
+        parts.append(words["probes"].format(n=len(probes), entry=last[2], offset=last[3], byte=last[4]))
     if scan:
-        parts.append(f"then scanned {len(scan)} batch(es) from byte {scan[0][0]}")
+        parts.append(words["scan"].format(n=len(scan), byte=scan[0][0]))
     if e.get("offset") is None or e.get("offset") == -1:
-        parts.append("nothing found")
+        parts.append(words["none"])
     else:
-        parts.append(f"found offset {e['offset']} at byte {e.get('position')}")
-    return "; ".join(parts)
+        parts.append(words["found"].format(offset=e["offset"], byte=e.get("position")))
+    return {"where": w.where(e), "parts": ("；" if w.zh else "; ").join(parts)}
 
 
-def _lookup_zh(e: Ev) -> str:
-    what = f"偏移量 {e['target']}" if e.get("mode") == "offset" else f"时间戳 {e['target']}"
-    probes = e.get("probes") or []
-    scan = e.get("scan") or []
-    parts = [f"查找{what}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e.get('segment'))}（{_why_zh(e.get('rule'))}）"]
-    if e.get("time_probes"):
-        parts.append(f"在时间索引中探查 {len(e['time_probes'])} 次")
-    if probes:
-        last = probes[-1]
-        parts.append(f"在偏移量索引中二分查找 {len(probes)} 次，停在第 {last[2]} 项（偏移量 {last[3]} → 字节 {last[4]}）")
-    if scan:
-        parts.append(f"再从字节 {scan[0][0]} 起扫描 {len(scan)} 个批次")
-    if e.get("offset") is None or e.get("offset") == -1:
-        parts.append("没有找到")
-    else:
-        parts.append(f"找到偏移量 {e['offset']}，位于字节 {e.get('position')}")
-    return "；".join(parts)
+_LOOKUP_WORDS = {
+    False: {"offset": "offset {target}", "timestamp": "timestamp {target}",
+            "chose": "lookup of {what}: segment {seg} chosen among {n} ({rule})",
+            "time_probes": "{n} probe(s) in the time index",
+            "probes": "{n} binary-search probe(s) in the offset index, ending at entry {entry} (offset {offset} → byte {byte})",
+            "scan": "then scanned {n} batch(es) from byte {byte}", "none": "nothing found",
+            "found": "found offset {offset} at byte {byte}"},
+    True: {"offset": "偏移量 {target}", "timestamp": "时间戳 {target}",
+           "chose": "查找{what}：在 {n} 个段中选中段 {seg}（{rule}）",
+           "time_probes": "在时间索引中探查 {n} 次",
+           "probes": "在偏移量索引中二分查找 {n} 次，停在第 {entry} 项（偏移量 {offset} → 字节 {byte}）",
+           "scan": "再从字节 {byte} 起扫描 {n} 个批次", "none": "没有找到",
+           "found": "找到偏移量 {offset}，位于字节 {byte}"},
+}
+
+
+def _partitioned_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    rule = e["rule"]
+    form = rule if rule in ("key", "sticky-switch", "sticky") else "chosen"
+    out = {"form": form, "value": e["value"], "partition": e["partition"]}
+    if form == "key":
+        out.update(key=e["key"], hash=e["hash"], partitions=e["partitions"])
+    elif form == "sticky-switch":
+        out["switched_from"] = e["switched_from"]
+    return out
+
+
+def _fetched_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    offsets = e["offsets"]
+    return {"form": "got" if offsets else "nothing", "consumer": e["consumer"], "partition": e["partition"],
+            "fetch_offset": e["fetch_offset"], "next_offset": e["next_offset"],
+            "first": offsets[0] if offsets else None, "last": offsets[-1] if offsets else None}
+
+
+def _written_back_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    template = "{file} 持久化到第 {to} 字节" if w.zh else "{file} durable up to byte {to}"
+    files = w.join(template.format(file=f["file"], to=f["to"]) for f in e["files"])
+    return {"form": "some" if files else "none", "files": files}
+
+
+# Storage (engine/log/events.py) and lessons 1 and 7 (engine/topic.py, engine/page_cache.py).
+STORAGE_SENTENCES: dict[str, Sentence] = {
+    "batch_appended": Sentence(
+        _where_and(offs=lambda e, w: w.offs(e), **_fields("records", "size_bytes", "position"),
+                   seg=lambda e, w: _seg(e["segment"])),
+        en="{where}: appended a batch of {records} record(s), {offs}, {size_bytes} bytes at byte {position} of {seg}.log",
+        zh="{where}：追加一个批次，{records} 条消息，{offs}，{size_bytes} 字节，位于 {seg}.log 的字节 {position}"),
+    "index_entry_written": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "time" if e.get("index") == "time" else "offset",
+                      "seg": _seg(e["segment"]), "entries": e["entries"], "offset": e["offset"],
+                      "timestamp": e["timestamp"] if e.get("index") == "time" else None,
+                      "position": None if e.get("index") == "time" else e["position"]},
+        en={"time": "{where}: time index entry {entries} in {seg}.timeindex: timestamp {timestamp} → offset {offset}",
+            "offset": "{where}: offset index entry {entries} in {seg}.index: offset {offset} → byte {position}"},
+        zh={"time": "{where}：{seg}.timeindex 第 {entries} 项：时间戳 {timestamp} → 偏移量 {offset}",
+            "offset": "{where}：{seg}.index 第 {entries} 项：偏移量 {offset} → 字节 {position}"}),
+    "segment_created": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), files=lambda e, w: ", ".join(e.get("files") or [])),
+        en="{where}: created segment {seg} ({files})",
+        zh="{where}：创建段 {seg}（{files}）"),
+    "segment_rolled": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["new_segment"]), reason=lambda e, w: w.why(e["reason"]),
+                   detail=lambda e, w: f" — {e['detail']}" if e.get("detail") else ""),
+        en="{where}: rolled a new segment {seg}.log (reason: {reason}){detail}",
+        zh="{where}：滚动出新段 {seg}.log（原因：{reason}）"),
+    "index_trimmed": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), **_fields("index", "entries", "from_bytes", "to_bytes")),
+        en="{where}: trimmed {seg} {index} index to {entries} entries ({from_bytes} → {to_bytes} bytes)",
+        zh="{where}：把段 {seg} 的 {index} 索引裁剪到 {entries} 项（{from_bytes} → {to_bytes} 字节）"),
+    "retention_check": Sentence(
+        _retention_pick,
+        en={"size_under": "{where}: retention by size: the partition holds {value} bytes, under "
+                          "retention.bytes={threshold} → nothing to delete",
+            "size": "{where}: retention by size: the partition is {value} bytes over retention.bytes; segment {seg} "
+                    "holds {threshold} bytes → {verdict}",
+            "time": "{where}: retention by time: segment {seg}'s newest record is {value_s} old, retention.ms is "
+                    "{threshold_s} → {verdict}",
+            "log_start_offset": "{where}: retention by log start offset: segment {seg} holds offsets below {value}; "
+                                "{reason} → {lso_verdict}",
+            "other": "{where}: retention ({rule}): segment {seg}, value {value}, limit {threshold} → {verdict}"},
+        zh={"size_under": "{where}：按大小保留：分区共 {value} 字节，未超过 retention.bytes={threshold} → 无需删除",
+            "size": "{where}：按大小保留：分区比 retention.bytes 多 {value} 字节；段 {seg} 有 {threshold} 字节 → {verdict}",
+            "time": "{where}：按时间保留：段 {seg} 最新的消息已有 {value_s}，retention.ms 为 {threshold_s} → {verdict}",
+            "log_start_offset": "{where}：按日志起始偏移量保留：段 {seg} 的偏移量都小于 {value}；{reason} → {lso_verdict}",
+            "other": "{where}：保留检查（{rule}）：段 {seg}，值 {value}，上限 {threshold} → {verdict}"}),
+    "segment_deleted": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), reason=lambda e, w: w.why(e["reason"]),
+                   after=lambda e, w: _s(e["delete_after_ms"])),
+        en="{where}: segment {seg} renamed to .deleted ({reason}); files removed after {after}",
+        zh="{where}：段 {seg} 改名为 .deleted（{reason}），{after} 后删除文件"),
+    "file_deleted": Sentence(
+        _where_and(**_fields("file")),
+        en="{where}: file {file} removed from disk",
+        zh="{where}：文件 {file} 已从磁盘删除"),
+    "log_start_offset_changed": Sentence(
+        _where_and(**_fields("old", "new"), reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: log start offset {old} → {new} ({reason})",
+        zh="{where}：日志起始偏移量 {old} → {new}（{reason}）"),
+    "leader_epoch_assigned": Sentence(
+        _where_and(**_fields("epoch", "start_offset")),
+        en="{where}: leader epoch {epoch} starts at offset {start_offset} (leader-epoch-checkpoint)",
+        zh="{where}：leader epoch {epoch} 从偏移量 {start_offset} 开始（leader-epoch-checkpoint）"),
+    "log_flushed": Sentence(
+        _where_and(**_fields("up_to_offset")),
+        en="{where}: flushed (fsync) up to offset {up_to_offset}",
+        zh="{where}：刷盘（fsync）到偏移量 {up_to_offset}"),
+    "recovery_started": Sentence(
+        _where_and(**_fields("recovery_point")),
+        en="{where}: opening the log, recovery from offset {recovery_point}",
+        zh="{where}：打开日志，从偏移量 {recovery_point} 开始恢复"),
+    "recovery_finished": Sentence(
+        _where_and(**_fields("log_start_offset", "log_end_offset"), segments=lambda e, w: len(e.get("segments") or [])),
+        en="{where}: log open — start offset {log_start_offset}, end offset {log_end_offset}, {segments} segment(s)",
+        zh="{where}：日志已打开——起始偏移量 {log_start_offset}，末端偏移量 {log_end_offset}，{segments} 个段"),
+    "epoch_cache_truncated": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "start" if e.get("direction") == "start" else "end",
+                      "offset": e["offset"], "entries": e.get("entries")},
+        en={"start": "{where}: leader-epoch cache truncated at the start (offset {offset}); entries now {entries}",
+            "end": "{where}: leader-epoch cache truncated at the end (offset {offset}); entries now {entries}"},
+        zh={"start": "{where}：leader-epoch 缓存从头部截断（偏移量 {offset}）；现在的条目 {entries}",
+            "end": "{where}：leader-epoch 缓存从尾部截断（偏移量 {offset}）；现在的条目 {entries}"}),
+    "recovery_truncated": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), **_fields("from_bytes", "to_bytes"),
+                   reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: recovery cut {seg}.log from {from_bytes} to {to_bytes} bytes ({reason})",
+        zh="{where}：恢复时把 {seg}.log 从 {from_bytes} 字节截到 {to_bytes} 字节（{reason}）"),
+    "index_rebuilt": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), entries=_field("entries"),
+                   index=lambda e, w: _INDEX_ZH.get(e["index"], e["index"] + " ") if w.zh else e["index"],
+                   reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: rebuilt the {index} index of {seg} ({entries} entries; {reason})",
+        zh="{where}：重建段 {seg} 的{index}索引（{entries} 项；{reason}）"),
+    "leftover_removed": Sentence(
+        _where_and(**_fields("file")),
+        en="{where}: removed leftover file {file} while opening the log",
+        zh="{where}：打开日志时删除残留文件 {file}"),
+    "log_truncated": Sentence(
+        _where_and(**_fields("from_offset", "to_offset"), reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: log truncated from offset {from_offset} to {to_offset} ({reason})",
+        zh="{where}：日志从偏移量 {from_offset} 截断到 {to_offset}（{reason}）"),
+    "log_closed": Sentence(
+        _where_and(**_fields("log_end_offset")),
+        en="{where}: log closed at end offset {log_end_offset}",
+        zh="{where}：日志关闭，末端偏移量 {log_end_offset}"),
+    "log_lookup": Sentence(_lookup_pick, en="{where}: {parts}", zh="{where}：{parts}"),
+    # the five lookup events the single log_lookup replaces (kept until it lands)
+    "lookup_started": Sentence(
+        _where_and(**_fields("mode", "target")),
+        en="{where}: looking up {mode} {target}",
+        zh="{where}：开始查找 {mode} {target}"),
+    "lookup_segment": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), n=lambda e, w: len(e.get("candidates") or []),
+                   rule=lambda e, w: w.why(e["rule"])),
+        en="{where}: chose segment {seg} among {n} ({rule})",
+        zh="{where}：在 {n} 个段中选中段 {seg}（{rule}）"),
+    "index_probe": Sentence(
+        _where_and(**_fields("index", "low", "high", "mid", "entry_offset", "went")),
+        en="{where}: {index} index probe: entries {low}–{high}, entry {mid} (offset {entry_offset}) → {went}",
+        zh="{where}：{index} 索引探查：第 {low}–{high} 项，取第 {mid} 项（偏移量 {entry_offset}）→ {went}"),
+    "lookup_scan": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "match" if e.get("matched") else "scan",
+                      **{k: e[k] for k in ("position", "base_offset", "last_offset")}},
+        en={"scan": "{where}: scanned the batch at byte {position} (offsets {base_offset}–{last_offset})",
+            "match": "{where}: scanned the batch at byte {position} (offsets {base_offset}–{last_offset}) — match"},
+        zh={"scan": "{where}：扫描字节 {position} 处的批次（偏移量 {base_offset}–{last_offset}）",
+            "match": "{where}：扫描字节 {position} 处的批次（偏移量 {base_offset}–{last_offset}）——命中"}),
+    "lookup_finished": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "none" if e["offset"] == -1 else "found", "mode": e["mode"],
+                      "target": e["target"], "offset": e["offset"], "position": e.get("position")},
+        en={"none": "{where}: lookup of {mode} {target} → nothing found",
+            "found": "{where}: lookup of {mode} {target} → offset {offset} at byte {position}"},
+        zh={"none": "{where}：查找 {mode} {target} → 没有找到",
+            "found": "{where}：查找 {mode} {target} → 偏移量 {offset}，字节 {position}"}),
+    "record_partitioned": Sentence(
+        _partitioned_pick,
+        en={"key": "producer: {value} key {key}: murmur2 = {hash}, positive % {partitions} → partition {partition}",
+            "sticky-switch": "producer: {value} (no key): the batch on partition {switched_from} was full, switched "
+                             "to partition {partition}",
+            "sticky": "producer: {value} (no key) → sticky partition {partition}",
+            "chosen": "producer: {value} → partition {partition} (chosen by the producer)"},
+        zh={"key": "生产者：{value} 键 {key}：murmur2 = {hash}，取正后 % {partitions} → 分区 {partition}",
+            "sticky-switch": "生产者：{value} （无键）：分区 {switched_from} 上的批次已满，换到分区 {partition}",
+            "sticky": "生产者：{value} （无键）→ 粘性分区 {partition}",
+            "chosen": "生产者：{value} → 分区 {partition}（生产者指定）"}),
+    "producer_batch_sent": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("records", "bytes", "partition", "first_offset", "last_offset")},
+                      "reason": w.why(e["reason"])},
+        en="producer sent a batch of {records} record(s) ({bytes} bytes) to partition {partition}: offsets "
+           "{first_offset}–{last_offset} ({reason})",
+        zh="生产者向分区 {partition} 发送一个批次，{records} 条消息（{bytes} 字节）：偏移量 {first_offset}–{last_offset}"
+           "（{reason}）"),
+    "simple_consumer_fetched": Sentence(
+        _fetched_pick,
+        en={"got": "consumer {consumer} fetched partition {partition} from offset {fetch_offset}: offsets "
+                   "{first}–{last}; next offset {next_offset}",
+            "nothing": "consumer {consumer} fetched partition {partition} from offset {fetch_offset}: nothing new; "
+                       "next offset {next_offset}"},
+        zh={"got": "消费者 {consumer} 从偏移量 {fetch_offset} 拉取分区 {partition}：偏移量 {first}–{last}；"
+                   "下一个偏移量 {next_offset}",
+            "nothing": "消费者 {consumer} 从偏移量 {fetch_offset} 拉取分区 {partition}：没有新消息；下一个偏移量 {next_offset}"}),
+    "pages_written_back": Sentence(
+        _written_back_pick,
+        en={"some": "the OS wrote dirty pages back: {files}", "none": "the OS wrote dirty pages back: no whole dirty page"},
+        zh={"some": "操作系统把脏页写回磁盘：{files}", "none": "操作系统把脏页写回磁盘：没有完整的脏页"}),
+    "recovery_checkpoint_written": Sentence(
+        lambda e, w: {"broker": e["broker"], "tp": _tp(e), "recovery_point": e["recovery_point"]},
+        en="broker {broker} wrote recovery-point-offset-checkpoint: {tp} recovery point {recovery_point}",
+        zh="broker {broker} 写入 recovery-point-offset-checkpoint：{tp} 恢复点 {recovery_point}"),
+}
 
 
 def _truncated_en(e: Ev) -> str:
@@ -190,70 +431,6 @@ def _truncated_zh(e: Ev) -> str:
 
 
 _EN: dict[str, Callable[[Ev], str]] = {
-    # storage (engine/log/events.py)
-    "batch_appended": lambda e: (f"{_where(e, False)}: appended a batch of {e['records']} record(s), "
-                                 f"{_offs(e, False)}, {e['size_bytes']} bytes at byte {e['position']} of "
-                                 f"{_seg(e['segment'])}.log"),
-    "index_entry_written": lambda e: (
-        f"{_where(e, False)}: time index entry {e['entries']} in {_seg(e['segment'])}.timeindex: timestamp "
-        f"{e['timestamp']} → offset {e['offset']}" if e.get("index") == "time" else
-        f"{_where(e, False)}: offset index entry {e['entries']} in {_seg(e['segment'])}.index: offset "
-        f"{e['offset']} → byte {e['position']}"),
-    "segment_created": lambda e: f"{_where(e, False)}: created segment {_seg(e['segment'])} ({', '.join(e.get('files') or [])})",
-    "segment_rolled": lambda e: (f"{_where(e, False)}: rolled a new segment {_seg(e['new_segment'])}.log "
-                                 f"(reason: {e['reason']})" + (f" — {e['detail']}" if e.get("detail") else "")),
-    "index_trimmed": lambda e: (f"{_where(e, False)}: trimmed {_seg(e['segment'])} {e['index']} index to "
-                                f"{e['entries']} entries ({e['from_bytes']} → {e['to_bytes']} bytes)"),
-    "retention_check": lambda e: f"{_where(e, False)}: {_retention_en(e)}",
-    "segment_deleted": lambda e: (f"{_where(e, False)}: segment {_seg(e['segment'])} renamed to .deleted "
-                                  f"({e['reason']}); files removed after {_s(e['delete_after_ms'])}"),
-    "file_deleted": lambda e: f"{_where(e, False)}: file {e['file']} removed from disk",
-    "log_start_offset_changed": lambda e: f"{_where(e, False)}: log start offset {e['old']} → {e['new']} ({e['reason']})",
-    "leader_epoch_assigned": lambda e: (f"{_where(e, False)}: leader epoch {e['epoch']} starts at offset "
-                                        f"{e['start_offset']} (leader-epoch-checkpoint)"),
-    "log_flushed": lambda e: f"{_where(e, False)}: flushed (fsync) up to offset {e['up_to_offset']}",
-    "recovery_started": lambda e: f"{_where(e, False)}: opening the log, recovery from offset {e['recovery_point']}",
-    "recovery_finished": lambda e: (f"{_where(e, False)}: log open — start offset {e['log_start_offset']}, end offset "
-                                    f"{e['log_end_offset']}, {len(e.get('segments') or [])} segment(s)"),
-    "epoch_cache_truncated": lambda e: (f"{_where(e, False)}: leader-epoch cache truncated at the "
-                                       f"{'start' if e.get('direction') == 'start' else 'end'} (offset {e['offset']}); "
-                                       f"entries now {e.get('entries')}"),
-    "recovery_truncated": lambda e: (f"{_where(e, False)}: recovery cut {_seg(e['segment'])}.log from {e['from_bytes']} "
-                                     f"to {e['to_bytes']} bytes ({e['reason']})"),
-    "index_rebuilt": lambda e: (f"{_where(e, False)}: rebuilt the {e['index']} index of {_seg(e['segment'])} "
-                                f"({e['entries']} entries; {e['reason']})"),
-    "leftover_removed": lambda e: f"{_where(e, False)}: removed leftover file {e['file']} while opening the log",
-    "log_truncated": lambda e: f"{_where(e, False)}: log truncated from offset {e['from_offset']} to {e['to_offset']} ({e['reason']})",
-    "log_closed": lambda e: f"{_where(e, False)}: log closed at end offset {e['log_end_offset']}",
-    "log_lookup": lambda e: f"{_where(e, False)}: {_lookup_en(e)}",
-    # the five lookup events the single log_lookup replaces (kept until it lands)
-    "lookup_started": lambda e: f"{_where(e, False)}: looking up {e['mode']} {e['target']}",
-    "lookup_segment": lambda e: (f"{_where(e, False)}: chose segment {_seg(e['segment'])} among "
-                                 f"{len(e.get('candidates') or [])} ({e['rule']})"),
-    "index_probe": lambda e: (f"{_where(e, False)}: {e['index']} index probe: entries {e['low']}–{e['high']}, "
-                              f"entry {e['mid']} (offset {e['entry_offset']}) → {e['went']}"),
-    "lookup_scan": lambda e: (f"{_where(e, False)}: scanned the batch at byte {e['position']} (offsets "
-                              f"{e['base_offset']}–{e['last_offset']})" + (" — match" if e.get("matched") else "")),
-    "lookup_finished": lambda e: (f"{_where(e, False)}: lookup of {e['mode']} {e['target']} → "
-                                  + ("nothing found" if e["offset"] == -1 else
-                                     f"offset {e['offset']} at byte {e.get('position')}")),
-    # lessons 1 and 7 (engine/topic.py, engine/page_cache.py)
-    "record_partitioned": lambda e: (
-        f"producer: {e['value']} " + (f"key {e['key']}: murmur2 = {e['hash']}, positive % {e['partitions']} → partition {e['partition']}"
-                                      if e["rule"] == "key" else
-                                      f"(no key): the batch on partition {e['switched_from']} was full, switched to partition {e['partition']}"
-                                      if e["rule"] == "sticky-switch" else
-                                      f"(no key) → sticky partition {e['partition']}" if e["rule"] == "sticky" else
-                                      f"→ partition {e['partition']} (chosen by the producer)")),
-    "producer_batch_sent": lambda e: (f"producer sent a batch of {e['records']} record(s) ({e['bytes']} bytes) to partition "
-                                      f"{e['partition']}: offsets {e['first_offset']}–{e['last_offset']} ({e['reason']})"),
-    "simple_consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
-                                   + (f"offsets {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "nothing new")
-                                   + f"; next offset {e['next_offset']}"),
-    "pages_written_back": lambda e: ("the OS wrote dirty pages back: " + (", ".join(
-        f"{f['file']} durable up to byte {f['to']}" for f in e["files"]) or "no whole dirty page")),
-    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} wrote recovery-point-offset-checkpoint: "
-                                              f"{_tp(e)} recovery point {e['recovery_point']}"),
     # cluster (engine/cluster/events.py, checker.py)
     "broker_started": lambda e: (f"broker {e['broker']} started" + (" again" if e["restart"] else "")
                                  + (" after a clean shutdown" if e["clean_shutdown"] else "")),
@@ -415,61 +592,6 @@ def _why_zh(code: Any) -> str:
 
 
 _ZH: dict[str, Callable[[Ev], str]] = {
-    "batch_appended": lambda e: (f"{_where(e, True)}：追加一个批次，{e['records']} 条消息，{_offs(e, True)}，"
-                                 f"{e['size_bytes']} 字节，位于 {_seg(e['segment'])}.log 的字节 {e['position']}"),
-    "index_entry_written": lambda e: (
-        f"{_where(e, True)}：{_seg(e['segment'])}.timeindex 第 {e['entries']} 项：时间戳 {e['timestamp']} → 偏移量 {e['offset']}"
-        if e.get("index") == "time" else
-        f"{_where(e, True)}：{_seg(e['segment'])}.index 第 {e['entries']} 项：偏移量 {e['offset']} → 字节 {e['position']}"),
-    "segment_created": lambda e: f"{_where(e, True)}：创建段 {_seg(e['segment'])}（{', '.join(e.get('files') or [])}）",
-    "segment_rolled": lambda e: f"{_where(e, True)}：滚动出新段 {_seg(e['new_segment'])}.log（原因：{_why_zh(e['reason'])}）",
-    "index_trimmed": lambda e: (f"{_where(e, True)}：把段 {_seg(e['segment'])} 的 {e['index']} 索引裁剪到 {e['entries']} 项"
-                                f"（{e['from_bytes']} → {e['to_bytes']} 字节）"),
-    "retention_check": lambda e: f"{_where(e, True)}：{_retention_zh(e)}",
-    "segment_deleted": lambda e: (f"{_where(e, True)}：段 {_seg(e['segment'])} 改名为 .deleted（{_why_zh(e['reason'])}），"
-                                  f"{_s(e['delete_after_ms'])} 后删除文件"),
-    "file_deleted": lambda e: f"{_where(e, True)}：文件 {e['file']} 已从磁盘删除",
-    "log_start_offset_changed": lambda e: f"{_where(e, True)}：日志起始偏移量 {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
-    "leader_epoch_assigned": lambda e: f"{_where(e, True)}：leader epoch {e['epoch']} 从偏移量 {e['start_offset']} 开始（leader-epoch-checkpoint）",
-    "log_flushed": lambda e: f"{_where(e, True)}：刷盘（fsync）到偏移量 {e['up_to_offset']}",
-    "recovery_started": lambda e: f"{_where(e, True)}：打开日志，从偏移量 {e['recovery_point']} 开始恢复",
-    "recovery_finished": lambda e: (f"{_where(e, True)}：日志已打开——起始偏移量 {e['log_start_offset']}，末端偏移量 "
-                                    f"{e['log_end_offset']}，{len(e.get('segments') or [])} 个段"),
-    "epoch_cache_truncated": lambda e: (f"{_where(e, True)}：leader-epoch 缓存从{'头部' if e.get('direction') == 'start' else '尾部'}"
-                                       f"截断（偏移量 {e['offset']}）；现在的条目 {e.get('entries')}"),
-    "recovery_truncated": lambda e: (f"{_where(e, True)}：恢复时把 {_seg(e['segment'])}.log 从 {e['from_bytes']} 字节截到 "
-                                     f"{e['to_bytes']} 字节（{_why_zh(e['reason'])}）"),
-    "index_rebuilt": lambda e: (f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的"
-                                f"{_INDEX_ZH.get(e['index'], e['index'] + ' ')}索引（{e['entries']} 项；{_why_zh(e['reason'])}）"),
-    "leftover_removed": lambda e: f"{_where(e, True)}：打开日志时删除残留文件 {e['file']}",
-    "log_truncated": lambda e: f"{_where(e, True)}：日志从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（{_why_zh(e['reason'])}）",
-    "log_closed": lambda e: f"{_where(e, True)}：日志关闭，末端偏移量 {e['log_end_offset']}",
-    "log_lookup": lambda e: f"{_where(e, True)}：{_lookup_zh(e)}",
-    "lookup_started": lambda e: f"{_where(e, True)}：开始查找 {e['mode']} {e['target']}",
-    "lookup_segment": lambda e: f"{_where(e, True)}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e['segment'])}（{_why_zh(e['rule'])}）",
-    "index_probe": lambda e: (f"{_where(e, True)}：{e['index']} 索引探查：第 {e['low']}–{e['high']} 项，取第 {e['mid']} 项"
-                              f"（偏移量 {e['entry_offset']}）→ {e['went']}"),
-    "lookup_scan": lambda e: (f"{_where(e, True)}：扫描字节 {e['position']} 处的批次（偏移量 {e['base_offset']}–{e['last_offset']}）"
-                              + ("——命中" if e.get("matched") else "")),
-    "lookup_finished": lambda e: (f"{_where(e, True)}：查找 {e['mode']} {e['target']} → "
-                                  + ("没有找到" if e["offset"] == -1 else f"偏移量 {e['offset']}，字节 {e.get('position')}")),
-    # 第 1、7 课
-    "record_partitioned": lambda e: (
-        f"生产者：{e['value']} " + (f"键 {e['key']}：murmur2 = {e['hash']}，取正后 % {e['partitions']} → 分区 {e['partition']}"
-                                     if e["rule"] == "key" else
-                                     f"（无键）：分区 {e['switched_from']} 上的批次已满，换到分区 {e['partition']}"
-                                     if e["rule"] == "sticky-switch" else
-                                     f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
-                                     f"→ 分区 {e['partition']}（生产者指定）")),
-    "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
-                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{_why_zh(e['reason'])}）"),
-    "simple_consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
-                                   + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
-                                   + f"；下一个偏移量 {e['next_offset']}"),
-    "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
-        f"{f['file']} 持久化到第 {f['to']} 字节" for f in e["files"]) or "没有完整的脏页")),
-    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} 写入 recovery-point-offset-checkpoint："
-                                              f"{_tp(e)} 恢复点 {e['recovery_point']}"),
     "broker_started": lambda e: (f"broker {e['broker']} " + ("重新" if e["restart"] else "") + "启动"
                                  + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
     "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
@@ -852,6 +974,10 @@ _ZH.update({
                                      f"中的事务偏移量：{e['committed']} 个由 COMMIT 标记提交"
                                      + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),
 })
+
+for _kind, _sentence in STORAGE_SENTENCES.items():
+    _EN[_kind] = partial(_sentence.render, lang="en")
+    _ZH[_kind] = partial(_sentence.render, lang="zh")
 
 _TABLES = {"en": _EN, "zh": _ZH}
 

@@ -119,3 +119,25 @@ def test_chinese_sentences_say_the_engine_reason_in_chinese(kind, field):
 def test_a_command_label_names_what_the_command_does(cmd, en, zh):
     # The step list and a learner's own step show these; "None bytes" or a bare "consumer join" said nothing.
     assert narration.command_label(cmd) == en and narration.command_label(cmd, "zh") == zh
+
+
+# ---- one extractor, a template per language ------------------------------------------------
+
+@pytest.mark.parametrize("kind", sorted(narration.STORAGE_SENTENCES))
+def test_a_storage_sentence_has_a_template_for_every_language_and_form(kind):
+    sentence = narration.STORAGE_SENTENCES[kind]
+    en, zh = sentence.en, sentence.zh
+    assert type(en) is type(zh), kind
+    if not isinstance(en, str):
+        assert set(en) == set(zh), f"{kind}: a form worded in one language only"
+
+
+@pytest.mark.parametrize("kind", sorted(set(narration.STORAGE_SENTENCES) & set(EVENT_TYPES)))
+def test_a_storage_sentences_languages_read_the_same_fields(kind):
+    """One extractor: the table of each language calls the same one, so both sentences
+    come from the same values (a field renamed in the engine breaks both at once)."""
+    ev = sample(EVENT_TYPES[kind])
+    values = narration.STORAGE_SENTENCES[kind].pick(ev, narration._WORDS["en"])
+    assert set(values) == set(narration.STORAGE_SENTENCES[kind].pick(ev, narration._WORDS["zh"]))
+    assert narration.describe(ev, "en") == narration.STORAGE_SENTENCES[kind].render(ev, "en")
+    assert narration.describe(ev, "zh") == narration.STORAGE_SENTENCES[kind].render(ev, "zh")
