@@ -15,9 +15,9 @@ what the engine did, never what a script expected it to do.
 
 Adding an event kind: give it a :class:`Sentence` -- one extractor that takes the fields
 the sentence needs from the event (the same for every language), and a template per
-language. The storage kinds are written so (``STORAGE_SENTENCES``); the cluster's, the
-cleaner's and the groups' still have a function per language in ``_EN`` and ``_ZH`` and
-move over the same way.
+language. The storage and log-cleaner kinds are written so (``SENTENCES``); the
+cluster's, the groups' and the transactions' still have a function per language in
+``_EN`` and ``_ZH`` and move over the same way.
 """
 from __future__ import annotations
 
@@ -757,40 +757,96 @@ _SWAP_EN = {"cleaned": "wrote and fsync'd the .cleaned files", "swap": "renamed 
 _SWAP_ZH = {"cleaned": "写入并 fsync 了 .cleaned 文件", "swap": "把 .cleaned 文件改名为 .swap",
             "old_deleted": "把被替换的段改名为 .deleted", "swapped": "把 .swap 文件改名就位"}
 
+def _cleaned_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    """segments_cleaned: the counts, and the optional clauses each language words its own way."""
+    words = _CLEANED_WORDS[w.zh]
+    extra = ""
+    if e.get("keyless_removed"):
+        extra += words["keyless"].format(n=e["keyless_removed"])
+    if e.get("aborted_removed"):
+        extra += words["aborted"].format(n=e["aborted_removed"])
+    if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept"):
+        extra += words["horizon"].format(t=_s(e["delete_horizon_ms"]))
+    if e.get("markers_kept") or e.get("markers_removed"):
+        extra += words["markers"].format(kept=e.get("markers_kept", 0), removed=e.get("markers_removed", 0))
+    if isinstance(e.get("marker_horizon_ms"), int):
+        extra += words["marker_horizon"].format(t=_s(e["marker_horizon_ms"]))
+    return {"where": w.where(e), "sources": ", ".join(_seg(s) for s in e.get("sources") or []),
+            "seg": _seg(e["segment"]), "extra": extra,
+            **{k: e[k] for k in ("records_before", "records_after", "bytes_before", "bytes_after", "superseded",
+                                 "tombstones_kept", "tombstones_removed")}}
+
+
+_CLEANED_WORDS = {
+    False: {"keyless": ", {n} keyless record(s) dropped", "aborted": ", {n} record(s) of aborted transactions dropped",
+            "horizon": "; tombstones kept until {t} (delete.retention.ms)",
+            "markers": "; transaction markers: {kept} kept, {removed} removed",
+            "marker_horizon": " (markers with nothing left of their transaction kept until {t})"},
+    True: {"keyless": "，丢弃无键消息 {n} 条", "aborted": "，丢弃已中止事务的消息 {n} 条",
+           "horizon": "；墓碑保留到 {t}（delete.retention.ms）", "markers": "；事务标记保留 {kept} 个，删除 {removed} 个",
+           "marker_horizon": "（事务已无消息的标记保留到 {t}）"},
+}
+
+# The log cleaner (engine/log/cleaner_events.py): lesson 6.
+CLEANER_SENTENCES: dict[str, Sentence] = {
+    "cleaner_check": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "chosen" if e["chosen"] else "not_now", "ratio": _ratio(e),
+                      "total": e["clean_bytes"] + e["dirty_bytes"], "reason": w.why(e["reason"]),
+                      **{k: e[k] for k in ("dirty_bytes", "min_cleanable_ratio", "first_dirty_offset",
+                                           "first_uncleanable_offset")}},
+        en={form: "{where}: cleaner check — {dirty_bytes} dirty of {total} bytes, dirty ratio {ratio} vs "
+                  "min.cleanable.dirty.ratio {min_cleanable_ratio} (offsets {first_dirty_offset}–"
+                  "{first_uncleanable_offset} cleanable) → " + verdict + ": {reason}"
+            for form, verdict in (("chosen", "clean it"), ("not_now", "not now"))},
+        zh={form: "{where}：清理检查——{total} 字节中有 {dirty_bytes} 字节是脏的，脏比例 {ratio}，"
+                  "min.cleanable.dirty.ratio 为 {min_cleanable_ratio}（可清理偏移量 {first_dirty_offset}–"
+                  "{first_uncleanable_offset}）→ " + verdict + "：{reason}"
+            for form, verdict in (("chosen", "清理它"), ("not_now", "暂不清理"))}),
+    "offset_map_filled": Sentence(
+        lambda e, w: {"where": w.where(e), "seg": _seg(e["segment"]), "form": "full" if e.get("full") else "room",
+                      **{k: e[k] for k in ("keys_put", "records", "map_entries", "map_capacity", "latest_offset")}},
+        en={form: "{where}: offset map took {keys_put} key(s) from the {records} record(s) of segment {seg}; the map "
+                  "holds {map_entries} of {map_capacity} entries, latest offset {latest_offset}" + tail
+            for form, tail in (("room", ""), ("full", " — map full, the pass stops here"))},
+        zh={form: "{where}：偏移量映射从段 {seg} 的 {records} 条消息中放入 {keys_put} 个键；映射共 "
+                  "{map_entries}/{map_capacity} 项，最新偏移量 {latest_offset}" + tail
+            for form, tail in (("room", ""), ("full", "——映射已满，本轮到此为止"))}),
+    "segments_cleaned": Sentence(
+        _cleaned_pick,
+        en="{where}: segments {sources} rewritten into {seg}.log.cleaned: {records_before} → {records_after} "
+           "record(s), {bytes_before} → {bytes_after} bytes; {superseded} older value(s) dropped, {tombstones_kept} "
+           "tombstone(s) kept, {tombstones_removed} removed{extra}",
+        zh="{where}：段 {sources} 重写为 {seg}.log.cleaned：{records_before} → {records_after} 条，{bytes_before} → "
+           "{bytes_after} 字节；丢弃旧值 {superseded} 条，保留墓碑 {tombstones_kept} 条，删除墓碑 {tombstones_removed} "
+           "条{extra}"),
+    "cleaner_swap_step": Sentence(
+        _where_and(step=lambda e, w: (_SWAP_ZH if w.zh else _SWAP_EN).get(e["step"], e["step"]),
+                   seg=lambda e, w: _seg(e["segment"]), files=lambda e, w: ", ".join(e.get("files") or [])),
+        en="{where}: cleaner {step} (segment {seg}: {files})",
+        zh="{where}：清理器{step}（段 {seg}：{files}）"),
+    "cleaner_point_moved": Sentence(
+        _where_and(**_fields("old_offset", "new_offset")),
+        en="{where}: cleaner point (first dirty offset) {old_offset} → {new_offset} in cleaner-offset-checkpoint",
+        zh="{where}：清理点（第一个脏偏移量）{old_offset} → {new_offset}，记在 cleaner-offset-checkpoint"),
+    "cleaner_pass_finished": Sentence(
+        _where_and(**_fields("first_dirty_offset", "end_offset", "bytes_before", "bytes_after"),
+                   before=lambda e, w: len(e.get("segments_before") or []),
+                   after=lambda e, w: len(e.get("segments_after") or [])),
+        en="{where}: cleaning pass over offsets {first_dirty_offset}–{end_offset} done: {before} → {after} segment(s), "
+           "{bytes_before} → {bytes_after} bytes",
+        zh="{where}：偏移量 {first_dirty_offset}–{end_offset} 的清理完成：{before} → {after} 个段，"
+           "{bytes_before} → {bytes_after} 字节"),
+    "swap_completed": Sentence(
+        lambda e, w: {"where": w.where(e), "seg": _seg(e["segment"]), "form": "some" if e.get("replaced") else "none",
+                      "replaced": ", ".join(_seg(s) for s in e.get("replaced") or [])},
+        en={"some": "{where}: recovery finished an interrupted swap: {seg}.swap in place of {replaced}",
+            "none": "{where}: recovery finished an interrupted swap: {seg}.swap in place of nothing"},
+        zh={"some": "{where}：恢复时完成了被中断的交换：{seg}.swap 取代 {replaced}",
+            "none": "{where}：恢复时完成了被中断的交换：{seg}.swap 取代 （无）"}),
+}
+
+
 _EN.update({
-    "cleaner_check": lambda e: (
-        f"{_where(e, False)}: cleaner check — {e['dirty_bytes']} dirty of {e['clean_bytes'] + e['dirty_bytes']} bytes, "
-        f"dirty ratio {_ratio(e)} vs min.cleanable.dirty.ratio {e['min_cleanable_ratio']} (offsets "
-        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']} cleanable) → "
-        f"{'clean it' if e['chosen'] else 'not now'}: {_why_zh(e['reason'])}"),
-    "offset_map_filled": lambda e: (
-        f"{_where(e, False)}: offset map took {e['keys_put']} key(s) from the {e['records']} record(s) of segment "
-        f"{_seg(e['segment'])}; the map holds {e['map_entries']} of {e['map_capacity']} entries, latest offset "
-        f"{e['latest_offset']}" + (" — map full, the pass stops here" if e.get("full") else "")),
-    "segments_cleaned": lambda e: (
-        f"{_where(e, False)}: segments {', '.join(_seg(s) for s in e.get('sources') or [])} rewritten into "
-        f"{_seg(e['segment'])}.log.cleaned: {e['records_before']} → {e['records_after']} record(s), "
-        f"{e['bytes_before']} → {e['bytes_after']} bytes; {e['superseded']} older value(s) dropped, "
-        f"{e['tombstones_kept']} tombstone(s) kept, {e['tombstones_removed']} removed"
-        + (f", {e['keyless_removed']} keyless record(s) dropped" if e.get("keyless_removed") else "")
-        + (f", {e['aborted_removed']} record(s) of aborted transactions dropped" if e.get("aborted_removed") else "")
-        + (f"; tombstones kept until {_s(e['delete_horizon_ms'])} (delete.retention.ms)"
-           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")
-        + (f"; transaction markers: {e.get('markers_kept', 0)} kept, {e.get('markers_removed', 0)} removed"
-           if e.get("markers_kept") or e.get("markers_removed") else "")
-        + (f" (markers with nothing left of their transaction kept until {_s(e['marker_horizon_ms'])})"
-           if isinstance(e.get("marker_horizon_ms"), int) else "")),
-    "cleaner_swap_step": lambda e: (f"{_where(e, False)}: cleaner {_SWAP_EN.get(e['step'], e['step'])} "
-                                    f"(segment {_seg(e['segment'])}: {', '.join(e.get('files') or [])})"),
-    "cleaner_point_moved": lambda e: (f"{_where(e, False)}: cleaner point (first dirty offset) {e['old_offset']} → "
-                                      f"{e['new_offset']} in cleaner-offset-checkpoint"),
-    "cleaner_pass_finished": lambda e: (
-        f"{_where(e, False)}: cleaning pass over offsets {e['first_dirty_offset']}–{e['end_offset']} done: "
-        f"{len(e.get('segments_before') or [])} → {len(e.get('segments_after') or [])} segment(s), "
-        f"{e['bytes_before']} → {e['bytes_after']} bytes"),
-    "swap_completed": lambda e: (f"{_where(e, False)}: recovery finished an interrupted swap: "
-                                 f"{_seg(e['segment'])}.swap in place of "
-                                 f"{', '.join(_seg(s) for s in e.get('replaced') or []) or 'nothing'}"),
     "coordinator_found": lambda e: (f"{e['consumer']}: FindCoordinator for group {e['group']} → broker "
                                     f"{e['coordinator']} (leader of __consumer_offsets-{e['partition']})"),
     "group_request_failed": lambda e: (f"{e['consumer']}: {e['api']} to group {e['group']} failed with {e['error']}"
@@ -841,37 +897,6 @@ _EN.update({
 })
 
 _ZH.update({
-    "cleaner_check": lambda e: (
-        f"{_where(e, True)}：清理检查——{e['clean_bytes'] + e['dirty_bytes']} 字节中有 {e['dirty_bytes']} 字节是脏的，"
-        f"脏比例 {_ratio(e)}，min.cleanable.dirty.ratio 为 {e['min_cleanable_ratio']}（可清理偏移量 "
-        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']}）→ {'清理它' if e['chosen'] else '暂不清理'}：{_why_zh(e['reason'])}"),
-    "offset_map_filled": lambda e: (
-        f"{_where(e, True)}：偏移量映射从段 {_seg(e['segment'])} 的 {e['records']} 条消息中放入 {e['keys_put']} 个键；"
-        f"映射共 {e['map_entries']}/{e['map_capacity']} 项，最新偏移量 {e['latest_offset']}"
-        + ("——映射已满，本轮到此为止" if e.get("full") else "")),
-    "segments_cleaned": lambda e: (
-        f"{_where(e, True)}：段 {', '.join(_seg(s) for s in e.get('sources') or [])} 重写为 "
-        f"{_seg(e['segment'])}.log.cleaned：{e['records_before']} → {e['records_after']} 条，"
-        f"{e['bytes_before']} → {e['bytes_after']} 字节；丢弃旧值 {e['superseded']} 条，保留墓碑 {e['tombstones_kept']} 条，"
-        f"删除墓碑 {e['tombstones_removed']} 条"
-        + (f"，丢弃无键消息 {e['keyless_removed']} 条" if e.get("keyless_removed") else "")
-        + (f"，丢弃已中止事务的消息 {e['aborted_removed']} 条" if e.get("aborted_removed") else "")
-        + (f"；墓碑保留到 {_s(e['delete_horizon_ms'])}（delete.retention.ms）"
-           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")
-        + (f"；事务标记保留 {e.get('markers_kept', 0)} 个，删除 {e.get('markers_removed', 0)} 个"
-           if e.get("markers_kept") or e.get("markers_removed") else "")
-        + (f"（事务已无消息的标记保留到 {_s(e['marker_horizon_ms'])}）"
-           if isinstance(e.get("marker_horizon_ms"), int) else "")),
-    "cleaner_swap_step": lambda e: (f"{_where(e, True)}：清理器{_SWAP_ZH.get(e['step'], e['step'])}"
-                                    f"（段 {_seg(e['segment'])}：{', '.join(e.get('files') or [])}）"),
-    "cleaner_point_moved": lambda e: (f"{_where(e, True)}：清理点（第一个脏偏移量）{e['old_offset']} → "
-                                      f"{e['new_offset']}，记在 cleaner-offset-checkpoint"),
-    "cleaner_pass_finished": lambda e: (
-        f"{_where(e, True)}：偏移量 {e['first_dirty_offset']}–{e['end_offset']} 的清理完成："
-        f"{len(e.get('segments_before') or [])} → {len(e.get('segments_after') or [])} 个段，"
-        f"{e['bytes_before']} → {e['bytes_after']} 字节"),
-    "swap_completed": lambda e: (f"{_where(e, True)}：恢复时完成了被中断的交换：{_seg(e['segment'])}.swap 取代 "
-                                 f"{', '.join(_seg(s) for s in e.get('replaced') or []) or '（无）'}"),
     "coordinator_found": lambda e: (f"{e['consumer']}：FindCoordinator，消费组 {e['group']} 的协调者是 broker "
                                     f"{e['coordinator']}（__consumer_offsets-{e['partition']} 的 leader）"),
     "group_request_failed": lambda e: (f"{e['consumer']}：发往消费组 {e['group']} 的 {e['api']} 失败：{e['error']}"
@@ -975,7 +1000,9 @@ _ZH.update({
                                      + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),
 })
 
-for _kind, _sentence in STORAGE_SENTENCES.items():
+# The kinds written as one extractor and a template per language.
+SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES}
+for _kind, _sentence in SENTENCES.items():
     _EN[_kind] = partial(_sentence.render, lang="en")
     _ZH[_kind] = partial(_sentence.render, lang="zh")
 
