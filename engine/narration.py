@@ -15,9 +15,11 @@ what the engine did, never what a script expected it to do.
 
 Adding an event kind: give it a :class:`Sentence` -- one extractor that takes the fields
 the sentence needs from the event (the same for every language), and a template per
-language. The storage and log-cleaner kinds are written so (``SENTENCES``); the
-cluster's, the groups' and the transactions' still have a function per language in
-``_EN`` and ``_ZH`` and move over the same way.
+language (``SENTENCES``: 90 of the 118 kinds). The 28 whose sentences are built from
+optional clauses (a broker started "again", "after a clean shutdown"; a JoinGroup "holding"
+partitions; ``run_moved``) still have a function per language in ``_EN`` and ``_ZH``
+and move over the same way: a form per clause combination, or a per-language table of
+clauses as ``segments_cleaned`` does.
 """
 from __future__ import annotations
 
@@ -93,6 +95,9 @@ class _Words:
 
     def offs(self, e: Ev) -> str:
         return _offs(e, self.zh)
+
+    def b(self, node: Any) -> str:
+        return _b(node, self.zh)
 
     def why(self, code: Any) -> Any:
         return _why_zh(code) if self.zh else code
@@ -436,73 +441,28 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                  + (" after a clean shutdown" if e["clean_shutdown"] else "")),
     "broker_crashed": lambda e: (f"broker {e['broker']} crashed" + (" (power loss: un-fsynced bytes lost"
                                  f" in {len(e.get('lost_files') or [])} file(s))" if e["power_loss"] else "")),
-    "broker_shutdown": lambda e: f"broker {e['broker']} shut down cleanly",
     "logs_loaded": lambda e: f"broker {e['broker']} opened its logs: " + "; ".join(
         f"{x['topic']}-{x['partition']} LEO {x['leo']}, HW {x['high_watermark']}" for x in e["logs"]),
-    "broker_registered": lambda e: (f"controller {e['controller']} registered broker {e['broker']} "
-                                    f"(broker epoch {e['broker_epoch']})"),
-    "broker_fenced": lambda e: f"controller {e['controller']} fenced broker {e['broker']} ({e['reason'].replace('_', ' ')})",
-    "controller_changed": lambda e: (f"broker {e['new']} is the active controller (controller epoch "
-                                     f"{e['controller_epoch']}, {e['reason'].replace('_', ' ')})"),
     "topic_created": lambda e: (f"topic {e['topic']} created: " + "; ".join(
         f"partition {p} on brokers {', '.join(map(str, r))}" for p, r in sorted(e["assignment"].items()))),
-    "leader_elected": lambda e: (f"controller elected broker {e['chosen']} leader of {_tp(e)} at leader epoch "
-                                 f"{e['leader_epoch']} ({e['rule']}); ISR {e['isr']}"),
-    "partition_offline": lambda e: f"{_tp(e)} is offline: no replica may lead ({e['reason']})",
-    "isr_shrunk": lambda e: f"ISR of {_tp(e)} shrank to {e['isr']} (removed {e['removed']}: {e['reason']})",
-    "isr_expanded": lambda e: f"ISR of {_tp(e)} grew to {e['isr']} (added {e['added']})",
-    "alter_partition_sent": lambda e: f"broker {e['broker']} asked the controller to set the ISR of {_tp(e)} to {e['proposed_isr']}",
-    "alter_partition_rejected": lambda e: f"controller refused broker {e['broker']}'s ISR change ({e['reason']})",
-    "became_leader": lambda e: (f"broker {e['broker']} leads {_tp(e)} at epoch {e['leader_epoch']} (LEO {e['leo']}, "
-                                f"HW {e['high_watermark']}); epoch cache gets ({e['leader_epoch']}, {e['leo']})"),
     "became_follower": lambda e: (f"broker {e['broker']} follows broker {e['leader']} for {_tp(e)} at epoch "
                                   f"{e['leader_epoch']} (LEO {e['leo']}, HW {e['high_watermark']}); "
                                   + ("it truncates to its high watermark first" if e["truncation"] == "hw"
                                      else "it asks the leader where its epoch ends first")),
-    "fetch_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}: Fetch {_tp(e)} from offset {e['fetch_offset']}",
-    "fetch_parked": lambda e: (f"broker {e['broker']} parked broker {e['follower']}'s fetch at offset "
-                               f"{e['fetch_offset']} (nothing new; waits up to {e['max_wait_ms']} ms)"),
     "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: "
                                  + (f"error {e['error']}" if e["error"] else
                                     (f"records {e['first_offset']}–{e['last_offset']}" if e["records"] else "no records"))
                                  + f", HW {e['high_watermark']}, leader LEO {e['leader_leo']}"),
     "fetch_received": lambda e: (f"broker {e['broker']} took the fetch response: {e['records']} record(s), "
                                  f"leader HW {e['leader_high_watermark']}" + (f", error {e['error']}" if e["error"] else "")),
-    "remote_leo_updated": lambda e: f"broker {e['broker']} notes broker {e['follower']}'s LEO {e['old']} → {e['new']}",
-    "leo_changed": lambda e: f"broker {e['broker']} ({e['role']}) LEO {e['old']} → {e['new']} ({e['reason']})",
-    "high_watermark_changed": lambda e: (f"broker {e['broker']} ({e['role']}) HW {e['old']} → {e['new']} "
-                                         f"({e['reason'].replace('_', ' ')})"),
-    "epoch_request_sent": lambda e: (f"broker {e['broker']} → broker {e['leader']}: OffsetsForLeaderEpoch — "
-                                     f"where does epoch {e['epoch']} end?"),
     "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: epoch {e['requested_epoch']} "
                                          f"ends at offset {e['end_offset']}"
                                          + (f" (answered for epoch {e['epoch']})" if e["epoch"] != e["requested_epoch"] else "")),
     "replica_truncated": _truncated_en,
-    "fetch_diverging": lambda e: (f"broker {e['broker']} → broker {e['follower']}: its fetch at {e['fetch_offset']} "
-                                  f"names epoch {e['last_fetched_epoch']}, which here ends at {e['end_offset']} "
-                                  f"(DivergingEpoch {e['epoch']}); no records, truncate first"),
-    "replica_fetch_failed": lambda e: (f"broker {e['broker']} stops fetching {e['topic']}-{e['partition']} at "
-                                       f"{e['fetch_offset']}: {e['error']} ({e['detail']}); the broker goes on"),
-    "produce_received": lambda e: f"broker {e['broker']} got produce request {e['request_id']} ({e['records']} record(s), acks={e['acks']})",
-    "produce_appended": lambda e: (f"broker {e['broker']} appended request {e['request_id']} at offset(s) "
-                                   f"{e['base_offset']}–{e['last_offset']}, epoch {e['leader_epoch']}"),
-    "produce_waiting": lambda e: f"request {e['request_id']} waits until the HW passes offset {e['required_offset'] - 1}",
     "produce_acked": lambda e: (f"the client was told request {e['request_id']} succeeded"
                                 + (f" (offset {e['base_offset']})" if e["base_offset"] is not None else "")),
-    "produce_failed": lambda e: f"request {e['request_id']} failed: {e['error']}",
-    "consumer_read": lambda e: (f"a consumer read {e['records']} record(s) of {_tp(e)} from offset {e['offset']} "
-                                f"(HW {e['high_watermark']})"),
-    "checkpoint_written": lambda e: f"broker {e['broker']} wrote {e['file']}",
-    "link_changed": lambda e: f"link {_b(e['a'])} {'↔' if e['both'] else '→'} {_b(e['b'])}: {e['state']}",
-    "message_dropped": lambda e: f"{e['api']} from {_b(e['src'])} to {_b(e['dst'])} dropped ({e['reason'].replace('_', ' ')})",
     "config_changed": lambda e: f"config of {e['scope']} {e['target']} changed: " + ", ".join(
         f"{k}={v}" for k, v in e["changes"].items()),
-    "check_acked_record_lost": lambda e: (f"CHECKER: acknowledged record {e.get('value') or e['digest']} at offset "
-                                          f"{e['offset']} is not in the leader's log — lost"),
-    "check_replicas_diverged": lambda e: (f"CHECKER: brokers {', '.join(map(str, e['brokers']))} hold different "
-                                          f"records at offset {e['offset']} — diverged"),
-    "check_hw_regressed": lambda e: f"CHECKER: broker {e['broker']}'s HW went back {e['old']} → {e['new']}",
-    "check_uncommitted_read": lambda e: f"CHECKER: a consumer read an uncommitted record at offset {e['offset']}",
     # producers, idempotence and transactions
     "producer_created": lambda e: (f"producer {e['name']} created" + (
         f": InitProducerId gave producer id {e['producer_id']}, epoch {e['producer_epoch']}"
@@ -513,10 +473,6 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                   f"it retries as request {e['request_id']} after {e['backoff_ms']} ms"
                                   + (f" with the same base sequence {e['base_sequence']}" if e["base_sequence"] >= 0
                                      else " (no sequence number: the leader cannot tell it is a retry)")),
-    "produce_duplicate": lambda e: (f"broker {e['broker']} recognised request {e['request_id']} as a duplicate "
-                                    f"(producer {e['producer_id']}, epoch {e['producer_epoch']}, sequence "
-                                    f"{e['base_sequence']}) of {_tp(e)} and answered with the first write's offsets "
-                                    f"{e['base_offset']}–{e['last_offset']}, writing nothing"),
     "txn_request": lambda e: (f"producer {e['producer']} → coordinator broker {e['coordinator']}: "
                               f"{_TXN_API.get(e['api'], e['api'])} for {e['transactional_id']}"
                               + (f" ({e['detail']})" if e.get("detail") else "")
@@ -526,25 +482,10 @@ _EN: dict[str, Callable[[Ev], str]] = {
                                     f"{e['old_state']} → {e['new_state']}"
                                     + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")
                                     + (f" ({e['reason'].replace('_', ' ')})" if e.get("reason") else "")),
-    "txn_marker_written": lambda e: (f"broker {e['broker']} wrote {'a COMMIT' if e['commit'] else 'an ABORT'} marker "
-                                     f"for producer {e['producer_id']} at offset {e['offset']} of {_tp(e)}"),
     "txn_loaded": lambda e: (f"broker {e['broker']} leads __transaction_state-{e['txn_partition']} and read back "
                              f"{e['records']} record(s)"
                              + (f"; it finishes {', '.join(e['resumed'])}" if e.get("resumed") else "")),
     # the timing wheel
-    "timer_task_added": lambda e: (f"{e['timer']} timer: {e['name']} (due at {e['expiration_ms']} ms) goes into "
-                                   f"level {e['level']}, bucket {e['slot']} (expires at {e['bucket_expiration_ms']} ms)"),
-    "timer_bucket_queued": lambda e: (f"{e['timer']} timer: level {e['level']} bucket {e['slot']} joins the delay "
-                                      f"queue, due at {e['expiration_ms']} ms"),
-    "timer_overflow_wheel_created": lambda e: (f"{e['timer']} timer: overflow wheel level {e['level']} created "
-                                               f"({e['tick_ms']} ms per bucket, {e['interval_ms']} ms around)"),
-    "timer_bucket_expired": lambda e: (f"{e['timer']} timer: the hand reached level {e['level']} bucket {e['slot']} "
-                                       f"at {e['expiration_ms']} ms; {e['tasks']} task(s) taken out"),
-    "timer_task_cascaded": lambda e: (f"{e['timer']} timer: {e['name']} moves from level {e['from_level']} down to "
-                                      f"level {e['to_level']}, bucket {e['slot']}"),
-    "timer_task_expired": lambda e: f"{e['timer']} timer: {e['name']} timed out (due at {e['expiration_ms']} ms)",
-    "timer_task_cancelled": lambda e: (f"{e['timer']} timer: {e['name']} completed before its timeout and "
-                                       f"left the wheel"),
     "run_moved": lambda e: (f"rewound to step {e['step']} (the engine is as it was after that step)"
                             if e["how"] == "back" else f"the run is at step {e['step']}"),
 }
@@ -596,61 +537,25 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                  + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
     "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
                                                               if e["power_loss"] else "")),
-    "broker_shutdown": lambda e: f"broker {e['broker']} 正常关闭",
     "logs_loaded": lambda e: f"broker {e['broker']} 打开日志：" + "；".join(
         f"{x['topic']}-{x['partition']} LEO {x['leo']}，HW {x['high_watermark']}" for x in e["logs"]),
-    "broker_registered": lambda e: f"控制器 {e['controller']} 登记了 broker {e['broker']}（broker epoch {e['broker_epoch']}）",
-    "broker_fenced": lambda e: f"控制器 {e['controller']} 隔离了 broker {e['broker']}（{_why_zh(e['reason'])}）",
-    "controller_changed": lambda e: f"broker {e['new']} 成为活跃控制器（控制器 epoch {e['controller_epoch']}，{_why_zh(e['reason'])}）",
     "topic_created": lambda e: (f"创建主题 {e['topic']}：" + "；".join(
         f"分区 {p} 在 broker {', '.join(map(str, r))} 上" for p, r in sorted(e["assignment"].items()))),
-    "leader_elected": lambda e: (f"控制器选举 broker {e['chosen']} 为 {_tp(e)} 的 leader，leader epoch {e['leader_epoch']}"
-                                 f"（{_why_zh(e['rule'])}）；ISR {e['isr']}"),
-    "partition_offline": lambda e: f"{_tp(e)} 离线：没有副本可以当 leader（{_why_zh(e['reason'])}）",
-    "isr_shrunk": lambda e: f"{_tp(e)} 的 ISR 缩小为 {e['isr']}（移除 {e['removed']}：{_why_zh(e['reason'])}）",
-    "isr_expanded": lambda e: f"{_tp(e)} 的 ISR 扩大为 {e['isr']}（加入 {e['added']}）",
-    "alter_partition_sent": lambda e: f"broker {e['broker']} 请求控制器把 {_tp(e)} 的 ISR 设为 {e['proposed_isr']}",
-    "alter_partition_rejected": lambda e: f"控制器拒绝了 broker {e['broker']} 的 ISR 变更（{_why_zh(e['reason'])}）",
-    "became_leader": lambda e: (f"broker {e['broker']} 成为 {_tp(e)} 的 leader，epoch {e['leader_epoch']}（LEO {e['leo']}，"
-                                f"HW {e['high_watermark']}）；epoch 缓存加入 ({e['leader_epoch']}, {e['leo']})"),
     "became_follower": lambda e: (f"broker {e['broker']} 以 epoch {e['leader_epoch']} 跟随 broker {e['leader']}（{_tp(e)}，"
                                   f"LEO {e['leo']}，HW {e['high_watermark']}）；"
                                   + ("它先截断到自己的高水位" if e["truncation"] == "hw" else "它先问 leader 自己的 epoch 在哪里结束")),
-    "fetch_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：Fetch {_tp(e)}，从偏移量 {e['fetch_offset']} 开始",
-    "fetch_parked": lambda e: f"broker {e['broker']} 暂存 broker {e['follower']} 在偏移量 {e['fetch_offset']} 的拉取（暂无新数据，最多等 {e['max_wait_ms']} 毫秒）",
     "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}："
                                  + (f"错误 {e['error']}" if e["error"] else
                                     (f"消息 {e['first_offset']}–{e['last_offset']}" if e["records"] else "没有消息"))
                                  + f"，HW {e['high_watermark']}，leader LEO {e['leader_leo']}"),
     "fetch_received": lambda e: (f"broker {e['broker']} 收到拉取响应：{e['records']} 条消息，leader HW {e['leader_high_watermark']}"
                                  + (f"，错误 {e['error']}" if e["error"] else "")),
-    "remote_leo_updated": lambda e: f"broker {e['broker']} 记下 broker {e['follower']} 的 LEO {e['old']} → {e['new']}",
-    "leo_changed": lambda e: f"broker {e['broker']}（{e['role']}）LEO {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
-    "high_watermark_changed": lambda e: f"broker {e['broker']}（{e['role']}）HW {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
-    "epoch_request_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：OffsetsForLeaderEpoch——epoch {e['epoch']} 在哪里结束？",
     "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}：epoch {e['requested_epoch']} 结束于偏移量 "
                                          f"{e['end_offset']}" + (f"（按 epoch {e['epoch']} 回答）" if e["epoch"] != e["requested_epoch"] else "")),
     "replica_truncated": _truncated_zh,
-    "fetch_diverging": lambda e: (f"broker {e['broker']} → broker {e['follower']}：偏移量 {e['fetch_offset']} 处的拉取"
-                                  f"声明 epoch {e['last_fetched_epoch']}，它在这里结束于 {e['end_offset']}"
-                                  f"（DivergingEpoch {e['epoch']}）；不发送记录，先截断"),
-    "replica_fetch_failed": lambda e: (f"broker {e['broker']} 停止拉取 {e['topic']}-{e['partition']}（偏移量 "
-                                       f"{e['fetch_offset']}）：{e['error']}（{e['detail']}）；broker 照常运行"),
-    "produce_received": lambda e: f"broker {e['broker']} 收到生产请求 {e['request_id']}（{e['records']} 条消息，acks={e['acks']}）",
-    "produce_appended": lambda e: f"broker {e['broker']} 把请求 {e['request_id']} 写到偏移量 {e['base_offset']}–{e['last_offset']}，epoch {e['leader_epoch']}",
-    "produce_waiting": lambda e: f"请求 {e['request_id']} 等待 HW 越过偏移量 {e['required_offset'] - 1}",
     "produce_acked": lambda e: (f"客户端收到请求 {e['request_id']} 成功的确认"
                                 + (f"（偏移量 {e['base_offset']}）" if e["base_offset"] is not None else "")),
-    "produce_failed": lambda e: f"请求 {e['request_id']} 失败：{e['error']}",
-    "consumer_read": lambda e: f"消费者从偏移量 {e['offset']} 读取 {_tp(e)} 的 {e['records']} 条消息（HW {e['high_watermark']}）",
-    "checkpoint_written": lambda e: f"broker {e['broker']} 写入 {e['file']}",
-    "link_changed": lambda e: f"链路 {_b(e['a'], True)} {'↔' if e['both'] else '→'} {_b(e['b'], True)}：{e['state']}",
-    "message_dropped": lambda e: f"{_b(e['src'], True)} 发往 {_b(e['dst'], True)} 的 {e['api']} 被丢弃（{_why_zh(e['reason'])}）",
     "config_changed": lambda e: f"{e['scope']} {e['target']} 的配置已修改：" + "，".join(f"{k}={v}" for k, v in e["changes"].items()),
-    "check_acked_record_lost": lambda e: f"检查器：已确认的消息 {e.get('value') or e['digest']}（偏移量 {e['offset']}）不在 leader 的日志里——丢失",
-    "check_replicas_diverged": lambda e: f"检查器：broker {', '.join(map(str, e['brokers']))} 在偏移量 {e['offset']} 上的消息不同——不一致",
-    "check_hw_regressed": lambda e: f"检查器：broker {e['broker']} 的 HW 倒退了 {e['old']} → {e['new']}",
-    "check_uncommitted_read": lambda e: f"检查器：消费者在偏移量 {e['offset']} 读到了未提交的消息",
     "producer_created": lambda e: (f"创建生产者 {e['name']}" + (
         f"：InitProducerId 分配生产者 id {e['producer_id']}，epoch {e['producer_epoch']}"
         if e["idempotent"] and e["producer_id"] >= 0 else
@@ -659,31 +564,14 @@ _ZH: dict[str, Callable[[Ev], str]] = {
                                   f"{e['backoff_ms']} 毫秒后以请求 {e['request_id']} 重试"
                                   + (f"，基础序列号仍为 {e['base_sequence']}" if e["base_sequence"] >= 0
                                      else "（没有序列号：leader 无法识别这是重试）")),
-    "produce_duplicate": lambda e: (f"broker {e['broker']} 认出请求 {e['request_id']} 是重复批次（生产者 "
-                                    f"{e['producer_id']}，epoch {e['producer_epoch']}，序列号 {e['base_sequence']}），"
-                                    f"用第一次写入的偏移量 {e['base_offset']}–{e['last_offset']} 应答 {_tp(e)}，不再写入"),
     "txn_request": lambda e: (f"生产者 {e['producer']} → 协调者 broker {e['coordinator']}：{e['api']}（{e['transactional_id']}）"
                               + (f"（{e['detail']}）" if e.get("detail") else "")
                               + ("" if e["error"] == "NONE" else f" → {e['error']}")),
     "txn_state_changed": lambda e: (f"协调者 broker {e['coordinator']}：事务 {e['transactional_id']}（生产者 "
                                     f"{e['producer_id']}，epoch {e['producer_epoch']}）{e['old_state']} → {e['new_state']}"
                                     + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")),
-    "txn_marker_written": lambda e: (f"broker {e['broker']} 在 {_tp(e)} 的偏移量 {e['offset']} 写入生产者 "
-                                     f"{e['producer_id']} 的 {'COMMIT' if e['commit'] else 'ABORT'} 标记"),
     "txn_loaded": lambda e: (f"broker {e['broker']} 成为 __transaction_state-{e['txn_partition']} 的 leader，读回 "
                              f"{e['records']} 条记录" + (f"；继续完成 {', '.join(e['resumed'])}" if e.get("resumed") else "")),
-    "timer_task_added": lambda e: (f"{e['timer']} 定时器：{e['name']}（{e['expiration_ms']} ms 到期）放入第 {e['level']} 层"
-                                   f"第 {e['slot']} 个桶（桶在 {e['bucket_expiration_ms']} ms 到期）"),
-    "timer_bucket_queued": lambda e: (f"{e['timer']} 定时器：第 {e['level']} 层第 {e['slot']} 个桶进入延迟队列，"
-                                      f"{e['expiration_ms']} ms 到期"),
-    "timer_overflow_wheel_created": lambda e: (f"{e['timer']} 定时器：创建第 {e['level']} 层溢出时间轮（每格 "
-                                               f"{e['tick_ms']} 毫秒，一圈 {e['interval_ms']} 毫秒）"),
-    "timer_bucket_expired": lambda e: (f"{e['timer']} 定时器：指针在 {e['expiration_ms']} ms 走到第 {e['level']} 层"
-                                       f"第 {e['slot']} 个桶，取出 {e['tasks']} 个任务"),
-    "timer_task_cascaded": lambda e: (f"{e['timer']} 定时器：{e['name']} 从第 {e['from_level']} 层降到第 "
-                                      f"{e['to_level']} 层第 {e['slot']} 个桶"),
-    "timer_task_expired": lambda e: f"{e['timer']} 定时器：{e['name']} 超时（{e['expiration_ms']} ms 到期）",
-    "timer_task_cancelled": lambda e: f"{e['timer']} 定时器：{e['name']} 在超时前完成，离开时间轮",
     "run_moved": lambda e: (f"回到第 {e['step']} 步（引擎恢复到那一步之后的状态）" if e["how"] == "back"
                             else f"运行到第 {e['step']} 步"),
 }
@@ -847,8 +735,6 @@ CLEANER_SENTENCES: dict[str, Sentence] = {
 
 
 _EN.update({
-    "coordinator_found": lambda e: (f"{e['consumer']}: FindCoordinator for group {e['group']} → broker "
-                                    f"{e['coordinator']} (leader of __consumer_offsets-{e['partition']})"),
     "group_request_failed": lambda e: (f"{e['consumer']}: {e['api']} to group {e['group']} failed with {e['error']}"
                                        + (f" — {e['detail']}" if e.get("detail") else "")),
     "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, False)}: JoinGroup {e['group']} "
@@ -864,41 +750,18 @@ _EN.update({
     "sync_group_sent": lambda e: (f"{e['member']}: SyncGroup generation {e['generation']}"
                                   + (f" with the leader's assignment {_assignment(e.get('assignment'), False)}"
                                      if e.get("leader") else " (follower, empty)")),
-    "sync_group_completed": lambda e: (f"group {e['group']}: SyncGroup done, generation {e['generation']} is "
-                                       f"Stable — {_assignment(e.get('assignment'), False)}"),
     "heartbeat_answered": lambda e: (f"{e['member']}: heartbeat, generation {e['generation']} → {e['error']}"
                                      + (" (rejoin)" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
-    "member_removed": lambda e: (f"group {e['group']}: member {e['member']} removed — "
-                                 f"{_REMOVED_WHY_EN.get(e['reason'], e['reason'])}"),
-    "group_state_changed": lambda e: (f"group {e['group']}: {e['old_state']} → {e['new_state']} "
-                                      f"(generation {e['generation']})"),
-    "offset_commit_sent": lambda e: (f"{e['member']}: {'auto-' if e.get('auto') else ''}OffsetCommit "
-                                     f"{_commit_offsets(e.get('offsets'))} (generation {e['generation']})"),
     "offset_committed": lambda e: (f"group {e['group']}: committed offset {e['offset']} for {_tp(e)} "
                                    f"(record in __consumer_offsets-{e['offsets_partition']}"
                                    + (f" at offset {e['record_offset']})" if e.get("record_offset") is not None
                                       else ")")),
-    "offset_commit_failed": lambda e: (f"{e['member']}: OffsetCommit {_commit_offsets(e.get('offsets'))} failed "
-                                       f"with {e['error']}"),
-    "offsets_loaded": lambda e: (f"broker {e['coordinator']} loaded __consumer_offsets-{e['offsets_partition']} "
-                                 f"({e['records']} record(s)) and now coordinates "
-                                 f"{', '.join(map(str, e.get('groups') or [])) or 'no groups yet'}"),
-    "consumer_fetched": lambda e: (f"{e['consumer']}: read {e['records']} record(s) of {_tp(e)} from offset "
-                                   f"{e['offset']}, next {e['next_offset']} (high watermark {e['high_watermark']})"),
-    "position_reset": lambda e: (f"{e['consumer']}: starts {_tp(e)} at offset {e['offset']} "
-                                 f"({_SOURCE_EN.get(e['source'], e['source'])})"),
-    "partitions_revoked": lambda e: (f"{e['consumer']}: revoked {_parts(e.get('partitions'))} "
-                                     f"(generation {e['generation']})"),
     "partitions_assigned": lambda e: (f"{e['consumer']}: assigned {_parts(e.get('partitions'))} "
                                       f"(generation {e['generation']})"
                                       + ("" if e.get("partitions") else " — idle, no partition for it")),
-    "consumer_stopped": lambda e: f"{e['consumer']} {_STOP_EN.get(e['how'], e['how'])}",
-    "partitions_added": lambda e: f"topic {e['topic']}: partitions {e['old_count']} → {e['new_count']}",
 })
 
 _ZH.update({
-    "coordinator_found": lambda e: (f"{e['consumer']}：FindCoordinator，消费组 {e['group']} 的协调者是 broker "
-                                    f"{e['coordinator']}（__consumer_offsets-{e['partition']} 的 leader）"),
     "group_request_failed": lambda e: (f"{e['consumer']}：发往消费组 {e['group']} 的 {e['api']} 失败：{e['error']}"
                                        + (f"——{e['detail']}" if e.get("detail") else "")),
     "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, True)}：JoinGroup {e['group']}"
@@ -914,35 +777,15 @@ _ZH.update({
     "sync_group_sent": lambda e: (f"{e['member']}：SyncGroup 第 {e['generation']} 代"
                                   + (f"，带上 leader 的分配 {_assignment(e.get('assignment'), True)}"
                                      if e.get("leader") else "（跟随者，不带分配）")),
-    "sync_group_completed": lambda e: (f"消费组 {e['group']}：SyncGroup 完成，第 {e['generation']} 代进入 Stable——"
-                                       f"{_assignment(e.get('assignment'), True)}"),
     "heartbeat_answered": lambda e: (f"{e['member']}：心跳，第 {e['generation']} 代 → {e['error']}"
                                      + ("（需重新加入）" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
-    "member_removed": lambda e: (f"消费组 {e['group']}：移除成员 {e['member']}——"
-                                 f"{_REMOVED_WHY_ZH.get(e['reason'], e['reason'])}"),
-    "group_state_changed": lambda e: (f"消费组 {e['group']}：{e['old_state']} → {e['new_state']}"
-                                      f"（第 {e['generation']} 代）"),
-    "offset_commit_sent": lambda e: (f"{e['member']}：{'自动' if e.get('auto') else ''}提交偏移量 "
-                                     f"{_commit_offsets(e.get('offsets'))}（第 {e['generation']} 代）"),
     "offset_committed": lambda e: (f"消费组 {e['group']}：{_tp(e)} 提交的偏移量为 {e['offset']}"
                                    f"（记录写入 __consumer_offsets-{e['offsets_partition']}"
                                    + (f" 的偏移量 {e['record_offset']}）" if e.get("record_offset") is not None
                                       else "）")),
-    "offset_commit_failed": lambda e: (f"{e['member']}：提交偏移量 {_commit_offsets(e.get('offsets'))} 失败：{e['error']}"),
-    "offsets_loaded": lambda e: (f"broker {e['coordinator']} 加载了 __consumer_offsets-{e['offsets_partition']}"
-                                 f"（{e['records']} 条记录），现在协调 "
-                                 f"{', '.join(map(str, e.get('groups') or [])) or '（暂无消费组）'}"),
-    "consumer_fetched": lambda e: (f"{e['consumer']}：从 {_tp(e)} 的偏移量 {e['offset']} 读到 {e['records']} 条，"
-                                   f"下一个 {e['next_offset']}（高水位 {e['high_watermark']}）"),
-    "position_reset": lambda e: (f"{e['consumer']}：从偏移量 {e['offset']} 开始读 {_tp(e)}"
-                                 f"（{_SOURCE_ZH.get(e['source'], e['source'])}）"),
-    "partitions_revoked": lambda e: (f"{e['consumer']}：被收回 {_parts_zh(e.get('partitions'))}"
-                                     f"（第 {e['generation']} 代）"),
     "partitions_assigned": lambda e: (f"{e['consumer']}：分到 {_parts_zh(e.get('partitions'))}"
                                       f"（第 {e['generation']} 代）"
                                       + ("" if e.get("partitions") else "——空闲，没有分区给它")),
-    "consumer_stopped": lambda e: f"{e['consumer']} {_STOP_ZH.get(e['how'], e['how'])}",
-    "partitions_added": lambda e: f"主题 {e['topic']}：分区数 {e['old_count']} → {e['new_count']}",
 })
 
 # Offsets committed inside a transaction (engine/cluster/txn_offsets.py).
@@ -968,11 +811,6 @@ def _txn_offsets_done(e: Ev, zh: bool) -> str:
 
 
 _EN.update({
-    "txn_offsets_written": lambda e: (f"group coordinator broker {e['coordinator']} wrote "
-                                      f"{_commit_offsets(e.get('offsets'))} for group {e['group']} into "
-                                      f"__consumer_offsets-{e['offsets_partition']} as a transactional batch of "
-                                      f"producer {e['producer_id']} (epoch {e['producer_epoch']}): pending until "
-                                      f"the transaction ends"),
     "txn_offsets_completed": lambda e: _txn_offsets_done(e, False),
     "txn_offsets_superseded": lambda e: (
         f"group {e['group']}: in __consumer_offsets-{e['offsets_partition']} "
@@ -985,10 +823,6 @@ _EN.update({
                                      + (f"; still pending: {', '.join(e['pending'])}" if e.get("pending") else "")),
 })
 _ZH.update({
-    "txn_offsets_written": lambda e: (f"消费组协调者 broker {e['coordinator']} 把消费组 {e['group']} 的 "
-                                      f"{_commit_offsets(e.get('offsets'))} 作为生产者 {e['producer_id']}"
-                                      f"（epoch {e['producer_epoch']}）的事务批次写入 "
-                                      f"__consumer_offsets-{e['offsets_partition']}：事务结束前处于待定状态"),
     "txn_offsets_completed": lambda e: _txn_offsets_done(e, True),
     "txn_offsets_superseded": lambda e: (
         f"消费组 {e['group']}：__consumer_offsets-{e['offsets_partition']} 中"
@@ -1000,8 +834,235 @@ _ZH.update({
                                      + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),
 })
 
+# Cluster, group and transaction kinds whose sentences are one template each. The extractor
+# takes every field once; where a language words a value its own way it asks ``w``.
+PLAIN_SENTENCES: dict[str, Sentence] = {
+    'broker_shutdown': Sentence(
+        lambda e, w: {'broker': e['broker']},
+        en='broker {broker} shut down cleanly',
+        zh='broker {broker} 正常关闭'),
+    'broker_registered': Sentence(
+        lambda e, w: {'controller': e['controller'], 'broker': e['broker'], 'broker_epoch': e['broker_epoch']},
+        en='controller {controller} registered broker {broker} (broker epoch {broker_epoch})',
+        zh='控制器 {controller} 登记了 broker {broker}（broker epoch {broker_epoch}）'),
+    'broker_fenced': Sentence(
+        lambda e, w: {'controller': e['controller'], 'broker': e['broker'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='controller {controller} fenced broker {broker} ({reason_words})',
+        zh='控制器 {controller} 隔离了 broker {broker}（{reason}）'),
+    'controller_changed': Sentence(
+        lambda e, w: {'new': e['new'], 'controller_epoch': e['controller_epoch'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='broker {new} is the active controller (controller epoch {controller_epoch}, {reason_words})',
+        zh='broker {new} 成为活跃控制器（控制器 epoch {controller_epoch}，{reason}）'),
+    'leader_elected': Sentence(
+        lambda e, w: {'chosen': e['chosen'], 'tp': _tp(e), 'leader_epoch': e['leader_epoch'], 'isr': e['isr'], 'rule': w.why(e['rule'])},
+        en='controller elected broker {chosen} leader of {tp} at leader epoch {leader_epoch} ({rule}); ISR {isr}',
+        zh='控制器选举 broker {chosen} 为 {tp} 的 leader，leader epoch {leader_epoch}（{rule}）；ISR {isr}'),
+    'partition_offline': Sentence(
+        lambda e, w: {'tp': _tp(e), 'reason': w.why(e['reason'])},
+        en='{tp} is offline: no replica may lead ({reason})',
+        zh='{tp} 离线：没有副本可以当 leader（{reason}）'),
+    'isr_shrunk': Sentence(
+        lambda e, w: {'tp': _tp(e), 'isr': e['isr'], 'removed': e['removed'], 'reason': w.why(e['reason'])},
+        en='ISR of {tp} shrank to {isr} (removed {removed}: {reason})',
+        zh='{tp} 的 ISR 缩小为 {isr}（移除 {removed}：{reason}）'),
+    'isr_expanded': Sentence(
+        lambda e, w: {'tp': _tp(e), 'isr': e['isr'], 'added': e['added']},
+        en='ISR of {tp} grew to {isr} (added {added})',
+        zh='{tp} 的 ISR 扩大为 {isr}（加入 {added}）'),
+    'alter_partition_sent': Sentence(
+        lambda e, w: {'broker': e['broker'], 'tp': _tp(e), 'proposed_isr': e['proposed_isr']},
+        en='broker {broker} asked the controller to set the ISR of {tp} to {proposed_isr}',
+        zh='broker {broker} 请求控制器把 {tp} 的 ISR 设为 {proposed_isr}'),
+    'alter_partition_rejected': Sentence(
+        lambda e, w: {'broker': e['broker'], 'reason': w.why(e['reason'])},
+        en="controller refused broker {broker}'s ISR change ({reason})",
+        zh='控制器拒绝了 broker {broker} 的 ISR 变更（{reason}）'),
+    'became_leader': Sentence(
+        lambda e, w: {'broker': e['broker'], 'tp': _tp(e), 'leader_epoch': e['leader_epoch'], 'leo': e['leo'], 'high_watermark': e['high_watermark']},
+        en='broker {broker} leads {tp} at epoch {leader_epoch} (LEO {leo}, HW {high_watermark}); epoch cache gets ({leader_epoch}, {leo})',
+        zh='broker {broker} 成为 {tp} 的 leader，epoch {leader_epoch}（LEO {leo}，HW {high_watermark}）；epoch 缓存加入 ({leader_epoch}, {leo})'),
+    'fetch_sent': Sentence(
+        lambda e, w: {'broker': e['broker'], 'leader': e['leader'], 'tp': _tp(e), 'fetch_offset': e['fetch_offset']},
+        en='broker {broker} → broker {leader}: Fetch {tp} from offset {fetch_offset}',
+        zh='broker {broker} → broker {leader}：Fetch {tp}，从偏移量 {fetch_offset} 开始'),
+    'fetch_parked': Sentence(
+        lambda e, w: {'broker': e['broker'], 'follower': e['follower'], 'fetch_offset': e['fetch_offset'], 'max_wait_ms': e['max_wait_ms']},
+        en="broker {broker} parked broker {follower}'s fetch at offset {fetch_offset} (nothing new; waits up to {max_wait_ms} ms)",
+        zh='broker {broker} 暂存 broker {follower} 在偏移量 {fetch_offset} 的拉取（暂无新数据，最多等 {max_wait_ms} 毫秒）'),
+    'remote_leo_updated': Sentence(
+        lambda e, w: {'broker': e['broker'], 'follower': e['follower'], 'old': e['old'], 'new': e['new']},
+        en="broker {broker} notes broker {follower}'s LEO {old} → {new}",
+        zh='broker {broker} 记下 broker {follower} 的 LEO {old} → {new}'),
+    'leo_changed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'role': e['role'], 'old': e['old'], 'new': e['new'], 'reason': w.why(e['reason'])},
+        en='broker {broker} ({role}) LEO {old} → {new} ({reason})',
+        zh='broker {broker}（{role}）LEO {old} → {new}（{reason}）'),
+    'high_watermark_changed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'role': e['role'], 'old': e['old'], 'new': e['new'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='broker {broker} ({role}) HW {old} → {new} ({reason_words})',
+        zh='broker {broker}（{role}）HW {old} → {new}（{reason}）'),
+    'epoch_request_sent': Sentence(
+        lambda e, w: {'broker': e['broker'], 'leader': e['leader'], 'epoch': e['epoch']},
+        en='broker {broker} → broker {leader}: OffsetsForLeaderEpoch — where does epoch {epoch} end?',
+        zh='broker {broker} → broker {leader}：OffsetsForLeaderEpoch——epoch {epoch} 在哪里结束？'),
+    'fetch_diverging': Sentence(
+        lambda e, w: {'broker': e['broker'], 'follower': e['follower'], 'fetch_offset': e['fetch_offset'], 'last_fetched_epoch': e['last_fetched_epoch'], 'end_offset': e['end_offset'], 'epoch': e['epoch']},
+        en='broker {broker} → broker {follower}: its fetch at {fetch_offset} names epoch {last_fetched_epoch}, which here ends at {end_offset} (DivergingEpoch {epoch}); no records, truncate first',
+        zh='broker {broker} → broker {follower}：偏移量 {fetch_offset} 处的拉取声明 epoch {last_fetched_epoch}，它在这里结束于 {end_offset}（DivergingEpoch {epoch}）；不发送记录，先截断'),
+    'replica_fetch_failed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'topic': e['topic'], 'partition': e['partition'], 'fetch_offset': e['fetch_offset'], 'error': e['error'], 'detail': e['detail']},
+        en='broker {broker} stops fetching {topic}-{partition} at {fetch_offset}: {error} ({detail}); the broker goes on',
+        zh='broker {broker} 停止拉取 {topic}-{partition}（偏移量 {fetch_offset}）：{error}（{detail}）；broker 照常运行'),
+    'produce_received': Sentence(
+        lambda e, w: {'broker': e['broker'], 'request_id': e['request_id'], 'records': e['records'], 'acks': e['acks']},
+        en='broker {broker} got produce request {request_id} ({records} record(s), acks={acks})',
+        zh='broker {broker} 收到生产请求 {request_id}（{records} 条消息，acks={acks}）'),
+    'produce_appended': Sentence(
+        lambda e, w: {'broker': e['broker'], 'request_id': e['request_id'], 'base_offset': e['base_offset'], 'last_offset': e['last_offset'], 'leader_epoch': e['leader_epoch']},
+        en='broker {broker} appended request {request_id} at offset(s) {base_offset}–{last_offset}, epoch {leader_epoch}',
+        zh='broker {broker} 把请求 {request_id} 写到偏移量 {base_offset}–{last_offset}，epoch {leader_epoch}'),
+    'produce_waiting': Sentence(
+        lambda e, w: {'request_id': e['request_id'], 'last_offset': e['required_offset'] - 1},
+        en='request {request_id} waits until the HW passes offset {last_offset}',
+        zh='请求 {request_id} 等待 HW 越过偏移量 {last_offset}'),
+    'produce_failed': Sentence(
+        lambda e, w: {'request_id': e['request_id'], 'error': e['error']},
+        en='request {request_id} failed: {error}',
+        zh='请求 {request_id} 失败：{error}'),
+    'consumer_read': Sentence(
+        lambda e, w: {'records': e['records'], 'tp': _tp(e), 'offset': e['offset'], 'high_watermark': e['high_watermark']},
+        en='a consumer read {records} record(s) of {tp} from offset {offset} (HW {high_watermark})',
+        zh='消费者从偏移量 {offset} 读取 {tp} 的 {records} 条消息（HW {high_watermark}）'),
+    'checkpoint_written': Sentence(
+        lambda e, w: {'broker': e['broker'], 'file': e['file']},
+        en='broker {broker} wrote {file}',
+        zh='broker {broker} 写入 {file}'),
+    'link_changed': Sentence(
+        lambda e, w: {'a': w.b(e['a']), 'arrow': '↔' if e['both'] else '→', 'b': w.b(e['b']), 'state': e['state']},
+        en='link {a} {arrow} {b}: {state}',
+        zh='链路 {a} {arrow} {b}：{state}'),
+    'message_dropped': Sentence(
+        lambda e, w: {'api': e['api'], 'src': w.b(e['src']), 'dst': w.b(e['dst']), 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='{api} from {src} to {dst} dropped ({reason_words})',
+        zh='{src} 发往 {dst} 的 {api} 被丢弃（{reason}）'),
+    'check_acked_record_lost': Sentence(
+        lambda e, w: {'record': e.get('value') or e['digest'], 'offset': e['offset']},
+        en="CHECKER: acknowledged record {record} at offset {offset} is not in the leader's log — lost",
+        zh='检查器：已确认的消息 {record}（偏移量 {offset}）不在 leader 的日志里——丢失'),
+    'check_replicas_diverged': Sentence(
+        lambda e, w: {'brokers': ', '.join(map(str, e['brokers'])), 'offset': e['offset']},
+        en='CHECKER: brokers {brokers} hold different records at offset {offset} — diverged',
+        zh='检查器：broker {brokers} 在偏移量 {offset} 上的消息不同——不一致'),
+    'check_hw_regressed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'old': e['old'], 'new': e['new']},
+        en="CHECKER: broker {broker}'s HW went back {old} → {new}",
+        zh='检查器：broker {broker} 的 HW 倒退了 {old} → {new}'),
+    'check_uncommitted_read': Sentence(
+        lambda e, w: {'offset': e['offset']},
+        en='CHECKER: a consumer read an uncommitted record at offset {offset}',
+        zh='检查器：消费者在偏移量 {offset} 读到了未提交的消息'),
+    'produce_duplicate': Sentence(
+        lambda e, w: {'broker': e['broker'], 'request_id': e['request_id'], 'producer_id': e['producer_id'], 'producer_epoch': e['producer_epoch'], 'base_sequence': e['base_sequence'], 'tp': _tp(e), 'base_offset': e['base_offset'], 'last_offset': e['last_offset']},
+        en="broker {broker} recognised request {request_id} as a duplicate (producer {producer_id}, epoch {producer_epoch}, sequence {base_sequence}) of {tp} and answered with the first write's offsets {base_offset}–{last_offset}, writing nothing",
+        zh='broker {broker} 认出请求 {request_id} 是重复批次（生产者 {producer_id}，epoch {producer_epoch}，序列号 {base_sequence}），用第一次写入的偏移量 {base_offset}–{last_offset} 应答 {tp}，不再写入'),
+    'txn_marker_written': Sentence(
+        lambda e, w: {'broker': e['broker'], 'form': 'commit' if e['commit'] else 'abort',
+                      'producer_id': e['producer_id'], 'offset': e['offset'], 'tp': _tp(e)},
+        en={'commit': 'broker {broker} wrote a COMMIT marker for producer {producer_id} at offset {offset} of {tp}',
+            'abort': 'broker {broker} wrote an ABORT marker for producer {producer_id} at offset {offset} of {tp}'},
+        zh={'commit': 'broker {broker} 在 {tp} 的偏移量 {offset} 写入生产者 {producer_id} 的 COMMIT 标记',
+            'abort': 'broker {broker} 在 {tp} 的偏移量 {offset} 写入生产者 {producer_id} 的 ABORT 标记'}),
+    'timer_task_added': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name'], 'expiration_ms': e['expiration_ms'], 'level': e['level'], 'slot': e['slot'], 'bucket_expiration_ms': e['bucket_expiration_ms']},
+        en='{timer} timer: {name} (due at {expiration_ms} ms) goes into level {level}, bucket {slot} (expires at {bucket_expiration_ms} ms)',
+        zh='{timer} 定时器：{name}（{expiration_ms} ms 到期）放入第 {level} 层第 {slot} 个桶（桶在 {bucket_expiration_ms} ms 到期）'),
+    'timer_bucket_queued': Sentence(
+        lambda e, w: {'timer': e['timer'], 'level': e['level'], 'slot': e['slot'], 'expiration_ms': e['expiration_ms']},
+        en='{timer} timer: level {level} bucket {slot} joins the delay queue, due at {expiration_ms} ms',
+        zh='{timer} 定时器：第 {level} 层第 {slot} 个桶进入延迟队列，{expiration_ms} ms 到期'),
+    'timer_overflow_wheel_created': Sentence(
+        lambda e, w: {'timer': e['timer'], 'level': e['level'], 'tick_ms': e['tick_ms'], 'interval_ms': e['interval_ms']},
+        en='{timer} timer: overflow wheel level {level} created ({tick_ms} ms per bucket, {interval_ms} ms around)',
+        zh='{timer} 定时器：创建第 {level} 层溢出时间轮（每格 {tick_ms} 毫秒，一圈 {interval_ms} 毫秒）'),
+    'timer_bucket_expired': Sentence(
+        lambda e, w: {'timer': e['timer'], 'level': e['level'], 'slot': e['slot'], 'expiration_ms': e['expiration_ms'], 'tasks': e['tasks']},
+        en='{timer} timer: the hand reached level {level} bucket {slot} at {expiration_ms} ms; {tasks} task(s) taken out',
+        zh='{timer} 定时器：指针在 {expiration_ms} ms 走到第 {level} 层第 {slot} 个桶，取出 {tasks} 个任务'),
+    'timer_task_cascaded': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name'], 'from_level': e['from_level'], 'to_level': e['to_level'], 'slot': e['slot']},
+        en='{timer} timer: {name} moves from level {from_level} down to level {to_level}, bucket {slot}',
+        zh='{timer} 定时器：{name} 从第 {from_level} 层降到第 {to_level} 层第 {slot} 个桶'),
+    'timer_task_expired': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name'], 'expiration_ms': e['expiration_ms']},
+        en='{timer} timer: {name} timed out (due at {expiration_ms} ms)',
+        zh='{timer} 定时器：{name} 超时（{expiration_ms} ms 到期）'),
+    'timer_task_cancelled': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name']},
+        en='{timer} timer: {name} completed before its timeout and left the wheel',
+        zh='{timer} 定时器：{name} 在超时前完成，离开时间轮'),
+    'coordinator_found': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'group': e['group'], 'coordinator': e['coordinator'], 'partition': e['partition']},
+        en='{consumer}: FindCoordinator for group {group} → broker {coordinator} (leader of __consumer_offsets-{partition})',
+        zh='{consumer}：FindCoordinator，消费组 {group} 的协调者是 broker {coordinator}（__consumer_offsets-{partition} 的 leader）'),
+    'sync_group_completed': Sentence(
+        lambda e, w: {'group': e['group'], 'generation': e['generation'],
+                      'assignment': _assignment(e.get('assignment'), w.zh)},
+        en='group {group}: SyncGroup done, generation {generation} is Stable — {assignment}',
+        zh='消费组 {group}：SyncGroup 完成，第 {generation} 代进入 Stable——{assignment}'),
+    'member_removed': Sentence(
+        lambda e, w: {'group': e['group'], 'member': e['member'],
+                      'why': (_REMOVED_WHY_ZH if w.zh else _REMOVED_WHY_EN).get(e['reason'], e['reason'])},
+        en='group {group}: member {member} removed — {why}',
+        zh='消费组 {group}：移除成员 {member}——{why}'),
+    'group_state_changed': Sentence(
+        lambda e, w: {'group': e['group'], 'old_state': e['old_state'], 'new_state': e['new_state'], 'generation': e['generation']},
+        en='group {group}: {old_state} → {new_state} (generation {generation})',
+        zh='消费组 {group}：{old_state} → {new_state}（第 {generation} 代）'),
+    'offset_commit_sent': Sentence(
+        lambda e, w: {'member': e['member'], 'form': 'auto' if e.get('auto') else 'manual',
+                      'offsets': _commit_offsets(e.get('offsets')), 'generation': e['generation']},
+        en={'auto': '{member}: auto-OffsetCommit {offsets} (generation {generation})',
+            'manual': '{member}: OffsetCommit {offsets} (generation {generation})'},
+        zh={'auto': '{member}：自动提交偏移量 {offsets}（第 {generation} 代）',
+            'manual': '{member}：提交偏移量 {offsets}（第 {generation} 代）'}),
+    'offset_commit_failed': Sentence(
+        lambda e, w: {'member': e['member'], 'offsets': _commit_offsets(e.get('offsets')), 'error': e['error']},
+        en='{member}: OffsetCommit {offsets} failed with {error}',
+        zh='{member}：提交偏移量 {offsets} 失败：{error}'),
+    'offsets_loaded': Sentence(
+        lambda e, w: {'coordinator': e['coordinator'], 'offsets_partition': e['offsets_partition'], 'records': e['records'], 'groups': ', '.join(map(str, e.get('groups') or [])) or ('（暂无消费组）' if w.zh else 'no groups yet')},
+        en='broker {coordinator} loaded __consumer_offsets-{offsets_partition} ({records} record(s)) and now coordinates {groups}',
+        zh='broker {coordinator} 加载了 __consumer_offsets-{offsets_partition}（{records} 条记录），现在协调 {groups}'),
+    'consumer_fetched': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'records': e['records'], 'tp': _tp(e), 'offset': e['offset'], 'next_offset': e['next_offset'], 'high_watermark': e['high_watermark']},
+        en='{consumer}: read {records} record(s) of {tp} from offset {offset}, next {next_offset} (high watermark {high_watermark})',
+        zh='{consumer}：从 {tp} 的偏移量 {offset} 读到 {records} 条，下一个 {next_offset}（高水位 {high_watermark}）'),
+    'position_reset': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'tp': _tp(e), 'offset': e['offset'], 'source': (_SOURCE_ZH if w.zh else _SOURCE_EN).get(e['source'], e['source'])},
+        en='{consumer}: starts {tp} at offset {offset} ({source})',
+        zh='{consumer}：从偏移量 {offset} 开始读 {tp}（{source}）'),
+    'partitions_revoked': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'generation': e['generation'],
+                      'partitions': (_parts_zh if w.zh else _parts)(e.get('partitions'))},
+        en='{consumer}: revoked {partitions} (generation {generation})',
+        zh='{consumer}：被收回 {partitions}（第 {generation} 代）'),
+    'consumer_stopped': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'how': (_STOP_ZH if w.zh else _STOP_EN).get(e['how'], e['how'])},
+        en='{consumer} {how}',
+        zh='{consumer} {how}'),
+    'partitions_added': Sentence(
+        lambda e, w: {'topic': e['topic'], 'old_count': e['old_count'], 'new_count': e['new_count']},
+        en='topic {topic}: partitions {old_count} → {new_count}',
+        zh='主题 {topic}：分区数 {old_count} → {new_count}'),
+    'txn_offsets_written': Sentence(
+        lambda e, w: {'coordinator': e['coordinator'], 'offsets': _commit_offsets(e.get('offsets')), 'group': e['group'], 'offsets_partition': e['offsets_partition'], 'producer_id': e['producer_id'], 'producer_epoch': e['producer_epoch']},
+        en='group coordinator broker {coordinator} wrote {offsets} for group {group} into __consumer_offsets-{offsets_partition} as a transactional batch of producer {producer_id} (epoch {producer_epoch}): pending until the transaction ends',
+        zh='消费组协调者 broker {coordinator} 把消费组 {group} 的 {offsets} 作为生产者 {producer_id}（epoch {producer_epoch}）的事务批次写入 __consumer_offsets-{offsets_partition}：事务结束前处于待定状态'),
+}
+
+
 # The kinds written as one extractor and a template per language.
-SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES}
+SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES, **PLAIN_SENTENCES}
 for _kind, _sentence in SENTENCES.items():
     _EN[_kind] = partial(_sentence.render, lang="en")
     _ZH[_kind] = partial(_sentence.render, lang="zh")
