@@ -15,11 +15,10 @@ what the engine did, never what a script expected it to do.
 
 Adding an event kind: give it a :class:`Sentence` -- one extractor that takes the fields
 the sentence needs from the event (the same for every language), and a template per
-language (``SENTENCES``: 90 of the 118 kinds). The 28 whose sentences are built from
-optional clauses (a broker started "again", "after a clean shutdown"; a JoinGroup "holding"
-partitions; ``run_moved``) still have a function per language in ``_EN`` and ``_ZH``
-and move over the same way: a form per clause combination, or a per-language table of
-clauses as ``segments_cleaned`` does.
+language (``SENTENCES``); words a sentence adds only when a field says so come from the
+language's table of clauses (``_CLAUSES``). Three kinds still have a function per language
+in ``_EN`` and ``_ZH`` (``replica_truncated``, ``txn_offsets_completed``,
+``txn_offsets_superseded``) and move over the same way.
 """
 from __future__ import annotations
 
@@ -98,6 +97,10 @@ class _Words:
 
     def b(self, node: Any) -> str:
         return _b(node, self.zh)
+
+    def clause(self, name: str, when: Any = True, **values: Any) -> str:
+        """Words added only ``when`` a field says so, in this language (``_CLAUSES``)."""
+        return _CLAUSES[self.zh][name].format(**values) if when else ""
 
     def why(self, code: Any) -> Any:
         return _why_zh(code) if self.zh else code
@@ -437,57 +440,9 @@ def _truncated_zh(e: Ev) -> str:
 
 _EN: dict[str, Callable[[Ev], str]] = {
     # cluster (engine/cluster/events.py, checker.py)
-    "broker_started": lambda e: (f"broker {e['broker']} started" + (" again" if e["restart"] else "")
-                                 + (" after a clean shutdown" if e["clean_shutdown"] else "")),
-    "broker_crashed": lambda e: (f"broker {e['broker']} crashed" + (" (power loss: un-fsynced bytes lost"
-                                 f" in {len(e.get('lost_files') or [])} file(s))" if e["power_loss"] else "")),
-    "logs_loaded": lambda e: f"broker {e['broker']} opened its logs: " + "; ".join(
-        f"{x['topic']}-{x['partition']} LEO {x['leo']}, HW {x['high_watermark']}" for x in e["logs"]),
-    "topic_created": lambda e: (f"topic {e['topic']} created: " + "; ".join(
-        f"partition {p} on brokers {', '.join(map(str, r))}" for p, r in sorted(e["assignment"].items()))),
-    "became_follower": lambda e: (f"broker {e['broker']} follows broker {e['leader']} for {_tp(e)} at epoch "
-                                  f"{e['leader_epoch']} (LEO {e['leo']}, HW {e['high_watermark']}); "
-                                  + ("it truncates to its high watermark first" if e["truncation"] == "hw"
-                                     else "it asks the leader where its epoch ends first")),
-    "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: "
-                                 + (f"error {e['error']}" if e["error"] else
-                                    (f"records {e['first_offset']}–{e['last_offset']}" if e["records"] else "no records"))
-                                 + f", HW {e['high_watermark']}, leader LEO {e['leader_leo']}"),
-    "fetch_received": lambda e: (f"broker {e['broker']} took the fetch response: {e['records']} record(s), "
-                                 f"leader HW {e['leader_high_watermark']}" + (f", error {e['error']}" if e["error"] else "")),
-    "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: epoch {e['requested_epoch']} "
-                                         f"ends at offset {e['end_offset']}"
-                                         + (f" (answered for epoch {e['epoch']})" if e["epoch"] != e["requested_epoch"] else "")),
     "replica_truncated": _truncated_en,
-    "produce_acked": lambda e: (f"the client was told request {e['request_id']} succeeded"
-                                + (f" (offset {e['base_offset']})" if e["base_offset"] is not None else "")),
-    "config_changed": lambda e: f"config of {e['scope']} {e['target']} changed: " + ", ".join(
-        f"{k}={v}" for k, v in e["changes"].items()),
     # producers, idempotence and transactions
-    "producer_created": lambda e: (f"producer {e['name']} created" + (
-        f": InitProducerId gave producer id {e['producer_id']}, epoch {e['producer_epoch']}"
-        if e["idempotent"] and e["producer_id"] >= 0 else
-        (" (idempotent; its producer id comes with init_transactions)" if e["idempotent"] else
-         " without idempotence (no producer id, no sequence numbers)"))),
-    "produce_retried": lambda e: (f"producer {e['producer']}: attempt {e['attempt']} failed with {e['error']}; "
-                                  f"it retries as request {e['request_id']} after {e['backoff_ms']} ms"
-                                  + (f" with the same base sequence {e['base_sequence']}" if e["base_sequence"] >= 0
-                                     else " (no sequence number: the leader cannot tell it is a retry)")),
-    "txn_request": lambda e: (f"producer {e['producer']} → coordinator broker {e['coordinator']}: "
-                              f"{_TXN_API.get(e['api'], e['api'])} for {e['transactional_id']}"
-                              + (f" ({e['detail']})" if e.get("detail") else "")
-                              + ("" if e["error"] == "NONE" else f" → {e['error']}")),
-    "txn_state_changed": lambda e: (f"coordinator broker {e['coordinator']}: transaction {e['transactional_id']} "
-                                    f"(producer {e['producer_id']}, epoch {e['producer_epoch']}) "
-                                    f"{e['old_state']} → {e['new_state']}"
-                                    + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")
-                                    + (f" ({e['reason'].replace('_', ' ')})" if e.get("reason") else "")),
-    "txn_loaded": lambda e: (f"broker {e['broker']} leads __transaction_state-{e['txn_partition']} and read back "
-                             f"{e['records']} record(s)"
-                             + (f"; it finishes {', '.join(e['resumed'])}" if e.get("resumed") else "")),
     # the timing wheel
-    "run_moved": lambda e: (f"rewound to step {e['step']} (the engine is as it was after that step)"
-                            if e["how"] == "back" else f"the run is at step {e['step']}"),
 }
 
 # The engine's reason and rule codes (event fields) in Chinese; a code missing here is
@@ -533,47 +488,7 @@ def _why_zh(code: Any) -> str:
 
 
 _ZH: dict[str, Callable[[Ev], str]] = {
-    "broker_started": lambda e: (f"broker {e['broker']} " + ("重新" if e["restart"] else "") + "启动"
-                                 + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
-    "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
-                                                              if e["power_loss"] else "")),
-    "logs_loaded": lambda e: f"broker {e['broker']} 打开日志：" + "；".join(
-        f"{x['topic']}-{x['partition']} LEO {x['leo']}，HW {x['high_watermark']}" for x in e["logs"]),
-    "topic_created": lambda e: (f"创建主题 {e['topic']}：" + "；".join(
-        f"分区 {p} 在 broker {', '.join(map(str, r))} 上" for p, r in sorted(e["assignment"].items()))),
-    "became_follower": lambda e: (f"broker {e['broker']} 以 epoch {e['leader_epoch']} 跟随 broker {e['leader']}（{_tp(e)}，"
-                                  f"LEO {e['leo']}，HW {e['high_watermark']}）；"
-                                  + ("它先截断到自己的高水位" if e["truncation"] == "hw" else "它先问 leader 自己的 epoch 在哪里结束")),
-    "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}："
-                                 + (f"错误 {e['error']}" if e["error"] else
-                                    (f"消息 {e['first_offset']}–{e['last_offset']}" if e["records"] else "没有消息"))
-                                 + f"，HW {e['high_watermark']}，leader LEO {e['leader_leo']}"),
-    "fetch_received": lambda e: (f"broker {e['broker']} 收到拉取响应：{e['records']} 条消息，leader HW {e['leader_high_watermark']}"
-                                 + (f"，错误 {e['error']}" if e["error"] else "")),
-    "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}：epoch {e['requested_epoch']} 结束于偏移量 "
-                                         f"{e['end_offset']}" + (f"（按 epoch {e['epoch']} 回答）" if e["epoch"] != e["requested_epoch"] else "")),
     "replica_truncated": _truncated_zh,
-    "produce_acked": lambda e: (f"客户端收到请求 {e['request_id']} 成功的确认"
-                                + (f"（偏移量 {e['base_offset']}）" if e["base_offset"] is not None else "")),
-    "config_changed": lambda e: f"{e['scope']} {e['target']} 的配置已修改：" + "，".join(f"{k}={v}" for k, v in e["changes"].items()),
-    "producer_created": lambda e: (f"创建生产者 {e['name']}" + (
-        f"：InitProducerId 分配生产者 id {e['producer_id']}，epoch {e['producer_epoch']}"
-        if e["idempotent"] and e["producer_id"] >= 0 else
-        ("（幂等；生产者 id 由 init_transactions 获得）" if e["idempotent"] else "，未开启幂等（没有生产者 id 和序列号）"))),
-    "produce_retried": lambda e: (f"生产者 {e['producer']}：第 {e['attempt']} 次发送失败（{e['error']}），"
-                                  f"{e['backoff_ms']} 毫秒后以请求 {e['request_id']} 重试"
-                                  + (f"，基础序列号仍为 {e['base_sequence']}" if e["base_sequence"] >= 0
-                                     else "（没有序列号：leader 无法识别这是重试）")),
-    "txn_request": lambda e: (f"生产者 {e['producer']} → 协调者 broker {e['coordinator']}：{e['api']}（{e['transactional_id']}）"
-                              + (f"（{e['detail']}）" if e.get("detail") else "")
-                              + ("" if e["error"] == "NONE" else f" → {e['error']}")),
-    "txn_state_changed": lambda e: (f"协调者 broker {e['coordinator']}：事务 {e['transactional_id']}（生产者 "
-                                    f"{e['producer_id']}，epoch {e['producer_epoch']}）{e['old_state']} → {e['new_state']}"
-                                    + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")),
-    "txn_loaded": lambda e: (f"broker {e['broker']} 成为 __transaction_state-{e['txn_partition']} 的 leader，读回 "
-                             f"{e['records']} 条记录" + (f"；继续完成 {', '.join(e['resumed'])}" if e.get("resumed") else "")),
-    "run_moved": lambda e: (f"回到第 {e['step']} 步（引擎恢复到那一步之后的状态）" if e["how"] == "back"
-                            else f"运行到第 {e['step']} 步"),
 }
 
 
@@ -735,57 +650,9 @@ CLEANER_SENTENCES: dict[str, Sentence] = {
 
 
 _EN.update({
-    "group_request_failed": lambda e: (f"{e['consumer']}: {e['api']} to group {e['group']} failed with {e['error']}"
-                                       + (f" — {e['detail']}" if e.get("detail") else "")),
-    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, False)}: JoinGroup {e['group']} "
-                                  f"({', '.join(map(str, e.get('protocols') or [])) or '-'}"
-                                  + (f"; owns {_parts(e.get('owned'))}" if e.get("owned") else "") + ")"),
-    "rebalance_started": lambda e: (f"group {e['group']}: rebalance (PreparingRebalance) after generation "
-                                    f"{e['generation']} — {_REBALANCE_WHY_EN.get(e['reason'], e['reason'])}"
-                                    + (f" ({e['member']})" if e.get("member") else "")),
-    "join_group_completed": lambda e: (
-        f"group {e['group']}: JoinGroup done — generation {e['generation']}, protocol {e['protocol']}, leader "
-        f"{e['leader']}, members {', '.join(map(str, e.get('members') or [])) or 'none'}"
-        + (f"; removed {', '.join(map(str, e['removed']))}" if e.get("removed") else "")),
-    "sync_group_sent": lambda e: (f"{e['member']}: SyncGroup generation {e['generation']}"
-                                  + (f" with the leader's assignment {_assignment(e.get('assignment'), False)}"
-                                     if e.get("leader") else " (follower, empty)")),
-    "heartbeat_answered": lambda e: (f"{e['member']}: heartbeat, generation {e['generation']} → {e['error']}"
-                                     + (" (rejoin)" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
-    "offset_committed": lambda e: (f"group {e['group']}: committed offset {e['offset']} for {_tp(e)} "
-                                   f"(record in __consumer_offsets-{e['offsets_partition']}"
-                                   + (f" at offset {e['record_offset']})" if e.get("record_offset") is not None
-                                      else ")")),
-    "partitions_assigned": lambda e: (f"{e['consumer']}: assigned {_parts(e.get('partitions'))} "
-                                      f"(generation {e['generation']})"
-                                      + ("" if e.get("partitions") else " — idle, no partition for it")),
 })
 
 _ZH.update({
-    "group_request_failed": lambda e: (f"{e['consumer']}：发往消费组 {e['group']} 的 {e['api']} 失败：{e['error']}"
-                                       + (f"——{e['detail']}" if e.get("detail") else "")),
-    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, True)}：JoinGroup {e['group']}"
-                                  f"（{', '.join(map(str, e.get('protocols') or [])) or '-'}"
-                                  + (f"；持有 {_parts_zh(e.get('owned'))}" if e.get("owned") else "") + "）"),
-    "rebalance_started": lambda e: (f"消费组 {e['group']}：在第 {e['generation']} 代之后开始再均衡（PreparingRebalance）——"
-                                    f"{_REBALANCE_WHY_ZH.get(e['reason'], e['reason'])}"
-                                    + (f"（{e['member']}）" if e.get("member") else "")),
-    "join_group_completed": lambda e: (
-        f"消费组 {e['group']}：JoinGroup 完成——第 {e['generation']} 代，协议 {e['protocol']}，leader "
-        f"{e['leader']}，成员 {', '.join(map(str, e.get('members') or [])) or '无'}"
-        + (f"；移除 {', '.join(map(str, e['removed']))}" if e.get("removed") else "")),
-    "sync_group_sent": lambda e: (f"{e['member']}：SyncGroup 第 {e['generation']} 代"
-                                  + (f"，带上 leader 的分配 {_assignment(e.get('assignment'), True)}"
-                                     if e.get("leader") else "（跟随者，不带分配）")),
-    "heartbeat_answered": lambda e: (f"{e['member']}：心跳，第 {e['generation']} 代 → {e['error']}"
-                                     + ("（需重新加入）" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
-    "offset_committed": lambda e: (f"消费组 {e['group']}：{_tp(e)} 提交的偏移量为 {e['offset']}"
-                                   f"（记录写入 __consumer_offsets-{e['offsets_partition']}"
-                                   + (f" 的偏移量 {e['record_offset']}）" if e.get("record_offset") is not None
-                                      else "）")),
-    "partitions_assigned": lambda e: (f"{e['consumer']}：分到 {_parts_zh(e.get('partitions'))}"
-                                      f"（第 {e['generation']} 代）"
-                                      + ("" if e.get("partitions") else "——空闲，没有分区给它")),
 })
 
 # Offsets committed inside a transaction (engine/cluster/txn_offsets.py).
@@ -817,10 +684,6 @@ _EN.update({
         + "; ".join(f"{o[0]}-{o[1]} keeps committed offset {o[4]} (record at {o[5]}), not producer "
                     f"{e['producer_id']}'s {o[2]} (record at {o[3]})" for o in e.get("offsets") or [])
         + ": the commit record later in the log wins"),
-    "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} replayed the transactional offsets of "
-                                     f"__consumer_offsets-{e['offsets_partition']}: {e['committed']} committed by "
-                                     f"a COMMIT marker"
-                                     + (f"; still pending: {', '.join(e['pending'])}" if e.get("pending") else "")),
 })
 _ZH.update({
     "txn_offsets_completed": lambda e: _txn_offsets_done(e, True),
@@ -829,9 +692,6 @@ _ZH.update({
         + "；".join(f"{o[0]}-{o[1]} 保留已提交偏移量 {o[4]}（记录位于 {o[5]}），而不是生产者 {e['producer_id']} 的 "
                    f"{o[2]}（记录位于 {o[3]}）" for o in e.get("offsets") or [])
         + "：日志中更靠后的提交记录优先"),
-    "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} 重放了 __consumer_offsets-{e['offsets_partition']} "
-                                     f"中的事务偏移量：{e['committed']} 个由 COMMIT 标记提交"
-                                     + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),
 })
 
 # Cluster, group and transaction kinds whose sentences are one template each. The extractor
@@ -1061,8 +921,218 @@ PLAIN_SENTENCES: dict[str, Sentence] = {
 }
 
 
+# Words a sentence adds only when a field says so ("again", "after a clean shutdown"): each
+# language's own, looked up by ``w.clause(name, when, **values)``.
+_CLAUSES = {
+    False: {"again": " again", "after_clean": " after a clean shutdown",
+            "power_loss": " (power loss: un-fsynced bytes lost in {n} file(s))",
+            "truncates_hw": "it truncates to its high watermark first",
+            "asks_epoch": "it asks the leader where its epoch ends first",
+            "fetch_error": "error {error}", "fetch_records": "records {first}–{last}", "fetch_none": "no records",
+            "error": ", error {error}", "answered_for": " (answered for epoch {epoch})", "at_offset": " (offset {offset})",
+            "detail": " ({detail})", "txn_error": " → {error}", "partitions": " [{partitions}]",
+            "reason": " ({reason})", "resumed": "; it finishes {resumed}", "dash_detail": " — {detail}",
+            "owns": "; owns {owned}", "member": " ({member})", "removed": "; removed {removed}",
+            "rejoin": " (rejoin)", "record_at": " at offset {offset})", "record_end": ")",
+            "idle": " — idle, no partition for it", "pending": "; still pending: {pending}",
+            "no_members": "none", "with_assignment": " with the leader's assignment {assignment}",
+            "follower_empty": " (follower, empty)", "list": ", ", "items": "; "},
+    True: {"again": "重新", "after_clean": "（上次是正常关闭）",
+           "power_loss": "（断电：{n} 个文件中未刷盘的字节丢失）",
+           "truncates_hw": "它先截断到自己的高水位", "asks_epoch": "它先问 leader 自己的 epoch 在哪里结束",
+           "fetch_error": "错误 {error}", "fetch_records": "消息 {first}–{last}", "fetch_none": "没有消息",
+           "error": "，错误 {error}", "answered_for": "（按 epoch {epoch} 回答）", "at_offset": "（偏移量 {offset}）",
+           "detail": "（{detail}）", "txn_error": " → {error}", "partitions": " [{partitions}]",
+           "reason": "", "resumed": "；继续完成 {resumed}", "dash_detail": "——{detail}",
+           "owns": "；持有 {owned}", "member": "（{member}）", "removed": "；移除 {removed}",
+           "rejoin": "（需重新加入）", "record_at": " 的偏移量 {offset}）", "record_end": "）",
+           "idle": "——空闲，没有分区给它", "pending": "；仍待定：{pending}",
+           "no_members": "无", "with_assignment": "，带上 leader 的分配 {assignment}",
+           "follower_empty": "（跟随者，不带分配）", "list": "，", "items": "；"},
+}
+
+
+def _fetch_answer(e: Ev, w: _Words) -> str:
+    if e["error"]:
+        return w.clause("fetch_error", error=e["error"])
+    if e["records"]:
+        return w.clause("fetch_records", first=e["first_offset"], last=e["last_offset"])
+    return w.clause("fetch_none")
+
+
+def _producer_created_form(e: Ev) -> str:
+    if e["idempotent"] and e["producer_id"] >= 0:
+        return "with_id"
+    return "idempotent" if e["idempotent"] else "plain"
+
+
+# Kinds whose sentences add clauses when a field says so.
+CLAUSE_SENTENCES: dict[str, Sentence] = {
+    "broker_started": Sentence(
+        lambda e, w: {"broker": e["broker"], "again": w.clause("again", e["restart"]),
+                      "clean": w.clause("after_clean", e["clean_shutdown"])},
+        en="broker {broker} started{again}{clean}",
+        zh="broker {broker} {again}启动{clean}"),
+    "broker_crashed": Sentence(
+        lambda e, w: {"broker": e["broker"],
+                      "lost": w.clause("power_loss", e["power_loss"], n=len(e.get("lost_files") or []))},
+        en="broker {broker} crashed{lost}",
+        zh="broker {broker} 崩溃{lost}"),
+    "logs_loaded": Sentence(
+        lambda e, w: {"broker": e["broker"], "logs": w.clause("items").join(
+            ("{t}-{p} LEO {leo}，HW {hw}" if w.zh else "{t}-{p} LEO {leo}, HW {hw}").format(
+                t=x["topic"], p=x["partition"], leo=x["leo"], hw=x["high_watermark"]) for x in e["logs"])},
+        en="broker {broker} opened its logs: {logs}",
+        zh="broker {broker} 打开日志：{logs}"),
+    "topic_created": Sentence(
+        lambda e, w: {"topic": e["topic"], "partitions": w.clause("items").join(
+            ("分区 {p} 在 broker {r} 上" if w.zh else "partition {p} on brokers {r}").format(
+                p=p, r=", ".join(map(str, r))) for p, r in sorted(e["assignment"].items()))},
+        en="topic {topic} created: {partitions}",
+        zh="创建主题 {topic}：{partitions}"),
+    "became_follower": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("broker", "leader", "leader_epoch", "leo", "high_watermark")},
+                      "tp": _tp(e), "first": w.clause("truncates_hw" if e["truncation"] == "hw" else "asks_epoch")},
+        en="broker {broker} follows broker {leader} for {tp} at epoch {leader_epoch} (LEO {leo}, HW "
+           "{high_watermark}); {first}",
+        zh="broker {broker} 以 epoch {leader_epoch} 跟随 broker {leader}（{tp}，LEO {leo}，HW {high_watermark}）；{first}"),
+    "fetch_answered": Sentence(
+        lambda e, w: {"broker": e["broker"], "follower": e["follower"], "answer": _fetch_answer(e, w),
+                      "high_watermark": e["high_watermark"], "leader_leo": e["leader_leo"]},
+        en="broker {broker} → broker {follower}: {answer}, HW {high_watermark}, leader LEO {leader_leo}",
+        zh="broker {broker} → broker {follower}：{answer}，HW {high_watermark}，leader LEO {leader_leo}"),
+    "fetch_received": Sentence(
+        lambda e, w: {"broker": e["broker"], "records": e["records"], "hw": e["leader_high_watermark"],
+                      "error": w.clause("error", e["error"], error=e["error"])},
+        en="broker {broker} took the fetch response: {records} record(s), leader HW {hw}{error}",
+        zh="broker {broker} 收到拉取响应：{records} 条消息，leader HW {hw}{error}"),
+    "epoch_request_answered": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("broker", "follower", "requested_epoch", "end_offset")},
+                      "answered": w.clause("answered_for", e["epoch"] != e["requested_epoch"], epoch=e["epoch"])},
+        en="broker {broker} → broker {follower}: epoch {requested_epoch} ends at offset {end_offset}{answered}",
+        zh="broker {broker} → broker {follower}：epoch {requested_epoch} 结束于偏移量 {end_offset}{answered}"),
+    "produce_acked": Sentence(
+        lambda e, w: {"request_id": e["request_id"],
+                      "offset": w.clause("at_offset", e["base_offset"] is not None, offset=e["base_offset"])},
+        en="the client was told request {request_id} succeeded{offset}",
+        zh="客户端收到请求 {request_id} 成功的确认{offset}"),
+    "config_changed": Sentence(
+        lambda e, w: {"scope": e["scope"], "target": e["target"],
+                      "changes": w.clause("list").join(f"{k}={v}" for k, v in e["changes"].items())},
+        en="config of {scope} {target} changed: {changes}",
+        zh="{scope} {target} 的配置已修改：{changes}"),
+    "producer_created": Sentence(
+        lambda e, w: {"form": _producer_created_form(e), "name": e["name"], "producer_id": e["producer_id"],
+                      "producer_epoch": e["producer_epoch"]},
+        en={"with_id": "producer {name} created: InitProducerId gave producer id {producer_id}, epoch {producer_epoch}",
+            "idempotent": "producer {name} created (idempotent; its producer id comes with init_transactions)",
+            "plain": "producer {name} created without idempotence (no producer id, no sequence numbers)"},
+        zh={"with_id": "创建生产者 {name}：InitProducerId 分配生产者 id {producer_id}，epoch {producer_epoch}",
+            "idempotent": "创建生产者 {name}（幂等；生产者 id 由 init_transactions 获得）",
+            "plain": "创建生产者 {name}，未开启幂等（没有生产者 id 和序列号）"}),
+    "produce_retried": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("producer", "attempt", "error", "request_id", "backoff_ms", "base_sequence")},
+                      "form": "same_sequence" if e["base_sequence"] >= 0 else "no_sequence"},
+        en={"same_sequence": "producer {producer}: attempt {attempt} failed with {error}; it retries as request "
+                             "{request_id} after {backoff_ms} ms with the same base sequence {base_sequence}",
+            "no_sequence": "producer {producer}: attempt {attempt} failed with {error}; it retries as request "
+                           "{request_id} after {backoff_ms} ms (no sequence number: the leader cannot tell it is a retry)"},
+        zh={"same_sequence": "生产者 {producer}：第 {attempt} 次发送失败（{error}），{backoff_ms} 毫秒后以请求 {request_id} "
+                             "重试，基础序列号仍为 {base_sequence}",
+            "no_sequence": "生产者 {producer}：第 {attempt} 次发送失败（{error}），{backoff_ms} 毫秒后以请求 {request_id} "
+                           "重试（没有序列号：leader 无法识别这是重试）"}),
+    "txn_request": Sentence(
+        lambda e, w: {"producer": e["producer"], "coordinator": e["coordinator"], "tid": e["transactional_id"],
+                      "api": e["api"] if w.zh else _TXN_API.get(e["api"], e["api"]),
+                      "detail": w.clause("detail", e.get("detail"), detail=e.get("detail")),
+                      "error": w.clause("txn_error", e["error"] != "NONE", error=e["error"])},
+        en="producer {producer} → coordinator broker {coordinator}: {api} for {tid}{detail}{error}",
+        zh="生产者 {producer} → 协调者 broker {coordinator}：{api}（{tid}）{detail}{error}"),
+    "txn_state_changed": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("coordinator", "transactional_id", "producer_id", "producer_epoch",
+                                           "old_state", "new_state")},
+                      "partitions": w.clause("partitions", e.get("partitions"),
+                                             partitions=_parts(e.get("partitions"))),
+                      "reason": w.clause("reason", e.get("reason"),
+                                         reason=str(e.get("reason") or "").replace("_", " "))},
+        en="coordinator broker {coordinator}: transaction {transactional_id} (producer {producer_id}, epoch "
+           "{producer_epoch}) {old_state} → {new_state}{partitions}{reason}",
+        zh="协调者 broker {coordinator}：事务 {transactional_id}（生产者 {producer_id}，epoch {producer_epoch}）"
+           "{old_state} → {new_state}{partitions}{reason}"),
+    "txn_loaded": Sentence(
+        lambda e, w: {"broker": e["broker"], "txn_partition": e["txn_partition"], "records": e["records"],
+                      "resumed": w.clause("resumed", e.get("resumed"), resumed=", ".join(e.get("resumed") or []))},
+        en="broker {broker} leads __transaction_state-{txn_partition} and read back {records} record(s){resumed}",
+        zh="broker {broker} 成为 __transaction_state-{txn_partition} 的 leader，读回 {records} 条记录{resumed}"),
+    "run_moved": Sentence(
+        lambda e, w: {"form": "back" if e["how"] == "back" else "at", "step": e["step"]},
+        en={"back": "rewound to step {step} (the engine is as it was after that step)", "at": "the run is at step {step}"},
+        zh={"back": "回到第 {step} 步（引擎恢复到那一步之后的状态）", "at": "运行到第 {step} 步"}),
+    "group_request_failed": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("consumer", "api", "group", "error")},
+                      "detail": w.clause("dash_detail", e.get("detail"), detail=e.get("detail"))},
+        en="{consumer}: {api} to group {group} failed with {error}{detail}",
+        zh="{consumer}：发往消费组 {group} 的 {api} 失败：{error}{detail}"),
+    "join_group_sent": Sentence(
+        lambda e, w: {"consumer": e["consumer"], "coordinator": _coord(e, w.zh), "group": e["group"],
+                      "protocols": ", ".join(map(str, e.get("protocols") or [])) or "-",
+                      "owns": w.clause("owns", e.get("owned"),
+                                       owned=(_parts_zh if w.zh else _parts)(e.get("owned")))},
+        en="{consumer} → {coordinator}: JoinGroup {group} ({protocols}{owns})",
+        zh="{consumer} → {coordinator}：JoinGroup {group}（{protocols}{owns}）"),
+    "rebalance_started": Sentence(
+        lambda e, w: {"group": e["group"], "generation": e["generation"],
+                      "why": (_REBALANCE_WHY_ZH if w.zh else _REBALANCE_WHY_EN).get(e["reason"], e["reason"]),
+                      "member": w.clause("member", e.get("member"), member=e.get("member"))},
+        en="group {group}: rebalance (PreparingRebalance) after generation {generation} — {why}{member}",
+        zh="消费组 {group}：在第 {generation} 代之后开始再均衡（PreparingRebalance）——{why}{member}"),
+    "join_group_completed": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("group", "generation", "protocol", "leader")},
+                      "members": ", ".join(map(str, e.get("members") or [])) or w.clause("no_members"),
+                      "removed": w.clause("removed", e.get("removed"),
+                                          removed=", ".join(map(str, e.get("removed") or [])))},
+        en="group {group}: JoinGroup done — generation {generation}, protocol {protocol}, leader {leader}, members "
+           "{members}{removed}",
+        zh="消费组 {group}：JoinGroup 完成——第 {generation} 代，协议 {protocol}，leader {leader}，成员 {members}{removed}"),
+    "sync_group_sent": Sentence(
+        lambda e, w: {"member": e["member"], "generation": e["generation"],
+                      "assignment": w.clause("with_assignment", assignment=_assignment(e.get("assignment"), w.zh))
+                      if e.get("leader") else w.clause("follower_empty")},
+        en="{member}: SyncGroup generation {generation}{assignment}",
+        zh="{member}：SyncGroup 第 {generation} 代{assignment}"),
+    "heartbeat_answered": Sentence(
+        lambda e, w: {"member": e["member"], "generation": e["generation"], "error": e["error"],
+                      "rejoin": w.clause("rejoin", e.get("error") == "REBALANCE_IN_PROGRESS")},
+        en="{member}: heartbeat, generation {generation} → {error}{rejoin}",
+        zh="{member}：心跳，第 {generation} 代 → {error}{rejoin}"),
+    "offset_committed": Sentence(
+        lambda e, w: {"group": e["group"], "offset": e["offset"], "tp": _tp(e),
+                      "offsets_partition": e["offsets_partition"],
+                      "end": w.clause("record_at", offset=e["record_offset"]) if e.get("record_offset") is not None
+                      else w.clause("record_end")},
+        en="group {group}: committed offset {offset} for {tp} (record in __consumer_offsets-{offsets_partition}{end}",
+        zh="消费组 {group}：{tp} 提交的偏移量为 {offset}（记录写入 __consumer_offsets-{offsets_partition}{end}"),
+    "partitions_assigned": Sentence(
+        lambda e, w: {"consumer": e["consumer"], "generation": e["generation"],
+                      "partitions": (_parts_zh if w.zh else _parts)(e.get("partitions")),
+                      "idle": w.clause("idle", not e.get("partitions"))},
+        en="{consumer}: assigned {partitions} (generation {generation}){idle}",
+        zh="{consumer}：分到 {partitions}（第 {generation} 代）{idle}"),
+    "txn_offsets_loaded": Sentence(
+        lambda e, w: {"coordinator": e["coordinator"], "offsets_partition": e["offsets_partition"],
+                      "committed": e["committed"],
+                      "pending": w.clause("pending", e.get("pending"),
+                                          pending=w.clause("list").join(e.get("pending") or []))},
+        en="broker {coordinator} replayed the transactional offsets of __consumer_offsets-{offsets_partition}: "
+           "{committed} committed by a COMMIT marker{pending}",
+        zh="broker {coordinator} 重放了 __consumer_offsets-{offsets_partition} 中的事务偏移量：{committed} 个由 COMMIT "
+           "标记提交{pending}"),
+}
+
+
 # The kinds written as one extractor and a template per language.
-SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES, **PLAIN_SENTENCES}
+SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES, **PLAIN_SENTENCES,
+                                  **CLAUSE_SENTENCES}
 for _kind, _sentence in SENTENCES.items():
     _EN[_kind] = partial(_sentence.render, lang="en")
     _ZH[_kind] = partial(_sentence.render, lang="zh")
@@ -1079,8 +1149,8 @@ def describe(ev: Ev, lang: str = "en") -> str:
         if fn is not None:
             try:
                 return fn(ev)
-            except (KeyError, TypeError, ValueError):
-                break  # a field renamed in the engine: the generic text below still says what happened
+            except (KeyError, TypeError, ValueError, AttributeError):
+                break  # a field renamed or retyped in the engine: the generic text below still says what happened
     fields = ", ".join(f"{k}={v}" for k, v in ev.items()
                        if k not in ("kind", "seq", "time_ms", "broker", "topic", "partition"))
     return f"{_where(ev, lang == 'zh')}: {str(kind).replace('_', ' ')} {fields}".rstrip()
