@@ -15,10 +15,8 @@ what the engine did, never what a script expected it to do.
 
 Adding an event kind: give it a :class:`Sentence` -- one extractor that takes the fields
 the sentence needs from the event (the same for every language), and a template per
-language (``SENTENCES``); words a sentence adds only when a field says so come from the
-language's table of clauses (``_CLAUSES``). Three kinds still have a function per language
-in ``_EN`` and ``_ZH`` (``replica_truncated``, ``txn_offsets_completed``,
-``txn_offsets_superseded``) and move over the same way.
+language (``SENTENCES``); words a sentence adds only when a field says so, and the words
+of each item of a list, come from the language's table of clauses (``_CLAUSES``).
 """
 from __future__ import annotations
 
@@ -26,7 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping
 
-__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps"]
+__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps", "Sentence", "SENTENCES"]
 
 LANGS = ("en", "zh")
 Ev = dict[str, Any]
@@ -243,8 +241,7 @@ def _fetched_pick(e: Ev, w: _Words) -> dict[str, Any]:
 
 
 def _written_back_pick(e: Ev, w: _Words) -> dict[str, Any]:
-    template = "{file} 持久化到第 {to} 字节" if w.zh else "{file} durable up to byte {to}"
-    files = w.join(template.format(file=f["file"], to=f["to"]) for f in e["files"])
+    files = w.join(w.clause("written_back", file=f["file"], to=f["to"]) for f in e["files"])
     return {"form": "some" if files else "none", "files": files}
 
 
@@ -419,32 +416,6 @@ STORAGE_SENTENCES: dict[str, Sentence] = {
 }
 
 
-def _truncated_en(e: Ev) -> str:
-    why = {"hw": "to its high watermark (the pre-0.11 rule)",
-           "epoch": "to the point where its log diverges from the leader's (leader epoch)",
-           "out_of_range": "because the leader's log ends before its fetch offset",
-           "log_start": "because the leader's log starts after its fetch offset"}.get(e["reason"], e["reason"])
-    cut = e["from_offset"] - e["to_offset"]
-    detail = f" — {e['detail']}" if e.get("detail") else ""
-    return (f"broker {e['broker']} truncated {_tp(e)} from offset {e['from_offset']} to {e['to_offset']} "
-            f"({cut} record(s) cut) {why}{detail}")
-
-
-def _truncated_zh(e: Ev) -> str:
-    why = {"hw": "截到自己的高水位（0.11 之前的规则）", "epoch": "截到与 leader 日志分叉的位置（leader epoch）",
-           "out_of_range": "因为 leader 的日志在它的拉取偏移量之前就结束了",
-           "log_start": "因为 leader 的日志从它的拉取偏移量之后才开始"}.get(e["reason"], e["reason"])
-    cut = e["from_offset"] - e["to_offset"]
-    return f"broker {e['broker']} 把 {_tp(e)} 从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（截掉 {cut} 条），{why}"
-
-
-_EN: dict[str, Callable[[Ev], str]] = {
-    # cluster (engine/cluster/events.py, checker.py)
-    "replica_truncated": _truncated_en,
-    # producers, idempotence and transactions
-    # the timing wheel
-}
-
 # The engine's reason and rule codes (event fields) in Chinese; a code missing here is
 # shown as it is. The English table prints the codes themselves (they read as English).
 _WHY_ZH = {
@@ -485,11 +456,6 @@ _INDEX_ZH = {"offset": "偏移量", "time": "时间"}
 
 def _why_zh(code: Any) -> str:
     return _WHY_ZH.get(code, str(code)) if code is not None else ""
-
-
-_ZH: dict[str, Callable[[Ev], str]] = {
-    "replica_truncated": _truncated_zh,
-}
 
 
 # ---- the log cleaner and consumer groups (engine/log/cleaner_events.py, engine/group/events.py) ----
@@ -649,50 +615,58 @@ CLEANER_SENTENCES: dict[str, Sentence] = {
 }
 
 
-_EN.update({
-})
-
-_ZH.update({
-})
 
 # Offsets committed inside a transaction (engine/cluster/txn_offsets.py).
-def _txn_offsets_done(e: Ev, zh: bool) -> str:
+def _txn_offsets_done_pick(e: Ev, w: _Words) -> dict[str, Any]:
     offs = e.get("offsets") or []
-    each = ", ".join(f"{o[2]} for {o[0]}-{o[1]}" for o in offs)
-    each_zh = "，".join(f"{o[0]}-{o[1]} 为 {o[2]}" for o in offs)
-    where = f"__consumer_offsets-{e['offsets_partition']}"
-    if e["commit"] and not offs:
-        return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记没有改变已提交偏移量"
-                f"（日志中更靠后的提交记录优先）" if zh else
-                f"group {e['group']}: the COMMIT marker of producer {e['producer_id']} in {where} changed no committed "
-                f"offset (a later commit record in the log wins)")
-    if zh:
-        return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记让待定偏移量成为已提交偏移量（{each_zh}）"
-                if e["commit"] else
-                f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 ABORT 标记丢弃了待定偏移量（{each_zh}），"
-                f"已提交的偏移量不变")
-    return (f"group {e['group']}: the COMMIT marker of producer {e['producer_id']} in {where} made the pending "
-            f"offsets committed — committed offset {each}" if e["commit"] else
-            f"group {e['group']}: the ABORT marker of producer {e['producer_id']} in {where} discarded the pending "
-            f"offsets ({each}); the committed offsets stay as they were")
+    return {"group": e["group"], "producer_id": e["producer_id"], "where": f"__consumer_offsets-{e['offsets_partition']}",
+            "form": "unchanged" if e["commit"] and not offs else "commit" if e["commit"] else "abort",
+            "each": w.clause("list").join(w.clause("txn_offset", t=o[0], p=o[1], offset=o[2]) for o in offs)}
 
 
-_EN.update({
-    "txn_offsets_completed": lambda e: _txn_offsets_done(e, False),
-    "txn_offsets_superseded": lambda e: (
-        f"group {e['group']}: in __consumer_offsets-{e['offsets_partition']} "
-        + "; ".join(f"{o[0]}-{o[1]} keeps committed offset {o[4]} (record at {o[5]}), not producer "
-                    f"{e['producer_id']}'s {o[2]} (record at {o[3]})" for o in e.get("offsets") or [])
-        + ": the commit record later in the log wins"),
-})
-_ZH.update({
-    "txn_offsets_completed": lambda e: _txn_offsets_done(e, True),
-    "txn_offsets_superseded": lambda e: (
-        f"消费组 {e['group']}：__consumer_offsets-{e['offsets_partition']} 中"
-        + "；".join(f"{o[0]}-{o[1]} 保留已提交偏移量 {o[4]}（记录位于 {o[5]}），而不是生产者 {e['producer_id']} 的 "
-                   f"{o[2]}（记录位于 {o[3]}）" for o in e.get("offsets") or [])
-        + "：日志中更靠后的提交记录优先"),
-})
+def _txn_superseded_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    return {"group": e["group"], "offsets_partition": e["offsets_partition"], "each": w.clause("items").join(
+        w.clause("superseded", t=o[0], p=o[1], pending=o[2], pending_at=o[3], committed=o[4], committed_at=o[5],
+                 producer_id=e["producer_id"]) for o in e.get("offsets") or [])}
+
+
+_TRUNCATION_WHY = {
+    False: {"hw": "to its high watermark (the pre-0.11 rule)",
+            "epoch": "to the point where its log diverges from the leader's (leader epoch)",
+            "out_of_range": "because the leader's log ends before its fetch offset",
+            "log_start": "because the leader's log starts after its fetch offset"},
+    True: {"hw": "截到自己的高水位（0.11 之前的规则）", "epoch": "截到与 leader 日志分叉的位置（leader epoch）",
+           "out_of_range": "因为 leader 的日志在它的拉取偏移量之前就结束了",
+           "log_start": "因为 leader 的日志从它的拉取偏移量之后才开始"},
+}
+
+# Follower truncation and offsets committed inside a transaction (engine/cluster/txn_offsets.py).
+LIST_SENTENCES: dict[str, Sentence] = {
+    "replica_truncated": Sentence(
+        lambda e, w: {"broker": e["broker"], "tp": _tp(e), "from_offset": e["from_offset"], "to_offset": e["to_offset"],
+                      "cut": e["from_offset"] - e["to_offset"],
+                      "why": _TRUNCATION_WHY[w.zh].get(e["reason"], e["reason"]),
+                      "detail": w.clause("dash_detail", e.get("detail"), detail=e.get("detail"))},
+        en="broker {broker} truncated {tp} from offset {from_offset} to {to_offset} ({cut} record(s) cut) {why}{detail}",
+        zh="broker {broker} 把 {tp} 从偏移量 {from_offset} 截断到 {to_offset}（截掉 {cut} 条），{why}"),
+    "txn_offsets_completed": Sentence(
+        _txn_offsets_done_pick,
+        en={"unchanged": "group {group}: the COMMIT marker of producer {producer_id} in {where} changed no committed "
+                         "offset (a later commit record in the log wins)",
+            "commit": "group {group}: the COMMIT marker of producer {producer_id} in {where} made the pending offsets "
+                      "committed — committed offset {each}",
+            "abort": "group {group}: the ABORT marker of producer {producer_id} in {where} discarded the pending offsets "
+                     "({each}); the committed offsets stay as they were"},
+        zh={"unchanged": "消费组 {group}：{where} 中生产者 {producer_id} 的 COMMIT 标记没有改变已提交偏移量"
+                         "（日志中更靠后的提交记录优先）",
+            "commit": "消费组 {group}：{where} 中生产者 {producer_id} 的 COMMIT 标记让待定偏移量成为已提交偏移量（{each}）",
+            "abort": "消费组 {group}：{where} 中生产者 {producer_id} 的 ABORT 标记丢弃了待定偏移量（{each}），已提交的偏移量不变"}),
+    "txn_offsets_superseded": Sentence(
+        _txn_superseded_pick,
+        en="group {group}: in __consumer_offsets-{offsets_partition} {each}: the commit record later in the log wins",
+        zh="消费组 {group}：__consumer_offsets-{offsets_partition} 中{each}：日志中更靠后的提交记录优先"),
+}
+
 
 # Cluster, group and transaction kinds whose sentences are one template each. The extractor
 # takes every field once; where a language words a value its own way it asks ``w``.
@@ -936,7 +910,12 @@ _CLAUSES = {
             "rejoin": " (rejoin)", "record_at": " at offset {offset})", "record_end": ")",
             "idle": " — idle, no partition for it", "pending": "; still pending: {pending}",
             "no_members": "none", "with_assignment": " with the leader's assignment {assignment}",
-            "follower_empty": " (follower, empty)", "list": ", ", "items": "; "},
+            "follower_empty": " (follower, empty)", "list": ", ", "items": "; ",
+            "txn_offset": "{offset} for {t}-{p}",
+            "superseded": "{t}-{p} keeps committed offset {committed} (record at {committed_at}), not producer "
+                          "{producer_id}'s {pending} (record at {pending_at})",
+            "log_of": "{t}-{p} LEO {leo}, HW {hw}", "placed": "partition {p} on brokers {r}",
+            "written_back": "{file} durable up to byte {to}"},
     True: {"again": "重新", "after_clean": "（上次是正常关闭）",
            "power_loss": "（断电：{n} 个文件中未刷盘的字节丢失）",
            "truncates_hw": "它先截断到自己的高水位", "asks_epoch": "它先问 leader 自己的 epoch 在哪里结束",
@@ -948,7 +927,12 @@ _CLAUSES = {
            "rejoin": "（需重新加入）", "record_at": " 的偏移量 {offset}）", "record_end": "）",
            "idle": "——空闲，没有分区给它", "pending": "；仍待定：{pending}",
            "no_members": "无", "with_assignment": "，带上 leader 的分配 {assignment}",
-           "follower_empty": "（跟随者，不带分配）", "list": "，", "items": "；"},
+           "follower_empty": "（跟随者，不带分配）", "list": "，", "items": "；",
+           "txn_offset": "{t}-{p} 为 {offset}",
+           "superseded": "{t}-{p} 保留已提交偏移量 {committed}（记录位于 {committed_at}），而不是生产者 {producer_id} 的 "
+                         "{pending}（记录位于 {pending_at}）",
+           "log_of": "{t}-{p} LEO {leo}，HW {hw}", "placed": "分区 {p} 在 broker {r} 上",
+           "written_back": "{file} 持久化到第 {to} 字节"},
 }
 
 
@@ -980,14 +964,13 @@ CLAUSE_SENTENCES: dict[str, Sentence] = {
         zh="broker {broker} 崩溃{lost}"),
     "logs_loaded": Sentence(
         lambda e, w: {"broker": e["broker"], "logs": w.clause("items").join(
-            ("{t}-{p} LEO {leo}，HW {hw}" if w.zh else "{t}-{p} LEO {leo}, HW {hw}").format(
-                t=x["topic"], p=x["partition"], leo=x["leo"], hw=x["high_watermark"]) for x in e["logs"])},
+            w.clause("log_of", t=x["topic"], p=x["partition"], leo=x["leo"], hw=x["high_watermark"])
+            for x in e["logs"])},
         en="broker {broker} opened its logs: {logs}",
         zh="broker {broker} 打开日志：{logs}"),
     "topic_created": Sentence(
         lambda e, w: {"topic": e["topic"], "partitions": w.clause("items").join(
-            ("分区 {p} 在 broker {r} 上" if w.zh else "partition {p} on brokers {r}").format(
-                p=p, r=", ".join(map(str, r))) for p, r in sorted(e["assignment"].items()))},
+            w.clause("placed", p=p, r=", ".join(map(str, r))) for p, r in sorted(e["assignment"].items()))},
         en="topic {topic} created: {partitions}",
         zh="创建主题 {topic}：{partitions}"),
     "became_follower": Sentence(
@@ -1132,12 +1115,12 @@ CLAUSE_SENTENCES: dict[str, Sentence] = {
 
 # The kinds written as one extractor and a template per language.
 SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES, **PLAIN_SENTENCES,
-                                  **CLAUSE_SENTENCES}
-for _kind, _sentence in SENTENCES.items():
-    _EN[_kind] = partial(_sentence.render, lang="en")
-    _ZH[_kind] = partial(_sentence.render, lang="zh")
+                                  **CLAUSE_SENTENCES, **LIST_SENTENCES}
 
-_TABLES = {"en": _EN, "zh": _ZH}
+# Each language's table: event kind -> its sentence in that language.
+_TABLES: dict[str, dict[str, Callable[[Ev], str]]] = {
+    lang: {kind: partial(sentence.render, lang=lang) for kind, sentence in SENTENCES.items()} for lang in LANGS}
+_EN = _TABLES["en"]
 
 
 def describe(ev: Ev, lang: str = "en") -> str:
