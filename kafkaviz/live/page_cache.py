@@ -51,7 +51,7 @@ class PageCacheSandbox(SandboxKind):
 
     @classmethod
     def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
-        return {"produce": {"partition": {"min": 0, "max": 0}},
+        return {"produce": {"partition": None, "key": None, "key_mode": None},   # one partition, no keys
                 "set_flush": {"flush_messages": {"choices": FLUSH_MESSAGES_CHOICES},
                               "flush_ms": {"choices": FLUSH_MS_CHOICES}}}
 

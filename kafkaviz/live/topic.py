@@ -52,7 +52,7 @@ class TopicSandbox(SandboxKind):
     def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
         return {"produce": {"partition": {"default": -1, "max": int(scenario.get("partitions", 3)) - 1},
                             "key": {"default": "user-1", "max_length": 24},
-                            "key_mode": {"default": "none"}}}
+                            "key_mode": {"default": "none"}, "value_size": None}}   # values are order-N
 
     # ---- commands ----------------------------------------------------------
     @handles(Produce)

@@ -161,7 +161,8 @@ def command_fields(cls: type, *, defaults: Mapping[str, Any] | None = None, caps
     """The form fields of engine command ``cls``, from its field metadata: kind, default,
     bounds and choices. ``caps`` lowers a numeric field's maximum (the demo host's policy);
     ``narrow`` replaces attributes of one field (the world's shape: its partitions, its
-    segment size); ``defaults`` fills fields the page leaves out. Optional fields a form
+    segment size), or leaves an optional field out (None) where the world has no use for it;
+    ``defaults`` fills fields the page leaves out. Optional fields a form
     cannot send (lists, objects) are left out; a command needing one gives None."""
     defaults, caps, narrow, labels = defaults or {}, caps or {}, narrow or {}, labels or {}
     out = []
@@ -177,6 +178,9 @@ def command_fields(cls: type, *, defaults: Mapping[str, Any] | None = None, caps
             if has_default:
                 continue      # a list or object a form cannot send: the engine's default applies
             return None
+        if f.name in narrow and narrow[f.name] is None:
+            assert has_default, f"{cls.__name__}.{f.name} is required; a world cannot leave it out"
+            continue          # a field this world has no use for: the form refuses it as unknown
         default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else None)
         low, high = meta.get("low"), meta.get("high")
         cap = caps.get(f.name)
