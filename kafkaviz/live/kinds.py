@@ -332,6 +332,7 @@ class SandboxKind:
         for i, e in enumerate(log):
             if not isinstance(e, dict) or not isinstance(e.get("do"), list) or not 1 <= len(e["do"]) <= 10:
                 raise CommandError("invalid", f"Step {i + 1} of the run must list 1 to 10 commands.", command="import")
+            e = {**e, "do": [legacy_command(c) for c in e["do"]]}
             for cmd in e["do"]:
                 spec, _values = validate_command(self.commands, cmd)
                 if spec.type in STEPPING:
@@ -445,6 +446,20 @@ class SandboxKind:
         st["tasks"] = self.tracker.state(st)
         st["prediction"] = self.prediction_state(st)
         return st
+
+
+def legacy_command(cmd: Any) -> Any:
+    """A command of a run exported before the storage lessons spoke the engine's vocabulary
+    (``{"type": "advance", "seconds": 5}``) as it is now (``{"cmd": "advance", "ms": 5000}``),
+    so old share links and files still open; anything else is returned as it is."""
+    if not isinstance(cmd, dict) or "cmd" in cmd or not isinstance(cmd.get("type"), str):
+        return cmd
+    out = {"cmd": cmd["type"], **{k: v for k, v in cmd.items() if k != "type"}}
+    seconds = out.get("seconds")
+    if out["cmd"] == "advance" and isinstance(seconds, int) and not isinstance(seconds, bool) and "ms" not in out:
+        del out["seconds"]
+        out["ms"] = seconds * 1000
+    return out
 
 
 def _checked_run(run: Any, max_steps: int) -> tuple[list, int]:

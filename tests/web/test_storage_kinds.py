@@ -356,3 +356,13 @@ def test_lookup_steps_are_worded_from_the_event_in_both_languages(tmp_path):
     assert "gives offset 16 to start from" in en[len(lk["time_probes"]) + 1]["text"]
     assert en[-1]["text"] == "Answer: offset 18 (timestamp 1900), read from position 680 of 00000000000000000014.log."
     assert zh[-1]["text"].startswith("答案：偏移量 18")
+
+
+def test_a_run_exported_before_the_switch_still_opens(tmp_path):
+    """Share links and files made when the storage lessons said {"type": "advance", "seconds": 5}."""
+    k = make("retention", tmp_path)
+    old = {"log": [{"id": None, "do": [{"type": "produce", "count": 20, "value_size": 100}], "scripted": False},
+                   {"id": None, "do": [{"type": "advance", "seconds": 5}], "scripted": False}], "step": 2}
+    k.import_run(old)
+    assert k.position == 2 and k.clock.now_ms() == 20 * 100 + 5000
+    assert k.export_run()["log"][1]["do"] == [{"cmd": "advance", "ms": 5000}]
