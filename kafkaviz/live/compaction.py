@@ -61,7 +61,7 @@ class CompactionSandbox(SegmentsSandbox):
         return info
 
     @classmethod
-    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
         key = {"max_length": KEY_MAX, "pattern": r"[!-~]+", "pattern_help": "must be printable ASCII without spaces"}
         return {**super().narrow(scenario), "put": {"key": key, "value": {"max_length": VALUE_MAX}},
                 "delete": {"key": key}}

@@ -41,7 +41,7 @@ class InsideSegmentSandbox(SegmentsSandbox):
         self.selected: int | None = None
 
     @classmethod
-    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
         out = super().narrow(scenario)
         out["set_index_interval"] = {"bytes": {"choices": tuple(scenario.get("interval_choices")
                                                                 or DEFAULT_INTERVALS)}}

@@ -206,9 +206,10 @@ class SandboxKind:
         return specs
 
     @classmethod
-    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
         """Command → field → form attributes the world's shape fixes (a partition below
-        the topic's count, a value that fits a segment); overridden by kinds."""
+        the topic's count, a value that fits a segment), or None for an optional field the
+        world has no use for; overridden by kinds."""
         return {}
 
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:

@@ -50,7 +50,7 @@ class PageCacheSandbox(SandboxKind):
                                        self.events, page_size=int(sc.get("page_size", 4096)))
 
     @classmethod
-    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
         return {"produce": {"partition": None, "key": None, "key_mode": None},   # one partition, no keys
                 "set_flush": {"flush_messages": {"choices": FLUSH_MESSAGES_CHOICES},
                               "flush_ms": {"choices": FLUSH_MS_CHOICES}}}

@@ -61,7 +61,7 @@ class SegmentsSandbox(SandboxKind):
         self.open()
 
     @classmethod
-    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
         return {"produce": {"partition": {"default": 0, "min": 0, "max": scenario.get("partitions", 1) - 1},
                             "value_size": {"max": max_value_size(scenario)},
                             "key": {"default": "", "max_length": KEY_MAX}, "key_mode": None}}

@@ -49,7 +49,7 @@ class TopicSandbox(SandboxKind):
         self.placements: list[dict[str, Any]] = []
 
     @classmethod
-    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any]]]:
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
         return {"produce": {"partition": {"default": -1, "max": int(scenario.get("partitions", 3)) - 1},
                             "key": {"default": "user-1", "max_length": 24},
                             "key_mode": {"default": "none"}, "value_size": None}}   # values are order-N

@@ -156,7 +156,7 @@ class TextRule:
 
 
 def command_fields(cls: type, *, defaults: Mapping[str, Any] | None = None, caps: Mapping[str, int] | None = None,
-                   narrow: Mapping[str, Mapping[str, Any]] | None = None, text: TextRule,
+                   narrow: Mapping[str, Mapping[str, Any] | None] | None = None, text: TextRule,
                    labels: Mapping[str, Any] | None = None) -> tuple[Field, ...] | None:
     """The form fields of engine command ``cls``, from its field metadata: kind, default,
     bounds and choices. ``caps`` lowers a numeric field's maximum (the demo host's policy);
