@@ -122,7 +122,7 @@ def engine_values(command_cls: type[Command], values: dict[str, Any]) -> dict[st
     return {k: v for k, v in values.items() if not (k in optional and v in (None, ""))}
 
 
-def _engine_spec(command_cls: type[Command], fn: Callable, fields: tuple[Field, ...]) -> CommandSpec:
+def _storage_spec(command_cls: type[Command], fn: Callable, fields: tuple[Field, ...]) -> CommandSpec:
     name = command_cls.cmd
 
     def run(kind: "SandboxKind", **values: Any) -> str:
@@ -193,10 +193,10 @@ class SandboxKind:
         specs = {}
         narrow = cls.narrow(scenario)
         for cname, (fn, *decl) in cls._handlers.items():
-            if len(decl) == 1:          # an engine command: its fields come from the engine
+            if len(decl) == 1:          # an engine storage command (@handles): its fields come from the engine
                 fields = command_fields(decl[0], caps=_storage_caps(), narrow=narrow.get(cname),
                                         text=STORAGE_TEXT, labels=STORAGE_LABELS)
-                specs[cname] = _engine_spec(decl[0], fn, fields)
+                specs[cname] = _storage_spec(decl[0], fn, fields)
                 continue
             fields, help_text = decl
             if len(fields) == 1 and callable(fields[0]) and not isinstance(fields[0], Field):
