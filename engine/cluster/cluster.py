@@ -500,7 +500,7 @@ class Cluster:
                                                   broker, sent_ms, self.now_ms(), values, key, attempts)
         digests = [digest(v, key) for v in values]
         if error is None:
-            self.events.emit(ProduceAcked(rid, broker, topic, partition, acks, base, last, digests))
+            self.events.emit_fields(ProduceAcked, rid, broker, topic, partition, acks, base, last, digests)
         else:
             self.events.emit(ProduceFailed(rid, broker, topic, partition, acks, error, message,
                                            base is not None, digests))

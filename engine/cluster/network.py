@@ -10,11 +10,12 @@ in-flight traffic never arrives. Node ``-1`` is the client.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clock import Scheduler
-from engine.events import EventLog
+from engine.events import EventLog, _fast_init
 from engine.errors import InvalidRequestError
 
 from .config import CLIENT
@@ -165,6 +166,18 @@ class LeaderAndIsr:
     partition_epoch: int
     isr: tuple
     replicas: tuple
+
+
+def _fast_messages(*classes: type) -> None:
+    """Give each frozen message class an ``__init__`` that writes its fields straight into the
+    instance's ``__dict__`` (a frozen dataclass's own calls ``object.__setattr__`` per field,
+    and every request makes several messages); equality, hashing, pickling stay the dataclass's."""
+    for cls in classes:
+        cls.__init__ = _fast_init(cls, dataclasses.fields(cls))
+
+
+_fast_messages(FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
+               ProduceRequest, ProduceResponse, BrokerHeartbeat, AlterPartitionRequest, LeaderAndIsr)
 
 
 # ---- links --------------------------------------------------------------------------

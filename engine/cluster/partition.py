@@ -171,6 +171,10 @@ class Partition:
     def emit(self, ev: Any) -> None:
         self.broker.events.emit(ev)
 
+    def emit_fields(self, cls: Any, *values: Any) -> None:
+        """``emit(cls(*values))`` without building the event while nobody listens for it."""
+        self.broker.events.emit_fields(cls, *values)
+
     @property
     def cfg(self):
         return self.broker.cluster.config
@@ -192,14 +196,14 @@ class Partition:
             return False
         self.log.update_high_watermark(new)
         if self.hw != old:
-            self.emit(HighWatermarkChanged(self.broker.id, self.topic, self.partition, old, self.hw, self.role,
-                                           reason, isr_leos or {}))
+            self.emit_fields(HighWatermarkChanged, self.broker.id, self.topic, self.partition, old, self.hw, self.role,
+                                           reason, isr_leos or {})
             return True
         return False
 
     def leo_changed(self, old: int, reason: str) -> None:
         if self.leo != old:
-            self.emit(LeoChanged(self.broker.id, self.topic, self.partition, old, self.leo, self.role, reason))
+            self.emit_fields(LeoChanged, self.broker.id, self.topic, self.partition, old, self.leo, self.role, reason)
 
     # ---- metadata from the controller ----------------------------------------------
     def apply_state(self, msg: LeaderAndIsr) -> None:
@@ -336,8 +340,8 @@ class Partition:
         r.last_fetch_ms = now
         r.last_fetch_leader_leo = self.leo
         if old != r.leo:
-            self.emit(RemoteLeoUpdated(self.broker.id, req.replica_id, self.topic, self.partition, old, r.leo,
-                                       r.last_caught_up_ms))
+            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old, r.leo,
+                                       r.last_caught_up_ms)
         self.maybe_expand_isr(r)
         self.maybe_increment_hw("follower_fetch")
         if req.fetch_offset < self.leo or req.max_wait_ms <= 0:
@@ -346,8 +350,8 @@ class Partition:
         if self.broker.fetch_purgatory.try_complete_else_watch(DelayedFetch(self, src, req, now), [self.key]):
             return
         self.broker.fetch_timer_driver.arm()
-        self.emit(FetchParked(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
-                              req.max_wait_ms))
+        self.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                              req.max_wait_ms)
 
     def check_last_fetched_epoch(self, src: int, req: FetchRequest) -> str | None:
         """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
@@ -382,8 +386,8 @@ class Partition:
         count = sum(b.records_count for b in batches)
         first = batches[0].base_offset if batches else None
         last = batches[-1].last_offset if batches else None
-        self.emit(FetchAnswered(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset, count,
-                                first, last, hw, self.leo, self.log.log_start_offset, error, waited_ms))
+        self.emit_fields(FetchAnswered, self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset, count,
+                                first, last, hw, self.leo, self.log.log_start_offset, error, waited_ms)
         resp = FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, bytes(records), hw,
                              self.log.log_start_offset, self.leo, self.leader_epoch, error, req.session)
         self.broker.send(src, resp)
@@ -463,8 +467,8 @@ class Partition:
     # ---- leader: produce ---------------------------------------------------------
     def produce(self, src: int, req: ProduceRequest, records: list) -> None:
         digests = record_digests(req.key, req.values)
-        self.emit(ProduceReceived(req.request_id, self.broker.id, self.topic, self.partition, req.acks,
-                                  len(req.values), digests))
+        self.emit_fields(ProduceReceived, req.request_id, self.broker.id, self.topic, self.partition, req.acks,
+                                  len(req.values), digests)
         if self.role != "leader":
             self.reply_produce(src, req, "NOT_LEADER_OR_FOLLOWER",
                                f"broker {self.broker.id} is not the leader of {self.name}", None, None, False)
@@ -487,8 +491,8 @@ class Partition:
             self.emit(ProduceDuplicate(req.request_id, self.broker.id, self.topic, self.partition, req.producer_id,
                                        req.producer_epoch, req.base_sequence, info.first_offset, info.last_offset))
         else:
-            self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
-                                      info.last_offset, self.leader_epoch, digests))
+            self.emit_fields(ProduceAppended, req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
+                                      info.last_offset, self.leader_epoch, digests)
             self.leo_changed(old, "append")
             self.wake_parked_fetches()
             # A single-replica ISR commits at once.
@@ -498,8 +502,8 @@ class Partition:
             d = DelayedProduce(self, req, src, info.first_offset, info.last_offset, required)
             if not self.broker.produce_purgatory.try_complete_else_watch(d, [self.key]):
                 self.broker.produce_timer_driver.arm()
-                self.emit(ProduceWaiting(req.request_id, self.broker.id, self.topic, self.partition, required,
-                                         req.timeout_ms))
+                self.emit_fields(ProduceWaiting, req.request_id, self.broker.id, self.topic, self.partition, required,
+                                         req.timeout_ms)
         elif req.acks == 1:
             self.reply_produce(src, req, None, "", info.first_offset, info.last_offset, True)
 

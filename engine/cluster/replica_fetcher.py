@@ -127,8 +127,8 @@ class ReplicaFetcher:
         self.broker.events.emit(ReplicaTruncated(self.broker.id, p.topic, p.partition, old, p.leo, reason, detail))
         p.leo_changed(old, "truncate")
         if p.hw != old_hw:
-            self.broker.events.emit(HighWatermarkChanged(self.broker.id, p.topic, p.partition, old_hw, p.hw,
-                                                         p.role, "truncate", {}))
+            self.broker.events.emit_fields(HighWatermarkChanged, self.broker.id, p.topic, p.partition, old_hw, p.hw,
+                                                         p.role, "truncate", {})
 
     def start_over_at(self, offset: int, detail: str) -> None:
         """Drop the whole log and start it empty at ``offset`` (Kafka's truncateFullyAndStartAt)."""
@@ -201,8 +201,8 @@ class ReplicaFetcher:
         last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
         session = self._next_session()
         self.in_flight = True
-        self.broker.events.emit(FetchSent(self.broker.id, self.leader, p.topic, p.partition, p.leo, last_epoch,
-                                          self.leader_epoch))
+        self.broker.events.emit_fields(FetchSent, self.broker.id, self.leader, p.topic, p.partition, p.leo, last_epoch,
+                                          self.leader_epoch)
         self.broker.send(self.leader, FetchRequest(self.broker.id, p.topic, p.partition, p.leo, last_epoch,
                                                    self.leader_epoch, cfg.replica_fetch_wait_max_ms,
                                                    cfg.replica_fetch_max_bytes, session))
@@ -312,8 +312,8 @@ class ReplicaFetcher:
 
     def _received(self, resp: FetchResponse, count: int, error: str | None) -> None:
         p = self.p
-        self.broker.events.emit(FetchReceived(self.broker.id, resp.leader_id, p.topic, p.partition,
-                                              resp.fetch_offset, count, resp.high_watermark, error))
+        self.broker.events.emit_fields(FetchReceived, self.broker.id, resp.leader_id, p.topic, p.partition,
+                                              resp.fetch_offset, count, resp.high_watermark, error)
 
     def append(self, resp: FetchResponse) -> int | None:
         """Append the fetched batches; the number of records, or None when nothing was

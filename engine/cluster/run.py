@@ -464,7 +464,7 @@ class ReplicaReader:
         # the dict are only ever appended to; a reset replaces them, so the checker can tell
         # "same log, more records" (same objects) from "something changed" (new objects).
         self._cache: dict = {}
-        events.subscribe(self._on_event)
+        events.subscribe(self._on_event, kinds=self._RESET)
 
     def _on_event(self, env: Any) -> None:
         ev = env.event
