@@ -108,6 +108,19 @@ class Scheduler:
         delay = period_ms if initial_delay_ms is None else initial_delay_ms
         return self._push(self.now_ms() + int(delay), priority, fn, args, name, int(period_ms))
 
+    def reserve(self) -> int:
+        """Take the next tie-breaking counter without scheduling anything: a task pushed later
+        with :meth:`schedule_reserved` and this counter runs exactly where a task scheduled
+        now would have (a timer re-armed lazily keeps its place among ties)."""
+        self._seq += 1
+        return self._seq
+
+    def schedule_reserved(self, due_ms: int, seq: int, fn: Callable[..., Any], *args: Any,
+                          name: str = "") -> ScheduledTask:
+        task = ScheduledTask(due_ms, 0, seq, fn, args, name or getattr(fn, "__name__", "task"), None)
+        heapq.heappush(self._heap, ((due_ms, 0, seq), task))
+        return task
+
     def cancel(self, task: ScheduledTask | None) -> None:
         if task is not None:
             task.cancelled = True

@@ -149,9 +149,9 @@ class EventLog:
     ``keep`` bounds memory: only the last ``keep`` events are retained — by default
     :data:`DEFAULT_KEEP`, so a bare ``Log`` or ``Cluster`` that runs for millions of records
     does not hold every event (``keep=None`` keeps all) — while the running digest always
-    covers the whole stream. The ring is trimmed in steps (it may hold up to a quarter more
-    than ``keep`` between two trims; :attr:`envelopes` and :meth:`since` never show more than
-    ``keep``). Listeners are called synchronously with each envelope; they are not part of a
+    covers the whole stream. The ring is trimmed when a digest chunk is folded (it may hold
+    up to a quarter more than ``keep``, plus a chunk, between two trims; :attr:`envelopes` and
+    :meth:`since` never show more than ``keep``). Listeners are called synchronously with each envelope; they are not part of a
     snapshot (see ``__getstate__``). A listener may name the ``kinds`` it wants: an event of
     another kind is not built for it. :meth:`count_into` keeps a count per kind without any
     event being built.
@@ -228,11 +228,11 @@ class EventLog:
         row = (seq, self.clock.now_ms(), cls.kind, values)
         pending = self._pending
         pending.append(row)
+        ring.append(row)
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-        ring.append(row)
-        if self.keep is not None and len(ring) > self._limit():
-            self._trim()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
 
     def emit_rows(self, events: Sequence[tuple[type[Event], tuple]]) -> None:
         """:meth:`emit_fields` of several ``(event class, field values)`` in order, at one
@@ -258,8 +258,8 @@ class EventLog:
         self.seq = seq
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-        if self.keep is not None and len(ring) > self._limit():
-            self._trim()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
 
     def _limit(self) -> int:
         keep = self.keep
@@ -280,12 +280,12 @@ class EventLog:
         pending.append(item)
         if type(item) is not tuple:
             self._plain = False
-        if len(pending) >= _CHUNK:
-            self._fold_full_chunks()
         ring = self._ring
         ring.append(item)
-        if self.keep is not None and len(ring) > self._limit():
-            self._trim()
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
 
     def _fold_full_chunks(self) -> None:
         """Fold every whole chunk of the queue into the digest; the rest stays queued."""
