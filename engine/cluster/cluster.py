@@ -26,7 +26,7 @@ from .controller import Controller
 from .events import (ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, ProducerCreated, ProduceRetried,
                      TopicCreated)
 from .network import Network, ProduceRequest, ProduceResponse
-from .partition import digest
+from .partition import digest, record_digests
 from .producer import RETRIABLE_ERRORS, PendingSend, Producer, check_producer_settings
 
 __all__ = ["Cluster", "ProduceResult", "Client"]
@@ -381,7 +381,9 @@ class Cluster:
                 raise InvalidRequestError(f"unknown producer {producer!r}; create it first")
         if isinstance(values, (str, bytes)) or values is None:
             values = [values]
-        values = tuple(_as_bytes(v) for v in values)
+        values = tuple(values)
+        if not all(type(v) is bytes for v in values):
+            values = tuple(_as_bytes(v) for v in values)
         if not values:
             raise InvalidRequestError("produce needs at least one record value")
         key = _as_bytes(key)
@@ -498,7 +500,7 @@ class Cluster:
                 prod.txn_failed = error       # the transaction can no longer commit
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
                                                   broker, sent_ms, self.now_ms(), values, key, attempts)
-        digests = [digest(v, key) for v in values]
+        digests = record_digests(key, values)
         if error is None:
             self.events.emit_fields(ProduceAcked, rid, broker, topic, partition, acks, base, last, digests)
         else:

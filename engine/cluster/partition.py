@@ -173,7 +173,7 @@ class Partition:
 
     def emit_fields(self, cls: Any, *values: Any) -> None:
         """``emit(cls(*values))`` without building the event while nobody listens for it."""
-        self.broker.events.emit_fields(cls, *values)
+        self.broker.cluster.events.emit_fields(cls, *values)
 
     @property
     def cfg(self):
@@ -191,13 +191,14 @@ class Partition:
         return self.isr
 
     def set_hw(self, new: int, reason: str, isr_leos: dict | None = None) -> bool:
-        old = self.hw
+        log = self.log
+        old = log.high_watermark
         if new == old:
             return False
-        self.log.update_high_watermark(new)
-        if self.hw != old:
-            self.emit_fields(HighWatermarkChanged, self.broker.id, self.topic, self.partition, old, self.hw, self.role,
-                                           reason, isr_leos or {})
+        hw = log.update_high_watermark(new)
+        if hw != old:
+            self.broker.cluster.events.emit_fields(HighWatermarkChanged, self.broker.id, self.topic, self.partition,
+                                                   old, hw, self.role, reason, isr_leos or {})
             return True
         return False
 
