@@ -166,7 +166,7 @@ class Partition:
         return self.log.high_watermark
 
     def now(self) -> int:
-        return self.broker.scheduler.now_ms()
+        return self.broker.cluster.clock.now_ms()
 
     def emit(self, ev: Any) -> None:
         self.broker.events.emit(ev)
