@@ -390,7 +390,7 @@ class Cluster:
         if isinstance(values, (str, bytes)) or values is None:
             values = [values]
         values = tuple(values)
-        if not all(type(v) is bytes for v in values):
+        if set(map(type, values)) != {bytes}:
             values = tuple(_as_bytes(v) for v in values)
         if not values:
             raise InvalidRequestError("produce needs at least one record value")
