@@ -382,7 +382,7 @@ class SandboxKind:
         if lo is None:
             return []
         hi = self.step_seqs[self.position]
-        return [env.to_dict() for env in self.events.envelopes if lo < env.seq <= hi]
+        return [env.to_dict() for env in self.events.between(lo, hi)]
 
     def run_state(self) -> dict[str, Any]:
         says = {s.id: s.say for s in self.lesson.steps}

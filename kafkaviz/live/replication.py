@@ -452,7 +452,7 @@ class ReplicationSandbox(SandboxKind):
         if pos == 0 or len(self.step_seqs) <= pos:
             return []
         lo, hi = self.step_seqs[pos - 1], self.step_seqs[pos]
-        return [env.to_dict() for env in self.run.cluster.events.envelopes if lo < env.seq <= hi]
+        return [env.to_dict() for env in self.run.cluster.events.between(lo, hi)]
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run
