@@ -150,7 +150,7 @@ class RoomConsumer(LessonConsumer):
             return
         for group in self._groups():
             await self.channel_layer.group_add(group, self.channel_name)
-        await database_sync_to_async(self._presence)(+1)
+        await database_sync_to_async(self._seen)()
         await self._seed()
         if self.instructor:
             await self.send_json({"type": "roster", "members": await self._roster()})
@@ -177,7 +177,7 @@ class RoomConsumer(LessonConsumer):
                 for group in self._groups():
                     await self.channel_layer.group_discard(group, self.channel_name)
                 await self._save()
-                await database_sync_to_async(self._presence)(-1)
+                await database_sync_to_async(self._seen)()
                 await self.broadcast_roster()
         except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
             log_problem("room presence failed", exc, sandbox=self.sandbox_id)
@@ -376,10 +376,10 @@ class RoomConsumer(LessonConsumer):
         Answer.objects.filter(member_id=row.pk).delete()
         return row.name
 
-    def _presence(self, delta: int) -> None:
-        """When the member was last seen. Who is connected is not kept here: it is the
-        member's live socket leases (``member_place``), which no skipped disconnect leaves
-        behind (``Member.connections`` is no longer written)."""
+    def _seen(self) -> None:
+        """When the member was last seen. Who is connected is not kept in the database: it
+        is the member's live socket leases (``member_place``), which no skipped disconnect
+        leaves behind."""
         if self.member_id is not None:
             Member.objects.filter(pk=self.member_id).update(last_seen=timezone.now())
 
