@@ -16,7 +16,8 @@ room sandbox's, which stays the instructor's: a watcher's flood cannot refuse th
 instructor's commands.
 
 **Removing a member.** The instructor sends ``{"type": "remove", "member": <id>}``: the
-member leaves the roster, its answers are dropped, its sockets get ``removed`` and are
+member leaves the roster, its answers are dropped (every watcher gets the new ``spread``
+of each question it had answered), its sockets get ``removed`` and are
 closed, and its session cannot join the room again (its row stays, marked removed, so
 its address's joins still count it). A browser with a fresh session can join again under
 a new name, in plain sight on the roster.
@@ -255,12 +256,17 @@ class RoomConsumer(LessonConsumer):
                 '"%(type)s" takes the member\'s id: {"type": "%(type)s", "member": 12}.'), type="remove"),
                 "member", "remove"))
             return
-        name = await database_sync_to_async(self._set_removed)(member)
-        if name is None:
+        removed = await database_sync_to_async(self._set_removed)(member)
+        if removed is None:
             await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member",
                                                "remove"))
             return
+        name, spreads = removed
         await self.channel_layer.group_send(f"{self.room_group}.member.{member}", {"type": "room.removed"})
+        # Their answers are gone: the class's spread no longer counts them.
+        for question, counts in spreads.items():
+            await self.channel_layer.group_send(self.room_group, {"type": "room.spread", "question": question,
+                                                                  "counts": counts})
         await self.broadcast_roster()
         await self.send_json({"type": "ack", "command": "remove",
                               "text": self.tr(_("%(name)s was removed from the room."), name=name)})
@@ -368,13 +374,22 @@ class RoomConsumer(LessonConsumer):
         Member.objects.filter(pk=row.pk).update(granted=granted)
         return row.name
 
-    def _set_removed(self, member: int) -> str | None:
+    def _set_removed(self, member: int) -> tuple[str, dict[str, list[int]]] | None:
+        """Mark the member removed and drop its answers: its name, and the new spread of
+        every question it had answered (all zeros when it was the only one)."""
         row = Member.objects.filter(pk=member, room_id=self.room_id, removed=False).first()
         if row is None:
             return None
         Member.objects.filter(pk=row.pk).update(removed=True, granted=False)
+        answered = set(Answer.objects.filter(member_id=row.pk).values_list("question", flat=True))
         Answer.objects.filter(member_id=row.pk).delete()
-        return row.name
+        lesson = load_content(self.lesson_slug)
+        spreads: dict[str, list[int]] = {}
+        for question in sorted(answered):
+            prediction = lesson.prediction_for(question) if lesson is not None else None
+            if prediction is not None:
+                spreads[question] = self._counts(question, len(prediction.choices))
+        return row.name, spreads
 
     def _seen(self) -> None:
         """When the member was last seen. Who is connected is not kept in the database: it
@@ -389,6 +404,10 @@ class RoomConsumer(LessonConsumer):
             return None
         Answer.objects.update_or_create(member_id=self.member_id, question=question,
                                         defaults={"room_id": self.room_id, "choice": choice})
+        return self._counts(question, n_choices)
+
+    def _counts(self, question: str, n_choices: int) -> list[int]:
+        """The class's answers to one question: students per choice."""
         counts = [0] * n_choices
         for picked in Answer.objects.filter(room_id=self.room_id, question=question).values_list("choice", flat=True):
             if picked < n_choices:
