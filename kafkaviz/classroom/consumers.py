@@ -31,6 +31,7 @@ is the engine's, in the frames; nothing here decides it.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -40,6 +41,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
+from kafkaviz.live.leases import lease_seconds
 from kafkaviz.live.router import get_router
 from kafkaviz.live.validation import CommandError
 
@@ -89,6 +91,8 @@ class RoomConsumer(LessonConsumer):
     lesson_slug: str = ""
     member_key: str | None = None      # this socket's place among its member's sockets
     room_released: bool = False
+    roster_shown: list[dict[str, Any]] | None = None     # the last roster this (instructor's) socket sent
+    roster_refresh: asyncio.Task | None = None
 
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
@@ -155,6 +159,7 @@ class RoomConsumer(LessonConsumer):
         await self._seed()
         if self.instructor:
             await self.send_json({"type": "roster", "members": await self._roster()})
+            self.roster_refresh = asyncio.ensure_future(self._refresh_roster_forever())
         else:
             await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
         for question, counts in (await database_sync_to_async(self._spreads)()).items():
@@ -170,6 +175,8 @@ class RoomConsumer(LessonConsumer):
         if self.room_released or self.released:
             return
         self.room_released = True
+        if self.roster_refresh is not None and self.roster_refresh is not asyncio.current_task():
+            self.roster_refresh.cancel()
         try:
             if self.member_key is not None:
                 key, self.member_key = self.member_key, None
@@ -274,6 +281,8 @@ class RoomConsumer(LessonConsumer):
     async def send_json(self, content: Any, close: bool = False) -> None:
         if self.first_seq is None and isinstance(content, dict) and content.get("snapshot"):
             self.first_seq = content.get("frame_seq")      # 0: nothing has happened in this sandbox yet
+        if isinstance(content, dict) and content.get("type") == "roster":
+            self.roster_shown = content["members"]
         await super().send_json(content, close)
 
     async def _seed(self) -> None:
@@ -317,6 +326,23 @@ class RoomConsumer(LessonConsumer):
         for member, count in zip(members, counts):
             member["connected"] = count > 0
         return members
+
+    async def _refresh_roster_forever(self) -> None:
+        """A member whose sockets died with their process (``kill -9``) leaves no
+        ``disconnect()`` and so no roster broadcast: its leases just lapse. So an
+        instructor's socket looks again every ``LEASE_SECONDS / 4`` and sends the roster
+        when it changed: "connected" is right within the lease time, with nothing to send
+        while nothing changes."""
+        while True:
+            await asyncio.sleep(max(0.05, lease_seconds() / 4))
+            try:
+                members = await self._roster()
+                if members != self.roster_shown:
+                    await self.send_json({"type": "roster", "members": members})
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the next look tries again; the socket may be gone
+                log_problem("roster refresh failed", exc, sandbox=self.sandbox_id)
 
     async def broadcast_roster(self) -> None:
         members = await self._roster()
