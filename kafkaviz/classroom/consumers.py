@@ -43,7 +43,7 @@ from django.utils.translation import gettext_lazy as _
 from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
 from kafkaviz.live.leases import lease_seconds
 from kafkaviz.live.router import get_router
-from kafkaviz.live.validation import CommandError
+from kafkaviz.live.validation import CommandError, command_name
 
 from kafkaviz.lessons.content import load_content
 
@@ -62,8 +62,8 @@ ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
 def _type_of(content: Any) -> str | None:
-    """A message's ``type`` if it is a string (anything else is the runtime's to refuse)."""
-    ctype = content.get("type") if isinstance(content, dict) else None
+    """A message's command (``cmd``, or ``type``) if it is a string (anything else is the runtime's to refuse)."""
+    ctype = command_name(content)
     return ctype if isinstance(ctype, str) else None
 
 

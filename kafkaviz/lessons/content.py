@@ -236,8 +236,9 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
         w = f"{where} steps[{i}]"
         sid = _need(s, "id", str, w)
         do = _need(s, "do", list, w)
-        if not all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in do):
-            raise ContentError(f"{w}: every entry of 'do' must be a table with a 'type'")
+        if not all(isinstance(c, dict) and isinstance(c.get("cmd"), str) and "type" not in c for c in do):
+            raise ContentError(f"{w}: every entry of 'do' must be an engine command, a table with a 'cmd' "
+                               "(docs/commands.md)")
         steps.append(Step(sid, tuple(do), by_id("steps", sid).get("say") or _need(s, "say", str, w)))
         if "predict" in s:
             predictions[sid] = _prediction(s["predict"], by_id("steps", sid).get("predict"), f"{w}.predict")

@@ -103,14 +103,14 @@ async def test_enough_produces_roll_a_segment_with_a_twenty_digit_name(runtime, 
 
 
 @pytest.mark.parametrize("message, code, needle", [
-    ({"type": "fly"}, "unknown_type", "Unknown command type 'fly'"),
-    ({"no": "type"}, "unknown_type", "needs a \"type\""),
-    ({"type": "produce", "count": "lots"}, "invalid", "Number of messages must be a whole number"),
-    ({"type": "produce", "count": "0"}, "invalid", "between 1 and 50"),
-    ({"type": "produce", "partition": "7"}, "invalid", "Partition must be between 0 and 1"),
-    ({"type": "produce", "count": "1", "key": "ключ"}, "invalid", "printable ASCII"),
-    ({"type": "produce", "colour": "red"}, "invalid", "Unknown field(s) for produce: 'colour'"),
-    ({"type": "advance", "seconds": ""}, "invalid", "Jump is required"),
+    ({"cmd": "fly"}, "unknown_type", "Unknown command type 'fly'"),
+    ({"no": "cmd"}, "unknown_type", "needs a \"cmd\""),
+    ({"cmd": "produce", "count": "lots"}, "invalid", "Number of messages must be a whole number"),
+    ({"cmd": "produce", "count": "0"}, "invalid", "between 1 and 50"),
+    ({"cmd": "produce", "partition": "7"}, "invalid", "Partition must be between 0 and 1"),
+    ({"cmd": "produce", "count": "1", "key": "ключ"}, "invalid", "printable ASCII"),
+    ({"cmd": "produce", "colour": "red"}, "invalid", "Unknown field(s) for produce: 'colour'"),
+    ({"cmd": "advance", "ms": ""}, "invalid", "Jump (ms) is required"),
 ])
 async def test_invalid_message_gets_an_error_and_the_connection_still_works(runtime, ws_headers, message, code,
                                                                                needle):
@@ -171,7 +171,7 @@ async def test_command_rate_quota_gives_a_clear_error(runtime, runtime_settings,
     runtime_settings["COMMANDS_PER_SECOND"] = 0.01
     comm, _ = await connect(ws_headers)
     for _ in range(3):
-        await comm.send_json_to({"type": "advance", "seconds": "1"})
+        await comm.send_json_to({"cmd": "advance", "ms": "1000"})
     got = await replies_until(comm, lambda m: m["type"] == "error")
     assert got[-1]["code"] == "rate_limited" and "at most 0.01 per second" in got[-1]["message"]
     await comm.disconnect()
