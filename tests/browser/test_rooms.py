@@ -157,9 +157,9 @@ def test_a_watchers_shortcuts_send_nothing_until_control_is_given(browser: Brows
         wait_for(student, "KV.lastFrame && KV.lastFrame.state.run")
         # Every command the page sends: forms through htmx's ws extension, the rest through KV.socket.
         student.evaluate("""() => { window.sentTypes = []; const s = KV.socket, send = s.send.bind(s);
-            s.send = function (m) { window.sentTypes.push(JSON.parse(m).type); send(m); };
+            s.send = function (m) { const o = JSON.parse(m); window.sentTypes.push(o.cmd || o.type); send(m); };
             document.body.addEventListener("htmx:wsBeforeSend",
-                function (e) { window.sentTypes.push(JSON.parse(e.detail.message).type); }); }""")
+                function (e) { const o = JSON.parse(e.detail.message); window.sentTypes.push(o.cmd || o.type); }); }""")
         student.locator("body").click(position={"x": 5, "y": 5})
         for key in ("ArrowRight", "ArrowLeft", "Space", "Home", "End", "Shift+R", "t", "c"):
             student.keyboard.press(key)
