@@ -124,6 +124,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Instructor accounts (rooms): Django auth; students join rooms without an account.
 LOGIN_URL = "classroom:login"
 LOGIN_REDIRECT_URL = "home"
+# Django's standard checks, applied by ``manage.py createinstructor`` and the admin's password
+# forms (an instructor's password opens every room they run).
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 # Login rate limit (django-axes; kafkaviz/classroom/lockout.py): wrong passwords counted per
 # username and per client address, each on its own; at the limit either is locked for the
