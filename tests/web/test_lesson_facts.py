@@ -1,0 +1,82 @@
+"""A lesson's facts live in its TOML only (issue 18, item 7): the catalogue holds the
+order, and no title or summary is copied into code or templates, where it would drift."""
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+from django.test import Client
+
+from kafkaviz.lessons import catalogue
+from kafkaviz.lessons.content import CONTENT_DIR, LANGUAGES, content_slugs, load_content
+
+ROOT = Path(__file__).resolve().parents[2]
+SLUGS = sorted(content_slugs())
+
+
+def _facts() -> list[tuple[str, str, str, str]]:
+    """(slug, language, which, text) for every title and summary of every content file."""
+    out = []
+    for slug in SLUGS:
+        for lang in LANGUAGES:
+            c = load_content(slug, lang)
+            out += [(slug, lang, "title", c.title), (slug, lang, "summary", c.summary)]
+    return out
+
+
+def _code_files() -> list[Path]:
+    """Python, templates and scripts of the web side (the lesson files themselves excluded)."""
+    files = [p for p in (ROOT / "kafkaviz").rglob("*.py")]
+    files += [p for p in (ROOT / "templates").rglob("*.html")]
+    files += [p for p in (ROOT / "static" / "js").rglob("*.js")]
+    return [p for p in files if CONTENT_DIR not in p.parents]
+
+
+def test_the_catalogue_entry_is_only_a_slug():
+    assert [f.name for f in dataclasses.fields(catalogue.Lesson)] == ["slug", "lang"]
+
+
+def test_the_catalogue_source_holds_no_title_or_summary():
+    tree = ast.parse((ROOT / "kafkaviz" / "lessons" / "catalogue.py").read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    copied = [(slug, lang, which) for slug, lang, which, text in _facts() if text in strings]
+    assert not copied, f"lesson facts written into catalogue.py: {copied}"
+
+
+def test_the_order_names_every_lesson_file_and_nothing_else():
+    assert set(catalogue.ORDER) | {catalogue.SANDBOX.slug} == set(SLUGS)
+    assert len(set(catalogue.ORDER)) == len(catalogue.ORDER)
+
+
+def test_a_lessons_number_is_its_place_in_the_order():
+    assert [load_content(slug).number for slug in catalogue.ORDER] == list(range(1, len(catalogue.ORDER) + 1))
+    assert load_content(catalogue.SANDBOX.slug).number == 0
+
+
+def test_no_summary_is_written_outside_its_lesson_file():
+    texts = {p: p.read_text(encoding="utf-8") for p in _code_files()}
+    copied = [(slug, lang, p.relative_to(ROOT).as_posix()) for slug, lang, which, text in _facts()
+              if which == "summary" for p, t in texts.items() if text in t]
+    assert not copied, f"a summary copied outside its TOML: {copied}"
+
+
+def test_no_long_title_is_written_outside_its_lesson_file():
+    # One-word titles ("Segments", "Retention") are also ordinary words of the code; a title
+    # of three words or more is the lesson's own and has no business outside its file.
+    texts = {p: p.read_text(encoding="utf-8") for p in _code_files()}
+    copied = [(slug, lang, p.relative_to(ROOT).as_posix()) for slug, lang, which, text in _facts()
+              if which == "title" and (len(text.split()) >= 3 or lang != "en")
+              for p, t in texts.items() if f'"{text}"' in t or f"'{text}'" in t or f">{text}<" in t]
+    assert not copied, f"a title copied outside its TOML: {copied}"
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_the_home_page_shows_each_lessons_own_title_and_summary(lang):
+    html = Client().get(f"/?lang={lang}").content.decode()
+    for slug in catalogue.ORDER:
+        c = load_content(slug, lang)
+        assert f'id="lesson-{c.number}"' in html
+        for text in (c.title, c.summary):
+            assert text.replace("'", "&#x27;").replace('"', "&quot;") in html, (slug, lang, text)
