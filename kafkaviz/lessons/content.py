@@ -27,6 +27,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from kafkaviz.live.checks import CheckError, validate_check
 
+from .diagrams import DIAGRAMS
+
 __all__ = ["LessonContent", "Step", "Task", "Question", "Prediction", "Source", "load_content", "content_slugs",
            "render_markup", "LANGUAGES", "DJANGO_LANG", "ContentError"]
 
@@ -274,10 +276,14 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
         notes[key] = o.get("say") or _need(n, "say", str, w)
         if "predict" in n:
             predictions[key] = _prediction(n["predict"], o.get("predict"), f"{w}.predict")
+    diagrams = tuple(base.get("diagrams", ()))
+    undeclared = [d for d in diagrams if d not in DIAGRAMS]
+    if undeclared:
+        raise ContentError(f"{where}: diagrams {undeclared} are not declared in kafkaviz/lessons/diagrams.py")
     return LessonContent(
         slug=slug, lang=lang, number=_need(base, "number", int, where), title=text("title"),
         summary=text("summary"), explanation=text("explanation"), kind=base.get("kind"),
-        diagrams=tuple(base.get("diagrams", ())), sources=sources, scenario=dict(base.get("scenario") or {}),
+        diagrams=diagrams, sources=sources, scenario=dict(base.get("scenario") or {}),
         steps=tuple(steps), tasks=tuple(tasks), quiz=tuple(quiz), text=ui_text, notes=notes,
         predictions=predictions, languages=_languages(slug))
 

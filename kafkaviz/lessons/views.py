@@ -18,6 +18,7 @@ from kafkaviz.live.models import SHARE_ID_RE
 
 from .catalogue import LESSONS, Lesson, get_lesson
 from .content import DJANGO_LANG, LANGUAGES, LessonContent, load_content
+from .diagrams import diagram_assets
 from .ui import ui_strings
 
 
@@ -102,7 +103,8 @@ def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, o
     learner's own, or a room's: ``kafkaviz/classroom``)."""
     context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
                                   "available_langs": content.languages, "ws_path": ws_path,
-                                  "stage_diagrams": stage_diagrams(content.diagrams)}
+                                  "stage_diagrams": stage_diagrams(content.diagrams),
+                                  "diagram_assets": diagram_assets(content.diagrams)}
     context["commands"] = commands = _commands(content)
     context.update(_cluster_context(content, commands))
     context["config_rows"] = config_rows(content.scenario.get("config") or {})
@@ -137,6 +139,7 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
                 context["room_data"] = {"role": "opener", "ui": room_strings()}
         else:
             context["stage_diagrams"] = stage_diagrams(content.diagrams)
+            context["diagram_assets"] = diagram_assets(content.diagrams)
             context["config_rows"] = config_rows(content.scenario.get("config") or {})
             context["page_data"] = {**content.page_data(), "ui": ui_strings()}
         shared = request.GET.get("run", "")

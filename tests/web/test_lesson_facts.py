@@ -1,5 +1,6 @@
 """A lesson's facts live in its TOML only (issue 18, item 7): the catalogue holds the
-order, and no title or summary is copied into code or templates, where it would drift."""
+order, and no title or summary is copied into code or templates, where it would drift;
+a diagram's files are declared once, in kafkaviz/lessons/diagrams.py."""
 from __future__ import annotations
 
 import ast
@@ -11,6 +12,7 @@ from django.test import Client
 
 from kafkaviz.lessons import catalogue
 from kafkaviz.lessons.content import CONTENT_DIR, LANGUAGES, content_slugs, load_content
+from kafkaviz.lessons.diagrams import DIAGRAMS, diagram_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUGS = sorted(content_slugs())
@@ -80,3 +82,43 @@ def test_the_home_page_shows_each_lessons_own_title_and_summary(lang):
         assert f'id="lesson-{c.number}"' in html
         for text in (c.title, c.summary):
             assert text.replace("'", "&#x27;").replace('"', "&quot;") in html, (slug, lang, text)
+
+
+# ---- a diagram's files: one manifest (kafkaviz/lessons/diagrams.py) -------------------------
+
+NAMED = sorted({d for slug in SLUGS for d in load_content(slug).diagrams})
+
+
+@pytest.mark.parametrize("name", NAMED)
+def test_every_diagram_a_lesson_names_is_declared_with_files_that_exist(name):
+    d = DIAGRAMS[name]
+    assert (ROOT / "templates" / d.template).is_file()
+    for path in (*d.scripts, *d.styles):
+        assert (ROOT / "static" / path).is_file(), f"{name}: {path} is missing"
+
+
+def test_every_declared_diagram_has_a_template_and_no_template_is_undeclared():
+    on_disk = {p.stem for p in (ROOT / "templates" / "diagrams").glob("*.html")}
+    assert on_disk == set(DIAGRAMS)
+
+
+def test_diagram_templates_load_no_files_themselves():
+    for name, d in DIAGRAMS.items():
+        html = (ROOT / "templates" / d.template).read_text()
+        assert "<script" not in html and 'rel="stylesheet"' not in html, f"{name}: declare its files in the manifest"
+
+
+def test_assets_come_once_each_with_every_diagrams_own_script_first():
+    assets = diagram_assets(["replica-lanes", "cluster", "consumer-group", "lag-chart"])
+    assert assets["scripts"] == ["js/replica-lanes.js", "js/cluster.js", "js/consumer-group.js", "js/lag-chart.js",
+                                 "js/flow.js"]
+    assert assets["styles"] == ["css/diagrams-storage.css", "css/diagrams-groups.css"]
+
+
+@pytest.mark.parametrize("slug", ["segments", "committing-offsets"])
+def test_the_lesson_page_loads_its_diagrams_files_in_the_head(slug):
+    html = Client().get(f"/lessons/{slug}/").content.decode()
+    head = html.split("</head>", 1)[0]
+    for path in (*diagram_assets(load_content(slug).diagrams)["scripts"],
+                 *diagram_assets(load_content(slug).diagrams)["styles"]):
+        assert f"/static/{path}" in head and html.count(f"/static/{path}") == 1, path
