@@ -276,7 +276,11 @@ KAFKAVIZ_RUNTIME = {
     "INVALID_PER_SECOND": 2.0,  # invalid messages answered; past the burst they are dropped
     "INVALID_BURST": 10,
     "INVALID_CLOSE_AFTER": 200,  # dropped invalid messages in a row before the socket is closed
-    "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
+    # An exported run (a run file to import, a share, a room's starting run): the one limit, read
+    # wherever it is enforced or shown (the import command and the room form, the share checks,
+    # the page's file picker and its message).
+    "MAX_RUN_BYTES": 64 * 1024,
+    "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (room for an imported run, MAX_RUN_BYTES)
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute

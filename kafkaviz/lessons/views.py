@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
@@ -108,7 +109,8 @@ def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, o
     context["commands"] = commands = _commands(content)
     context.update(_cluster_context(content, commands))
     context["config_rows"] = config_rows(content.scenario.get("config") or {})
-    context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+    context["page_data"] = {**content.page_data(), "ui": ui_strings(),
+                            "max_run_bytes": settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]}
     return context
 
 

@@ -143,7 +143,8 @@
     if (file) file.addEventListener("change", function () {
       const f = file.files && file.files[0];
       if (!f) return;
-      if (f.size > 64 * 1024) { $("import-error").textContent = KV.t("sp_too_big", { name: f.name }); return; }
+      const max = KV.data.max_run_bytes;
+      if (f.size > max) { $("import-error").textContent = KV.t("sp_too_big", { name: f.name, kb: Math.floor(max / 1024) }); return; }
       f.text().then(function (text) { $("import-run").value = text; $("import-form").requestSubmit(); file.value = ""; });
     });
     const keys = $("keys-button");
