@@ -58,6 +58,22 @@ def config_rows(config: dict[str, object]) -> list[dict[str, object]]:
     return [{"name": name, "value": value, "default": defaults.get(name, "—")} for name, value in config.items()]
 
 
+def clock_jumps(config: dict[str, object]) -> list[dict[str, object]]:
+    """The clock jumps a storage lesson's time form offers, from its own settings (Kafka's
+    default where it sets none): one retention check, past file.delete.delay.ms, and past
+    retention.ms (plus the check that notices it), the last chosen first."""
+    def ms(name: str) -> int:
+        return int(config.get(name, _defaults().get(name, -1)))  # type: ignore[call-overload]
+
+    check, delay, retention = ms("log.retention.check.interval.ms"), ms("file.delete.delay.ms"), ms("retention.ms")
+    jumps = {"check": check, "file.delete.delay.ms": delay}
+    if retention >= 0:
+        jumps["retention.ms"] = retention + check
+    out = [{"rule": rule, "ms": value, "seconds": f"{value / 1000:g}", "selected": rule == "retention.ms"}
+           for rule, value in jumps.items() if value > 0]
+    return sorted(out, key=lambda j: j["ms"])
+
+
 def _commands(content: LessonContent) -> dict[str, dict[str, object]]:
     """The kind's command specs by type and field, so forms carry the limits the server
     enforces (one home: the spec)."""
@@ -109,6 +125,7 @@ def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, o
     context["commands"] = commands = _commands(content)
     context.update(_cluster_context(content, commands))
     context["config_rows"] = config_rows(content.scenario.get("config") or {})
+    context["clock_jumps"] = clock_jumps(content.scenario.get("config") or {})
     context["page_data"] = {**content.page_data(), "ui": ui_strings(),
                             "max_run_bytes": settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]}
     return context

@@ -4,6 +4,7 @@ a diagram's files are declared once, in kafkaviz/lessons/diagrams.py."""
 from __future__ import annotations
 
 import ast
+import re
 import dataclasses
 from pathlib import Path
 
@@ -122,3 +123,36 @@ def test_the_lesson_page_loads_its_diagrams_files_in_the_head(slug):
     for path in (*diagram_assets(load_content(slug).diagrams)["scripts"],
                  *diagram_assets(load_content(slug).diagrams)["styles"]):
         assert f"/static/{path}" in head and html.count(f"/static/{path}") == 1, path
+
+
+# ---- the storage diagram's clock jumps come from the lesson's own settings -------------------
+
+def _jumps(slug: str, lang: str = "en") -> list[tuple[str, str, bool]]:
+    html = Client().get(f"/lessons/{slug}/?lang={lang}").content.decode()
+    select = re.search(r'<select name="ms">(.*?)</select>', html, re.S)[1]
+    return [(v, " ".join(label.split()), bool(sel))
+            for v, sel, label in re.findall(r'<option value="(\d+)"( selected)?>(.*?)</option>', select, re.S)]
+
+
+def test_lesson_twos_clock_jumps_are_its_retention_settings():
+    assert _jumps("segments") == [("5000", "5 s (one retention check)", False),
+                                  ("30000", "30 s (past file.delete.delay.ms)", False),
+                                  ("65000", "65 s (past retention.ms)", True)]
+
+
+def test_another_lesson_on_the_same_diagram_shows_its_own_settings():
+    config = load_content("retention").scenario["config"]
+    delay, retention = config["file.delete.delay.ms"], config["retention.ms"] + config["log.retention.check.interval.ms"]
+    jumps = _jumps("retention")
+    assert (str(delay), f"{delay // 1000} s (past file.delete.delay.ms)", False) in jumps
+    assert (str(retention), f"{retention // 1000} s (past retention.ms)", True) in jumps
+    assert ("30000", "30 s (past file.delete.delay.ms)", False) not in jumps
+
+
+def test_the_clock_jumps_are_translated():
+    assert ("65000", "65 秒（超过 retention.ms）", True) in _jumps("segments", "zh")
+
+
+def test_a_lesson_whose_own_diagram_has_the_controls_gets_no_second_set():
+    html = Client().get("/lessons/compaction/").content.decode()
+    assert 'id="produce-form"' not in html and html.count('id="advance-error"') == 1
