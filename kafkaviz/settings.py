@@ -235,6 +235,8 @@ KAFKAVIZ_SHARE_DAYS = _int("KAFKAVIZ_SHARE_DAYS", 30)
 KAFKAVIZ_SHARES_PER_VISITOR = _int("KAFKAVIZ_SHARES_PER_VISITOR", 30)
 KAFKAVIZ_SHARES_PER_ADDRESS = _int("KAFKAVIZ_SHARES_PER_ADDRESS", 200)
 
+_MAX_RUN_BYTES = 64 * 1024
+
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
     # one frame per this many ms leaves (about a display's pace).
@@ -279,8 +281,11 @@ KAFKAVIZ_RUNTIME = {
     # An exported run (a run file to import, a share, a room's starting run): the one limit, read
     # wherever it is enforced or shown (the import command and the room form, the share checks,
     # the page's file picker and its message).
-    "MAX_RUN_BYTES": 64 * 1024,
-    "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (room for an imported run, MAX_RUN_BYTES)
+    "MAX_RUN_BYTES": _MAX_RUN_BYTES,
+    # A WebSocket message from the browser. It must carry an imported run file whole: sending it
+    # as a JSON string doubles at most every character of a valid JSON file (a quote, backslash
+    # or newline), and the command around it is small.
+    "MAX_MESSAGE_BYTES": 2 * _MAX_RUN_BYTES + 4096,
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute

@@ -7,6 +7,7 @@ import re
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 
 from kafkaviz.asgi import application
 
@@ -128,7 +129,8 @@ async def test_non_json_and_oversized_messages_get_errors(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
     await comm.send_to(text_data="{not json")
     assert (await comm.receive_json_from(timeout=5))["message"] == "That message is not valid JSON."
-    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * 80000 + '"}')
+    oversize = settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"] + 1
+    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * oversize + '"}')
     error = await comm.receive_json_from(timeout=5)
     assert error["code"] == "too_large"
     await comm.disconnect()
