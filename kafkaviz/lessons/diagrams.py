@@ -19,21 +19,20 @@ _GROUPS_CSS = "css/diagrams-groups.css"
 
 @dataclass(frozen=True)
 class Diagram:
-    """One picture: ``template`` draws its block (included by the page under the diagram's
-    name), ``scripts`` and ``styles`` are static paths the page loads for it."""
+    """One picture: ``template`` is its block (the page includes it through the
+    ``diagram_template`` filter), ``scripts`` and ``styles`` are static paths the page loads
+    for it."""
 
     name: str
+    template: str
     scripts: tuple[str, ...]
     styles: tuple[str, ...] = ()
 
-    @property
-    def template(self) -> str:
-        return f"diagrams/{self.name}.html"
-
 
 def _diagram(name: str, *extra_scripts: str, styles: tuple[str, ...] = ()) -> Diagram:
-    """A diagram drawn by ``js/<name>.js`` (and any extra scripts it leans on)."""
-    return Diagram(name, (f"js/{name}.js", *extra_scripts), styles)
+    """A diagram whose block is ``diagrams/<name>.html``, drawn by ``js/<name>.js`` (and any
+    extra scripts it leans on)."""
+    return Diagram(name, f"diagrams/{name}.html", (f"js/{name}.js", *extra_scripts), styles)
 
 
 DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (

@@ -109,6 +109,12 @@ def test_diagram_templates_load_no_files_themselves():
         assert "<script" not in html and 'rel="stylesheet"' not in html, f"{name}: declare its files in the manifest"
 
 
+def test_pages_include_a_diagram_through_its_manifest_entry_only():
+    built = [p.relative_to(ROOT).as_posix() for p in (ROOT / "templates").rglob("*.html")
+             if '"diagrams/"|add' in p.read_text() or "'diagrams/'|add" in p.read_text()]
+    assert not built, f"a diagram's template path built by hand (use d|diagram_template): {built}"
+
+
 def test_assets_come_once_each_with_every_diagrams_own_script_first():
     assets = diagram_assets(["replica-lanes", "cluster", "consumer-group", "lag-chart"])
     assert assets["scripts"] == ["js/replica-lanes.js", "js/cluster.js", "js/consumer-group.js", "js/lag-chart.js",
