@@ -40,4 +40,5 @@ class JoinForm(forms.Form):
 class NewRoomForm(forms.Form):
     lesson = forms.SlugField(max_length=64)
     # The instructor's current run (the export format), filled in by the lesson page.
-    run = forms.CharField(required=False, max_length=settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"], widget=forms.HiddenInput)
+    run = forms.CharField(required=False, max_length=settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"],
+                          widget=forms.HiddenInput)

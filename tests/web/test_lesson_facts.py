@@ -148,7 +148,8 @@ def test_lesson_twos_clock_jumps_are_its_retention_settings():
 
 def test_another_lesson_on_the_same_diagram_shows_its_own_settings():
     config = load_content("retention").scenario["config"]
-    delay, retention = config["file.delete.delay.ms"], config["retention.ms"] + config["log.retention.check.interval.ms"]
+    delay = config["file.delete.delay.ms"]
+    retention = config["retention.ms"] + config["log.retention.check.interval.ms"]
     jumps = _jumps("retention")
     assert (str(delay), f"{delay // 1000} s (past file.delete.delay.ms)", False) in jumps
     assert (str(retention), f"{retention // 1000} s (past retention.ms)", True) in jumps

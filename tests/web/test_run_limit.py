@@ -31,15 +31,16 @@ def test_a_socket_message_has_room_for_the_largest_run_file(filler):
     per_char = len(json.dumps(filler)) - 2
     run_file = json.dumps({"run": filler * ((LIMIT - len(json.dumps({"run": ""}))) // per_char)})
     assert LIMIT - 2 <= len(run_file.encode()) <= LIMIT
-    message = json.dumps({"cmd": "import", "run": run_file, "HEADERS": {"HX-Request": "true", "HX-Trigger": "import-form",
-                                                                        "HX-Target": None, "HX-Current-URL":
-                                                                        "https://example.org/lessons/segments/?lang=zh"}})
+    headers = {"HX-Request": "true", "HX-Trigger": "import-form", "HX-Target": None,
+               "HX-Current-URL": "https://example.org/lessons/segments/?lang=zh"}
+    message = json.dumps({"cmd": "import", "run": run_file, "HEADERS": headers})
     assert len(message) <= settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"]
 
 
 def test_the_page_tells_its_file_picker_the_limit():
     html = Client().get("/lessons/segments/").content.decode()
-    data = json.loads(re.search(r'<script id="lesson-data" type="application/json">(.*?)</script>', html, re.S)[1])
+    found = re.search(r'<script id="lesson-data" type="application/json">(.*?)</script>', html, re.S)
+    data = json.loads(found[1])
     assert data["max_run_bytes"] == LIMIT
 
 
