@@ -48,6 +48,7 @@ system-deps:
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v msgfmt >/dev/null 2>&1 || missing="$$missing gettext"; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	[ -x /usr/local/bin/pg_ctl ] || [ -x /usr/lib/postgresql/15/bin/pg_ctl ] || missing="$$missing postgresql-15"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
