@@ -216,6 +216,8 @@ class WireServer:
             pass
         except ProtocolError as exc:
             log.info("closing connection %s: %s", node_id, exc)
+        except asyncio.CancelledError:
+            pass       # the listener is stopping (a cancelled handler task upsets asyncio's stream callback)
         finally:
             session.close()
             self._sessions.pop(node_id, None)
