@@ -125,7 +125,8 @@ class WireServer:
                  seed: int = 0, start_ms: int | None = None, clock: Callable[[], int] = wall_ms,
                  auto_create_topics: bool = True, num_partitions: int = 1, default_replication_factor: int = 1,
                  network_latency_ms: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES,
-                 record_path: Path | None = None) -> None:
+                 record_path: Path | None = None, max_connections_per_address: int = 100,
+                 connections_max_idle_ms: int = 600_000) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -140,11 +141,14 @@ class WireServer:
         self.num_partitions = num_partitions
         self.default_replication_factor = default_replication_factor
         self.max_frame_bytes = max_frame_bytes
+        self.max_connections_per_address = max_connections_per_address
+        self.connections_max_idle_ms = connections_max_idle_ms     # Kafka's connections.max.idle.ms
         self.endpoints: dict[int, tuple[str, int]] = {}
         self.recorder = Recorder(record_path)
         self.pacer = Pacer(self.cluster, clock)
         self._servers: list[asyncio.base_events.Server] = []
         self._sessions: dict[int, tuple[Session, asyncio.StreamWriter]] = {}
+        self._peers: dict[int, str] = {}       # node id -> client address, of live connections
         self._next_node = FIRST_NODE_ID
         self._tasks: set[asyncio.Task] = set()
 
@@ -204,11 +208,15 @@ class WireServer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         now = self.pacer.catch_up()
-        if not self.cluster.brokers[broker_id].alive:
+        peer = (writer.get_extra_info("peername") or ("?",))[0]
+        # Counted from the live connections themselves, so nothing but a live socket holds a place.
+        if not self.cluster.brokers[broker_id].alive or \
+                sum(1 for a in self._peers.values() if a == peer) >= self.max_connections_per_address:
             writer.close()
             return
         session = Session(self, broker_id, node_id)
         self._sessions[node_id] = (session, writer)
+        self._peers[node_id] = peer
         self.recorder.add({"t": now, "kind": "connect", "node": node_id, "broker": broker_id})
         try:
             await self._loop(session, reader, writer)
@@ -221,13 +229,19 @@ class WireServer:
         finally:
             session.close()
             self._sessions.pop(node_id, None)
+            self._peers.pop(node_id, None)
             self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
             writer.close()
 
     async def _loop(self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            size = frame_size(await reader.readexactly(4), self.max_frame_bytes)
+            try:
+                head = await asyncio.wait_for(reader.readexactly(4), self.connections_max_idle_ms / 1000)
+            except asyncio.TimeoutError:
+                log.info("closing idle connection %s", session.node.id)
+                return
+            size = frame_size(head, self.max_frame_bytes)
             frame = await reader.readexactly(size)
             now = self.pacer.catch_up()
             if not self.cluster.brokers[session.broker_id].alive:

@@ -168,3 +168,24 @@ def test_python_m_wire_prints_the_bootstrap_address_first(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_connections_per_address_are_capped_and_idle_ones_time_out(tmp_path):
+    from wire.threaded import Listener
+    lst = Listener(tmp_path, max_connections_per_address=2, connections_max_idle_ms=300).start()
+    try:
+        first, second = _connect(lst), _connect(lst)
+        for s in (first, second):
+            s.sendall(_frame(API_VERSIONS, 0, b"", correlation_id=1))
+            _read_frame(s)
+        third = _connect(lst)
+        third.settimeout(5)
+        assert _closed(third)                      # over the cap: closed at once
+        time.sleep(0.6)                            # both go idle past connections.max.idle.ms
+        first.settimeout(5)
+        assert _closed(first)
+        fourth = _connect(lst)                     # the idle ones gave their places back
+        fourth.sendall(_frame(API_VERSIONS, 0, b"", correlation_id=4))
+        assert int.from_bytes(_read_frame(fourth)[:4], "big") == 4
+    finally:
+        lst.stop()
