@@ -129,7 +129,7 @@ class WireServer:
                  auto_create_topics: bool = True, num_partitions: int = 1, default_replication_factor: int = 1,
                  network_latency_ms: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES,
                  record_path: Path | None = None, max_connections_per_address: int = 100,
-                 connections_max_idle_ms: int = 600_000) -> None:
+                 connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -137,7 +137,8 @@ class WireServer:
         start = clock() if start_ms is None else start_ms
         self.start_ms = start
         self.seed = seed
-        self.config = ClusterConfig(brokers=brokers, network_latency_ms=network_latency_ms)
+        self.config = ClusterConfig.from_mapping({"brokers": brokers, "network_latency_ms": network_latency_ms,
+                                                  **(cluster_config or {})})
         events = EventLog(VirtualClock(start), keep=100_000)
         self.cluster = Cluster(Disk(self.data_dir / "cluster"), self.config, seed=seed, events=events)
         self.auto_create_topics = auto_create_topics

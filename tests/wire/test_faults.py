@@ -30,3 +30,39 @@ def test_an_idempotent_retry_after_a_lost_response_is_not_written_twice(tmp_path
         assert len({e["node"] for e in requests}) == 2          # the retry came on a new connection
     finally:
         lst.stop()
+
+
+def test_the_leader_crashes_mid_stream_and_the_producer_fails_over_without_losing_an_acked_record(tmp_path):
+    """confluent-kafka (idempotent, acks=all) keeps producing while the partition's leader
+    crashes: its connections die with it, the controller moves leadership after the broker's
+    session times out, the client refreshes Metadata and resends to the new leader. Every
+    record it was told is written is in the new leader's log, once."""
+    from confluent_kafka import Producer
+    lst = Listener(tmp_path, cluster_config={"broker_heartbeat_interval_ms": 100,
+                                             "broker_session_timeout_ms": 600}).start()
+    try:
+        lst.call(lambda s: s.create_topic("failover", 1, 3))
+        time.sleep(0.3)
+        acked, failed = [], []
+
+        def report(err, msg):
+            (failed if err else acked).append(err or msg.value())
+        p = Producer({"bootstrap.servers": lst.bootstrap, "enable.idempotence": True, "linger.ms": 2,
+                      "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 1000})
+        old = None
+        for i in range(300):
+            p.produce("failover", f"m{i}".encode(), partition=0, on_delivery=report)
+            p.poll(0)
+            time.sleep(0.003)
+            if i == 100:
+                old = lst.call(lambda s: s.cluster.controller.topics["failover"].partitions[0].leader)
+                lst.call(lambda s: s.cluster.crash(old))
+        assert p.flush(30) == 0
+        assert failed == []
+        new = lst.call(lambda s: s.cluster.controller.topics["failover"].partitions[0].leader)
+        assert new not in (old, -1)
+        values = lst.call(lambda s: [v for _, v, _ in s.cluster.log_values(new, "failover", 0)])
+        assert sorted(acked) == sorted(f"m{i}".encode() for i in range(300))
+        assert sorted(values) == sorted(acked)          # every acknowledged record, none twice
+    finally:
+        lst.stop()
