@@ -16,7 +16,13 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
     1: ("Fetch", 4, 12),
     2: ("ListOffsets", 1, 7),
     3: ("Metadata", 0, 12),
+    8: ("OffsetCommit", 2, 8),
+    9: ("OffsetFetch", 1, 7),
     10: ("FindCoordinator", 0, 3),
+    11: ("JoinGroup", 0, 7),
+    12: ("Heartbeat", 0, 4),
+    13: ("LeaveGroup", 0, 4),
+    14: ("SyncGroup", 0, 5),
     18: ("ApiVersions", 0, 4),
     22: ("InitProducerId", 0, 4),
 }

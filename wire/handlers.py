@@ -290,18 +290,7 @@ def list_offsets(ctx: Context, version: int, req: dict, respond: Callable) -> No
     respond({"throttle_time_ms": 0, "topics": topics})
 
 
-# ---- FindCoordinator / InitProducerId ------------------------------------------------------
-
-def find_coordinator(ctx: Context, version: int, req: dict, respond: Callable) -> None:
-    """No group or transaction coordinator is served over the wire yet: Kafka's answer while
-    a coordinator is loading, which clients retry."""
-    keys = req["coordinator_keys"] if version >= 4 else [req["key"]]
-    code = error_code("COORDINATOR_NOT_AVAILABLE")
-    respond({"throttle_time_ms": 0, "error_code": code, "error_message": "no coordinator on this listener yet",
-             "node_id": -1, "host": "", "port": -1,
-             "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
-                               "error_message": None} for k in keys]})
-
+# ---- InitProducerId ------------------------------------------------------
 
 def init_producer_id(ctx: Context, version: int, req: dict, respond: Callable) -> None:
     """An idempotent (non-transactional) producer gets the next producer id, epoch 0."""
@@ -313,5 +302,12 @@ def init_producer_id(ctx: Context, version: int, req: dict, respond: Callable) -
              "producer_epoch": 0})
 
 
-HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 10: find_coordinator, 18: api_versions,
-            22: init_producer_id}
+HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 18: api_versions, 22: init_producer_id}
+
+
+def _groups() -> None:
+    from .groups import GROUP_HANDLERS   # groups import this module's Context users; added after
+    HANDLERS.update(GROUP_HANDLERS)
+
+
+_groups()

@@ -155,6 +155,9 @@ class WireServer:
         self._peers: dict[int, str] = {}       # node id -> client address, of live connections
         self._next_node = FIRST_NODE_ID
         self._tasks: set[asyncio.Task] = set()
+        # SyncGroup: the leader's assignment bytes per (group, generation, member), handed to
+        # each member as sent (the coordinator keeps only the partitions)
+        self.assignments: dict[tuple[str, int, str], bytes] = {}
 
     # ---- engine helpers -------------------------------------------------------------
     def next_request_id(self) -> int:
