@@ -52,7 +52,9 @@ def replay(entries: Iterable[dict], data_dir: str | Path, *, brokers: int = 3, s
     for e in entries:
         sched.run_until(e["t"])
         kind = e["kind"]
-        if kind == "create_topic":
+        if kind == "listen":
+            server.endpoints = {int(b): (h, p) for b, (h, p) in e["endpoints"].items()}
+        elif kind == "create_topic":
             server.cluster.create_topic(e["topic"], e["partitions"], e["replication_factor"], e.get("config") or None)
         elif kind == "connect":
             sessions[e["node"]] = Session(server, e["broker"], e["node"])

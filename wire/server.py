@@ -194,6 +194,9 @@ class WireServer:
             port = srv.sockets[0].getsockname()[1]
             self.endpoints[b] = (self.host, port)
             self._servers.append(srv)
+        # Answers carry the endpoints (Metadata, FindCoordinator): a replay needs them too.
+        self.recorder.add({"t": self.cluster.now_ms(), "kind": "listen",
+                           "endpoints": {str(b): [h, p] for b, (h, p) in sorted(self.endpoints.items())}})
         self.pacer.start()
 
     async def stop(self) -> None:

@@ -6,6 +6,7 @@ import time
 
 from conftest import segment_records
 from test_clients import confluent_consume, confluent_produce, kafka_python_produce
+from test_groups import kafka_python_group
 
 from wire.replay import replay
 from wire.threaded import Listener
@@ -21,6 +22,7 @@ def test_a_recorded_client_session_replays_to_the_same_event_stream(tmp_path):
         kafka_python_produce(live.bootstrap, "replayed", records[15:], 1)
         got = confluent_consume(live.bootstrap, "replayed", len(records))
         assert len(got) == len(records)
+        assert kafka_python_group(live.bootstrap, "replayed", "replay-group") >= 24   # a group, with commits
         now, digest, start, entries = live.call(lambda s: (s.cluster.now_ms(), s.cluster.events.digest(),
                                                            s.start_ms, list(s.recorder.entries)))
         live_logs = live.call(lambda s: {(b, p): segment_records(s.data_dir, b, "replayed", p)
