@@ -12,7 +12,7 @@ import time
 import pytest
 
 from engine.cluster.consumer import group_service
-from test_clients import PARTITIONS
+from test_wire_clients import PARTITIONS
 
 TOTAL = 24
 

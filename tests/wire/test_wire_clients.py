@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import segment_records
+from wire_helpers import segment_records
 
 PARTITIONS = 3
 PER_PARTITION = 7

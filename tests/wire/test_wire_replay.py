@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import time
 
-from conftest import segment_records
-from test_clients import confluent_consume, confluent_produce, kafka_python_produce
-from test_groups import kafka_python_group
+from wire_helpers import segment_records
+from test_wire_clients import confluent_consume, confluent_produce, kafka_python_produce
+from test_wire_groups import kafka_python_group
 
 from wire.replay import replay
 from wire.threaded import Listener
