@@ -25,6 +25,8 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
     14: ("SyncGroup", 0, 5),
     18: ("ApiVersions", 0, 4),
     22: ("InitProducerId", 0, 4),
+    24: ("AddPartitionsToTxn", 0, 3),
+    26: ("EndTxn", 0, 3),
 }
 
 API_NAMES = {key: name for key, (name, _, _) in SUPPORTED.items()}

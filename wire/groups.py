@@ -123,14 +123,13 @@ def _adopt(coord, group: str, member_id: str, name: str) -> None:
 # ---- FindCoordinator ----------------------------------------------------------------------
 
 def find_coordinator(ctx, version: int, req: dict, respond: Callable) -> None:
-    key_type = req["key_type"]
+    """key_type 0: the group's coordinator; 1: the transactional id's."""
     out = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "node_id": -1, "host": "", "port": -1}
-    if key_type != 0:
-        out["error_code"] = error_code("COORDINATOR_NOT_AVAILABLE")
-        out["error_message"] = "no transaction coordinator on this listener yet"
-        respond(out)
-        return
-    found = _service(ctx).find_coordinator(req["key"])
+    if req["key_type"] == 1:
+        from engine.cluster.transactions import transaction_service
+        found = transaction_service(ctx.cluster).coordinator_for(req["key"])
+    else:
+        found = _service(ctx).find_coordinator(req["key"])
     if found is None or not ctx.cluster.brokers[found[0]].alive:
         out["error_code"] = error_code("COORDINATOR_NOT_AVAILABLE")
     else:

@@ -290,24 +290,15 @@ def list_offsets(ctx: Context, version: int, req: dict, respond: Callable) -> No
     respond({"throttle_time_ms": 0, "topics": topics})
 
 
-# ---- InitProducerId ------------------------------------------------------
-
-def init_producer_id(ctx: Context, version: int, req: dict, respond: Callable) -> None:
-    """An idempotent (non-transactional) producer gets the next producer id, epoch 0."""
-    if req["transactional_id"] is not None:
-        respond({"throttle_time_ms": 0, "error_code": error_code("COORDINATOR_NOT_AVAILABLE"),
-                 "producer_id": -1, "producer_epoch": -1})
-        return
-    respond({"throttle_time_ms": 0, "error_code": 0, "producer_id": ctx.cluster.allocate_producer_id(),
-             "producer_epoch": 0})
-
-
-HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 18: api_versions, 22: init_producer_id}
+HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 18: api_versions}
 
 
 def _groups() -> None:
-    from .groups import GROUP_HANDLERS   # groups import this module's Context users; added after
+    # groups and transactions import this module (error codes, Context): their handlers join after
+    from .groups import GROUP_HANDLERS
+    from .txn import TXN_HANDLERS
     HANDLERS.update(GROUP_HANDLERS)
+    HANDLERS.update(TXN_HANDLERS)
 
 
 _groups()
