@@ -181,3 +181,37 @@ def test_client_produces_with_acks_and_consumes_back_and_the_segments_hold_the_r
     for p, replicas in listener.call(on_disk).items():
         for broker, rows in replicas.items():
             assert [(k, v) for _, k, v in rows] == by_partition[p], f"broker {broker} {topic}-{p}"
+
+
+def test_the_same_keyed_workload_gives_the_same_records_per_partition_as_librdkafkas_mock(listener):
+    """librdkafka's default partitioner on the same keys, against its mock cluster (which
+    auto-creates topics with 4 partitions) and against us: each partition gets the same
+    records in the same order."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    topic, parts = "same-as-mock", 4
+    listener.call(lambda s: s.create_topic(topic, parts, 3))
+    end = time.time() + 10
+    while not listener.call(lambda s: _leaders_ready(s, topic)) and time.time() < end:
+        time.sleep(0.02)
+    workload = [(f"key-{i % 7}".encode(), f"value-{i}".encode()) for i in range(60)]
+
+    def run(conf: dict) -> dict:
+        p = Producer({"linger.ms": 5, **conf})
+        for key, value in workload:
+            p.produce(topic, value, key)
+        assert p.flush(20) == 0
+        brokers = ",".join(f"{b.host}:{b.port}" for b in p.list_topics(topic, timeout=10).brokers.values())
+        c = Consumer({"bootstrap.servers": brokers, "group.id": "same", "enable.auto.commit": False})
+        c.assign([TopicPartition(topic, q, 0) for q in range(parts)])
+        got: dict = {q: [] for q in range(parts)}
+        deadline = time.time() + 20
+        while sum(map(len, got.values())) < len(workload) and time.time() < deadline:
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                got[m.partition()].append((m.offset(), m.key(), m.value()))
+        c.close()
+        return {q: [(k, v) for _, k, v in sorted(rows)] for q, rows in got.items()}
+    mock = run({"test.mock.num.brokers": 3, "bootstrap.servers": ""})
+    ours = run({"bootstrap.servers": listener.bootstrap})
+    assert sum(map(len, mock.values())) == len(workload)
+    assert ours == mock
