@@ -26,7 +26,9 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
     18: ("ApiVersions", 0, 4),
     22: ("InitProducerId", 0, 4),
     24: ("AddPartitionsToTxn", 0, 3),
+    25: ("AddOffsetsToTxn", 0, 3),
     26: ("EndTxn", 0, 3),
+    28: ("TxnOffsetCommit", 0, 3),
 }
 
 API_NAMES = {key: name for key, (name, _, _) in SUPPORTED.items()}

@@ -7,8 +7,8 @@ batch. It knows a producer by name in ``cluster.producers`` and answers through
 ``cluster.on_txn_answer``; a :class:`WireTxnProducer` (name ``wire-txn:<transactional id>``)
 stands in for the engine's Producer and hands each answer to the request waiting for it.
 
-Served: InitProducerId with a transactional id (0-4), AddPartitionsToTxn 0-3, EndTxn 0-3.
-Not yet: AddOffsetsToTxn and TxnOffsetCommit (``send_offsets_to_transaction``).
+Served: InitProducerId with a transactional id (0-4), AddPartitionsToTxn 0-3, AddOffsetsToTxn
+0-3, EndTxn 0-3, TxnOffsetCommit 0-3 (``send_offsets_to_transaction``).
 """
 from __future__ import annotations
 
@@ -107,4 +107,45 @@ def end_txn(ctx, version: int, req: dict, respond: Callable) -> None:
                                                    "commit": req["committed"]}, done)
 
 
-TXN_HANDLERS = {22: init_producer_id, 24: add_partitions_to_txn, 26: end_txn}
+def add_offsets_to_txn(ctx, version: int, req: dict, respond: Callable) -> None:
+    """The group's ``__consumer_offsets`` partition joins the transaction."""
+    def done(error: str, result: dict) -> None:
+        respond({"throttle_time_ms": 0, "error_code": _code(error)})
+    _ask(ctx, req["transactional_id"], "add_offsets", {"producer_id": req["producer_id"],
+                                                       "producer_epoch": req["producer_epoch"],
+                                                       "group": req["group_id"]}, done)
+
+
+def txn_offset_commit(ctx, version: int, req: dict, respond: Callable) -> None:
+    """At the group's coordinator: the offsets are appended as transactional records and
+    stay pending until the transaction's marker (engine/cluster/txn_offsets.py)."""
+    from engine.cluster.consumer import group_service
+    from engine.cluster.txn_offsets import txn_offset_service
+    group = req["group_id"]
+    offsets = [(t["name"], p["partition_index"], p["committed_offset"]) for t in req["topics"]
+               for p in t["partitions"]]
+
+    def done(error: str, result: dict) -> None:
+        topics: dict[str, list] = {}
+        for t, q, _ in offsets:
+            topics.setdefault(t, []).append({"partition_index": q, "error_code": _code(error)})
+        respond({"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+    found = group_service(ctx.cluster).find_coordinator(group)
+    if found is None:
+        done("COORDINATOR_NOT_AVAILABLE", {})
+        return
+    if found[0] != ctx.broker.id:
+        done("NOT_COORDINATOR", {})
+        return
+    svc = txn_offset_service(ctx.cluster)
+    svc.groups_seen.add(group)
+    prod = _producer(ctx, req["transactional_id"])
+    prod.waiting["txn_offset_commit"] = done
+    svc.handle(ctx.broker.id, ctx.broker.incarnation, found[1], prod.name,
+               {"group": group, "offsets": offsets, "producer_id": req["producer_id"],
+                "producer_epoch": req["producer_epoch"], "generation": req["generation_id"],
+                "member_id": req["member_id"]})
+
+
+TXN_HANDLERS = {22: init_producer_id, 24: add_partitions_to_txn, 25: add_offsets_to_txn, 26: end_txn,
+                28: txn_offset_commit}

@@ -94,3 +94,53 @@ def test_read_committed_sees_the_committed_transaction_only(listener, producer, 
         return out
     # a control record's key is version (int16) then type (int16): 0 = ABORT, 1 = COMMIT
     assert sorted(listener.call(markers)) == [b"\x00\x00"] * PARTITIONS + [b"\x00\x01"] * PARTITIONS
+
+
+def test_consume_transform_produce_commits_the_input_offsets_with_the_output(listener):
+    """confluent-kafka: a group consumer reads the input, a transactional producer writes the
+    transformed records and sends the consumer's positions to the transaction
+    (AddOffsetsToTxn, TxnOffsetCommit); after the commit the group's offsets are the input's
+    end and a read_committed reader sees the output."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from engine.cluster.consumer import group_service
+    src, dst, group = "ctp-in", "ctp-out", "ctp"
+    listener.call(lambda s: (s.create_topic(src, 1, 3), s.create_topic(dst, 1, 3)))
+    time.sleep(0.3)
+    feed = Producer({"bootstrap.servers": listener.bootstrap})
+    for i in range(8):
+        feed.produce(src, f"in-{i}".encode(), partition=0)
+    assert feed.flush(10) == 0
+    consumer = Consumer({"bootstrap.servers": listener.bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([src])
+    producer = Producer({"bootstrap.servers": listener.bootstrap, "transactional.id": "ctp-tx"})
+    producer.init_transactions(30)
+    got, end = [], time.time() + 20
+    while len(got) < 8 and time.time() < end:
+        m = consumer.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    assert len(got) == 8
+    producer.begin_transaction()
+    for v in got:
+        producer.produce(dst, v.replace(b"in-", b"out-"), partition=0)
+    producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                         consumer.consumer_group_metadata(), 30)
+    producer.commit_transaction(30)
+    consumer.close()
+    assert listener.call(lambda s: group_service(s.cluster).committed(group)) == {(src, 0): 8}
+    assert confluent_read_topic(listener.bootstrap, dst) == sorted(f"out-{i}".encode() for i in range(8))
+
+
+def confluent_read_topic(boot, topic):
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": boot, "group.id": "ctp-check", "isolation.level": "read_committed",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got, end = [], time.time() + 10
+    while len(got) < 8 and time.time() < end:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    return sorted(got)
