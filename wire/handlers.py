@@ -295,10 +295,12 @@ HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 18: api_versions
 
 def _groups() -> None:
     # groups and transactions import this module (error codes, Context): their handlers join after
+    from .admin import ADMIN_HANDLERS
     from .groups import GROUP_HANDLERS
     from .txn import TXN_HANDLERS
     HANDLERS.update(GROUP_HANDLERS)
     HANDLERS.update(TXN_HANDLERS)
+    HANDLERS.update(ADMIN_HANDLERS)
 
 
 _groups()

@@ -55,7 +55,10 @@ def replay(entries: Iterable[dict], data_dir: str | Path, *, brokers: int = 3, s
         if kind == "listen":
             server.endpoints = {int(b): (h, p) for b, (h, p) in e["endpoints"].items()}
         elif kind == "create_topic":
-            server.cluster.create_topic(e["topic"], e["partitions"], e["replication_factor"], e.get("config") or None)
+            if e.get("via_request"):
+                continue        # made again by the CreateTopics request it came from
+            server.cluster.create_topic(e["topic"], e["partitions"], e["replication_factor"], e.get("config") or None,
+                                        e.get("assignment"))
         elif kind == "connect":
             sessions[e["node"]] = Session(server, e["broker"], e["node"])
         elif kind == "disconnect":

@@ -176,11 +176,16 @@ class WireServer:
                            "partitions": self.num_partitions})
         return None
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int, config: dict | None = None) -> None:
-        self.cluster.create_topic(name, partitions, replication_factor, config)
+    def create_topic(self, name: str, partitions: int, replication_factor: int, config: dict | None = None,
+                     assignment: dict | None = None, via_request: bool = False) -> None:
+        """The operator's or (``via_request``) a CreateTopics request's topic, recorded; a replay
+        makes the latter again from the request itself."""
+        self.cluster.create_topic(name, partitions, replication_factor, config, assignment)
         self.recorder.add({"t": self.cluster.now_ms(), "kind": "create_topic", "topic": name,
                            "partitions": partitions, "replication_factor": replication_factor,
-                           "config": config or {}})
+                           "config": config or {},
+                           "assignment": {str(k): v for k, v in assignment.items()} if assignment else None,
+                           "via_request": via_request})
 
     @property
     def bootstrap(self) -> str:

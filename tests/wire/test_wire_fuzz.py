@@ -59,13 +59,13 @@ VALID = _valid_frames()
 
 def _check(frame: bytes) -> None:
     tracemalloc.start()
-    start = time.perf_counter()
+    start = time.thread_time()     # CPU time: on a shared 2-core machine wall time measures the neighbours
     try:
         parse_request(frame)
     except (ProtocolError, Unsupported):
         pass
     finally:
-        elapsed = time.perf_counter() - start
+        elapsed = time.thread_time() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     assert elapsed < CALL_SECONDS, f"{elapsed:.3f}s for {len(frame)} bytes"
