@@ -129,7 +129,8 @@ class WireServer:
                  auto_create_topics: bool = True, num_partitions: int = 1, default_replication_factor: int = 1,
                  network_latency_ms: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES,
                  record_path: Path | None = None, max_connections_per_address: int = 100,
-                 connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None) -> None:
+                 connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None,
+                 max_requests_per_second_per_address: float = 10_000.0) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -147,6 +148,10 @@ class WireServer:
         self.max_frame_bytes = max_frame_bytes
         self.max_connections_per_address = max_connections_per_address
         self.connections_max_idle_ms = connections_max_idle_ms     # Kafka's connections.max.idle.ms
+        # A token bucket per client address (burst: one second's worth). A client over it is
+        # slowed, not cut off, as Kafka's request quotas mute a channel for the throttle time.
+        self.request_rate = max_requests_per_second_per_address
+        self._buckets: dict[str, list[float]] = {}      # address -> [tokens, wall seconds]
         self.endpoints: dict[int, tuple[str, int]] = {}
         self.recorder = Recorder(record_path)
         self.pacer = Pacer(self.cluster, clock)
@@ -245,6 +250,8 @@ class WireServer:
             session.close()
             self._sessions.pop(node_id, None)
             self._peers.pop(node_id, None)
+            if peer not in self._peers.values():
+                self._buckets.pop(peer, None)     # the bucket lives as long as a connection from there
             self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
             writer.close()
 
@@ -258,6 +265,9 @@ class WireServer:
                 return
             size = frame_size(head, self.max_frame_bytes)
             frame = await reader.readexactly(size)
+            wait = self._take_token(self._peers.get(session.node.id, "?"))
+            if wait > 0:
+                await asyncio.sleep(wait)
             now = self.pacer.catch_up()
             if not self.cluster.brokers[session.broker_id].alive:
                 return                      # the broker process is gone: its sockets are too
@@ -290,6 +300,15 @@ class WireServer:
             if body is not None:
                 writer.write(encode_response(req.api_key, req.api_version, req.correlation_id, body))
                 await writer.drain()
+
+    def _take_token(self, peer: str) -> float:
+        """Seconds to wait before this address's next request may be handled."""
+        now = time.monotonic()
+        bucket = self._buckets.setdefault(peer, [self.request_rate, now])
+        bucket[0] = min(self.request_rate, bucket[0] + (now - bucket[1]) * self.request_rate)
+        bucket[1] = now
+        bucket[0] -= 1
+        return 0.0 if bucket[0] >= 0 else -bucket[0] / self.request_rate
 
     async def _answer(self, session: Session, reader: asyncio.StreamReader, done: asyncio.Future) -> Any:
         """Wait for a request's answer; give up when the broker dies (Kafka's sockets die with

@@ -189,3 +189,18 @@ def test_connections_per_address_are_capped_and_idle_ones_time_out(tmp_path):
         assert int.from_bytes(_read_frame(fourth)[:4], "big") == 4
     finally:
         lst.stop()
+
+
+def test_requests_per_address_are_rate_limited_by_slowing_the_client(tmp_path):
+    from wire.threaded import Listener
+    lst = Listener(tmp_path, max_requests_per_second_per_address=20).start()
+    try:
+        s = _connect(lst)
+        start = time.monotonic()
+        s.sendall(b"".join(_frame(API_VERSIONS, 0, b"", correlation_id=i) for i in range(40)))
+        for i in range(40):
+            assert int.from_bytes(_read_frame(s)[:4], "big") == i
+        # a burst of 20, then 20 more at 20 per second
+        assert time.monotonic() - start >= 0.9
+    finally:
+        lst.stop()
