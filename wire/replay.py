@@ -36,16 +36,15 @@ class Replay:
         self.cluster.scheduler.run_until(time_ms)
 
 
-def replay(entries: Iterable[dict], data_dir: str | Path, *, brokers: int = 3, seed: int = 0, start_ms: int,
-           network_latency_ms: int = 1, num_partitions: int = 1, default_replication_factor: int = 1,
-           auto_create_topics: bool = True) -> Replay:
+def replay(entries: Iterable[dict], data_dir: str | Path, **overrides) -> Replay:
     """Apply ``entries`` (a listener's ``recorder.entries`` or its requests.jsonl rows) to a
-    new cluster built with the live listener's settings; returns it stopped at the last
-    entry's time (``run_until`` to go further)."""
-    server = WireServer(data_dir, brokers=brokers, seed=seed, start_ms=start_ms, clock=lambda: start_ms,
-                        network_latency_ms=network_latency_ms, num_partitions=num_partitions,
-                        default_replication_factor=default_replication_factor,
-                        auto_create_topics=auto_create_topics)
+    new cluster built with the live listener's settings (its "listen" entry; ``overrides``
+    win); returns it stopped at the last entry's time (``run_until`` to go further)."""
+    entries = list(entries)
+    settings = next((e.get("settings", {}) for e in entries if e["kind"] == "listen"), {})
+    settings = {**settings, **overrides}
+    start_ms = settings.pop("start_ms")
+    server = WireServer(data_dir, start_ms=start_ms, clock=lambda: start_ms, **settings)
     out = Replay(server)
     sched = server.cluster.scheduler
     sessions: dict[int, Session] = {}
@@ -73,3 +72,24 @@ def replay(entries: Iterable[dict], data_dir: str | Path, *, brokers: int = 3, s
         # "auto_create" follows from the Metadata request it came from; "unsupported" never
         # reached the engine.
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m wire.replay REQUESTS.jsonl --data-dir DIR``: replay a listener's record and
+    print the event-stream digest at the last entry's time."""
+    import argparse
+    import json
+    ap = argparse.ArgumentParser(prog="python -m wire.replay", description=main.__doc__)
+    ap.add_argument("record", type=Path)
+    ap.add_argument("--data-dir", type=Path, required=True)
+    args = ap.parse_args(argv)
+    entries = [json.loads(line) for line in args.record.read_text().splitlines() if line.strip()]
+    out = replay(entries, args.data_dir)
+    requests = sum(1 for e in entries if e["kind"] == "request")
+    print(f"{requests} requests replayed to {out.cluster.now_ms()} ms; events {out.cluster.events.seq}, "
+          f"digest {out.cluster.events.digest()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -138,6 +138,7 @@ class WireServer:
         start = clock() if start_ms is None else start_ms
         self.start_ms = start
         self.seed = seed
+        self.cluster_config = dict(cluster_config or {})
         self.config = ClusterConfig.from_mapping({"brokers": brokers, "network_latency_ms": network_latency_ms,
                                                   **(cluster_config or {})})
         events = EventLog(VirtualClock(start), keep=100_000)
@@ -163,6 +164,13 @@ class WireServer:
         # SyncGroup: the leader's assignment bytes per (group, generation, member), handed to
         # each member as sent (the coordinator keeps only the partitions)
         self.assignments: dict[tuple[str, int, str], bytes] = {}
+
+    def settings(self) -> dict:
+        """What a replay needs to build the same cluster (:func:`wire.replay.replay`)."""
+        return {"brokers": len(self.cluster.brokers), "seed": self.seed, "start_ms": self.start_ms,
+                "network_latency_ms": self.config.network_latency_ms, "num_partitions": self.num_partitions,
+                "default_replication_factor": self.default_replication_factor,
+                "auto_create_topics": self.auto_create_topics, "cluster_config": self.cluster_config}
 
     # ---- engine helpers -------------------------------------------------------------
     def next_request_id(self) -> int:
@@ -206,7 +214,8 @@ class WireServer:
             self._servers.append(srv)
         # Answers carry the endpoints (Metadata, FindCoordinator): a replay needs them too.
         self.recorder.add({"t": self.cluster.now_ms(), "kind": "listen",
-                           "endpoints": {str(b): [h, p] for b, (h, p) in sorted(self.endpoints.items())}})
+                           "endpoints": {str(b): [h, p] for b, (h, p) in sorted(self.endpoints.items())},
+                           "settings": self.settings()})
         self.pacer.start()
 
     async def stop(self) -> None:

@@ -34,7 +34,8 @@ def test_a_recorded_client_session_replays_to_the_same_event_stream(tmp_path):
     on_disk = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
     assert on_disk[:len(entries)] == entries
 
-    again = replay(on_disk[:len(entries)], tmp_path / "replay", start_ms=start)
+    again = replay(on_disk[:len(entries)], tmp_path / "replay")          # settings from the record itself
+    assert again.server.start_ms == start
     again.run_until(now)
     assert again.cluster.events.digest() == digest
     assert {(b, p): segment_records(again.server.data_dir, b, "replayed", p)
