@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from pathlib import Path
 
@@ -39,9 +40,16 @@ async def serve(args: argparse.Namespace) -> None:
         server.create_topic(name, int(parts), int(rf))
     await server.start()
     print(server.bootstrap, flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)      # SIGINT too: a background job ignores it by default
     try:
-        while True:
-            await asyncio.sleep(1)
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), 1)
+            except asyncio.TimeoutError:
+                pass
             server.recorder.flush()
     finally:
         await server.stop()
