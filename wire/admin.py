@@ -1,4 +1,5 @@
-"""Admin requests on the engine: CreateTopics, DeleteRecords and OffsetForLeaderEpoch.
+"""Admin requests on the engine: CreateTopics, DeleteRecords, OffsetForLeaderEpoch and
+DescribeConfigs (topic and broker resources, from the engine's LogConfig).
 
 * CreateTopics (2-7): ``Cluster.create_topic`` with Kafka's dotted config names, -1 for the
   listener's ``num.partitions`` / ``default.replication.factor``, explicit assignments, and
@@ -134,4 +135,55 @@ def offset_for_leader_epoch(ctx, version: int, req: dict, respond: Callable) -> 
     respond({"throttle_time_ms": 0, "topics": topics})
 
 
-ADMIN_HANDLERS = {19: create_topics, 21: delete_records, 23: offset_for_leader_epoch}
+# DescribeConfigs: config sources and types, as Kafka numbers them
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 5
+_TYPES = {bool: 1, str: 2, int: 5, float: 6}     # BOOLEAN, STRING, LONG, DOUBLE
+TOPIC, BROKER = 2, 4
+
+
+def _config_rows(config, overridden: set, source: int, keys, topic_level: bool) -> list:
+    from dataclasses import fields
+    rows = []
+    for f in fields(config):
+        name = f.metadata.get("kafka")
+        if not name or (topic_level and name.startswith("log.")):
+            continue
+        if keys is not None and name not in keys:
+            continue
+        value = getattr(config, f.name)
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        rows.append({"name": name, "value": text, "read_only": False,
+                     "config_source": source if (name in overridden or f.name in overridden) else DEFAULT_CONFIG,
+                     "is_sensitive": False, "synonyms": [], "config_type": _TYPES.get(type(value), 0),
+                     "documentation": None})
+    return rows
+
+
+def describe_configs(ctx, version: int, req: dict, respond: Callable) -> None:
+    """Topic configs (overrides marked DYNAMIC_TOPIC_CONFIG) and a broker's (its per-broker
+    overrides DYNAMIC_BROKER_CONFIG), from the engine's LogConfig with Kafka's names."""
+    cluster = ctx.cluster
+    results = []
+    for r in req["resources"]:
+        kind, name, keys = r["resource_type"], r["resource_name"], r["configuration_keys"]
+        out = {"error_code": 0, "error_message": None, "resource_type": kind, "resource_name": name, "configs": []}
+        if kind == TOPIC:
+            meta = cluster.controller.topics.get(name)
+            if meta is None:
+                out.update(error_code=error_code("UNKNOWN_TOPIC_OR_PARTITION"),
+                           error_message=f"Topic {name} does not exist")
+            else:
+                out["configs"] = _config_rows(meta.config, set(meta.config_changes), DYNAMIC_TOPIC_CONFIG,
+                                              keys, True)
+        elif kind == BROKER and name.lstrip("-").isdigit() and int(name) in cluster.brokers:
+            b = cluster.brokers[int(name)]
+            config = cluster.config.log.replace(**b.log_overrides) if b.log_overrides else cluster.config.log
+            out["configs"] = _config_rows(config, set(b.log_overrides), DYNAMIC_BROKER_CONFIG, keys, False)
+        else:
+            out.update(error_code=error_code("INVALID_REQUEST"),
+                       error_message=f"resource type {kind} {name!r} is not described here")
+        results.append(out)
+    respond({"throttle_time_ms": 0, "results": results})
+
+
+ADMIN_HANDLERS = {19: create_topics, 21: delete_records, 23: offset_for_leader_epoch, 32: describe_configs}

@@ -32,6 +32,7 @@ SUPPORTED: dict[int, tuple[str, int, int]] = {
     25: ("AddOffsetsToTxn", 0, 3),
     26: ("EndTxn", 0, 3),
     28: ("TxnOffsetCommit", 0, 3),
+    32: ("DescribeConfigs", 1, 4),
 }
 
 API_NAMES = {key: name for key, (name, _, _) in SUPPORTED.items()}

@@ -69,3 +69,14 @@ def test_offset_for_leader_epoch_answers_where_an_epoch_ends(listener):
     resp, _ = codec("OffsetForLeaderEpochResponse", 4).decode(data, pos)
     (part,) = resp["topics"][0]["partitions"]
     assert (part["error_code"], part["leader_epoch"], part["end_offset"]) == (0, 0, 5)
+
+
+def test_describe_configs_shows_a_topics_overrides_as_dynamic(listener):
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    listener.call(lambda s: s.create_topic("described", 1, 3, {"retention.ms": "1000"}))
+    admin = AdminClient({"bootstrap.servers": listener.bootstrap})
+    (future,) = admin.describe_configs([ConfigResource("topic", "described")]).values()
+    configs = future.result(20)
+    assert configs["retention.ms"].value == "1000"
+    assert configs["retention.ms"].source == 1          # DYNAMIC_TOPIC_CONFIG
+    assert configs["cleanup.policy"].value == "delete" and configs["cleanup.policy"].source == 5
