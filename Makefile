@@ -80,6 +80,6 @@ messages: deps
 ## Every benchmark in bench/, each figure printed beside its goal (a few minutes; see bench/README.md).
 .PHONY: bench
 bench: deps-dev
-	@for b in bench_codec bench_log bench_cluster bench_frames bench_memory bench_groups bench_timer bench_idempotence bench_validation bench_sandboxes bench_page_weight bench_classroom; do \
+	@for b in bench_codec bench_log bench_cluster bench_frames bench_memory bench_groups bench_timer bench_idempotence bench_validation bench_sandboxes bench_page_weight bench_classroom bench_wire; do \
 	  echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit $$?; \
 	done
