@@ -83,8 +83,7 @@ class WireMember:
 
 
 def _service(ctx):
-    svc = group_service(ctx.cluster)
-    return svc
+    return group_service(ctx.cluster)
 
 
 def _member(ctx, group: str) -> WireMember:

@@ -76,12 +76,11 @@ def metadata(ctx: Context, version: int, req: dict, respond: Callable) -> None:
             continue
         parts = []
         for pm in meta.partitions:
-            alive_isr = [b for b in pm.isr]
             offline = [b for b in pm.replicas if not cluster.brokers[b].alive]
             parts.append({"error_code": error_code("LEADER_NOT_AVAILABLE") if pm.leader < 0 else 0,
                           "partition_index": pm.partition, "leader_id": pm.leader,
                           "leader_epoch": pm.leader_epoch, "replica_nodes": list(pm.replicas),
-                          "isr_nodes": alive_isr, "offline_replicas": offline})
+                          "isr_nodes": list(pm.isr), "offline_replicas": offline})
         topics.append({"error_code": 0, "name": name, "topic_id": _uuid_bytes(identity(cluster).topic_id(name)),
                        "is_internal": name.startswith("__"), "partitions": parts,
                        "topic_authorized_operations": NO_AUTH_OPS})
@@ -200,7 +199,7 @@ def read_fetch(ctx: Context, version: int, req: dict) -> tuple[dict, int, int]:
     """(response body, record bytes in it, partitions with an error)."""
     broker = ctx.broker
     read_committed = req["isolation_level"] == 1
-    budget = req["max_bytes"] if version >= 3 else 1 << 30
+    budget = req["max_bytes"]
     total = errors = 0
     topics = []
     for t in req["topics"]:
