@@ -115,8 +115,13 @@ def produce(ctx: Context, version: int, req: dict, respond: Callable) -> None:
         respond({"throttle_time_ms": 0,
                  "responses": [{"name": t, "partition_responses": ps} for t, ps in out.items()]})
 
+    sent: dict[int, bytes] = {}
+
     def answered(resp: ProduceResponse) -> None:
         waiting.discard(resp.request_id)
+        if resp.error is None and resp.base_offset is not None and resp.request_id in sent:
+            ctx.server.note_acked(resp.topic, resp.partition, resp.base_offset, acks, resp.request_id,
+                                  sent.pop(resp.request_id))
         results[(resp.topic, resp.partition)] = _partition_result(resp.partition, resp.error, resp.message,
                                                                   resp.base_offset, ctx, resp.topic)
         if not waiting:
@@ -144,6 +149,8 @@ def produce(ctx: Context, version: int, req: dict, respond: Callable) -> None:
             if acks != 0:
                 waiting.add(rid)
                 node.pending[rid] = answered
+                if ctx.server.checker is not None:
+                    sent[rid] = records
             part.produce(node.id, request, records)
     if acks == 0:
         respond(None)

@@ -130,7 +130,7 @@ class WireServer:
                  network_latency_ms: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES,
                  record_path: Path | None = None, max_connections_per_address: int = 100,
                  connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None,
-                 max_requests_per_second_per_address: float = 10_000.0) -> None:
+                 max_requests_per_second_per_address: float = 10_000.0, checker: bool = False) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -155,6 +155,14 @@ class WireServer:
         self._buckets: dict[str, list[float]] = {}      # address -> [tokens, wall seconds]
         self.endpoints: dict[int, tuple[str, int]] = {}
         self.recorder = Recorder(record_path)
+        # The engine's checker (engine/cluster/checker.py), told of every record a client was
+        # acknowledged: check() then finds acknowledged records lost, diverged replicas, HW
+        # regressions. Off by default: it decodes every acknowledged batch.
+        self.checker = None
+        if checker:
+            from engine.cluster.checker import Checker
+            self.checker = Checker()
+            self.checker.attach(events)
         self.pacer = Pacer(self.cluster, clock)
         self._servers: list[asyncio.base_events.Server] = []
         self._sessions: dict[int, tuple[Session, asyncio.StreamWriter]] = {}
@@ -199,6 +207,25 @@ class WireServer:
                            "config": config or {},
                            "assignment": {str(k): v for k, v in assignment.items()} if assignment else None,
                            "via_request": via_request})
+
+    def check(self, final: bool = False) -> list[dict]:
+        """The checker's new findings against the cluster now (needs ``checker=True``)."""
+        from engine.cluster.run import cluster_views
+        return self.checker.check(cluster_views(self.cluster), final=final)
+
+    def note_acked(self, topic: str, partition: int, base_offset: int, acks: int, request_id: int,
+                   records: bytes) -> None:
+        """A client was told ``records`` (its batch bytes) were written from ``base_offset``."""
+        if self.checker is None:
+            return
+        from engine.cluster.checker import AckedRecord
+        from engine.cluster.partition import record_digest
+        from engine.records import iter_batches
+        rows = []
+        for _, batch in iter_batches(records, verify_crc=False):
+            rows.extend(AckedRecord(topic, partition, base_offset + len(rows), record_digest(r.key, r.value), acks,
+                                    request_id) for r in batch.records)
+        self.checker.note_acked(rows)
 
     @property
     def bootstrap(self) -> str:
