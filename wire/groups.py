@@ -50,6 +50,10 @@ class WireMember:
         self.coordinator: int | None = None
         self.connection: tuple | None = None
         self.waiting: dict[str, Callable[[dict], None]] = {}
+        # What the group checker reads of an engine Consumer; a real client's assignment is
+        # in its own process (the coordinator's record of it is in the group).
+        self.owned: list = []
+        self.owned_generation = -1
 
     @property
     def alive(self) -> bool:
@@ -57,6 +61,12 @@ class WireMember:
 
     def answered(self, rid: int, payload: dict) -> bool:
         return True
+
+    def state(self) -> dict:
+        """For ``GroupService.state()``: what the listener knows of this connection's member."""
+        return {"group": self.group, "alive": self.alive, "status": "wire", "member_id": None,
+                "generation": None, "protocol": None, "leader": None, "coordinator": self.coordinator,
+                "topics": [], "owned": [], "positions": {}, "heartbeat_delay_ms": 0, "wire_node": self.node.id}
 
     def _answer(self, kind: str, payload: dict) -> None:
         cb = self.waiting.get(kind)

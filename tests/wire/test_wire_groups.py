@@ -92,6 +92,11 @@ def test_a_group_consumer_reads_everything_and_its_commits_reach_the_coordinator
     expected = _produce(listener.bootstrap, topic)
     assert GROUP_CLIENTS[client](listener.bootstrap, topic, group) == TOTAL
     assert listener.call(lambda s: group_service(s.cluster).committed(group)) == expected
+    # the engine's views of its group service still work with real clients among its members
+    from engine.cluster.consumer import ownership_findings
+    state = listener.call(lambda s: group_service(s.cluster).state())
+    assert group in state["groups"]
+    assert listener.call(lambda s: ownership_findings(group_service(s.cluster))) == []
 
 
 def test_a_killed_member_times_out_and_the_group_rebalances_to_the_survivor(listener):
