@@ -118,7 +118,8 @@ def start_servers(tmp: Path) -> tuple[subprocess.Popen, dict, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL", "KAFKAVIZ_DATA_DIR")}
     env.update({"DJANGO_SETTINGS_MODULE": "kafkaviz.settings", "DJANGO_SECRET_KEY": "bench-" + "x" * 50,
                 "DJANGO_SECURE_COOKIES": "0", "KAFKAVIZ_MAX_CONNECTIONS_PER_ADDRESS": "0",
-                "KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0", "KAFKAVIZ_LOG_LEVEL": "WARNING"})
+                "KAFKAVIZ_MAX_SANDBOXES_PER_ADDRESS": "0", "KAFKAVIZ_ROOM_JOINS_PER_ADDRESS": "0",
+                "KAFKAVIZ_LOG_LEVEL": "WARNING"})   # a class behind one address, as behind a school's NAT
     state = tmp / "state"
     proc = subprocess.Popen([sys.executable, "-m", "kafkaviz.serve", "--processes", "2", "--port", str(port),
                              "--state-dir", str(state)], cwd=REPO, env=env,

@@ -9,8 +9,11 @@
 
 Each subcommand is a handler ``handler(args) -> int`` set with ``set_defaults(func=…)``.
 Bad arguments are argparse usage errors (exit 2); engine errors (``KafkaError``: bad topic
-name, config out of range, corrupt file) and missing files print ``error: <message>`` on
-stderr and exit 1. Nothing is written outside ``--dir``.
+name, config out of range, corrupt file, a size past the limits below) and missing files print
+``error: <message>`` in one line on stderr and exit 1; anything else is a bug, reported the same
+way with exit 70, never as a traceback. Nothing is written outside ``--dir``, and a directory
+or file a command cannot read is left byte for byte as it was: logs that would need recovery
+are refused unless ``--recover`` asks for it (``Log(recover=False)``), and ``dump`` only reads.
 """
 from __future__ import annotations
 
@@ -70,7 +73,8 @@ def log_config_from_args(args: argparse.Namespace) -> LogConfig:
 
 def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int, *,
             key_cardinality: int | None = None, config: LogConfig | None = None, seed: int = 0,
-            batch_size: int = 1, start_ms: int = DEFAULT_START_MS, ms_per_record: int = 1) -> ProduceSummary:
+            batch_size: int = 1, start_ms: int = DEFAULT_START_MS, ms_per_record: int = 1,
+            recover: bool = False) -> ProduceSummary:
     """Append ``count`` records to ``topic``'s partitions under ``root`` through real Logs.
 
     Record ``i`` has key ``key-{i % key_cardinality}`` (or no key when no cardinality is
@@ -82,12 +86,15 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     Kafka's default partitioner for both (``engine.partitioner.DefaultPartitioner``, KIP-480).
     Each partition collects records until it has ``batch_size`` of them and appends them as
     one batch; leftovers are appended at the end.
-    The logs are closed cleanly, so index files are trimmed.
+    The logs are closed cleanly, so index files are trimmed. Partition directories that are
+    already there are appended to; one that would need recovery is refused (nothing written)
+    unless ``recover`` asks for Kafka's recovery first, as a broker start does.
     """
     from .clock import Scheduler, VirtualClock
     from .disk import Disk
     from .events import EventLog
     from .log import Log
+    from .log.recovery import check_before_opening
     from .records import SimpleRecord
 
     validate_topic_name(topic)
@@ -97,7 +104,9 @@ def produce(root: str, topic: str, partitions: int, count: int, value_bytes: int
     scheduler = Scheduler(clock)
     events = EventLog(clock, keep=0)  # a long run would otherwise hold every event in memory
     disk = Disk(root)
-    logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True)
+    for p in range(partitions):  # every directory is checked before any is opened: a refusal writes nothing
+        check_before_opening(disk, f"{topic}-{p}", config, recover=recover)
+    logs = [Log(disk, f"{topic}-{p}", topic, p, config, scheduler, events, hw_follows_leo=True, recover=recover)
             for p in range(partitions)]
     pending: list[list] = [[] for _ in range(partitions)]
     # Batches here are counted in records, so the partitioner's byte count never fills
@@ -135,11 +144,15 @@ def _require_directory(path: str) -> None:
 
 def _cmd_produce(args: argparse.Namespace) -> int:
     validate_topic_name(args.topic)
+    if args.count * args.ms_per_record > MAX_VIRTUAL_MS:
+        raise InvalidRequestError(f"--count {args.count} x --ms-per-record {args.ms_per_record} is "
+                                  f"{args.count * args.ms_per_record} ms of virtual time; at most {MAX_VIRTUAL_MS} "
+                                  "(a year of retention passes) is accepted")
     _require_directory(args.dir)
     config = log_config_from_args(args)
     summary = produce(args.dir, args.topic, args.partitions, args.count, args.value_bytes,
                       key_cardinality=args.key_cardinality, config=config, seed=args.seed,
-                      batch_size=args.batch_size, ms_per_record=args.ms_per_record)
+                      batch_size=args.batch_size, ms_per_record=args.ms_per_record, recover=args.recover)
     print(f"produced {args.count} records to {args.topic} in {args.dir} "
           f"(seed {args.seed}, virtual time now {summary.end_ms} ms)")
     print(f"{'partition':<24} {'records':>10} {'start':>10} {'end':>10} {'segments':>9} {'bytes':>12}")
@@ -155,9 +168,13 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     from .dump import dump_files
 
     files = list(args.files) + [f for f in (args.files_option or "").split(",") if f]
-    dump_files(files, sys.stdout, sys.stderr, deep_iteration=args.deep_iteration,
-               print_data_log=args.print_data_log, skip_record_metadata=args.skip_record_metadata,
-               verify_index_only=args.verify_index_only)
+    problems = dump_files(files, sys.stdout, sys.stderr, deep_iteration=args.deep_iteration,
+                          print_data_log=args.print_data_log, skip_record_metadata=args.skip_record_metadata,
+                          verify_index_only=args.verify_index_only)
+    if problems.any:  # everything readable was printed; the exit status says something was not
+        sys.stdout.flush()
+        print(f"error: {problems.first()}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -173,7 +190,7 @@ def _cmd_storage_experiment(args: argparse.Namespace) -> int:
 
 # ---- parser ----------------------------------------------------------------------
 
-def _int_at_least(low: int):
+def _int_at_least(low: int, high: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -181,9 +198,20 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
         return value
-    parse.__name__ = f"integer >= {low}"
+    parse.__name__ = f"integer >= {low}" if high is None else f"integer in [{low}, {high}]"
     return parse
+
+
+# The command line's limits: a long run is the user's choice, but not hours or all memory.
+MAX_PARTITIONS = 1000            # as a run's create_topic
+MAX_RECORDS = 10_000_000
+MAX_VALUE_BYTES = 1 << 20        # about Kafka's default max.message.bytes (1048588)
+MAX_MESSAGES = 100_000
+MAX_MS_PER_RECORD = 604_800_000   # a week, as a run's `advance`
+MAX_VIRTUAL_MS = 366 * 86_400_000  # a produce run's whole virtual time: a year of retention passes
 
 
 def _any_int(text: str) -> int:
@@ -193,8 +221,17 @@ def _any_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line (``prog: error: …; usage: prog --help``), exit 2;
+    sub-parsers are made of the same class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        message = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {message}; usage: {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m engine", description="kafkaviz storage engine: write, dump and experiment with Kafka logs.")
     sub = parser.add_subparsers(dest="command", metavar="command", required=True)
 
@@ -205,20 +242,24 @@ def build_parser() -> argparse.ArgumentParser:
                                    "per batch (the sticky partitioner, KIP-480).")
     p.add_argument("--dir", required=True, help="data directory (created if missing)")
     p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=_int_at_least(1), default=1)
-    p.add_argument("--count", type=_int_at_least(0), required=True, help="number of records")
-    p.add_argument("--value-bytes", type=_int_at_least(0), default=100, help="size of each value (default 100)")
-    p.add_argument("--key-cardinality", type=_int_at_least(1), default=None,
+    p.add_argument("--partitions", type=_int_at_least(1, MAX_PARTITIONS), default=1)
+    p.add_argument("--count", type=_int_at_least(0, MAX_RECORDS), required=True, help="number of records")
+    p.add_argument("--value-bytes", type=_int_at_least(0, MAX_VALUE_BYTES), default=100,
+                   help="size of each value (default 100)")
+    p.add_argument("--key-cardinality", type=_int_at_least(1, MAX_RECORDS), default=None,
                    help="keys are key-{i %% N}; omit for keyless records")
     p.add_argument("--segment-bytes", type=_any_int, default=None, help="segment.bytes")
     p.add_argument("--index-interval-bytes", type=_any_int, default=None, help="index.interval.bytes")
     p.add_argument("--retention-bytes", type=_any_int, default=None, help="retention.bytes (-1 = unlimited)")
     p.add_argument("--retention-ms", type=_any_int, default=None, help="retention.ms (-1 = unlimited)")
     p.add_argument("--seed", type=_any_int, default=0, help="seed of the value generator (default 0)")
-    p.add_argument("--batch-size", type=_int_at_least(1), default=1, help="records per batch (default 1)")
-    p.add_argument("--ms-per-record", type=_int_at_least(0), default=1,
+    p.add_argument("--batch-size", type=_int_at_least(1, MAX_RECORDS), default=1, help="records per batch (default 1)")
+    p.add_argument("--ms-per-record", type=_int_at_least(0, MAX_MS_PER_RECORD), default=1,
                    help="virtual milliseconds between records (default 1); retention passes run every "
                         "log.retention.check.interval.ms (300000) of virtual time")
+    p.add_argument("--recover", action="store_true",
+                   help="repair damaged partition directories already in --dir first, as Kafka's recovery at "
+                        "broker start does; without it a damaged one is refused and left untouched")
     p.set_defaults(func=_cmd_produce)
 
     d = sub.add_parser("dump", help="print segment files like kafka-dump-log.sh",
@@ -241,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "retention pass runs and .deleted files are removed.")
     e.add_argument("--dir", default=None, help="data directory (default: a fresh temporary directory)")
     e.add_argument("--json", action="store_true", help="print the steps as JSON instead of text")
-    e.add_argument("--messages", type=_int_at_least(1), default=None, help="messages to send (default 48)")
+    e.add_argument("--messages", type=_int_at_least(1, MAX_MESSAGES), default=None,
+                   help="messages to send (default 48)")
     e.set_defaults(func=_cmd_storage_experiment)
 
     _add_cluster_subcommands(sub)
@@ -280,3 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
         print(f"error: {message}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print("error: out of memory; try smaller sizes", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: still one line, never a traceback (the fuzz tests look for this one)
+        print(f"error: internal error {type(exc).__name__}: {exc} (please report it with the command line)",
+              file=sys.stderr)
+        return 70

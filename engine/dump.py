@@ -63,6 +63,8 @@ class DumpProblems:
     time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     offsets_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    #: Bytes that do not parse, each "what, where" in one line (the command exits 1 if any).
+    unreadable: list[str] = field(default_factory=list)
 
     def write(self, err: TextIO) -> None:
         for name, pairs in self.index_mismatches.items():
@@ -86,9 +88,21 @@ class DumpProblems:
             for first, second in pairs:
                 err.write(f"  {first} is followed by {second}\n")
 
+    def first(self) -> str:
+        """One line for the command's final error: the first problem found, and the count."""
+        lines = list(self.unreadable)
+        for what, found in (("index entries that do not match the log", self.index_mismatches),
+                            ("time-index timestamps that do not match the log", self.time_mismatches),
+                            ("time-index timestamps out of order", self.time_out_of_order),
+                            ("indexed offsets not found in the log", self.offsets_not_found),
+                            ("non-consecutive offsets", self.non_consecutive)):
+            lines += [f"{name}: {what}" for name in found]
+        more = f" (and {len(lines) - 1} more problem(s) above)" if len(lines) > 1 else ""
+        return lines[0] + more if lines else ""
+
     @property
     def any(self) -> bool:
-        return any((self.index_mismatches, self.time_mismatches, self.time_out_of_order,
+        return any((self.unreadable, self.index_mismatches, self.time_mismatches, self.time_out_of_order,
                     self.offsets_not_found, self.non_consecutive))
 
 
@@ -172,6 +186,8 @@ def _walk_batches(buf: bytes, start: int = 0, until_offset: int | None = None) -
 
     out = []
     pos = start
+    if pos < 0:  # an index entry's position, read from a damaged index
+        return _Walk(out, pos, f"position {pos} is before the start of the log")
     while len(buf) - pos > _HEADER_UP_TO_MAGIC:  # Kafka's reader needs more than the 17 bytes up to magic
         if until_offset is not None and out and out[-1][1].last_offset >= until_offset:
             break
@@ -255,13 +271,17 @@ def _dump_log(path: str, out: TextIO, err: TextIO, problems: DumpProblems,
     walk = _walk_batches(buf)
     last_offset = -1
     for position, header in walk.batches:
-        out.write(_batch_line(header, position, verify_crc(buf, position, header)) + "\n")
+        valid = verify_crc(buf, position, header)
+        if not valid:
+            problems.unreadable.append(f"{path}: CRC mismatch in the batch at position {position}")
+        out.write(_batch_line(header, position, valid) + "\n")
         if not deep_iteration:
             continue
         try:
             batch = decode_batch(buf, position, verify_crc=False)
         except Exception as exc:  # a batch whose record section does not decode
             err.write(f"Cannot read the records of the batch at position {position} of {path}: {exc}\n")
+            problems.unreadable.append(f"{path}: the records of the batch at position {position} do not decode")
             continue
         for record in batch.records:
             if last_offset != -1 and record.offset != last_offset + 1:
@@ -273,6 +293,10 @@ def _dump_log(path: str, out: TextIO, err: TextIO, problems: DumpProblems,
     trailing = len(buf) - walk.end
     if trailing > 0:
         out.write(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}\n")
+        problems.unreadable.append(f"{path}: {trailing} invalid bytes from position {walk.end}"
+                                   + (f" ({walk.problem})" if walk.problem else ""))
+    elif walk.problem:
+        problems.unreadable.append(f"{path}: {walk.problem}")
 
 
 # ---- .index / .timeindex -----------------------------------------------------
@@ -283,9 +307,16 @@ def _batch_at(log: bytes, position: int):
     return walk.batches[0][1] if walk.batches else None
 
 
+def _check_whole_entries(path: str, data: bytes, size: int, problems: DumpProblems) -> None:
+    if len(data) % size:
+        problems.unreadable.append(f"{path}: {len(data) % size} bytes from position {len(data) - len(data) % size} "
+                                   f"do not make a whole {size}-byte entry")
+
+
 def _dump_index(path: str, out: TextIO, problems: DumpProblems, verify_only: bool = False) -> None:
     base = base_offset_of(path)
     data = _read(path)
+    _check_whole_entries(path, data, _OFFSET_ENTRY.size, problems)
     if len(data) // _OFFSET_ENTRY.size == 0:
         out.write(f"{path} is empty.\n")
         return
@@ -303,7 +334,9 @@ def _dump_index(path: str, out: TextIO, problems: DumpProblems, verify_only: boo
 
 def _dump_time_index(path: str, out: TextIO, problems: DumpProblems, verify_only: bool = False) -> None:
     base = base_offset_of(path)
-    entries = read_time_index(_read(path), base)
+    data = _read(path)
+    _check_whole_entries(path, data, _TIME_ENTRY.size, problems)
+    entries = read_time_index(data, base)
     log_path, index_path = _sibling(path, ".log"), _sibling(path, ".index")
     log = _read(log_path) if os.path.isfile(log_path) else None
     offset_entries = read_offset_index(_read(index_path), base) if os.path.isfile(index_path) else []
@@ -348,7 +381,7 @@ def _check_time_entry(log: bytes, offset_entries: list[tuple[int, int]], timesta
 
 # ---- .txnindex / .snapshot ---------------------------------------------------
 
-def _dump_txn_index(path: str, out: TextIO, err: TextIO) -> None:
+def _dump_txn_index(path: str, out: TextIO, err: TextIO, problems: DumpProblems) -> None:
     data = _read(path)
     whole = len(data) - len(data) % _TXN_ENTRY.size
     for pos in range(0, whole, _TXN_ENTRY.size):
@@ -357,23 +390,27 @@ def _dump_txn_index(path: str, out: TextIO, err: TextIO) -> None:
                   f"lastOffset: {last} lastStableOffset: {lso}\n")
     if whole != len(data):
         err.write(f"{path}: {len(data) - whole} bytes at the end do not make a whole aborted-transaction entry\n")
+        problems.unreadable.append(f"{path}: {len(data) - whole} bytes from position {whole} do not make a whole "
+                                   "aborted-transaction entry")
 
 
 _SNAPSHOT_HEAD = struct.Struct(">hIi")
 _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
 
 
-def _dump_producer_snapshot(path: str, out: TextIO, err: TextIO) -> None:
+def _dump_producer_snapshot(path: str, out: TextIO, err: TextIO, problems: DumpProblems) -> None:
     import crc32c
 
     data = _read(path)
     if len(data) < _SNAPSHOT_HEAD.size:
         err.write(f"Snapshot file {path} is too short to hold a header ({len(data)} bytes)\n")
+        problems.unreadable.append(f"{path}: too short to hold a snapshot header ({len(data)} bytes)")
         return
     version, crc, count = _SNAPSHOT_HEAD.unpack_from(data, 0)
     if version != 1 or crc32c.crc32c(data[6:]) != crc or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
         err.write(f"Snapshot file {path} is corrupt (version {version}, stored crc {crc}, {count} entries, "
                   f"{len(data)} bytes)\n")
+        problems.unreadable.append(f"{path}: a corrupt producer snapshot (version {version}, stored crc {crc})")
         return
     for i in range(count):
         (producer_id, epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch,
@@ -420,9 +457,9 @@ def dump_file(path: str, out: TextIO, err: TextIO, problems: DumpProblems, *,
     elif suffix == ".timeindex":
         _dump_time_index(path, out, problems, verify_index_only)
     elif suffix == ".txnindex":
-        _dump_txn_index(path, out, err)
+        _dump_txn_index(path, out, err, problems)
     elif suffix == ".snapshot":
-        _dump_producer_snapshot(path, out, err)
+        _dump_producer_snapshot(path, out, err, problems)
     else:
         err.write(f"Ignoring unknown file {path}\n")
 

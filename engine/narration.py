@@ -988,6 +988,9 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
         "set_flush": ("设置 flush.messages = {flush_messages}，flush.ms = {flush_ms}（0 = 从不）",
                       "set flush.messages = {flush_messages}, flush.ms = {flush_ms} (0 = never)"),
         "fetch": ("消费者从偏移量 {offset} 拉取", "consumer fetch from offset {offset}"),
+        "put": ("写入 {key}={value}", "put {key}={value}"),
+        "delete": ("删除 {key}（墓碑）", "delete {key} (a tombstone)"),
+        "clean": ("立即运行一次清理", "run the cleaner once"),
     }
     if c in simple:
         try:
@@ -1006,17 +1009,33 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
             return f"时钟前进 {cmd['seconds']} 秒" if zh else f"jump the clock {cmd['seconds']} s"
         return f"时钟前进 {cmd.get('ms')} 毫秒" if zh else f"advance the clock {cmd.get('ms')} ms"
     if c == "produce":
-        if "cmd" not in cmd:   # lesson 2's form
+        if cmd.get("value_size") is not None:   # the storage lessons' form (or a sized engine produce)
             n, size, p = cmd.get("count", 1), cmd.get("value_size"), cmd.get("partition", 0)
             return (f"向分区 {p} 发送 {n} 条 {size} 字节的消息" if zh else
                     f"produce {n} message(s) of {size} bytes to partition {p}")
         acks = {-1: "all", "all": "all", "-1": "all"}.get(cmd.get("acks"), cmd.get("acks"))
-        what = cmd.get("value") or ", ".join(cmd.get("values") or []) or ("一条消息" if zh else "a record")
+        count = cmd.get("count") or 1
+        what = (cmd.get("value") or ", ".join(cmd.get("values") or []) or
+                ((f"{count} 条消息" if zh else f"{count} records") if count > 1 else ("一条消息" if zh else "a record")))
         if cmd.get("producer"):
             p = cmd.get("partition", 0)
             return (f"生产者 {cmd['producer']} 向分区 {p} 发送 {what}" if zh else
                     f"{cmd['producer']} produces {what} to partition {p}")
+        if acks is None:
+            return f"发送 {what}" if zh else f"produce {what}"
         return f"发送 {what}（acks={acks}）" if zh else f"produce {what} (acks={acks})"
+    if c in ("consumer_join", "consumer_poll", "consumer_commit", "consumer_leave", "consumer_crash"):
+        name, group = cmd.get("name"), cmd.get("group")
+        if zh:
+            return {"consumer_join": f"{name} 加入消费组 {group}", "consumer_poll": f"{name} 拉取一次",
+                    "consumer_commit": f"{name} 提交偏移量", "consumer_leave": f"{name} 离开消费组",
+                    "consumer_crash": f"{name} 崩溃"}[c]
+        return {"consumer_join": f"{name} joins group {group}", "consumer_poll": f"{name} polls",
+                "consumer_commit": f"{name} commits", "consumer_leave": f"{name} leaves the group",
+                "consumer_crash": f"{name} crashes"}[c]
+    if c == "configure_groups":
+        n = cmd.get("offsets_topic_num_partitions", 50)
+        return f"设置 __consumer_offsets（{n} 个分区）" if zh else f"set up __consumer_offsets ({n} partition(s))"
     if c == "consume":
         iso = cmd.get("isolation")
         if iso:

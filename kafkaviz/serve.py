@@ -184,14 +184,27 @@ def raise_open_files_limit(want: int = 65536) -> int:
     return soft
 
 
+#: More daphne processes than this on one machine is a typo, not a plan.
+MAX_PROCESSES = 64
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--processes", type=int, default=int(os.environ.get("PROCESSES", "2")))
+    ap.add_argument("--processes", default=os.environ.get("PROCESSES", "2"), help=f"1 to {MAX_PROCESSES}")
     ap.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")), help="first port of the range")
+    ap.add_argument("--port", default=os.environ.get("PORT", "8000"), help="first port of the range")
     ap.add_argument("--state-dir", type=Path, default=None,
                     help="where Redis/PostgreSQL data, logs and sandboxes go (default: a new temp dir)")
     args = ap.parse_args(argv)
+    # Checked before anything starts (the defaults come from PROCESSES / PORT, so not by argparse's type=).
+    try:
+        args.processes, args.port = int(args.processes), int(args.port)
+    except ValueError:
+        ap.error(f"--processes and --port (PROCESSES, PORT) must be integers, got {args.processes!r}, {args.port!r}")
+    if not 1 <= args.processes <= MAX_PROCESSES:
+        ap.error(f"--processes must be between 1 and {MAX_PROCESSES}, got {args.processes}")
+    if not 1 <= args.port <= 65536 - args.processes:
+        ap.error(f"--port must leave room for {args.processes} ports below 65536, got {args.port}")
     state = args.state_dir or Path(tempfile.mkdtemp(prefix="kafkaviz-prod-"))
     state.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)

@@ -4,7 +4,9 @@ Production-safe by default; everything a deployment changes comes from the
 environment (README, "Production"; docs/web.md, "Settings"):
 
 * ``DJANGO_DEBUG`` ("0" by default; ``make run`` sets "1" for local development)
-* ``DJANGO_SECRET_KEY`` (required when DEBUG is off: the server refuses to start without it)
+* ``DJANGO_SECRET_KEY`` (required when DEBUG is off: the server refuses to start without it;
+  ``manage.py`` commands that serve nothing, e.g. ``lab`` or ``migrate``, get a throwaway
+  per-process key instead, see ``manage.py``'s ``SERVING_COMMANDS``)
 * ``DJANGO_ALLOWED_HOSTS`` (comma separated; also the WebSocket origin allow-list)
 * ``DJANGO_CSRF_TRUSTED_ORIGINS`` (comma separated, e.g. ``https://demo.example.org``)
 * ``DJANGO_SECURE_COOKIES`` (secure session/CSRF cookies; on unless DEBUG)
@@ -19,11 +21,15 @@ environment (README, "Production"; docs/web.md, "Settings"):
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+import kafkaviz
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -44,11 +50,15 @@ DEBUG = _flag("DJANGO_DEBUG", "0")
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
+    if DEBUG:
+        SECRET_KEY = "django-insecure-kafkaviz-local-development-only"
+    elif getattr(kafkaviz, "SERVES_NOTHING", False):
+        # manage.py lab/migrate/createinstructor/…: nothing signed here outlives the process.
+        SECRET_KEY = secrets.token_urlsafe(50)
+    else:
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY must be set when DEBUG is off (the default). For local development run "
             "`make run`, or set DJANGO_DEBUG=1.")
-    SECRET_KEY = "django-insecure-kafkaviz-local-development-only"
 
 ALLOWED_HOSTS = _list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = _list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
@@ -67,6 +77,7 @@ INSTALLED_APPS = [
     "kafkaviz.live",
     "kafkaviz.lab",
     "kafkaviz.classroom",
+    "axes",   # the login rate limit (kafkaviz/classroom/lockout.py)
 ]
 
 MIDDLEWARE = [
@@ -80,6 +91,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",   # last, as django-axes asks: turns a lock-out into its page
 ]
 
 ROOT_URLCONF = "kafkaviz.urls"
@@ -112,6 +124,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Instructor accounts (rooms): Django auth; students join rooms without an account.
 LOGIN_URL = "classroom:login"
 LOGIN_REDIRECT_URL = "home"
+
+# Login rate limit (django-axes; kafkaviz/classroom/lockout.py): wrong passwords counted per
+# username and per client address, each on its own; at the limit either is locked for the
+# cool-off, the right password included. Attempts are database rows (any process, any database).
+AUTHENTICATION_BACKENDS = ["kafkaviz.classroom.lockout.LoginGuardBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = _int("KAFKAVIZ_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=_int("KAFKAVIZ_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Failures are not wiped by a successful login (AXES_RESET_ON_SUCCESS stays off): wiping deletes
+# every attempt from that address, so logging into one's own account would reset a guesser's count.
+AXES_LOCKOUT_CALLABLE = "kafkaviz.classroom.lockout.locked_out"
+AXES_VERBOSE = False
 
 # Sessions only hold the ids of a visitor's sandboxes. Signed cookies need no database
 # round trip on every WebSocket connect, and the signature stops a client from
@@ -197,6 +222,10 @@ KAFKAVIZ_DATA_DIR = os.environ.get("KAFKAVIZ_DATA_DIR") or os.path.join(tempfile
 # A share link (a stored run) is refused and deleted once it is this many days old;
 # `manage.py purge_shares` deletes the expired ones in bulk (run it daily from cron).
 KAFKAVIZ_SHARE_DAYS = _int("KAFKAVIZ_SHARE_DAYS", 30)
+# New runs one visitor (a session, or a room member) and one client address may store per day
+# (kafkaviz/live/shares.py; 0: no limit). Sharing a run already stored returns its link and costs nothing.
+KAFKAVIZ_SHARES_PER_VISITOR = _int("KAFKAVIZ_SHARES_PER_VISITOR", 30)
+KAFKAVIZ_SHARES_PER_ADDRESS = _int("KAFKAVIZ_SHARES_PER_ADDRESS", 200)
 
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
@@ -214,6 +243,10 @@ KAFKAVIZ_RUNTIME = {
     # by a background task every REAP_EVERY_SECONDS, REAP_BATCH at a time.
     "IDLE_SECONDS": _int("KAFKAVIZ_IDLE_SECONDS", 90),
     "REAP_EVERY_SECONDS": 10,
+    # What a socket holds (its place in the address's quota, its watch on a sandbox, a room
+    # member's presence) is a lease its process renews every quarter of this while the socket
+    # lives: one whose close never ran lets go within this long (kafkaviz/live/leases.py).
+    "LEASE_SECONDS": _int("KAFKAVIZ_LEASE_SECONDS", 20),
     "REAP_BATCH": 25,
     # Per-sandbox quotas (raised only by tests that need a big burst; keep these in production).
     "MAX_MESSAGES": _int("KAFKAVIZ_MAX_MESSAGES", 5000),
@@ -224,6 +257,11 @@ KAFKAVIZ_RUNTIME = {
     "COMMANDS_PER_SECOND": 20.0,
     "COMMAND_BURST": 40,
     "MAX_QUEUED_COMMANDS": 4,   # commands waiting for one sandbox; more are refused, not queued
+    # Per room member (sync, export, share, and a granted student's commands): never the
+    # sandbox's budget above, which stays the instructor's.
+    "MEMBER_COMMANDS_PER_SECOND": 10.0,
+    "MEMBER_COMMAND_BURST": 20,
+    "MEMBER_MAX_QUEUED": 2,
     # Per connection.
     "CONNECTION_COMMANDS_PER_SECOND": 20.0,
     "CONNECTION_COMMAND_BURST": 40,
@@ -234,10 +272,14 @@ KAFKAVIZ_RUNTIME = {
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute
-# before every join from it is refused for the rest of that minute; students per room.
+# before every join from it is refused for the rest of that minute; students per room and
+# per address in a room.
 KAFKAVIZ_ROOMS = {
     "JOIN_FAILURES_PER_MINUTE": _int("KAFKAVIZ_JOIN_FAILURES_PER_MINUTE", 10),
     "MAX_MEMBERS": _int("KAFKAVIZ_ROOM_MAX_MEMBERS", 300),   # students one room admits
+    # Students one client address may add to one room (0: no limit). A class behind one
+    # school NAT shares an address: raise it for a bigger class on one network.
+    "JOINS_PER_ADDRESS": _int("KAFKAVIZ_ROOM_JOINS_PER_ADDRESS", 60),
 }
 
 LOGGING = {

@@ -15,8 +15,14 @@ import tempfile
 from typing import Any
 
 from ..errors import KafkaError
+from ..json_input import decode_utf8
 
 __all__ = ["add_subcommands", "run_command", "scenario_command", "main"]
+
+
+#: A command log the command line runs: far beyond the 600-command fault schedules, well inside memory.
+MAX_COMMANDS = 100_000
+MAX_COMMAND_LOG_BYTES = 64 << 20
 
 
 def add_subcommands(subparsers: Any) -> None:
@@ -62,16 +68,22 @@ def _fail(message: str) -> int:
 
 def run_command(args: argparse.Namespace) -> int:
     from .run import load_command_log, run_commands
+    source = "stdin" if args.commands == "-" else args.commands
     try:
         if args.commands == "-":
-            text = sys.stdin.read()
+            data = sys.stdin.buffer.read(MAX_COMMAND_LOG_BYTES + 1)
         else:
-            with open(args.commands, encoding="utf-8") as fh:
-                text = fh.read()
+            with open(args.commands, "rb") as fh:
+                data = fh.read(MAX_COMMAND_LOG_BYTES + 1)
     except OSError as exc:
         return _fail(f"cannot read {args.commands}: {exc.strerror or exc}")
+    if len(data) > MAX_COMMAND_LOG_BYTES:
+        return _fail(f"{source} is larger than {MAX_COMMAND_LOG_BYTES // (1 << 20)} MiB; a command log is at most "
+                     f"{MAX_COMMANDS} commands")
     try:
-        commands = load_command_log(text)
+        commands = load_command_log(decode_utf8(data, source))
+        if len(commands.commands) > MAX_COMMANDS:
+            return _fail(f"{source} holds {len(commands.commands)} commands; at most {MAX_COMMANDS} are run")
         with _data_dir(args.data_dir) as root:
             summary = run_commands(commands, seed=args.seed,
                                    truncation=args.truncation, brokers=args.brokers,

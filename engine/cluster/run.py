@@ -44,6 +44,7 @@ from typing import Any, Iterable, Mapping
 
 from ..clock import VirtualClock
 from ..disk import Disk, FileImage
+from .. import json_input
 from ..events import EventLog, canonical_json
 from ..errors import InvalidRequestError, KafkaError
 from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
@@ -618,10 +619,7 @@ def load_command_log(text: str) -> CommandLog:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequestError(f"line {lineno}: not JSON: {exc.msg}") from None
+        data = json_input.loads(line, f"line {lineno}")
         if isinstance(data, dict) and "cmd" not in data and not commands and seed is None and not config:
             unknown = sorted(set(data) - {"seed", "config"})
             if unknown:

@@ -7,14 +7,17 @@
 Prints ``{"member": [["topic", partition], …]}`` with members in the order given (the join
 order, which the sticky assignors' Java hash-map iteration depends on). ``--previous`` is
 what each member owns now (generation 1); members absent from it own nothing. Malformed
-JSON, an unknown strategy or an impossible group is a usage error: a message, exit 2.
+JSON (or JSON nested deeper than ``engine.json_input.MAX_DEPTH``), a group larger than the
+limits below or an impossible one is a usage error: ``error: <message>`` in one line, exit 2.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
+from .. import json_input
 from ..errors import InvalidRequestError
 from .assignors import STRATEGIES, Subscription, assign
 
@@ -35,12 +38,30 @@ def add_subcommands(subparsers: Any) -> None:
     p.set_defaults(func=_cmd_assign, assign_parser=p)
 
 
+#: The command line's limits: far beyond a lesson's group, well inside a second of assignor time.
+MAX_MEMBERS = 10_000
+MAX_PARTITIONS = 100_000
+MAX_SUBSCRIPTIONS = 1_000_000   # member-topic pairs
+
+
 def _load(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidRequestError(f"--{what} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") \
-            from None
+    return json_input.loads(text, f"--{what}")
+
+
+def _check_sizes(members: dict, partitions: dict, previous: dict) -> None:
+    if len(members) > MAX_MEMBERS:
+        raise InvalidRequestError(f"--members has {len(members)} members; at most {MAX_MEMBERS} are accepted")
+    total = sum(partitions.values())
+    if total > MAX_PARTITIONS:
+        raise InvalidRequestError(f"--partitions adds up to {total} partitions; at most {MAX_PARTITIONS} in all "
+                                  "are accepted")
+    pairs = sum(len(v) for v in members.values())
+    if pairs > MAX_SUBSCRIPTIONS:
+        raise InvalidRequestError(f"--members lists {pairs} member-topic subscriptions; at most {MAX_SUBSCRIPTIONS} "
+                                  "are accepted")
+    owned = sum(len(v) for v in previous.values())
+    if owned > MAX_PARTITIONS:
+        raise InvalidRequestError(f"--previous lists {owned} owned partitions; at most {MAX_PARTITIONS} are accepted")
 
 
 def parse_group(members_json: str, partitions_json: str, previous_json: str | None = None
@@ -63,6 +84,7 @@ def parse_group(members_json: str, partitions_json: str, previous_json: str | No
             for v in previous.values()):
         raise InvalidRequestError('--previous must be an object of member id -> list of ["topic", partition] '
                                   'pairs, e.g. {"c1": [["orders", 0]]}')
+    _check_sizes(members, partitions, previous)
     unknown = [m for m in previous if m not in members]
     if unknown:
         raise InvalidRequestError(f"--previous names member(s) {', '.join(map(repr, unknown))} "
@@ -79,6 +101,7 @@ def _cmd_assign(args: argparse.Namespace) -> int:
         subs, partitions = parse_group(args.members, args.partitions, args.previous)
         result = assign(args.strategy, subs, partitions)
     except InvalidRequestError as exc:
-        args.assign_parser.error(str(exc))  # exit 2
+        print(f"error: {exc}", file=sys.stderr)  # one line; exit 2, a usage error
+        return 2
     print(json.dumps({m: [[t, p] for t, p in tps] for m, tps in result.items()}))
     return 0

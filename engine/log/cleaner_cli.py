@@ -1,12 +1,16 @@
 """``python -m engine clean PARTITION_DIR``: one log-cleaner pass on a partition directory.
 
 The directory (``<topic>-<partition>``, e.g. written by ``python -m engine produce
---key-cardinality N``) is opened as a log (recovery runs first, finishing or abandoning an
-interrupted clean), the cleaner checks its dirty ratio against ``min.cleanable.dirty.ratio``
-and, if it qualifies, cleans it; the cleaner point goes to ``cleaner-offset-checkpoint``
-in the parent directory (the data directory). ``--now-ms`` is the cleaner's clock (default:
-the largest record timestamp in the log), which decides tombstone delete horizons. Files
-the pass replaced are renamed ``.deleted``; they are removed ``file.delete.delay.ms`` of
+--key-cardinality N``) is opened as a log. A log that would need recovery (a torn or corrupt
+batch, a broken index, leftovers of an interrupted clean) is refused with one line naming the
+file and position, and left byte for byte as it was; so is a ``cleaner-offset-checkpoint`` that
+does not parse. ``--recover`` runs Kafka's recovery first instead, as a broker start would
+(cutting a torn tail, rebuilding indexes, finishing or abandoning an interrupted clean), and
+starts the cleaner points over when their checkpoint does not parse. Then the cleaner checks
+its dirty ratio against ``min.cleanable.dirty.ratio`` and, if it qualifies, cleans it; the
+cleaner point goes to ``cleaner-offset-checkpoint`` in the parent directory (the data
+directory). ``--now-ms`` is the cleaner's clock (default: the largest record timestamp in the
+log), which decides tombstone delete horizons. Files the pass replaced are renamed ``.deleted``; they are removed ``file.delete.delay.ms`` of
 virtual time later, which the command lets pass before it closes the log.
 """
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import os
 from typing import Any
 
-from ..errors import InvalidRequestError
+from ..errors import CorruptCheckpointError, InvalidRequestError
 
 __all__ = ["add_subcommands", "clean_partition_dir"]
 
@@ -33,6 +37,9 @@ def add_subcommands(subparsers: Any) -> None:
                    help="segment.bytes, the cap on a group of cleaned segments (default 1073741824)")
     p.add_argument("--now-ms", type=int, default=None,
                    help="the cleaner's clock (default: the largest record timestamp in the log)")
+    p.add_argument("--recover", action="store_true",
+                   help="repair a damaged log first, as Kafka's recovery at broker start does (cuts a torn or "
+                        "corrupt tail, rebuilds indexes); without it a damaged log is refused and left untouched")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_cmd_clean)
 
@@ -45,18 +52,24 @@ def _split(partition_dir: str) -> tuple[str, str, str, int]:
     topic, sep, part = name.rpartition("-")
     if not sep or not topic or not part.isdigit():
         raise InvalidRequestError(f"{name!r} is not a partition directory name (<topic>-<partition>)")
+    if not any(n.endswith(".log") for n in os.listdir(path)):
+        raise InvalidRequestError(f"{partition_dir}: no segment (.log file) to clean")
     return root, name, topic, int(part)
 
 
 def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float | None = None,
                         delete_retention_ms: int | None = None, segment_bytes: int | None = None,
-                        now_ms: int | None = None) -> dict:
+                        now_ms: int | None = None, recover: bool = False) -> dict:
+    """One cleaner pass on ``partition_dir``. Without ``recover`` a log that needs recovery
+    raises (CorruptRecordError, CorruptIndexError, KafkaStorageError) before a byte changes."""
     from ..clock import Scheduler, VirtualClock
     from ..config import LogConfig
     from ..disk import Disk
     from ..events import EventLog
-    from .cleaner import LogCleaner
+    from .checkpoint import CheckpointFile
+    from .cleaner import CLEANER_CHECKPOINT, LogCleaner
     from .log import Log
+    from .recovery import check_before_opening
 
     root, name, topic, partition = _split(partition_dir)
     changes: dict[str, Any] = {"cleanup_policy": "compact"}
@@ -66,10 +79,18 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
             changes[key] = value
     config = LogConfig().replace(**changes)
     disk = Disk(root)
+    check_before_opening(disk, name, config, recover=recover)  # a refusal here has written nothing
+    if not recover:  # Kafka starts the cleaner points over when their checkpoint does not parse: only when asked
+        try:
+            CheckpointFile(disk, CLEANER_CHECKPOINT, (str, int, int)).read()
+        except CorruptCheckpointError as exc:
+            raise CorruptCheckpointError(f"{os.path.join(os.path.dirname(partition_dir), str(exc))}; nothing was "
+                                         "changed (--recover starts the cleaner points over, as Kafka does)") from None
     clock = VirtualClock(0)
     scheduler = Scheduler(clock)
     events = EventLog(clock)
-    log = Log(disk, name, topic, partition, config, scheduler, events, hw_follows_leo=True, schedule_tasks=False)
+    log = Log(disk, name, topic, partition, config, scheduler, events, hw_follows_leo=True, schedule_tasks=False,
+              recover=recover)
     try:
         if now_ms is None:
             now_ms = max((s.max_timestamp_so_far for s in log.segments), default=0)
@@ -99,7 +120,7 @@ def clean_partition_dir(partition_dir: str, *, min_cleanable_dirty_ratio: float 
 def _cmd_clean(args: argparse.Namespace) -> int:
     out = clean_partition_dir(args.partition_dir, min_cleanable_dirty_ratio=args.min_cleanable_dirty_ratio,
                               delete_retention_ms=args.delete_retention_ms, segment_bytes=args.segment_bytes,
-                              now_ms=args.now_ms)
+                              now_ms=args.now_ms, recover=args.recover)
     if args.json:
         print(json.dumps(out))
         return 0

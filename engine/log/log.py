@@ -88,12 +88,15 @@ class FileInfo:
 
 
 class Log(LogRecovery, LogRetention, LogProducerState):
-    """A partition's log (see module docstring). Opening it runs recovery."""
+    """A partition's log (see module docstring). Opening it runs recovery, as a broker start
+    does; with ``recover=False`` a log that would need any repair is refused instead (an
+    error naming the file and position) and nothing is written."""
 
     def __init__(self, disk: Disk, dir_rel: str, topic: str, partition: int, config: LogConfig,
                  scheduler: Scheduler, events: EventLog, *, broker: int | None = None, recovery_point: int = 0,
                  hw_follows_leo: bool = False, schedule_tasks: bool = True, log_start_offset: int | None = None,
-                 high_watermark: int | None = None, rng: Any = None, clean_shutdown: bool = False) -> None:
+                 high_watermark: int | None = None, rng: Any = None, clean_shutdown: bool = False,
+                 recover: bool = True) -> None:
         self.disk = disk
         self.dir = disk.check(dir_rel)
         self.topic = topic
@@ -117,6 +120,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         self.leader_epoch_cache = LeaderEpochFileCache(disk, f"{self.dir}/{LEADER_EPOCH_CHECKPOINT}",
                                                        events=events, ident=self._ident)
         self.had_clean_shutdown = clean_shutdown   # Kafka skips recovery after a clean shutdown
+        # False: a tool handed this directory; damage is an error, never repaired (recovery.check_log_dir)
+        self._recover_on_open = recover
         self._init_producer_state()
         self._load(recovery_point, log_start_offset, high_watermark)
         self._reload_producer_state()

@@ -408,13 +408,12 @@ class LogSegment:
         if last.timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far, self.offset_of_max_timestamp = last.timestamp, last.offset
 
-    def recover(self, now_ms: int, max_offset: int | None = None) -> RecoveryResult:
-        """Re-read every batch (CRC checked), cut the log after the last valid one and rebuild
-        both indexes from scratch with the §3.3 rule, then add the final time-index entry."""
-        data = self.disk.read(self.log_rel, 0, self.disk.size(self.log_rel))
+    def scan(self, data: bytes, max_offset: int | None = None) -> tuple[list, int, str | None]:
+        """``(headers, valid bytes, error)`` of the segment's bytes ``data``, read only: batches
+        must be whole with a good CRC, and their offsets increasing, >= the base offset, with
+        a relative offset in int32 and below ``max_offset`` (the next segment's base)."""
         scan = scan_valid(data)
         headers, valid, error = scan.headers, scan.valid_bytes, scan.error
-        # Offsets must stay inside the segment: increasing, >= base, relative offset in int32.
         prev_next = self.base_offset
         for i, (pos, h) in enumerate(headers):
             last = h.base_offset + h.last_offset_delta
@@ -425,6 +424,13 @@ class LogSegment:
                 headers, valid = headers[:i], pos
                 break
             prev_next = last + 1
+        return headers, valid, error
+
+    def recover(self, now_ms: int, max_offset: int | None = None) -> RecoveryResult:
+        """Re-read every batch (CRC checked), cut the log after the last valid one and rebuild
+        both indexes from scratch with the §3.3 rule, then add the final time-index entry."""
+        data = self.disk.read(self.log_rel, 0, self.disk.size(self.log_rel))
+        headers, valid, error = self.scan(data, max_offset)
         truncated = len(data) - valid
         if truncated:
             self.disk.truncate(self.log_rel, valid)

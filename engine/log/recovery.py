@@ -12,15 +12,26 @@
    increasing, or points past the log — then it is rebuilt too.
 4. The leader-epoch cache is reloaded from its checkpoint (and from the recovered batches) and
    truncated to the log end offset; the active segment's indexes are preallocated again.
+
+Kafka recovers only at broker start. A tool that is handed a directory opens it with
+``Log(..., recover=False)``: :func:`check_log_dir` first reads everything recovery would
+change, and the first thing it would change (a torn or corrupt batch, an index that fails
+its sanity check, a leftover, a checkpoint or snapshot beyond the log end) is raised as an
+error naming the file and the position, before a byte is written. With nothing to recover
+the log is then opened as after a clean shutdown.
 """
 from __future__ import annotations
 
-from ..errors import CorruptIndexError, CorruptRecordError
+from ..errors import (CorruptCheckpointError, CorruptIndexError, CorruptRecordError, CorruptSnapshotError,
+                      KafkaError, KafkaStorageError)
+from .checkpoint import CheckpointFile
 from .cleaner import finish_interrupted_swaps
 from .events import IndexRebuilt, LeftoverRemoved, RecoveryFinished, RecoveryStarted, RecoveryTruncated
 from .log_segment import LogSegment
+from .producer_state import SNAPSHOT_SUFFIX, decode_snapshot
+from .transaction_index import TransactionIndex
 
-__all__ = ["LogRecovery", "LEFTOVER_SUFFIXES"]
+__all__ = ["LogRecovery", "LEFTOVER_SUFFIXES", "check_log_dir", "check_unrepairable", "check_before_opening"]
 
 LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap", ".tmp")
 
@@ -30,11 +41,107 @@ def _base_of(name: str) -> int | None:
     return int(stem) if len(stem) == 20 and stem.isdigit() else None
 
 
+def check_unrepairable(disk, d: str) -> None:
+    """Read-only: raise for what recovery cannot repair either, so a tool refuses it before it
+    writes anything even with ``--recover``: a leader-epoch checkpoint that does not parse
+    (:class:`CorruptCheckpointError`) or a ``.txnindex`` that does not (:class:`CorruptIndexError`)."""
+    try:
+        CheckpointFile(disk, f"{d}/leader-epoch-checkpoint", (int, int)).read()
+    except CorruptCheckpointError as exc:
+        raise CorruptCheckpointError(f"{d}/{exc}") from None
+    for name in disk.listdir(d):
+        if name.endswith(".txnindex") and _base_of(name) is not None:
+            TransactionIndex(disk, f"{d}/{name}").sanity_check()
+
+
+def check_before_opening(disk, d: str, config, *, recover: bool) -> None:
+    """What a tool runs before it opens ``d``: :func:`check_log_dir` (or, when the user asked for
+    recovery, :func:`check_unrepairable`), its error saying that nothing was changed and, when
+    it is so, that ``--recover`` would repair the log."""
+    try:
+        if recover:
+            check_unrepairable(disk, d)
+        else:
+            check_log_dir(disk, d, config)
+    except KafkaError as exc:
+        hint = " (--recover repairs it as a broker start would)" if getattr(exc, "needs_recovery", False) else ""
+        raise type(exc)(f"{exc}; nothing was changed{hint}") from None
+
+
+def _needs_recovery(exc: Exception) -> Exception:
+    exc.needs_recovery = True  # type: ignore[attr-defined]  # a tool can say that --recover would repair it
+    return exc
+
+
+def check_log_dir(disk, d: str, config, log_start_offset: int | None = None) -> int:
+    """Read-only: raise what opening ``d`` would have to repair, naming the file and position.
+
+    :class:`CorruptRecordError` for a torn or corrupt batch (or offsets out of order),
+    :class:`CorruptIndexError` for an index that is missing or fails its sanity check,
+    :class:`CorruptSnapshotError` for a snapshot that does not parse or lies outside the log,
+    :class:`KafkaStorageError` for leftovers recovery would delete; each with
+    ``needs_recovery = True``. What recovery cannot repair either is raised first
+    (:func:`check_unrepairable`). Returns the log end offset. Nothing is written, even the
+    directory is not created."""
+    check_unrepairable(disk, d)
+    try:
+        return _check_repairable(disk, d, config, log_start_offset)
+    except KafkaError as exc:
+        raise _needs_recovery(exc) from None
+
+
+def _check_repairable(disk, d: str, config, log_start_offset: int | None) -> int:
+    names = disk.listdir(d)
+    bases = sorted(b for n in names if n.endswith(".log") and (b := _base_of(n)) is not None)
+    for name in names:
+        if name.endswith(LEFTOVER_SUFFIXES):
+            raise KafkaStorageError(f"{d}/{name}: left over from an interrupted clean, deletion or checkpoint "
+                                    "write; recovery would remove it")
+        if name.endswith((".index", ".timeindex")) and _base_of(name) is not None and _base_of(name) not in bases:
+            raise CorruptIndexError(f"{d}/{name}: an index without its .log segment; recovery would remove it")
+    end = log_start_offset or 0
+    for i, base in enumerate(bases):
+        nxt = bases[i + 1] if i + 1 < len(bases) else None
+        seg = LogSegment.open(disk, d, base, config)
+        data = disk.read(seg.log_rel, 0, seg.size)
+        headers, valid, error = seg.scan(data, nxt)
+        if valid < len(data):
+            raise CorruptRecordError(f"{seg.log_rel}: {error or 'invalid bytes'}; recovery would cut the "
+                                     f"{len(data) - valid} bytes from position {valid} (of {len(data)})")
+        seg_end = headers[-1][1].base_offset + headers[-1][1].last_offset_delta + 1 if headers else base
+        try:
+            seg.offset_index.load()
+            seg.offset_index.sanity_check(seg.size)
+            seg.time_index.load()
+            seg.time_index.sanity_check(nxt if nxt is not None else seg_end)
+        except CorruptIndexError as exc:
+            raise CorruptIndexError(f"{d}/{exc}; recovery would rebuild it") from None
+        end = max(end, seg_end, base)
+    start_offset = max(bases[0] if bases else 0, log_start_offset or 0)
+    epochs = CheckpointFile(disk, f"{d}/leader-epoch-checkpoint", (int, int)).read()
+    for n, (epoch, start) in enumerate(epochs):
+        if start >= end or (n == 0 and start < start_offset):
+            raise KafkaStorageError(f"{d}/leader-epoch-checkpoint: epoch {epoch} starts at offset {start}, outside "
+                                    f"the log [{start_offset}, {end}); recovery would rewrite it")
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if "." + suffix != SNAPSHOT_SUFFIX or len(stem) != 20 or not stem.isdigit():
+            continue
+        if not start_offset <= int(stem) <= end:
+            raise CorruptSnapshotError(f"{d}/{name}: a snapshot outside the log [{start_offset}, {end}]; "
+                                       "recovery would delete it")
+        decode_snapshot(disk.read_all(f"{d}/{name}"), f"{d}/{name}")
+    return end
+
+
 class LogRecovery:
     """Mixin of :class:`engine.log.log.Log`: ``_load`` runs at construction."""
 
     def _load(self, recovery_point: int, log_start_offset: int | None, high_watermark: int | None) -> None:
         disk, d, ident, now = self.disk, self.dir, self._ident, self._now()
+        if not self._recover_on_open:
+            check_log_dir(disk, d, self.config, log_start_offset)  # raises before anything is written
+            self.had_clean_shutdown = True  # nothing to recover: open as Kafka does after a clean shutdown
         disk.mkdir(d)
         finish_interrupted_swaps(disk, d, self._emit, ident)  # cleaner leftovers, as Kafka's LogLoader
         names = disk.listdir(d)

@@ -5,8 +5,8 @@ from .models import Member, Room
 
 class MemberInline(admin.TabularInline):
     model = Member
-    fields = ("name", "granted", "connections", "joined", "last_seen")
-    readonly_fields = ("connections", "joined", "last_seen")
+    fields = ("name", "granted", "joined", "last_seen")
+    readonly_fields = ("joined", "last_seen")
     extra = 0
 
 

@@ -10,7 +10,16 @@ student's sockets: control given or taken back). Students never get the whole ro
 so a class of n joining costs n roster messages, not n².
 
 Everybody may ``sync``, ``export`` the room's run and ``share`` it (how a student forks
-the room into a private sandbox: the share id opens in their own lesson sandbox).
+the room into a private sandbox: the share id opens in their own lesson sandbox). A
+student's requests spend a budget of their own (``Runtime.command(..., budget=)``), never the
+room sandbox's, which stays the instructor's: a watcher's flood cannot refuse the
+instructor's commands.
+
+**Removing a member.** The instructor sends ``{"type": "remove", "member": <id>}``: the
+member leaves the roster, its answers are dropped, its sockets get ``removed`` and are
+closed, and its session cannot join the room again (its row stays, marked removed, so
+its address's joins still count it). A browser with a fresh session can join again under
+a new name, in plain sight on the roster.
 
 **Predict, then watch.** A student answers the lesson's "what will happen?" with
 ``{"type": "predict", "question": <prediction.upcoming.id>, "choice": <index>}``; the
@@ -29,13 +38,14 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, log_problem
+from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
 from kafkaviz.live.router import get_router
 from kafkaviz.live.validation import CommandError
 
 from kafkaviz.lessons.content import load_content
 
 from .auth import is_instructor
+from .guard import guessing_blocked, record_failure
 from .models import Answer, Member, Room, normalise_code
 from .rooms import MEMBERS_SESSION_KEY, roster
 
@@ -45,7 +55,7 @@ CLOSE_ROOM_CLOSED = 4410
 
 # What any watcher of a room may send: nothing here changes the room's sandbox.
 READ_ONLY = frozenset({"export", "share"})
-ROOM_MESSAGES = frozenset({"grant", "revoke", "predict"})
+ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
 def _type_of(content: Any) -> str | None:
@@ -55,6 +65,13 @@ def _type_of(content: Any) -> str | None:
 
 
 MAX_SOCKETS_PER_MEMBER = 4
+
+
+def member_place(member_id: int) -> str:
+    """The key of a member's sockets among the router's places: leases, in any process,
+    renewed while each socket lives (kafkaviz/live/leases.py), never a counter that a
+    skipped disconnect would leave high."""
+    return f"member:{member_id}"
 
 
 class RoomConsumer(LessonConsumer):
@@ -69,37 +86,48 @@ class RoomConsumer(LessonConsumer):
     first_seq: int | None = None
     room_closed_seen: bool = False
     lesson_slug: str = ""
+    member_key: str | None = None      # this socket's place among its member's sockets
+    room_released: bool = False
 
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
         code = normalise_code(self.scope["url_route"]["kwargs"].get("code", ""))
         user = await get_user(self.scope) if code and self.scope.get("session") is not None else None
         found = await database_sync_to_async(self._identify)(code, user) if code else None
-        if found is None:
-            # The same close as for a room this browser has not joined: a socket is no
-            # way to learn which codes exist (joins are rate-limited; sockets are not).
+        if found is None or (found[1] is None and not found[2]):
+            # No such room, or neither its instructor nor a student who joined it from this
+            # browser: the same close either way, open or closed, so a socket is no way to
+            # learn which codes exist; and a well-formed code counts against the address's
+            # guessing limit, as a wrong code on the join form does (kafkaviz/classroom/guard.py).
+            if code:
+                await database_sync_to_async(self._guessed)()
             await self.close(code=CLOSE_NO_SANDBOX)
             return None
         room, member_id, instructor = found
         self.lesson_slug = room.lesson
         if not room.is_open:
+            # Only its own instructor and students hear that it closed.
             await self.accept()
             await self.send_json(CommandError("closed", self.tr(_("This room has been closed by its instructor.")))
                                  .to_message())
             await self.close(code=CLOSE_ROOM_CLOSED)
             return None
-        if member_id is None and not instructor:
-            # Neither the room's instructor nor a student who joined it from this browser.
-            await self.close(code=CLOSE_NO_SANDBOX)
-            return None
-        if member_id is not None and await database_sync_to_async(self._open_sockets)(member_id) >= \
-                MAX_SOCKETS_PER_MEMBER:
-            await self._refuse(CommandError("quota", self.tr(_(
-                "You have this room open %(count)d times already; close another tab."), count=MAX_SOCKETS_PER_MEMBER)))
-            return None
+        if member_id is not None:
+            if not await get_router().take_place(member_place(member_id), self.holder, MAX_SOCKETS_PER_MEMBER):
+                await self._refuse(CommandError("quota", self.tr(_(
+                    "You have this room open %(count)d times already; close another tab."),
+                    count=MAX_SOCKETS_PER_MEMBER)))
+                return None
+            self.member_key = member_place(member_id)
         self.room_id, self.room_code, self.room_group = room.pk, room.code, room.group()
         self.member_id, self.instructor = member_id, instructor
         return room.sandbox_id, room.lesson
+
+    def budget(self) -> str:
+        return "" if self.instructor else f"member:{self.member_id}"
+
+    def visitor(self) -> str:
+        return f"room-member:{self.member_id}" if self.member_id is not None else super().visitor()
 
     async def authorise(self, content: Any) -> CommandError | None:
         ctype = _type_of(content)
@@ -125,29 +153,44 @@ class RoomConsumer(LessonConsumer):
         await database_sync_to_async(self._presence)(+1)
         await self._seed()
         if self.instructor:
-            await self.send_json({"type": "roster", "members": await database_sync_to_async(roster)(self.room_id)})
+            await self.send_json({"type": "roster", "members": await self._roster()})
         else:
             await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
         for question, counts in (await database_sync_to_async(self._spreads)()).items():
             await self.send_json({"type": "spread", "question": question, "counts": counts})
         await self.broadcast_roster()
 
-    async def disconnect(self, code: int) -> None:
-        if self.room_group is not None and self.sandbox_id is not None:
-            for group in self._groups():
-                await self.channel_layer.group_discard(group, self.channel_name)
-            try:
+    def place_keys(self) -> list[str]:
+        return [self.member_key] if self.member_key else []
+
+    async def release(self) -> None:
+        """Leave the room (from ``disconnect``, or from the heartbeat when the socket died
+        without one: kafkaviz/live/leases.py). Runs once."""
+        if self.room_released or self.released:
+            return
+        self.room_released = True
+        try:
+            if self.member_key is not None:
+                key, self.member_key = self.member_key, None
+                await get_router().drop_place(key, self.holder)
+            if self.room_group is not None and self.sandbox_id is not None:
+                for group in self._groups():
+                    await self.channel_layer.group_discard(group, self.channel_name)
                 await self._save()
                 await database_sync_to_async(self._presence)(-1)
                 await self.broadcast_roster()
-            except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
-                log_problem("room presence failed", exc, sandbox=self.sandbox_id)
+        except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
+            log_problem("room presence failed", exc, sandbox=self.sandbox_id)
+        finally:
             self.room_group = None
-        await super().disconnect(code)
+            await super().release()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if _type_of(content) == "predict":
             await self._predict(content)
+            return
+        if _type_of(content) == "remove":
+            await self._remove(content)
             return
         if _type_of(content) in ROOM_MESSAGES:
             await self._grant(content)
@@ -201,6 +244,27 @@ class RoomConsumer(LessonConsumer):
                        name=name)
         await self.send_json({"type": "ack", "command": ctype, "text": text})
 
+    async def _remove(self, content: dict[str, Any]) -> None:
+        if not self.instructor:
+            await self.send_error(CommandError("forbidden", self.tr(_("Only the instructor can remove a student.")),
+                                               command="remove"))
+            return
+        member = content.get("member")
+        if isinstance(member, bool) or not isinstance(member, int) or len(content) != 2:
+            await self.refuse(CommandError("invalid", self.tr(_(
+                '"%(type)s" takes the member\'s id: {"type": "%(type)s", "member": 12}.'), type="remove"),
+                "member", "remove"))
+            return
+        name = await database_sync_to_async(self._set_removed)(member)
+        if name is None:
+            await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member",
+                                               "remove"))
+            return
+        await self.channel_layer.group_send(f"{self.room_group}.member.{member}", {"type": "room.removed"})
+        await self.broadcast_roster()
+        await self.send_json({"type": "ack", "command": "remove",
+                              "text": self.tr(_("%(name)s was removed from the room."), name=name)})
+
     async def send_json(self, content: Any, close: bool = False) -> None:
         if self.first_seq is None and isinstance(content, dict) and content.get("snapshot"):
             self.first_seq = content.get("frame_seq")      # 0: nothing has happened in this sandbox yet
@@ -231,6 +295,7 @@ class RoomConsumer(LessonConsumer):
                 self.instructor or (self.member_id is not None and await database_sync_to_async(self._granted)())):
             return
         try:
+            # The server's own keeping, not the member's request: never refused for a spent budget.
             reply = await get_router().command(self.sandbox_id, {"type": "export"})
         except CommandError as exc:
             if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
@@ -239,8 +304,16 @@ class RoomConsumer(LessonConsumer):
         await database_sync_to_async(Room.objects.filter(pk=self.room_id, closed__isnull=True).update)(
             run=reply["file"])
 
-    async def broadcast_roster(self) -> None:
+    async def _roster(self) -> list[dict[str, Any]]:
+        """The roster, with who is connected from the members' live socket leases."""
         members = await database_sync_to_async(roster)(self.room_id)
+        counts = await get_router().count_places([member_place(m["id"]) for m in members])
+        for member, count in zip(members, counts):
+            member["connected"] = count > 0
+        return members
+
+    async def broadcast_roster(self) -> None:
+        members = await self._roster()
         await self.channel_layer.group_send(f"{self.room_group}.staff", {"type": "room.roster", "members": members})
 
     # ---- group messages --------------------------------------------------------------
@@ -252,6 +325,12 @@ class RoomConsumer(LessonConsumer):
 
     async def room_control(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "control", "granted": bool(message["granted"])})
+
+    async def room_removed(self, message: dict[str, Any]) -> None:
+        self.room_closed_seen = True          # nothing of this socket's to keep
+        await self.send_json(CommandError("removed", self.tr(_("The instructor removed you from this room.")))
+                             .to_message())
+        await self.close(code=CLOSE_NO_SANDBOX)
 
     async def room_closed(self, message: dict[str, Any]) -> None:
         self.room_closed_seen = True
@@ -269,29 +348,40 @@ class RoomConsumer(LessonConsumer):
         token = ((self.scope.get("session") or {}).get(MEMBERS_SESSION_KEY) or {}).get(room.code)
         member_id = None
         if isinstance(token, str):
-            member_id = Member.objects.filter(room=room, token=token).values_list("pk", flat=True).first()
+            member_id = Member.objects.filter(room=room, token=token, removed=False).values_list("pk",
+                                                                                                 flat=True).first()
         return room, member_id, instructor
 
-    def _open_sockets(self, member_id: int) -> int:
-        return Member.objects.filter(pk=member_id).values_list("connections", flat=True).first() or 0
+    def _guessed(self) -> None:
+        address = client_address(self.scope)
+        if not guessing_blocked(address):       # a blocked address's tries are not stored (bounded rows)
+            record_failure(address)
 
     def _granted(self) -> bool:
-        return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True,
+        return Member.objects.filter(pk=self.member_id, room_id=self.room_id, granted=True, removed=False,
                                      room__closed__isnull=True).exists()
 
     def _set_granted(self, member: int, granted: bool) -> str | None:
-        row = Member.objects.filter(pk=member, room_id=self.room_id).first()
+        row = Member.objects.filter(pk=member, room_id=self.room_id, removed=False).first()
         if row is None:
             return None
         Member.objects.filter(pk=row.pk).update(granted=granted)
         return row.name
 
-    def _presence(self, delta: int) -> None:
-        if self.member_id is not None:
-            from django.db.models import F
+    def _set_removed(self, member: int) -> str | None:
+        row = Member.objects.filter(pk=member, room_id=self.room_id, removed=False).first()
+        if row is None:
+            return None
+        Member.objects.filter(pk=row.pk).update(removed=True, granted=False)
+        Answer.objects.filter(member_id=row.pk).delete()
+        return row.name
 
-            Member.objects.filter(pk=self.member_id).update(connections=F("connections") + delta,
-                                                             last_seen=timezone.now())
+    def _presence(self, delta: int) -> None:
+        """When the member was last seen. Who is connected is not kept here: it is the
+        member's live socket leases (``member_place``), which no skipped disconnect leaves
+        behind (``Member.connections`` is no longer written)."""
+        if self.member_id is not None:
+            Member.objects.filter(pk=self.member_id).update(last_seen=timezone.now())
 
     def _answer(self, question: str, choice: int, n_choices: int) -> list[int] | None:
         """Keep a student's pick (replacing an earlier one) and return the class's counts."""

@@ -35,9 +35,11 @@ def remember_member(session: Any, member: Member) -> None:
 
 
 def roster(room_id: int) -> list[dict[str, Any]]:
-    """Who is in the room, as every watcher gets it (no tokens)."""
-    return [{"id": m.pk, "name": m.name, "granted": m.granted, "connected": m.connections > 0}
-            for m in Member.objects.filter(room_id=room_id).only("pk", "name", "granted", "connections")]
+    """Who is in the room, as every watcher gets it (no tokens). ``connected`` is filled in
+    by the room's consumer from the members' live socket leases (``RoomConsumer._roster``);
+    the database does not know it."""
+    return [{"id": m.pk, "name": m.name, "granted": m.granted, "connected": False}
+            for m in Member.objects.filter(room_id=room_id, removed=False).only("pk", "name", "granted")]
 
 
 def close_room(room: Room) -> None:

@@ -13,6 +13,8 @@ def room_strings() -> dict[str, str]:
         "revoked_now": _("The instructor took control back; you are watching."),
         "grant": _("Give control"),
         "revoke": _("Take control back"),
+        "remove": _("Remove"),
+        "remove_confirm": _("Remove {name} from the room? Their page closes and this browser cannot join again."),
         "online": _("online"),
         "offline": _("left"),
         "has_control": _("has control"),

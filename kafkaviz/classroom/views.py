@@ -23,7 +23,7 @@ from kafkaviz.live.runtime import COMMON_COMMANDS
 
 from .auth import is_instructor
 from .forms import JoinForm, NewRoomForm
-from .guard import guessing_blocked, record_failure
+from .guard import address_tag, guessing_blocked, joins_from, record_failure
 from .models import Member, Room, normalise_code
 from .presets import presets_for
 from .rooms import close_room, member_of, remember_member
@@ -108,11 +108,20 @@ def join(request: HttpRequest) -> HttpResponse:
         form.add_error("code" if status != 429 else None, why)
         return _join_page(request, form, lang, status)
     member = member_of(request.session, room)
+    if member is not None and member.removed:
+        form.add_error(None, _("The instructor removed you from this room."))
+        return _join_page(request, form, lang, 403)
     if member is None:
-        if Member.objects.filter(room=room).count() >= settings.KAFKAVIZ_ROOMS["MAX_MEMBERS"]:
+        address = request.META.get("REMOTE_ADDR", "")
+        per_address = settings.KAFKAVIZ_ROOMS.get("JOINS_PER_ADDRESS", 0)
+        if per_address and joins_from(room.pk, address) >= per_address:
+            form.add_error(None, _("%(count)d students have already joined this room from your network, the most "
+                                   "one network may add. Ask your instructor.") % {"count": per_address})
+            return _join_page(request, form, lang, 429)
+        if Member.objects.filter(room=room, removed=False).count() >= settings.KAFKAVIZ_ROOMS["MAX_MEMBERS"]:
             form.add_error(None, _("This room is full: it has as many students as it admits. Ask your instructor."))
             return _join_page(request, form, lang, 429)
-        member = Member.objects.create(room=room, name=form.cleaned_data["name"])
+        member = Member.objects.create(room=room, name=form.cleaned_data["name"], address=address_tag(address))
     else:
         Member.objects.filter(pk=member.pk).update(name=form.cleaned_data["name"])
     remember_member(request.session, member)
@@ -129,6 +138,9 @@ def room_page(request: HttpRequest, code: str) -> HttpResponse:
     if room is not None and room.instructor_id == request.user.pk and is_instructor(request.user):
         return redirect(reverse("classroom:present", args=[room.code]))
     member = member_of(request.session, room) if room is not None and room.is_open else None
+    if member is not None and member.removed:
+        return _join_page(request, JoinForm(initial={"code": normal or ""}), lang, 403,
+                          notice=_("The instructor removed you from this room."))
     if member is None:
         form = JoinForm(initial={"code": normal or ""})
         if normal is None:
@@ -139,7 +151,7 @@ def room_page(request: HttpRequest, code: str) -> HttpResponse:
         return _join_page(request, form, lang, status, notice=why)
     fork = reverse("lesson", args=[room.lesson]) + (f"?lang={lang}&run=" if lang != "en" else "?run=")
     with translation.override(DJANGO_LANG[lang]):
-        _, context = _room_context(room, lang, "student", member=member.pk, name=member.name, fork_url=fork)
+        context = _room_context(room, lang, "student", member=member.pk, name=member.name, fork_url=fork)[1]
         return render(request, "lessons/lesson.html", context)
 
 

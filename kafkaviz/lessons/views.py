@@ -84,11 +84,25 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
                                for name, label, key in _broker_actions() if name in commands]}
 
 
+# The pictures the other diagrams of a lesson explain: whichever a lesson lists, these go on
+# the stage (beside the controls and the step's sentence), the cluster first.
+_STAGE_PARTNERS = ("replica-lanes", "consumer-group", "txn-log")
+
+
+def stage_diagrams(diagrams: tuple[str, ...] | list[str]) -> list[str]:
+    """The diagrams on a lesson's stage: the cluster picture with the view of the partition
+    or group it talks about, or else the lesson's first diagram."""
+    if "cluster" in diagrams:
+        return ["cluster"] + [d for d in diagrams if d in _STAGE_PARTNERS][:1]
+    return list(diagrams[:1])
+
+
 def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, object]:
     """What the page of a lesson with a sandbox needs, whichever socket drives it (the
     learner's own, or a room's: ``kafkaviz/classroom``)."""
     context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
-                                  "available_langs": content.languages, "ws_path": ws_path}
+                                  "available_langs": content.languages, "ws_path": ws_path,
+                                  "stage_diagrams": stage_diagrams(content.diagrams)}
     context["commands"] = commands = _commands(content)
     context.update(_cluster_context(content, commands))
     context["config_rows"] = config_rows(content.scenario.get("config") or {})
@@ -122,6 +136,7 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
                 context["can_open_room"] = True
                 context["room_data"] = {"role": "opener", "ui": room_strings()}
         else:
+            context["stage_diagrams"] = stage_diagrams(content.diagrams)
             context["config_rows"] = config_rows(content.scenario.get("config") or {})
             context["page_data"] = {**content.page_data(), "ui": ui_strings()}
         shared = request.GET.get("run", "")

@@ -11,6 +11,11 @@ problem, not a traceback per message. Limits per connection: commands per second
 (beside the sandbox's own bucket), and invalid messages per second; a client that
 keeps sending invalid messages past that gets one notice, then silence, then is
 disconnected. Sockets per client address are capped too.
+
+What a socket takes (its place in the address's quota, its watch on the sandbox) it holds
+as leases that this process renews while the socket lives and gives back in ``release()``:
+from ``disconnect()``, or from the heartbeat when daphne cancelled the consumer before
+``disconnect()`` could run (kafkaviz/live/leases.py).
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import time
 from urllib.parse import parse_qs
 from typing import Any
 
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
@@ -28,16 +34,20 @@ from django.utils.translation import gettext_lazy as _
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 
+from .leases import live_sockets
+from .models import MAX_RUN_BYTES
 from .router import get_router
-from .runtime import TokenBucket, group_name
-from .sessions import sandbox_id_from_session
-from .validation import CommandError
+from .runtime import COMMON_COMMANDS, SANDBOX_ID_RE, TokenBucket, group_name
+from .sessions import SESSION_KEY, sandbox_id_from_session, visitor_id
+from .shares import ShareLimitReached, store_run
+from .validation import CommandError, validate_command
 
 log = logging.getLogger("kafkaviz.consumers")
 
 CLOSE_NO_SANDBOX = 4403
 CLOSE_NO_LESSON = 4404
-CLOSE_FULL = 4429          # busy, or a limit of this address/connection reached
+CLOSE_FULL = 4429          # refused for good (the sandbox is gone, the server failed to open it)
+CLOSE_RETRY = 1013         # busy, or a limit of this address/connection/member reached: try again later
 CLOSE_ABUSE = 4408         # kept sending invalid messages after being told
 
 MAX_NESTING = 20           # commands are flat objects; anything deeper is refused before parsing
@@ -50,6 +60,8 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
     address: str | None = None
     lang: str = "en"
+    holder: str = ""           # this socket's id in the leases it holds (its channel name)
+    released: bool = False
 
     def tr(self, text: Any, **params: Any) -> str:
         """``text`` (a ``gettext_lazy`` string) in this socket's language (``?lang=``, as
@@ -63,6 +75,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         return settings.KAFKAVIZ_RUNTIME.get(name, default)
 
     async def connect(self) -> None:
+        # Everything this socket takes from here on is a lease the process renews while the
+        # socket lives, and gives back even if disconnect() never runs (kafkaviz/live/leases.py).
+        self.holder = self.channel_name or f"socket-{id(self):x}"
+        live_sockets().add(self)
         now = time.monotonic()
         self.commands = TokenBucket(self._limit("CONNECTION_COMMANDS_PER_SECOND", 10.0),
                                     self._limit("CONNECTION_COMMAND_BURST", 20), now)
@@ -77,7 +93,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         sandbox_id, slug = resolved
         address = client_address(self.scope)
         if self.counts_against_address:
-            if not await get_router().open_connection(address):
+            if not await get_router().open_connection(address, self.holder):
                 await self._refuse(CommandError("quota", self.tr(_(
                     "Too many open lesson connections from your address; close some tabs and reload."))))
                 return
@@ -88,7 +104,17 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         group = group_name(sandbox_id)
         await self.channel_layer.group_add(group, self.channel_name)
         try:
-            snapshot = await get_router().attach(sandbox_id, slug, lang, address, getattr(self, "room_code", None) or "")
+            try:
+                snapshot = await get_router().attach(sandbox_id, slug, lang, address,
+                                                     getattr(self, "room_code", None) or "", holder=self.holder)
+            except CommandError as exc:
+                # A learner reading quickly (lesson after lesson in one tab) must not be refused
+                # for the sandboxes of pages they left: those of this session that no socket
+                # watches are reclaimed first, then the sandbox is asked for once more.
+                if exc.code not in ("quota", "busy") or not await self.reclaim_session_sandboxes(sandbox_id):
+                    raise
+                snapshot = await get_router().attach(sandbox_id, slug, lang, address,
+                                                     getattr(self, "room_code", None) or "", holder=self.holder)
         except Exception as exc:  # noqa: BLE001 - a refusal is a message to the browser, never a 1011
             await self.channel_layer.group_discard(group, self.channel_name)
             if not isinstance(exc, CommandError):
@@ -127,28 +153,66 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         return None
 
     async def _refuse(self, exc: CommandError) -> None:
-        """Tell the browser why (its page shows the message), then close."""
+        """Tell the browser why (its page shows the message, ``"refused": true``), then
+        close. A refusal that time can lift (a quota whose places free up, a full process)
+        closes with 1013, "try again later", on which the page's socket reconnects by itself
+        with a growing delay: a student whose tabs died with a killed process gets back in
+        once their places lapse, without a reload. Anything else closes with 4429."""
         await self.accept()
-        await self.send_json(exc.to_message())
-        await self.close(code=CLOSE_FULL)
+        await self.send_json({**exc.to_message(), "refused": True})
+        await self.close(code=CLOSE_RETRY if exc.code in ("quota", "busy") else CLOSE_FULL)
 
     async def disconnect(self, code: int) -> None:
+        await self.release()
+
+    async def reclaim_session_sandboxes(self, keep: str) -> int:
+        """Reclaim this session's other sandboxes that no socket watches; how many went."""
+        ids = (self.scope.get("session") or {}).get(SESSION_KEY) or {}
+        others = [sid for sid in ids.values() if isinstance(sid, str) and SANDBOX_ID_RE.match(sid) and sid != keep]
+        if not others:
+            return 0
+        done = await get_router().reclaim_idle(others[:50])
+        if done:
+            log.info("reclaimed a session's unwatched sandboxes", extra={"event": "session_reclaimed",
+                                                                           "sandbox": keep[:8], "count": done})
+        return done
+
+    def held(self) -> tuple[str | None, str | None, list[str]]:
+        """What this socket holds, for the heartbeat to renew: (the sandbox it watches, the
+        address whose socket quota it counts in, its other places)."""
+        return (self.sandbox_id if self.group is not None else None), self.address, self.place_keys()
+
+    def place_keys(self) -> list[str]:
+        """Hook: other capped places this socket holds (a room member's)."""
+        return []
+
+    async def release(self) -> None:
+        """Give back what this socket holds: from ``disconnect``, or from the heartbeat when
+        daphne cancelled the consumer before ``disconnect`` could run. Runs once."""
+        if self.released:
+            return
+        self.released = True
+        live_sockets().remove(self)
         if self.address is not None:
             address, self.address = self.address, None
-            await get_router().close_connection(address)
+            await get_router().close_connection(address, self.holder)
         if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            await get_router().detach(self.sandbox_id)
-            self.group = None
+            group, self.group = self.group, None
+            await self.channel_layer.group_discard(group, self.channel_name)
+            await get_router().detach(self.sandbox_id, self.holder)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         try:
             await self._receive(text_data)
         except Exception as exc:  # noqa: BLE001 - nothing a client sends may close the socket with 1011
             log_problem("receive failed", exc, sandbox=self.sandbox_id)
-            await self.send_error(CommandError("internal", self.tr(_(
-                "Something went wrong on the server with that message; it has been logged. Reset the sandbox "
-                "if it looks wrong."))))
+            try:
+                await self.send_error(CommandError("internal", self.tr(_(
+                    "Something went wrong on the server with that message; it has been logged. Reset the sandbox "
+                    "if it looks wrong."))))
+            except Exception:  # noqa: BLE001 - the client left mid-reply: one logged problem, not a second traceback
+                log.info("client gone before an error reply", extra={"event": "client_gone",
+                                                                     "sandbox": (self.sandbox_id or "")[:8]})
 
     async def _receive(self, text_data: str | None) -> None:
         if self.sandbox_id is None:
@@ -176,17 +240,34 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return
         if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
             # The browser lost track of the state (it missed the whole state a diff refers to).
-            await self.send_json(await get_router().snapshot(self.sandbox_id))
+            try:
+                snapshot = await get_router().snapshot(self.sandbox_id, self.budget())
+            except CommandError as exc:             # reclaimed, spent, or its owner is being taken over: say so
+                await self.send_error(exc)
+                return
+            await self.send_json(snapshot)
             return
         await self.receive_json(content)
+
+    def budget(self) -> str:
+        """Hook: whose budget this socket's commands spend ("": the sandbox's own). A learner
+        owns their sandbox; in a room each member has one (``Runtime.command``)."""
+        return ""
+
+    def visitor(self) -> str:
+        """Hook: who this socket is, for the limit on shares (the session's own id)."""
+        return visitor_id(self.scope.get("session"))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         refusal = await self.authorise(content)
         if refusal is not None:
             await self.send_error(refusal)
             return
+        if isinstance(content, dict) and content.get("type") == "share":
+            await self.share(content)
+            return
         try:
-            reply = await get_router().command(self.sandbox_id, content)
+            reply = await get_router().command(self.sandbox_id, content, self.budget())
         except CommandError as exc:
             if exc.code in ("invalid", "unknown_type"):
                 await self.refuse(exc)
@@ -199,6 +280,34 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                 "sandbox if it looks wrong."))))
         else:
             await self.send_json(reply)
+
+    async def share(self, content: dict[str, Any]) -> None:
+        """``{"type": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
+        new runs limited per visitor and per address) and reply its ``share_id``. The run
+        comes from the sandbox's owner as an export; the database work happens here."""
+        try:
+            validate_command({"share": COMMON_COMMANDS["share"]}, content)
+        except CommandError as exc:
+            await self.refuse(exc)
+            return
+        try:
+            reply = await get_router().command(self.sandbox_id, {"type": "export"}, self.budget())
+            if len(json.dumps(reply["data"])) > MAX_RUN_BYTES:
+                raise CommandError("quota", self.tr(_("This run is too long to share; step back or reset first.")),
+                                   command="share")
+            shared = await database_sync_to_async(store_run)(str(reply["data"].get("lesson", "")), reply["data"],
+                                                            self.visitor(), client_address(self.scope))
+        except CommandError as exc:
+            exc.command = "share"
+            await self.send_error(exc)
+            return
+        except ShareLimitReached as exc:
+            await self.send_error(CommandError("quota", self.tr(_(
+                "You have shared %(limit)d new runs today, the most one visitor or network may; links you made "
+                "still work. Export the run as a file instead."), limit=exc.limit), command="share"))
+            return
+        await self.send_json({"type": "ack", "command": "share", "text": self.tr(_("Share link created.")),
+                              "share_id": shared.pk})
 
     async def refuse(self, exc: CommandError) -> None:
         """An invalid message: tell the sender, unless it keeps sending them (rate-limited:

@@ -20,6 +20,7 @@ serialises each frame once and every watcher, in any process, gets the same text
 """
 from __future__ import annotations
 
+import secrets
 from collections import deque
 from typing import Any, Callable
 
@@ -133,8 +134,13 @@ class FrameBuilder:
     Not thread-safe by itself: the runtime calls it under the sandbox's lock."""
 
     def __init__(self, kind: str, max_events: int = 200, step_mode: bool = False, full_every: int = 20,
-                 lang: str = "en") -> None:
+                 lang: str = "en", gen: str | None = None) -> None:
         self.kind = kind
+        # The generation: which build of this sandbox numbers these frames. A sandbox rebuilt
+        # elsewhere (its owner process died, docs/web.md "Failover") counts frame_seq from 1
+        # again under a new generation; a page that sees a new one takes its whole state
+        # instead of dropping frames numbered below the last it saw.
+        self.gen = gen or secrets.token_hex(4)
         self.lang = lang
         self.max_events = max_events
         self.step_mode = step_mode
@@ -212,7 +218,7 @@ class FrameBuilder:
         The next frame to the group is whole too, so the newcomer can apply what follows."""
         self._force_full = True
         events = [event_dict(env, self.lang) for env in history[-self.max_events:]]
-        return {"type": "frame", "kind": self.kind, "frame_seq": self.frame_seq,
+        return {"type": "frame", "kind": self.kind, "gen": self.gen, "frame_seq": self.frame_seq,
                 "mode": "step" if self.step_mode else "live", "reset": False, "snapshot": True,
                 "events": events, "skipped": 0, "full": True, "state": state}
 
@@ -223,6 +229,7 @@ class FrameBuilder:
         frame: dict[str, Any] = {
             "type": "frame",
             "kind": self.kind,
+            "gen": self.gen,
             "frame_seq": self.frame_seq,
             "mode": mode,
             "reset": self._reset,

@@ -31,13 +31,21 @@ def share_cutoff():
 
 
 class SharedRun(models.Model):
+    """One stored run. ``digest`` (SHA-256 of the run's canonical JSON) makes identical runs
+    one row: sharing the same run again returns the same link (``kafkaviz/live/shares.py``).
+    ``visitor`` and ``address`` are keyed hashes (never the raw values) of who stored it,
+    so shares per visitor and per address can be limited; empty for runs stored before."""
     id = models.CharField(primary_key=True, max_length=8, default=new_share_id, editable=False)
     lesson = models.CharField(max_length=64)
     payload = models.JSONField()
     created = models.DateTimeField(auto_now_add=True)
+    digest = models.CharField(max_length=64, unique=True, null=True, blank=True, editable=False)
+    visitor = models.CharField(max_length=16, blank=True, default="", editable=False)
+    address = models.CharField(max_length=16, blank=True, default="", editable=False)
 
     class Meta:
-        indexes = [models.Index(fields=["created"])]
+        indexes = [models.Index(fields=["created"]), models.Index(fields=["visitor", "created"]),
+                   models.Index(fields=["address", "created"])]
 
     @property
     def expired(self) -> bool:

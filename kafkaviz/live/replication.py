@@ -2,11 +2,12 @@
 (``engine/cluster/scenarios.py``) step by step, with rewind.
 
 The kind owns one :class:`engine.cluster.run.Run` (seed + config + command log + a
-snapshot after every step). The scenario's commands are the run's *future*, so the
-stepping controls map onto the run one to one: step = ``Run.redo()``, back/seek =
-``Run.seek(k)`` (the snapshot taken after step k is restored, engine state and
-files), a learner's own command = ``Run.apply()`` (added at the current step; the
-rest of the scenario is dropped).
+snapshot after every command). The scenario's commands are the run's *future*; a
+lesson step is one command, or a few when a command shows nothing until the clock moves
+(see ``script_ends``): step = ``Run.redo()`` up to the step's last command, back/seek =
+``Run.seek(k)`` (the snapshot taken after command k is restored, engine state and
+files), a learner's own command = ``Run.apply()`` (added at the current step as a step
+of its own; the rest of the scenario is dropped).
 
 **One command vocabulary.** The learner's commands are the engine's own
 (``engine/cluster/commands.py``): their fields, types and bounds are generated from
@@ -140,6 +141,20 @@ def _config_fields(scenario: dict) -> tuple[Field, ...]:
             Field("broker", "int", "Broker", default=None, min=0, max=99))
 
 
+# Commands that show nothing until the clock moves: a produce is only sent when time
+# passes; a group configuration, a paused or a slowed follower show on the next fetch or
+# heartbeat. In a scenario each emits no event of its own, so a lesson step never stops
+# after one: it runs on through the next command (a step that changes nothing would only
+# make the learner press Step twice). The commands and their order are the scenario's, so
+# the event stream is the same, byte for byte.
+JOINS_NEXT = frozenset({"produce", "configure_groups", "pause_follower", "slow_follower"})
+
+
+def script_ends(script: list[dict[str, Any]]) -> list[int]:
+    """The run positions at which the steps of ``script`` end (1-based, increasing)."""
+    return [i + 1 for i, c in enumerate(script) if c.get("cmd") not in JOINS_NEXT or i == len(script) - 1]
+
+
 class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
 
@@ -186,6 +201,7 @@ class ReplicationSandbox(SandboxKind):
                   str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2, os_fsync=False)
         run.queue(self.script)
         self.run = run
+        self.ends = script_ends(self.script)
         self.step_seqs = [run.cluster.events.seq]
         self._sync_events(forward_history=True)
 
@@ -212,13 +228,29 @@ class ReplicationSandbox(SandboxKind):
         self.run = None
         self._subscribed = None
 
+    def _ends_of_log(self) -> list[int]:
+        """Step ends of the run's log: the script's grouping while the log follows the
+        script, then one step per command of the learner's own."""
+        log, script = self.run.log, self.script
+        k = 0
+        while k < min(len(log), len(script)) and log[k] == script[k]:
+            k += 1
+        ends = [e for e in script_ends(script) if e <= k]
+        if k and (not ends or ends[-1] != k):
+            ends.append(k)
+        return ends + list(range(k + 1, len(log) + 1))
+
     @property
     def position(self) -> int:  # type: ignore[override]
-        return self.run.position if self.run is not None else 0
+        """The lesson step the run is at (its commands are ``run.position``)."""
+        if self.run is None or self.run.position == 0:
+            return 0
+        pos = self.run.position
+        return next((i + 1 for i, e in enumerate(self.ends) if e == pos), sum(1 for e in self.ends if e <= pos))
 
     @property
     def total_steps(self) -> int:
-        return len(self.run.log)
+        return len(self.ends)
 
     @position.setter
     def position(self, value: int) -> None:
@@ -265,7 +297,7 @@ class ReplicationSandbox(SandboxKind):
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
         if spec.type in ("load", "shape", "step", "back", "seek", "view_partition"):
             return spec.handler(self, **values)
-        before = self.run.position
+        before = self.position
         self.tracker.own = True
         text = spec.handler(self, **values)
         self._step_done(before, "command")
@@ -281,6 +313,7 @@ class ReplicationSandbox(SandboxKind):
         if name == "consumer_join":
             cmd = self._join_like_the_group(cmd)
         self.run.apply(cmd)
+        self.ends = self._ends_of_log()
         self._sync_events()
         return narration.command_label(cmd, self.lang)
 
@@ -300,23 +333,24 @@ class ReplicationSandbox(SandboxKind):
         return cmd
 
     def _step_done(self, from_step: int, how: str) -> None:
-        del self.step_seqs[self.run.position:]
+        del self.step_seqs[self.position:]
         self.step_seqs.append(self.run.cluster.events.seq)
         self._moved(from_step, how)
 
     def step(self) -> str:
         run = self.run
-        if run.position >= len(run.log):
+        before = self.position
+        if before >= self.total_steps:
             raise CommandError("invalid", _("There is no next step: this run is at its end. Step back, or load "
                                             "the scenario again."), command="step")
-        before = run.position
-        run.redo()
-        self._sync_events()
+        while run.position < self.ends[before]:
+            run.redo()
+            self._sync_events()
         self._step_done(before, "step")
-        return _("Step %(n)s of %(total)s done.") % {"n": run.position, "total": len(run.log)}
+        return _("Step %(n)s of %(total)s done.") % {"n": self.position, "total": self.total_steps}
 
     def goto(self, step: int) -> None:
-        self.run.seek(step)
+        self.run.seek(self.ends[step - 1] if step else 0)
         self._sync_events()
         del self.step_seqs[step + 1:]
 
@@ -358,7 +392,8 @@ class ReplicationSandbox(SandboxKind):
                     "n": i + 1, "cmd": cmd.get("cmd")}, command="import")
         # Build the new run beside the current one, muted; keep the current one until the
         # new one has replayed, so a refused file leaves the learner's run untouched.
-        keep = ("run", "run_id", "scenario_def", "truncation", "script", "step_seqs", "_subscribed", "events", "custom_shape")
+        keep = ("run", "run_id", "scenario_def", "truncation", "script", "ends", "step_seqs", "_subscribed", "events",
+                "custom_shape")
         saved = {name: getattr(self, name) for name in keep}
         self.run = None
         self._muted = True
@@ -366,6 +401,7 @@ class ReplicationSandbox(SandboxKind):
             self.custom_shape = shape
             self._start(target, choice["truncation"])
             self.run.queue(log)          # the engine parses every command here
+            self.ends = self._ends_of_log()
             while self.run.position < step:
                 self.step()              # ... and checks each against the cluster as it runs
         except Exception:
@@ -387,11 +423,21 @@ class ReplicationSandbox(SandboxKind):
 
     # ---- state ---------------------------------------------------------------------
     def _on_script(self, upto: int) -> bool:
+        """Whether the first ``upto`` commands of the run are the script's."""
         return upto <= len(self.script) and self.run.log[:upto] == self.script[:upto]
+
+    def _step_on_script(self, n: int) -> bool:
+        """Whether step ``n`` is the lesson's own: the script's commands, ending where a
+        script step ends (a learner's produce that happens to match the script is a step of
+        its own, not the lesson's produce-and-advance)."""
+        if not 1 <= n <= len(self.ends):
+            return False
+        end = self.ends[n - 1]
+        return self._on_script(end) and end in script_ends(self.script)
 
     def prediction_of(self, n: int) -> tuple[str, Any] | None:
         """A prediction is keyed like a note: ``<scenario>:<step>[:<rule>]``, on script only."""
-        if not 1 <= n <= len(self.run.log) or not self._on_script(n):
+        if not self._step_on_script(n):
             return None
         name, preds = self.scenario_def.name, self.lesson.predictions
         p = preds.get(f"{name}:{n}:{self.truncation}") or preds.get(f"{name}:{n}")
@@ -399,19 +445,32 @@ class ReplicationSandbox(SandboxKind):
 
     def run_state(self) -> dict[str, Any]:
         run = self.run
-        notes = self.lesson.notes
-        name = self.scenario_def.name
-        steps = [{"n": i + 1, "label": narration.command_label(c, self.lang),
-                  "say": (notes.get(f"{name}:{i + 1}:{self.truncation}") or notes.get(f"{name}:{i + 1}", ""))
-                  if self._on_script(i + 1) else "",
-                  "scripted": self._on_script(i + 1)} for i, c in enumerate(run.log)]
-        return {"step": run.position, "total": len(run.log), "steps": steps,
+        steps, start = [], 0
+        for i, end in enumerate(self.ends):
+            scripted = self._step_on_script(i + 1)
+            steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
+                                                          for c in run.log[start:end]),
+                          "say": self._note(i + 1) if scripted else "",
+                          "scripted": scripted})
+            start = end
+        return {"step": self.position, "total": self.total_steps, "steps": steps,
                 "on_script": self._on_script(len(run.log)) and len(run.log) == len(self.script),
                 "step_seqs": list(self.step_seqs), "last_seq": run.cluster.events.seq,
                 "happened": narration.summarize(self.step_events(), self.lang) if run.position else []}
 
+    def _note(self, n: int) -> str:
+        """What step ``n`` of the scenario shows: the lesson's note, else the note of the
+        course lesson that teaches this scenario (the sandbox plays the lessons' scenarios
+        and says the same), in the page's language."""
+        name, rule = self.scenario_def.name, self.truncation
+        for notes in (self.lesson.notes, _course_notes(name, self.lang)):
+            say = notes.get(f"{name}:{n}:{rule}") or notes.get(f"{name}:{n}")
+            if say:
+                return say
+        return ""
+
     def step_events(self) -> list[dict[str, Any]]:
-        pos = self.run.position
+        pos = self.position
         if pos == 0 or len(self.step_seqs) <= pos:
             return []
         lo, hi = self.step_seqs[pos - 1], self.step_seqs[pos]
@@ -453,7 +512,7 @@ class ReplicationSandbox(SandboxKind):
                 "topic": topic, "partition": pnum, "replicas": list(pmeta["replicas"]),
                 "leader": part["leader"], "leader_epoch": part["leader_epoch"], "isr": part["isr"],
                 "high_watermark": part["high_watermark"], "diverged": part["diverged"]},
-            "lanes": [] if part is None else _lanes(part, pmeta),
+            "lanes": [] if part is None else _lanes(part, pmeta, {b["id"] for b in brokers if b["alive"]}),
             "consumer": consumer_view(cluster.events, topic, pnum) if part is not None else None,
             "acknowledged": [] if part is None else part["acknowledged"],
             "verdict": _verdict(part, summary["findings"], self.lang),
@@ -485,6 +544,17 @@ class ReplicationSandbox(SandboxKind):
         self._close_run()
 
 
+def _course_notes(scenario: str, lang: str) -> dict[str, str]:
+    """The notes of the first course lesson whose scenarios include ``scenario``."""
+    from kafkaviz.lessons.catalogue import LESSONS
+
+    for lesson in LESSONS:
+        content = lesson.content(lang)
+        if content is not None and scenario in (content.scenario.get("choices") or ()):
+            return content.notes
+    return {}
+
+
 def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, Any]:
     """The one judgement of the diagram's partition, right now: which acknowledged
     records a reader can no longer get, whether replicas diverged, and whether there is
@@ -501,14 +571,19 @@ def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, An
             "findings": [narration.finding_text(f, lang) for f in findings]}
 
 
-def _lanes(part: dict[str, Any], pmeta: dict[str, Any]) -> list[dict[str, Any]]:
-    """One lane per assigned replica: its log as the engine's files hold it."""
+def _lanes(part: dict[str, Any], pmeta: dict[str, Any], up: set[int]) -> list[dict[str, Any]]:
+    """One lane per assigned replica: its log as the engine's files hold it. A replica the
+    summary shows without a log is either on a broker that is down or on one that is up
+    but has not yet learned the partition from the controller (the step that creates the
+    topic): ``pending`` tells the two apart, so a live broker is never drawn as down."""
     replica_states = pmeta["replica_states"]
     acked = {(a["offset"], a["digest"]) for a in part["acknowledged"]}
     lanes = []
     for r in part["replicas"]:
         b = r["broker"]
         lane: dict[str, Any] = {"broker": b, "alive": r["alive"]}
+        if not r["alive"] and b in up:
+            lane["pending"] = True
         if r["alive"]:
             rs = replica_states.get(str(b)) or {}
             lane.update({

@@ -34,22 +34,26 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import uuid
 from collections import Counter
 from typing import Any
 
-from .runtime import Runtime, get_runtime
+from .runtime import READ_ONLY_COMMANDS, Runtime, get_runtime
 from .validation import CommandError
 
 log = logging.getLogger("kafkaviz.router")
 
 __all__ = ["LocalRouter", "RedisRouter", "get_router", "set_router", "OWNER_KEY", "RUN_KEY", "SOCKETS_KEY",
-           "SANDBOXES_KEY"]
+           "SANDBOXES_KEY", "PLACE_KEY"]
 
 OWNER_KEY = "kafkaviz:owner:{}"
 RUN_KEY = "kafkaviz:run:{}"
 SOCKETS_KEY = "kafkaviz:sockets:{}"        # per client address: the lesson sockets open in any process
 SANDBOXES_KEY = "kafkaviz:sandboxes:{}"    # per client address: the sandboxes it created, in any process
+PLACE_KEY = "kafkaviz:place:{}"            # other capped places (a room member's sockets), in any process
+ALIVE_KEY = "kafkaviz:alive:{}"            # per process (its channel): set every second by a thread of its own
+ALIVE_TTL_S = 3              # a process whose alive key lapsed is gone (killed): its sandboxes are taken over at once
 OWNER_TTL_S = 15             # an owner that stops refreshing loses its sandboxes this long after
 REFRESH_EVERY_S = 5
 FORWARD_TIMEOUT_S = 3.0      # a forwarded request unanswered this long: the owner is taken for dead
@@ -76,6 +80,16 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 redis.call('EXPIRE', KEYS[1], ttl)
 return 1
 """
+# Live places of each set in KEYS, expired ones dropped first (one call for a whole roster).
+_COUNT_PLACES = """
+local now = tonumber(redis.call('TIME')[1])
+local out = {}
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  out[i] = redis.call('ZCARD', KEYS[i])
+end
+return out
+"""
 # Push the expiry of places this process still holds (ARGV: ttl, then the members).
 _KEEP_PLACES = """
 local expiry = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[1])
@@ -90,33 +104,89 @@ class LocalRouter:
 
     def __init__(self, runtime: Runtime | None = None) -> None:
         self._runtime = runtime
+        self.places: dict[str, dict[str, float]] = {}        # key → holder → expiry (this process's clock)
 
     @property
     def runtime(self) -> Runtime:
         return self._runtime or get_runtime()
 
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "") -> dict[str, Any]:
-        return await self.runtime.attach(sandbox_id, slug, lang, address, room)
+                     room: str = "", holder: str | None = None) -> dict[str, Any]:
+        return await self.runtime.attach(sandbox_id, slug, lang, address, room, holder)
 
-    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
-        return await self.runtime.command(sandbox_id, message)
+    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
+        """``budget``: a room member's own budget (``Runtime.command``); "" spends the sandbox's."""
+        return await self.runtime.command(sandbox_id, message, budget)
 
-    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
-        return await self.runtime.snapshot(sandbox_id)
+    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
+        return await self.runtime.snapshot(sandbox_id, budget)
 
-    async def detach(self, sandbox_id: str) -> None:
-        await self.runtime.detach(sandbox_id)
+    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
+        await self.runtime.detach(sandbox_id, holder)
 
     async def discard(self, sandbox_id: str) -> None:
         await asyncio.to_thread(self.runtime.discard, sandbox_id)
 
-    async def open_connection(self, address: str) -> bool:
-        """Count a new lesson socket from ``address``; False if the address has the most allowed."""
-        return self.runtime.open_connection(address)
+    async def reclaim_idle(self, sandbox_ids: list[str]) -> int:
+        """Reclaim those of ``sandbox_ids`` no socket watches (a session's other lessons,
+        when it needs a sandbox and its address is at its quota); how many were reclaimed."""
+        done = 0
+        for sid in sandbox_ids:
+            done += bool(await asyncio.to_thread(self.runtime.discard_idle, sid))
+        return done
 
-    async def close_connection(self, address: str) -> None:
-        self.runtime.close_connection(address)
+    async def open_connection(self, address: str, holder: str | None = None) -> bool:
+        """Count a new lesson socket from ``address``; False if the address has the most allowed."""
+        return self.runtime.open_connection(address, holder)
+
+    async def close_connection(self, address: str, holder: str | None = None) -> None:
+        self.runtime.close_connection(address, holder)
+
+    # ---- leases (kafkaviz/live/leases.py) ---------------------------------------------
+    async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
+                   places: dict[str, list[str]]) -> None:
+        """The heartbeat: these sockets of this process are alive; renew what they hold."""
+        for sid, holders in watchers.items():
+            self.runtime.renew(sid, holders, add=False)     # one process: a lease given back stays so
+        for address, holders in addresses.items():
+            self.runtime.renew_connections(address, holders)
+        now, ttl = self._clock(), self.runtime.lease_s
+        for key, holders in places.items():
+            held = self.places.get(key)
+            for holder in holders:
+                if held is not None and holder in held:
+                    held[holder] = now + ttl
+
+    def _clock(self) -> float:
+        return self.runtime.now()
+
+    def _live_places(self, key: str) -> dict[str, float]:
+        held = self.places.get(key, {})
+        now = self._clock()
+        for holder in [h for h, expiry in held.items() if expiry <= now]:
+            del held[holder]
+        if not held:
+            self.places.pop(key, None)
+        return held
+
+    async def take_place(self, key: str, holder: str, cap: int) -> bool:
+        """A place under ``key`` (e.g. a room member's sockets), at most ``cap`` held at once;
+        a lease the heartbeat renews while its socket lives. False when full."""
+        held = self._live_places(key)
+        if holder not in held and cap and len(held) >= cap:
+            return False
+        self.places.setdefault(key, held)[holder] = self._clock() + self.runtime.lease_s
+        return True
+
+    async def drop_place(self, key: str, holder: str) -> None:
+        held = self.places.get(key)
+        if held is not None:
+            held.pop(holder, None)
+            if not held:
+                del self.places[key]
+
+    async def count_places(self, keys: list[str]) -> list[int]:
+        return [len(self._live_places(key)) for key in keys]
 
 
 class RedisRouter(LocalRouter):
@@ -124,23 +194,29 @@ class RedisRouter(LocalRouter):
 
     def __init__(self, layer: Any, redis_url: str, runtime: Runtime | None = None, *,
                  forward_timeout_s: float = FORWARD_TIMEOUT_S, owner_ttl_s: int = OWNER_TTL_S,
-                 refresh_every_s: float = REFRESH_EVERY_S) -> None:
+                 refresh_every_s: float = REFRESH_EVERY_S, alive_ttl_s: int = ALIVE_TTL_S) -> None:
         super().__init__(runtime)
         import redis.asyncio as aioredis
 
         self.layer = layer
+        self.redis_url = redis_url
         self.redis = aioredis.from_url(redis_url)
+        self.alive_ttl_s = alive_ttl_s
+        self._alive_stop = threading.Event()
         self.forward_timeout_s = forward_timeout_s
         self.owner_ttl_s = owner_ttl_s
         self.refresh_every_s = refresh_every_s
         self.channel: str | None = None
         self.owned: dict[str, float] = {}                     # sandbox → when this process claimed it
         self.watching: Counter[str] = Counter()               # sockets of this process per sandbox
+        self.holders: dict[str, set[str]] = {}                # sandbox → this process's sockets on it
+        self.places_held: dict[str, set[str]] = {}            # place key → this process's holders
         self.meta: dict[str, tuple[str, str, str]] = {}       # sandbox → (slug, lang, address) of a watcher here
         self.pending: dict[str, asyncio.Future] = {}
         self.sockets: dict[str, list[str]] = {}               # address → this process's places in its socket quota
         self.sandbox_address: dict[str, str] = {}             # owned sandbox → the address whose quota it counts in
         self._socket_seq = 0
+        self._adopting: dict[str, asyncio.Lock] = {}          # sandbox → held while it is being rebuilt here
         self._tasks: list[asyncio.Task] = []
         self._start_lock = asyncio.Lock()
         self._stopped = False
@@ -149,14 +225,43 @@ class RedisRouter(LocalRouter):
     async def start(self) -> str:
         async with self._start_lock:
             if self.channel is None:
-                self.channel = await self.layer.new_channel()
+                channel = await self.layer.new_channel()
+                # Alive before anyone can see this channel as an owner; then a thread keeps it so
+                # (a thread, not the event loop: a busy loop is slow, not dead).
+                await self.redis.set(ALIVE_KEY.format(channel), 1, ex=self.alive_ttl_s)
+                threading.Thread(target=self._keep_alive, args=(channel,), name="kafkaviz-alive",
+                                 daemon=True).start()
+                self.channel = channel
                 self._tasks = [asyncio.ensure_future(self._receive_forever()),
                                asyncio.ensure_future(self._refresh_forever())]
             return self.channel
 
+    def _keep_alive(self, channel: str) -> None:
+        """This process is alive: its key is set every third of ``alive_ttl_s`` until it stops.
+        A process killed with ``kill -9`` stops setting it, and the others take over its
+        sandboxes within ``alive_ttl_s`` instead of waiting for its owner keys to go stale."""
+        import redis
+
+        client = redis.Redis.from_url(self.redis_url)
+        key = ALIVE_KEY.format(channel)
+        try:
+            while not self._alive_stop.is_set():
+                try:
+                    client.set(key, 1, ex=self.alive_ttl_s)
+                except Exception:  # noqa: BLE001 - retried; a long outage looks like a dead process
+                    log.warning("keeping this process's alive key failed", exc_info=True)
+                self._alive_stop.wait(self.alive_ttl_s / 3)
+        finally:
+            client.close()
+
+    async def _gone(self, owner: str) -> bool:
+        """The owner's process is gone: its alive key has lapsed."""
+        return not await self.redis.exists(ALIVE_KEY.format(owner))
+
     async def stop(self) -> None:
         """Stop answering and refreshing (shutdown; tests use it to play a dead process)."""
         self._stopped = True
+        self._alive_stop.set()
         for task in self._tasks:
             task.cancel()
         self._tasks = []
@@ -220,27 +325,78 @@ class RedisRouter(LocalRouter):
             if members:
                 await self.redis.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *members)
 
+    # ---- leases (kafkaviz/live/leases.py) ---------------------------------------------
+    async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
+                   places: dict[str, list[str]]) -> None:
+        """The heartbeat: these sockets are alive. Their places in Redis get a new expiry;
+        their watcher leases are renewed wherever the sandbox's engine is (an owner that
+        died is taken over: live watchers need their sandbox)."""
+        if addresses or places:
+            async with self.redis.pipeline(transaction=False) as pipe:     # one round trip per beat
+                for address, holders in addresses.items():
+                    pipe.eval(_KEEP_PLACES, 1, SOCKETS_KEY.format(address), self.owner_ttl_s, *holders)
+                for key, holders in places.items():
+                    pipe.eval(_KEEP_PLACES, 1, PLACE_KEY.format(key), self.owner_ttl_s, *holders)
+                await pipe.execute()
+
+        async def renew(sid: str, holders: list[str]) -> None:
+            try:
+                await self._call("renew", sid, {"holders": holders})
+            except CommandError:
+                pass                                        # reclaimed, or busy: the next beat tries again
+        await asyncio.gather(*(renew(sid, holders) for sid, holders in watchers.items()))
+
+    async def take_place(self, key: str, holder: str, cap: int) -> bool:
+        await self.start()
+        if not await self._take_place(PLACE_KEY.format(key), holder, cap or 1_000_000):
+            return False
+        self.places_held.setdefault(key, set()).add(holder)
+        return True
+
+    async def drop_place(self, key: str, holder: str) -> None:
+        held = self.places_held.get(key)
+        if held is not None:
+            held.discard(holder)
+            if not held:
+                del self.places_held[key]
+        try:
+            await self.redis.zrem(PLACE_KEY.format(key), holder)
+        except Exception:  # noqa: BLE001 - the place lapses on its own when no longer renewed
+            log.exception("releasing a place failed")
+
+    async def count_places(self, keys: list[str]) -> list[int]:
+        if not keys:
+            return []
+        counts = await self.redis.eval(_COUNT_PLACES, len(keys), *(PLACE_KEY.format(key) for key in keys))
+        return [int(n) for n in counts]
+
     # ---- per-address quotas, shared by all processes ----------------------------------
     async def _take_place(self, key: str, member: str, cap: int) -> bool:
         return bool(await self.redis.eval(_TAKE_PLACE, 1, key, member, cap, self.owner_ttl_s))
 
-    async def open_connection(self, address: str) -> bool:
+    async def open_connection(self, address: str, holder: str | None = None) -> bool:
         cap = int(self.runtime.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0) or 0)
         if not cap or not address:
             return True
         channel = await self.start()
         self._socket_seq += 1
-        member = f"{channel}/{self._socket_seq}"
+        member = holder or f"{channel}/{self._socket_seq}"
         if not await self._take_place(SOCKETS_KEY.format(address), member, cap):
             return False
         self.sockets.setdefault(address, []).append(member)
         return True
 
-    async def close_connection(self, address: str) -> None:
+    async def close_connection(self, address: str, holder: str | None = None) -> None:
         members = self.sockets.get(address)
         if not members:
             return
-        member = members.pop()
+        if holder is None:
+            member = members.pop()
+        elif holder in members:
+            members.remove(holder)
+            member = holder
+        else:
+            return
         if not members:
             del self.sockets[address]
         try:
@@ -280,11 +436,13 @@ class RedisRouter(LocalRouter):
 
     async def _local(self, op: str, sid: str, args: dict[str, Any]) -> Any:
         rt = self.runtime
+        await self._settled(sid)
         if op == "attach":
             placed = await self._sandbox_place(sid, str(args.get("address", "")))
             try:
                 result = await rt.attach(sid, str(args.get("slug")), str(args.get("lang", "en")),
-                                         str(args.get("address", "")), str(args.get("room", "")))
+                                         str(args.get("address", "")), str(args.get("room", "")),
+                                         args.get("holder") or None)
             except BaseException:
                 if placed:
                     self.sandbox_address.pop(sid, None)
@@ -292,6 +450,24 @@ class RedisRouter(LocalRouter):
                 raise
             await self._claimed(sid)
             return result
+        if op == "discard_idle":
+            if not await asyncio.to_thread(rt.discard_idle, sid):
+                return False
+            # Its place in the address's quota and its owner key go now, not at the next
+            # refresh: the session is waiting for that place.
+            await self.redis.eval(_RELEASE, 1, OWNER_KEY.format(sid), self.channel)
+            self.owned.pop(sid, None)
+            address = self.sandbox_address.pop(sid, "")
+            if address:
+                await self.redis.zrem(SANDBOXES_KEY.format(address), sid)
+            return True
+        if op == "renew":
+            if sid not in rt.sandboxes and not await self.redis.exists(RUN_KEY.format(sid)):
+                return -1                                   # reclaimed: nothing to bring back
+            if sid not in rt.sandboxes:
+                await self._adopt(sid)
+            holders = [str(h) for h in (args.get("holders") or [])][:1000]
+            return rt.renew(sid, holders)
         if sid not in rt.sandboxes and op != "discard":
             # Reclaimed here while sockets in other processes still watched it (they are not
             # counted in this runtime): the saved run brings it back.
@@ -299,18 +475,23 @@ class RedisRouter(LocalRouter):
         if sid not in rt.sandboxes:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
         if op == "command":
-            result = await rt.command(sid, args.get("message"))
-            await self._save(sid)
-            return result
+            return await self._command_here(sid, args)
         if op == "snapshot":
-            return await rt.snapshot(sid)
+            return await rt.snapshot(sid, str(args.get("budget") or ""))
         if op == "detach":
-            await rt.detach(sid)
+            await rt.detach(sid, args.get("holder") or None)
             return None
         if op == "discard":
             await asyncio.to_thread(rt.discard, sid)
             return None
         raise CommandError("invalid", f"unknown runtime request {op[:20]!r}")
+
+    async def _command_here(self, sid: str, args: dict[str, Any]) -> Any:
+        message = args.get("message")
+        result = await self.runtime.command(sid, message, str(args.get("budget") or ""))
+        if not (isinstance(message, dict) and message.get("type") in READ_ONLY_COMMANDS):
+            await self._save(sid)           # a read-only command changed nothing worth keeping again
+        return result
 
     def _own(self, sid: str) -> None:
         self.owned.setdefault(sid, asyncio.get_running_loop().time())
@@ -342,9 +523,27 @@ class RedisRouter(LocalRouter):
             return await self._owner(sid)
         return owner.decode()
 
+    async def _settled(self, sid: str) -> None:
+        """Wait for a rebuild of ``sid`` in progress here (a takeover by another request or
+        by the lease heartbeat): nothing runs on a sandbox before its run is restored."""
+        lock = self._adopting.get(sid)
+        if lock is not None and lock.locked():
+            async with lock:
+                pass
+
     async def _adopt(self, sid: str) -> None:
         """This process just became the owner: rebuild the sandbox from the last saved run
-        (if any: a sandbox nobody owned before starts fresh at the first attach)."""
+        (if any: a sandbox nobody owned before starts fresh at the first attach). One
+        rebuild at a time per sandbox; other requests wait for it (``_settled``)."""
+        lock = self._adopting.setdefault(sid, asyncio.Lock())
+        try:
+            async with lock:
+                await self._adopt_now(sid)
+        finally:
+            if not lock.locked() and self._adopting.get(sid) is lock:
+                del self._adopting[sid]
+
+    async def _adopt_now(self, sid: str) -> None:
         self._own(sid)
         if self.runtime.has(sid):
             return
@@ -359,11 +558,16 @@ class RedisRouter(LocalRouter):
         # A new sandbox takes a place in its address's quota; one rebuilt after a takeover
         # keeps the place it had (the same member).
         await self._sandbox_place(sid, address)
-        # Attach once per socket this process has on it, so the new owner sees its watchers.
-        for _ in range(max(1, self.watching[sid])):
+        # Attach once per socket this process has on it, so the new owner sees its watchers
+        # (the other processes' watchers come back with their next lease renewal).
+        holders = sorted(self.holders.get(sid, ()))
+        for holder in holders:
+            await self.runtime.attach(sid, slug, lang, address, holder=holder)
+        for _ in range(max(0, self.watching[sid] - len(holders))):
             await self.runtime.attach(sid, slug, lang, address)
-        if self.watching[sid] == 0:
-            await self.runtime.detach(sid)
+        if not self.runtime.has(sid):                       # nobody here watches it: build, unwatched
+            await self.runtime.attach(sid, slug, lang, address, holder="adopt")
+            await self.runtime.detach(sid, "adopt")
         if info.get("data") is not None:
             try:
                 await self.runtime.restore(sid, info["data"])
@@ -376,11 +580,16 @@ class RedisRouter(LocalRouter):
         for _attempt in range(3):
             owner = await self._owner(sid)
             if owner == self.channel:
+                await self._settled(sid)
                 if op == "command":
-                    result = await self.runtime.command(sid, args.get("message"))
-                    await self._save(sid)
-                    return result
+                    return await self._command_here(sid, args)
                 return await self._local(op, sid, args)
+            if await self._gone(owner):
+                # Killed (no alive key): no need to wait for a reply that cannot come.
+                log.warning("owner process is gone; taking over", extra={"event": "owner_dead", "sandbox": sid[:8]})
+                if await self.redis.eval(_TAKEOVER, 1, OWNER_KEY.format(sid), owner, self.channel, self.owner_ttl_s):
+                    await self._adopt(sid)
+                continue
             request_id = uuid.uuid4().hex
             future: asyncio.Future = asyncio.get_running_loop().create_future()
             self.pending[request_id] = future
@@ -393,7 +602,7 @@ class RedisRouter(LocalRouter):
                 # run the sandbox twice. One that stopped refreshing is dead: take over (if it
                 # is still the one we asked).
                 ttl = await self.redis.ttl(OWNER_KEY.format(sid))
-                if ttl > self.owner_ttl_s - 1.5 * self.refresh_every_s:
+                if ttl > self.owner_ttl_s - 1.5 * self.refresh_every_s and not await self._gone(owner):
                     raise CommandError("busy", "The server that runs this sandbox is slow to answer; "
                                        "try again in a moment.") from None
                 log.warning("owner did not answer; taking over", extra={"event": "owner_dead", "sandbox": sid[:8]})
@@ -410,32 +619,39 @@ class RedisRouter(LocalRouter):
         raise CommandError("busy", "The server that runs this sandbox is not answering; try again shortly.")
 
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "") -> dict[str, Any]:
+                     room: str = "", holder: str | None = None) -> dict[str, Any]:
         self.meta[sandbox_id] = (slug, lang, address)
         try:
             result = await self._call("attach", sandbox_id, {"slug": slug, "lang": lang, "address": address,
-                                                            "room": room})
+                                                            "room": room, "holder": holder})
         except BaseException:
             if not self.watching[sandbox_id]:
                 self.watching.pop(sandbox_id, None)
                 self.meta.pop(sandbox_id, None)
             raise
         self.watching[sandbox_id] += 1
+        if holder:
+            self.holders.setdefault(sandbox_id, set()).add(holder)
         return result
 
-    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
-        return await self._call("command", sandbox_id, {"message": message})
+    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
+        return await self._call("command", sandbox_id, {"message": message, "budget": budget})
 
-    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
-        return await self._call("snapshot", sandbox_id, {})
+    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
+        return await self._call("snapshot", sandbox_id, {"budget": budget})
 
-    async def detach(self, sandbox_id: str) -> None:
+    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
         self.watching[sandbox_id] -= 1
+        if holder and sandbox_id in self.holders:
+            self.holders[sandbox_id].discard(holder)
+            if not self.holders[sandbox_id]:
+                del self.holders[sandbox_id]
         if self.watching[sandbox_id] <= 0:
             del self.watching[sandbox_id]
             self.meta.pop(sandbox_id, None)
+            self.holders.pop(sandbox_id, None)
         try:
-            await self._call("detach", sandbox_id, {})
+            await self._call("detach", sandbox_id, {"holder": holder})
         except CommandError:
             pass                                            # gone already: nothing to detach from
 
@@ -444,6 +660,17 @@ class RedisRouter(LocalRouter):
             await self._call("discard", sandbox_id, {})
         except CommandError:
             pass
+
+    async def reclaim_idle(self, sandbox_ids: list[str]) -> int:
+        done = 0
+        for sid in sandbox_ids:
+            if await self.redis.get(OWNER_KEY.format(sid)) is None:
+                continue                                    # not live anywhere (asking would rebuild it)
+            try:
+                done += bool(await self._call("discard_idle", sid, {}))
+            except CommandError:
+                pass
+        return done
 
 
 def _log_failure(task: asyncio.Future) -> None:

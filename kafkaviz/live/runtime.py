@@ -70,6 +70,9 @@ COMMON_COMMANDS: dict[str, CommandSpec] = {
                                help="Replace the run with a shared one."),
 }
 RUN_FORMAT = "kafkaviz-run"
+# Commands that change nothing: a room member's run without waiting for the sandbox's turn.
+READ_ONLY_COMMANDS = frozenset({"export"})
+MAX_BUDGETS = 2000             # members' budgets kept per sandbox (a room admits a few hundred)
 
 
 def new_sandbox_id() -> str:
@@ -116,14 +119,26 @@ class Sandbox:
     bucket: TokenBucket
     last_active: float
     pacer: FramePacer
-    watchers: int = 0
+    # Who watches: a lease per socket (its holder id → expiry on the runtime's clock), which
+    # the socket's process renews while the socket lives (kafkaviz/live/leases.py). A socket
+    # whose close never ran (killed mid-flood, its process killed) stops renewing, and its
+    # lease lapses: no count depends on a disconnect handler running.
+    leases: dict[str, float] = field(default_factory=dict)
     seed: int = 0
     address: str = ""
     queued: int = 0                     # commands waiting for or holding this sandbox
+    # A room's members spend budgets of their own (``command(..., budget=)``), never the
+    # sandbox's bucket or queue, so a watcher's flood cannot refuse the instructor's commands.
+    budgets: dict[str, TokenBucket] = field(default_factory=dict)
+    budget_queued: Counter = field(default_factory=Counter)
     room: str = ""                      # the join code, when a classroom room drives this sandbox
     lock: threading.Lock = field(default_factory=threading.Lock)
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)   # commands queue here, not in threads
     flush_handle: asyncio.TimerHandle | None = None
+
+    @property
+    def watchers(self) -> int:
+        return len(self.leases)
 
 
 class Runtime:
@@ -140,7 +155,9 @@ class Runtime:
         self.publish = publish
         self.now = now
         self.sandboxes: dict[str, Sandbox] = {}
-        self.connections: Counter[str] = Counter()   # open lesson sockets per client address
+        # Open lesson sockets per client address, as leases (holder → expiry), like watchers.
+        self.connections: dict[str, dict[str, float]] = {}
+        self._anonymous = 0                  # holder ids for callers that name none (tests, tools)
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
         self._building: set[str] = set()     # ids whose engine is being built (not listed yet)
@@ -194,7 +211,48 @@ class Runtime:
     def is_full(self) -> bool:
         return len(self.sandboxes) >= self.settings["MAX_SANDBOXES"]
 
-    def _create(self, sandbox_id: str, slug: str, lang: str, address: str = "") -> Sandbox:
+    @property
+    def lease_s(self) -> float:
+        return float(self.settings.get("LEASE_SECONDS", 20))
+
+    def _holder(self, holder: str | None) -> str:
+        if holder:
+            return holder
+        self._anonymous += 1
+        return f"anon-{self._anonymous}"
+
+    def _expiry(self, holder: str, now: float) -> float:
+        """A socket's lease lapses unless renewed; one taken without a holder (tools and
+        tests that attach and detach by hand) lasts until it is given back."""
+        return float("inf") if holder.startswith("anon-") else now + self.lease_s
+
+    @staticmethod
+    def _lapse(leases: dict[str, float], now: float) -> None:
+        # A copy first (taken atomically): a worker thread may add a watcher meanwhile.
+        for holder, expiry in list(leases.items()):
+            if expiry <= now:
+                leases.pop(holder, None)
+
+    def renew(self, sandbox_id: str, holders: list[str], add: bool = True) -> int:
+        """These sockets (in any process) still watch the sandbox: push their leases (with
+        ``add``, taking one for a holder this runtime does not know: the sandbox was rebuilt
+        here after a takeover). Returns how many watch it now, or -1 if it is not live here."""
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is None:
+            return -1
+        # No create lock here: this runs on the event loop, and a worker thread may hold that
+        # lock for as long as an engine takes to build.
+        now = self.now()
+        expiry = now + self.lease_s
+        for holder in holders:
+            if add or holder in sb.leases:
+                sb.leases[holder] = expiry
+        self._lapse(sb.leases, now)
+        sb.last_active = now
+        return sb.watchers
+
+    def _create(self, sandbox_id: str, slug: str, lang: str, address: str = "",
+                holder: str | None = None) -> Sandbox:
         if not SANDBOX_ID_RE.match(sandbox_id):
             raise CommandError("not_found", "This sandbox id is not one the server issued.")
         lesson = load_content(slug, lang)
@@ -212,8 +270,9 @@ class Runtime:
                         sb.frames.lang = sb.engine.lang = lesson.lang
                         sb.engine.lesson = lesson
                 # Count the watcher under the lock, so a concurrent reap cannot take it.
-                sb.watchers += 1
                 sb.last_active = self.now()
+                holder = self._holder(holder)
+                sb.leases[holder] = self._expiry(holder, sb.last_active)
                 return sb
             if self.is_full():
                 # Reclaim happens in the background (see reap); this visitor is told to come back.
@@ -236,8 +295,8 @@ class Runtime:
             now = self.now()
             sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
-                         last_active=now, pacer=FramePacer(self.interval_s), watchers=1, seed=seed,
-                         address=address)
+                         last_active=now, pacer=FramePacer(self.interval_s), seed=seed, address=address,
+                         leases={(holder := self._holder(holder)): self._expiry(holder, now)})
             self.sandboxes[sandbox_id] = sb
             log.info("sandbox created", extra={"event": "sandbox_created", "sandbox": sandbox_id[:8],
                                                "lesson": slug, "sandboxes": len(self.sandboxes)})
@@ -278,7 +337,8 @@ class Runtime:
             await asyncio.sleep(0)
 
     def _reapable(self, sb: Sandbox, now: float) -> bool:
-        if sb.watchers > 0 or sb.queued > 0:
+        self._lapse(sb.leases, now)     # idle counts from the last renewal (``renew`` sets last_active)
+        if sb.watchers > 0 or sb.queued > 0 or sum(sb.budget_queued.values()) > 0:
             return False
         return now - sb.last_active >= self.settings["IDLE_SECONDS"]
 
@@ -316,35 +376,48 @@ class Runtime:
                                              "sandboxes": len(self.sandboxes)})
 
     async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "") -> dict[str, Any]:
+                     room: str = "", holder: str | None = None) -> dict[str, Any]:
         """A watcher of lesson ``slug`` arrives: create the sandbox if needed (narrated
         in ``lang``); return its snapshot frame. ``room``: the join code, when a classroom
-        room drives this sandbox (counted in ``/healthz``)."""
+        room drives this sandbox (counted in ``/healthz``). ``holder``: the socket's id,
+        whose lease its process renews (``renew``) and ``detach`` gives back."""
         self._ensure_reaper()
-        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address)
+        holder = self._holder(holder)
+        sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address, holder)
         if room:
             sb.room = room
         try:
             return await asyncio.to_thread(self._snapshot, sb)
         except BaseException:
-            sb.watchers = max(0, sb.watchers - 1)
+            sb.leases.pop(holder, None)
             raise
 
     def _snapshot(self, sb: Sandbox) -> dict[str, Any]:
         with sb.lock:
             return sb.frames.snapshot(sb.engine.state(), list(sb.engine.events.envelopes))
 
-    async def snapshot(self, sandbox_id: str) -> dict[str, Any]:
-        """The current whole state for one client that asked again (``sync``)."""
+    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
+        """The current whole state for one client that asked again (``sync``); with a
+        ``budget``, it is spent from that member's (see :meth:`command`)."""
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
+        if budget:
+            self._spend(sb, budget, "sync")
+            sb.budget_queued[budget] += 1
+            try:
+                return await asyncio.to_thread(self._snapshot, sb)
+            finally:
+                sb.budget_queued[budget] -= 1
         return await asyncio.to_thread(self._snapshot, sb)
 
-    async def detach(self, sandbox_id: str) -> None:
+    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
         sb = self.sandboxes.get(sandbox_id)
         if sb is not None:
-            sb.watchers = max(0, sb.watchers - 1)
+            if holder is None:          # callers that never named one: any anonymous lease
+                holder = next((h for h in reversed(sb.leases) if h.startswith("anon-")), None) or \
+                    next(reversed(sb.leases), None)
+            sb.leases.pop(holder, None)
             sb.last_active = self.now()
 
     def discard(self, sandbox_id: str) -> None:
@@ -356,6 +429,23 @@ class Runtime:
             sb.flush_handle.cancel()
         self._close(sb)
 
+    def discard_idle(self, sandbox_id: str) -> bool:
+        """Reclaim the sandbox now if no socket watches it and no command waits for it (its
+        session asks for a new one and its address is at its quota: docs/web.md). True if
+        it was reclaimed."""
+        with self._create_lock:
+            sb = self.sandboxes.get(sandbox_id)
+            if sb is None:
+                return False
+            self._lapse(sb.leases, self.now())
+            if sb.watchers or sb.queued:
+                return False
+            del self.sandboxes[sandbox_id]
+        if sb.flush_handle is not None:
+            sb.flush_handle.cancel()
+        self._close(sb)
+        return True
+
     def close_all(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
@@ -364,31 +454,69 @@ class Runtime:
             self.discard(sid)
 
     # ---- connections (counted per client address by the consumer) -----------
-    def open_connection(self, address: str) -> bool:
-        """Count a new socket from ``address``; False if it already has the most allowed."""
+    def open_connection(self, address: str, holder: str | None = None) -> bool:
+        """Count a new socket from ``address`` (a lease its process renews, see ``renew``);
+        False if it already has the most allowed."""
         cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0)
-        if cap and address and self.connections[address] >= cap:
+        now = self.now()
+        held = self.connections.setdefault(address, {})
+        self._lapse(held, now)
+        if cap and address and len(held) >= cap:
+            if not held:
+                del self.connections[address]
             return False
-        self.connections[address] += 1
+        holder = self._holder(holder)
+        held[holder] = self._expiry(holder, now)
         return True
 
-    def close_connection(self, address: str) -> None:
-        self.connections[address] -= 1
-        if self.connections[address] <= 0:
+    def close_connection(self, address: str, holder: str | None = None) -> None:
+        held = self.connections.get(address)
+        if not held:
+            return
+        if holder is None:
+            holder = next(reversed(held), None)
+        held.pop(holder, None)
+        if not held:
+            del self.connections[address]
+
+    def renew_connections(self, address: str, holders: list[str]) -> None:
+        """These sockets from ``address`` are still open: push their leases."""
+        held = self.connections.get(address)
+        if held is None:
+            return
+        now = self.now()
+        for holder in holders:
+            if holder in held:
+                held[holder] = now + self.lease_s
+        self._lapse(held, now)
+        if not held:
             del self.connections[address]
 
     def health(self) -> dict[str, Any]:
-        """What ``/healthz`` reports for this process."""
+        """What ``/healthz`` reports for this process (lapsed leases not counted)."""
+        now = self.now()
+        for sb in list(self.sandboxes.values()):
+            self._lapse(sb.leases, now)
+        for address in list(self.connections):
+            self._lapse(self.connections[address], now)
+            if not self.connections[address]:
+                del self.connections[address]
         return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
                 "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
-                "connections": sum(self.connections.values()),
+                "connections": sum(len(held) for held in self.connections.values()),
                 "rooms": sum(1 for sb in self.sandboxes.values() if sb.room),
                 "disk_bytes": _tree_bytes(self.data_root)}
 
     # ---- commands ----------------------------------------------------------
-    async def command(self, sandbox_id: str, message: Any) -> dict[str, Any]:
+    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
         """Validate and run one command; publish the frames it caused. Returns the
-        reply for the sender, or raises :class:`CommandError` (sandbox unharmed)."""
+        reply for the sender, or raises :class:`CommandError` (sandbox unharmed).
+
+        ``budget`` names whose budget a room member's command spends (``"member:<id>"``):
+        a rate of its own (``MEMBER_COMMANDS_PER_SECOND`` / ``_BURST``) and at most
+        ``MEMBER_MAX_QUEUED`` of its commands waiting, never the sandbox's bucket or queue,
+        which stay the instructor's. A member's read-only command (``export``) does not
+        queue for the sandbox's turn either: it only takes the lock for the export."""
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
@@ -397,6 +525,18 @@ class Runtime:
         specs = {**COMMON_COMMANDS, **sb.engine.commands}
         with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
             spec, values = validate_command(specs, message)
+        if budget:
+            self._spend(sb, budget, spec.type)
+            sb.budget_queued[budget] += 1
+            try:
+                if spec.type in READ_ONLY_COMMANDS:
+                    text = await asyncio.to_thread(self._run, sb, spec, values)
+                    reply = {"type": "ack", "command": spec.type}
+                    reply.update(text if isinstance(text, dict) else {"text": text})
+                    return reply
+                return await self._execute(sb, spec, values, counted=False)
+            finally:
+                sb.budget_queued[budget] -= 1
         if not sb.bucket.take(now):
             raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
                                f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
@@ -406,8 +546,25 @@ class Runtime:
                                "wait for them to finish and try again.", command=spec.type)
         return await self._execute(sb, spec, values)
 
-    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> dict[str, Any]:
-        sb.queued += 1
+    def _spend(self, sb: Sandbox, budget: str, command: str) -> None:
+        """Take one token from a member's budget, or refuse (the sandbox's own budget untouched)."""
+        bucket = sb.budgets.get(budget)
+        if bucket is None:
+            if len(sb.budgets) >= MAX_BUDGETS:      # members who left long ago: their buckets are full again
+                sb.budgets.clear()
+            bucket = sb.budgets[budget] = TokenBucket(self.settings.get("MEMBER_COMMANDS_PER_SECOND", 5.0),
+                                                      self.settings.get("MEMBER_COMMAND_BURST", 10), self.now())
+        if not bucket.take(self.now()):
+            raise CommandError("rate_limited", "Too many requests from you; wait a moment and try again.",
+                               command=command)
+        if sb.budget_queued[budget] >= self.settings.get("MEMBER_MAX_QUEUED", 2):
+            raise CommandError("rate_limited", "The server is still working on your earlier requests; wait for "
+                               "them to finish and try again.", command=command)
+
+    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
+                       counted: bool = True) -> dict[str, Any]:
+        counted = int(counted)       # a member's command waits in the turn but not in the sandbox's queue
+        sb.queued += counted
         try:
             # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
             # busy sandbox never holds the threads other sandboxes need.
@@ -422,7 +579,7 @@ class Runtime:
                 if failure is not None:
                     raise failure
         finally:
-            sb.queued -= 1
+            sb.queued -= counted
             sb.last_active = self.now()
         reply = {"type": "ack", "command": spec.type}
         reply.update(text if isinstance(text, dict) else {"text": text})
@@ -583,13 +740,16 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
 
     from django.db import connections
 
-    from .models import MAX_RUN_BYTES, SharedRun
+    from .models import MAX_RUN_BYTES
+    from .shares import store_run
 
     data = _export(rt, sb, values)["data"]
     if len(json.dumps(data)) > MAX_RUN_BYTES:
         raise CommandError("quota", "This run is too long to share; step back or reset first.", command="share")
     try:
-        shared = SharedRun.objects.create(lesson=sb.slug, payload=data)
+        # Identical runs are stored once. A socket's share goes through the consumer, which
+        # also applies the limits per visitor and address (LessonConsumer.share).
+        shared = store_run(sb.slug, data)
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     return {"text": _("Share link created."), "share_id": shared.id}

@@ -20,6 +20,15 @@ def ensure_sandbox_id(session: Any, lesson_slug: str) -> str:
     return sid
 
 
+def visitor_id(session: Any) -> str:
+    """Who this browser is, for per-visitor limits (shares): its first sandbox id, which the
+    signed session holds and only the server issues ("" before any lesson page). A new
+    session is a new visitor: the per-address limits are what a cookie-dropping client meets."""
+    ids = (session.get(SESSION_KEY) or {}) if session is not None else {}
+    # The first one issued (the session keeps their order), so it stays as more are added.
+    return next((v for v in ids.values() if isinstance(v, str) and SANDBOX_ID_RE.match(v)), "")
+
+
 def sandbox_id_from_session(session: Any, lesson_slug: str) -> str | None:
     if session is None:
         return None

@@ -6,21 +6,58 @@
  * marked aria-disabled (they stay focusable; the engine's refusal explains why). */
 (function () {
   "use strict";
-  const BOX_H = 96;
-  let BOX_W = 150;
-  let W = 560;
+  const GAP = 12, CLIENT_H = 40;
+  let TOP = 36;
+  let CLIENT_W = 230;
+  let BOX_W = 150, BOX_H = 112, W = 560, perRow = 3;
   const el = KV.el;
   const $ = function (id) { return document.getElementById(id); };
 
-  // Boxes per row follow the space the diagram has, so text stays near its real size on a phone.
-  function positions(n) {
+  // Brokers in rows as wide as the diagram is (text keeps its real size on a phone), the
+  // client -- the engine's one client node, where producers and consumers run -- below them.
+  function layout(n) {
+    perRow = Math.max(1, Math.min(n, Math.floor((W - 12 + GAP) / (92 + GAP))));
+    BOX_W = Math.min(200, Math.floor((W - 12 - (perRow - 1) * GAP) / perRow));
     const out = {};
-    const perRow = Math.max(1, Math.min(n, 3, Math.floor((W - 20) / (BOX_W + 10))));
+    const rowW = perRow * BOX_W + (perRow - 1) * GAP, left = (W - rowW) / 2;
     for (let i = 0; i < n; i++) {
       const row = Math.floor(i / perRow), col = i % perRow;
-      out[i] = { x: 20 + col * ((W - 40 - BOX_W) / Math.max(perRow - 1, 1)), y: 50 + row * (BOX_H + 80) };
+      out[i] = { x: left + col * (BOX_W + GAP), y: TOP + row * (BOX_H + 70), w: BOX_W, h: BOX_H };
     }
+    const rows = Math.ceil(n / perRow);
+    CLIENT_W = Math.min(230, W - 24);
+    out[-1] = { x: (W - CLIENT_W) / 2, y: TOP + rows * BOX_H + (rows - 1) * 70 + 84, w: CLIENT_W, h: CLIENT_H };
     return out;
+  }
+
+  // The way a message goes from node a to node b: three points (start, bend, end), the same
+  // for the link drawn and the tokens that travel on it.
+  function route(pos, a, b) {
+    const pa = pos[a], pb = pos[b];
+    if (!pa || !pb) return null;
+    const ca = { x: pa.x + pa.w / 2, y: pa.y + pa.h / 2 }, cb = { x: pb.x + pb.w / 2, y: pb.y + pb.h / 2 };
+    if (a === -1 || b === -1) {
+      const c = a === -1 ? pa : pb, o = a === -1 ? pb : pa;
+      const p1 = { x: c.x + c.w / 2 + (o.x + o.w / 2 - (c.x + c.w / 2)) * 0.35, y: c.y };
+      const p2 = { x: o.x + o.w / 2, y: o.y + o.h };
+      const from = a === -1 ? p1 : p2, to = a === -1 ? p2 : p1;
+      return [from, { x: (from.x + to.x) / 2, y: (from.y + to.y) / 2 }, to];
+    }
+    if (pa.y === pb.y) {
+      // Under the boxes, bending further the further apart they are, so a message crosses
+      // the whole way between the two brokers rather than the small gap between their boxes.
+      const cols = Math.round(Math.abs(ca.x - cb.x) / (BOX_W + GAP));
+      const from = { x: ca.x, y: pa.y + pa.h }, to = { x: cb.x, y: pb.y + pb.h };
+      return [from, { x: (from.x + to.x) / 2, y: pa.y + pa.h + 16 + 10 * cols }, to];
+    }
+    const down = pa.y < pb.y;
+    const from = { x: ca.x, y: down ? pa.y + pa.h : pa.y }, to = { x: cb.x, y: down ? pb.y : pb.y + pb.h };
+    return [from, { x: (from.x + to.x) / 2, y: (from.y + to.y) / 2 }, to];
+  }
+  function pathOf(r) {
+    // A quadratic through the bend point: control = 2*mid - (start+end)/2.
+    const cx = 2 * r[1].x - (r[0].x + r[2].x) / 2, cy = 2 * r[1].y - (r[0].y + r[2].y) / 2;
+    return "M" + r[0].x + "," + r[0].y + " Q" + cx + "," + cy + " " + r[2].x + "," + r[2].y;
   }
 
   // network.faults(): one entry per faulty direction {src, dst, cut, delay_ms, drop_probability}.
@@ -56,12 +93,44 @@
     KV.setDisabled($("restart-button"), b.alive, KV.t("cl_button_why", { broker: name, state: up }));
   }
 
+  // What broker b holds of the lesson's partition (replication lessons: state.partition and
+  // its lanes) or of the topic's partitions (lesson 14: state.partitions), in words.
+  function holding(st, b) {
+    const tp = st.partition ? st.partition.topic + "-" + st.partition.partition : (st.topic || "");
+    if (st.partition || st.lanes) {
+      const role = b.replica ? (b.leader ? "♛ " + KV.t("leads") + " " + tp : KV.t("holds") + " " + tp) : KV.t("no_replica");
+      const lane = (st.lanes || []).find(function (l) { return l.broker === b.id; });
+      let nums = "", isr = "";
+      if (lane && lane.alive && lane.leo !== undefined) {
+        const inIsr = st.partition && (st.partition.isr || []).indexOf(b.id) >= 0;
+        nums = "LEO " + lane.leo + " HW " + lane.high_watermark + (lane.leader_epoch !== null && lane.leader_epoch !== undefined ? " e" + lane.leader_epoch : "");
+        isr = st.partition ? (inIsr ? KV.t("in_isr") : KV.t("not_in_isr")) : "";
+      }
+      return { role: role, nums: nums, isr: isr, records: lane && lane.records ? lane.records.map(function (r) { return r.epoch; }) : null,
+        hw: lane ? lane.high_watermark : null };
+    }
+    const parts = (st.partitions || []).filter(function (p) { return (p.replicas || []).some(function (r) { return r.broker === b.id; }); });
+    const leads = parts.filter(function (p) { return p.leader === b.id; }).map(function (p) { return "p" + p.partition; });
+    const role = leads.length ? "♛ " + KV.t("leads") + " " + leads.join(", ") : parts.length ? KV.t("holds") + " " + parts.map(function (p) { return "p" + p.partition; }).join(", ") : KV.t("no_replica");
+    const lanes = parts.map(function (p) { return (p.replicas || []).find(function (r) { return r.broker === b.id; }); });
+    const lines = lanes.map(function (l, i) { return l && l.leo !== undefined ? "p" + parts[i].partition + " LEO " + l.leo + " HW " + l.high_watermark : null; })
+      .filter(Boolean);
+    const nums = lines[0] || "", isr = lines.slice(1, 3).join(" · ");
+    return { role: role, nums: nums, isr: isr, records: null, hw: null };
+  }
+
+  function coordinates(st, id) {
+    if (st.group && st.group.coordinator === id) return "◆ " + KV.t("cl_group_coordinator");
+    if ((st.transactions || []).some(function (t) { return t.coordinator === id; })) return "◆ " + KV.t("cl_txn_coordinator");
+    return "";
+  }
+
   function draw(container, st) {
     const brokers = st.brokers || [];
-    const pos = positions(brokers.length);
-    W = Math.max(340, Math.min(560, container.clientWidth || 560));
-    BOX_W = W < 420 ? 140 : 150;
-    const perRow = Math.max(1, Math.min(brokers.length, 3, Math.floor((W - 20) / (BOX_W + 10))));
+    W = Math.max(320, Math.min(980, container.clientWidth || 560));
+    // Room above the boxes for a second badge when the controller's broker also coordinates.
+    TOP = brokers.some(function (b) { return b.controller && coordinates(st, b.id); }) ? 62 : 36;
+    const pos = layout(brokers.length);
     const rows = Math.ceil(brokers.length / perRow);
     const svg = KV.keep(container, "cl-svg", function () {
       const s = el("svg", { class: "cl-svg", role: "img", "aria-labelledby": "cl-title cl-desc" });
@@ -70,10 +139,13 @@
       const m = el("marker", { id: "cl-head", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" });
       m.append(el("path", { d: "M0,0 L10,5 L0,10 z", class: "cl-head" }));
       defs.append(m);
-      s.append(defs, el("g", { id: "cl-links" }), el("g", { id: "cl-boxes" }));
+      s.append(defs, el("g", { id: "cl-links" }), el("g", { id: "cl-boxes" }), el("g", { id: "cl-flow", "aria-hidden": "true" }));
       return s;
     });
-    svg.setAttribute("viewBox", "0 0 " + W + " " + (50 + rows * BOX_H + (rows - 1) * 80 + (perRow === 3 ? 90 : 30)));
+    const H = pos[-1].y + CLIENT_H + 12;
+    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("width", W);
+    svg.setAttribute("height", H);
     // A broker whose every link is cut both ways is "isolated": said once, on its box, rather
     // than on each of its links.
     const isolated = {};
@@ -87,77 +159,123 @@
     $("cl-title").textContent = KV.t("broker_n", { b: "0–" + (brokers.length - 1) });
     const desc = [];
     const linksG = $("cl-links"), boxesG = $("cl-boxes");
-    const seen = new Set();
-    for (let a = 0; a < brokers.length; a++) {
-      for (let b = a + 1; b < brokers.length; b++) {
-        const pa = pos[a], pb = pos[b];
-        const f = faultsBetween(st.links, a, b);
-        const fault = f.ab || f.ba;
-        const idle = !brokers[a].alive || !brokers[b].alive;
-        const sameRow = pa.y === pb.y;
-        const bend = sameRow && (b - a > 1) ? 40 : 0;
-        const x1 = pa.x + BOX_W / 2, x2 = pb.x + BOX_W / 2;
-        let d;
-        if (!sameRow) d = "M" + x1 + "," + (pa.y + BOX_H) + " L" + x2 + "," + pb.y;
-        else if (bend) d = "M" + x1 + "," + (pa.y + BOX_H) + " Q" + (x1 + x2) / 2 + "," + (pa.y + BOX_H + bend * 2) + " " + x2 + "," + (pb.y + BOX_H);
-        else d = "M" + (pa.x + BOX_W) + "," + (pa.y + BOX_H / 2) + " L" + pb.x + "," + (pb.y + BOX_H / 2);
-        const id = "cl-link-" + a + "-" + b;
-        seen.add(id);
-        const path = KV.keep(linksG, id, function () { return el("path"); });
-        path.setAttribute("d", d);
-        path.setAttribute("class", "cl-link" + (fault ? " cl-link-cut" : "") + (idle ? " cl-link-idle" : ""));
-        // One-way cut: the head points the way messages no longer go.
-        if (fault && !(f.ab && f.ba)) {
-          path.setAttribute(f.ab ? "marker-end" : "marker-start", "url(#cl-head)");
-          path.removeAttribute(f.ab ? "marker-start" : "marker-end");
-        } else { path.removeAttribute("marker-end"); path.removeAttribute("marker-start"); }
-        const label = KV.keep(linksG, id + "-label", function () { return el("text", { class: "cl-link-label", "text-anchor": "middle" }); });
-        const lx = (x1 + x2) / 2, ly = bend ? pa.y + BOX_H + bend + 16 : sameRow ? pa.y + BOX_H / 2 - 8 : (pa.y + BOX_H + pb.y) / 2;
-        label.setAttribute("x", lx); label.setAttribute("y", ly);
-        let text = "";
-        if (fault && !isolated[a] && !isolated[b]) {
-          const word = function (x) { return x === "cut" ? KV.t("link_cut") : x; };
-          const how = f.ab && f.ba ? (f.ab === f.ba ? word(f.ab) : word(f.ab) + " / " + word(f.ba)) : (f.ab ? a + "→" + b : b + "→" + a) + " " + word(fault);
-          text = "✂ " + how;
-          desc.push(KV.t("cl_link_desc", { a: a, b: b, text: text }));
-        }
-        label.textContent = text;
+    const links = (st.links || []).concat(st.client_links || []);
+    const pairs = [];
+    for (let a = 0; a < brokers.length; a++) for (let b = a + 1; b < brokers.length; b++) pairs.push([a, b]);
+    brokers.forEach(function (b) { pairs.push([-1, b.id]); });
+    pairs.forEach(function (pr) {
+      const a = pr[0], b = pr[1];
+      const r = route(pos, a, b);
+      const f = faultsBetween(links, a, b);
+      const fault = f.ab || f.ba;
+      const idle = (a >= 0 && !brokers[a].alive) || !brokers[b].alive;
+      const id = a === -1 ? "cl-link-c-" + b : "cl-link-" + a + "-" + b;
+      const path = KV.keep(linksG, id, function () { return el("path"); });
+      path.setAttribute("d", pathOf(r));
+      path.setAttribute("class", "cl-link" + (a === -1 ? " cl-link-client" : "") + (fault ? " cl-link-cut" : "") + (idle ? " cl-link-idle" : ""));
+      // One-way cut: the head points the way messages no longer go.
+      if (fault && !(f.ab && f.ba)) {
+        path.setAttribute(f.ab ? "marker-end" : "marker-start", "url(#cl-head)");
+        path.removeAttribute(f.ab ? "marker-start" : "marker-end");
+      } else { path.removeAttribute("marker-end"); path.removeAttribute("marker-start"); }
+      const label = KV.keep(linksG, id + "-label", function () { return el("text", { class: "cl-link-label", "text-anchor": "middle" }); });
+      label.setAttribute("x", r[1].x); label.setAttribute("y", r[1].y - 6);
+      let text = "";
+      if (fault && !(a >= 0 && (isolated[a] || isolated[b]))) {
+        const word = function (x) { return x === "cut" ? KV.t("link_cut") : x; };
+        const an = a === -1 ? KV.t("cl_client_short") : a;
+        const how = f.ab && f.ba ? (f.ab === f.ba ? word(f.ab) : word(f.ab) + " / " + word(f.ba)) : (f.ab ? an + "→" + b : b + "→" + an) + " " + word(fault);
+        text = "✂ " + how;
+        desc.push(KV.t("cl_link_desc", { a: an, b: b, text: text }));
       }
-    }
+      label.textContent = text;
+    });
     brokers.forEach(function (b) {
       const p = pos[b.id];
       const g = KV.keep(boxesG, "cl-broker-" + b.id, function () {
-        const n = el("g", { class: "cl-broker", "data-broker": b.id, tabindex: "-1" });
-        n.append(el("rect", { width: BOX_W, height: BOX_H, rx: 10, class: "cl-box" }),
-          el("path", { d: "M0,0 L" + BOX_W + "," + BOX_H + " M" + BOX_W + ",0 L0," + BOX_H, class: "cl-cross" }),
-          el("text", { x: 10, y: 22, class: "cl-name" }), el("text", { x: 10, y: 42, class: "cl-status" }),
-          el("text", { x: 10, y: 62, class: "cl-role" }), el("text", { x: 10, y: 82, class: "cl-inc" }));
-        const c = el("g", { class: "cl-controller", transform: "translate(" + (BOX_W / 2 - 52) + ",-30)" });
+        const n = el("g", { class: "cl-broker", "data-broker": b.id, "data-node": b.id, tabindex: "-1" });
+        n.append(el("rect", { height: BOX_H, rx: 10, class: "cl-box" }), el("path", { class: "cl-cross" }),
+          el("text", { x: 10, y: 20, class: "cl-name" }), el("text", { x: 10, y: 38, class: "cl-status" }),
+          el("text", { x: 10, y: 56, class: "cl-role" }), el("text", { x: 10, y: 74, class: "cl-nums" }),
+          el("text", { x: 10, y: 104, class: "cl-inc" }), el("g", { class: "cl-mini" }));
+        const c = el("g", { class: "cl-controller" });
         c.append(el("rect", { width: 104, height: 22, rx: 11 }), el("text", { x: 52, y: 15.5, "text-anchor": "middle" }));
-        n.append(c);
+        const k = el("g", { class: "cl-coordinator" });
+        k.append(el("rect", { width: 104, height: 22, rx: 11 }), el("text", { x: 52, y: 15.5, "text-anchor": "middle" }));
+        n.append(c, k);
         n.addEventListener("click", function () { pick(b.id); });
         return n;
       });
       g.setAttribute("transform", "translate(" + p.x + "," + p.y + ")");
-      g.setAttribute("class", "cl-broker " + (b.alive ? "up" : "down"));
+      g.setAttribute("class", "cl-broker " + (b.alive ? "up" : "down") + (BOX_W < 130 ? " cl-narrow" : ""));
+      g.querySelector(".cl-box").setAttribute("width", BOX_W);
+      g.querySelector(".cl-cross").setAttribute("d", "M0,0 L" + BOX_W + "," + BOX_H + " M" + BOX_W + ",0 L0," + BOX_H);
       const texts = g.querySelectorAll("text");
       texts[0].textContent = KV.brokerName(b.id);
       texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
         (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "");
-      const tp = st.partition ? st.partition.topic + "-" + st.partition.partition : (st.topic || "");
-      const role = b.replica ? (b.leader ? "♛ " + KV.t("leads") + " " + tp : KV.t("holds") + " " + tp) : KV.t("no_replica");
-      texts[2].textContent = role;
-      texts[3].textContent = KV.t("started_times", { n: b.incarnation });
+      const h = holding(st, b);
+      texts[2].textContent = h.role;
+      texts[3].textContent = h.nums;
+      texts[4].textContent = [h.isr, b.incarnation !== undefined ? KV.t("started_times", { n: b.incarnation }) : ""].filter(Boolean).join(" · ");
+      // The replica's log in small: a square per record, tinted by its epoch, the HW a line.
+      const mini = g.querySelector(".cl-mini");
+      mini.replaceChildren();
+      if (h.records && h.records.length) {
+        const show = h.records.slice(-Math.max(1, Math.floor((BOX_W - 20) / 11)));
+        const first = h.records.length - show.length;
+        show.forEach(function (e, i) {
+          mini.append(el("rect", { x: 10 + i * 11, y: 82, width: 9, height: 9, class: "cl-rec epoch-" + (e % 4) }));
+        });
+        if (h.hw !== null && h.hw >= first) mini.append(el("path", { d: "M" + (9 + (h.hw - first) * 11) + ",79 v15", class: "cl-hw-mark" }));
+      }
+      // A line longer than a narrow box is squeezed to fit it, never cut off.
+      for (let i = 0; i < 5; i++) {
+        texts[i].removeAttribute("textLength");
+        if (texts[i].textContent && texts[i].getComputedTextLength() > BOX_W - 14) {
+          texts[i].setAttribute("textLength", BOX_W - 14);
+          texts[i].setAttribute("lengthAdjust", "spacingAndGlyphs");
+        }
+      }
       const ctl = g.querySelector(".cl-controller");
       ctl.style.display = b.controller ? "" : "none";
-      texts[4].textContent = "★ " + KV.t("controller");
+      texts[5].textContent = "★ " + KV.t("controller");
+      // The group's or the transactions' coordinator (lessons 13, 14): a second badge.
+      const coord = g.querySelector(".cl-coordinator"), what = coordinates(st, b.id);
+      coord.style.display = what ? "" : "none";
+      texts[6].textContent = what;
+      // Badges as wide as their words, centred on the box (side by side when both fit).
+      const fit = function (badge) {
+        const t = badge.querySelector("text"), w = badge.style.display === "none" ? 0 : Math.ceil(t.getComputedTextLength()) + 18;
+        badge.querySelector("rect").setAttribute("width", w);
+        t.setAttribute("x", w / 2);
+        return w;
+      };
+      const cw = fit(ctl), kw = fit(coord);
+      const side = cw && kw && cw + kw + 6 <= BOX_W + 20;
+      ctl.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 : BOX_W / 2 - cw / 2) + ",-28)");
+      coord.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 + cw + 6 : BOX_W / 2 - kw / 2) + "," +
+        (cw && kw && !side ? -54 : -28) + ")");
+      if (what) desc.push(KV.brokerName(b.id) + ": " + what);
       desc.push(KV.brokerName(b.id) + ": " + (b.alive ? KV.t("up") : KV.t("down")) + (b.fenced ? ", " + KV.t("fenced") : "") +
         (isolated[b.id] ? ", " + KV.t("isolated") : "") +
-        (b.controller ? ", " + KV.t("cl_controller_epoch", { epoch: (st.controller || {}).epoch }) : "") + ", " + role.replace("♛ ", ""));
+        (b.controller ? ", " + KV.t("cl_controller_epoch", { epoch: (st.controller || {}).epoch }) : "") + ", " + h.role.replace("♛ ", "") +
+        (h.nums ? " (" + h.nums + (h.isr ? ", " + h.isr : "") + ")" : ""));
     });
+    const client = KV.keep(boxesG, "cl-client", function () {
+      const n = el("g", { class: "cl-client", "data-node": "-1" });
+      n.append(el("rect", { height: CLIENT_H, rx: 20, class: "cl-client-box" }),
+        el("text", { y: 25, "text-anchor": "middle", class: "cl-client-name" }));
+      return n;
+    });
+    client.querySelector("rect").setAttribute("width", CLIENT_W);
+    client.querySelector("text").setAttribute("x", CLIENT_W / 2);
+    client.setAttribute("transform", "translate(" + pos[-1].x + "," + pos[-1].y + ")");
+    client.querySelector("text").textContent = KV.t("cl_client");
     $("cl-desc").textContent = desc.join(". ");
     const text = $("cluster-text");
     if (text) text.textContent = desc.join(" · ");
+    KV.clusterRoute = function (a, b) { return route(pos, a, b); };
   }
 
   // The broker pickers list every broker of the lesson's scenarios; offer only those of the

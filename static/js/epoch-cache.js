@@ -25,7 +25,7 @@
       const nextRows = {};
       lanes.forEach(function (lane) {
         const table = KV.html("table", { class: "ec-table", id: "epoch-cache-" + lane.broker });
-        const role = lane.alive ? (lane.role === "leader" ? KV.t("leader") : lane.role === "follower" ? KV.t("follower") : KV.t("no_role")) : KV.t("down");
+        const role = lane.alive ? (lane.role === "leader" ? KV.t("leader") : lane.role === "follower" ? KV.t("follower") : KV.t("no_role")) : lane.pending ? KV.t("up") : KV.t("down");
         table.append(KV.html("caption", {}, KV.brokerName(lane.broker) + " — " + role));
         const head = KV.html("tr");
         const th1 = cell(KV.t("epoch"), "th"), th2 = cell(KV.t("start_offset"), "th");
@@ -36,7 +36,9 @@
         table.append(thead);
         const body = KV.html("tbody");
         function wide(text) { const tr = KV.html("tr"); const c = cell(text); c.colSpan = 2; tr.append(c); body.append(tr); }
-        if (!lane.alive) {
+        if (lane.pending) {
+          wide(KV.t("le_lane_pending"));
+        } else if (!lane.alive) {
           wide(KV.t("down_cache"));
         } else {
           const before = seen.rows[lane.broker];

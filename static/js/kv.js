@@ -142,6 +142,12 @@
     if (root.dataset.plotlyCss) {
       document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href: root.dataset.plotlyCss }));
     }
+    // Plotly adds its rules to a <style id="plotly.js-style-global"> it creates, unless an
+    // element with that id is marked "no-inline-styles": its rules are in the stylesheet
+    // above, and the empty <style> it would add is refused by the CSP (a console error).
+    if (!document.getElementById("plotly.js-style-global")) {
+      document.head.append(Object.assign(document.createElement("meta"), { id: "plotly.js-style-global", className: "no-inline-styles" }));
+    }
     const script = Object.assign(document.createElement("script"), { src: root.dataset.plotly, async: true });
     script.addEventListener("load", function () { plotlyWaiting.splice(0).forEach(function (f) { f(); }); });
     script.addEventListener("error", function () { plotlyAsked = false; });    // try again at the next frame

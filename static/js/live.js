@@ -67,7 +67,28 @@
     });
   }
 
+  // Back restores the engine to an earlier step, and its frame carries only the run_moved
+  // marker: the diagrams get that step's own events again (fetch arrows, tokens, wheel
+  // moves), from the events this page has seen, so Back shows the step, not just "rewound".
+  const seen = new Map();
+  let seenRun = null;
+  function withStepEvents(frame) {
+    const st = frame.state || {}, run = st.run, evs = frame.events || [];
+    if (frame.reset || st.run_id !== seenRun) { seen.clear(); seenRun = st.run_id; }
+    let back = false;
+    evs.forEach(function (ev) { if (ev.kind !== "run_moved") seen.set(ev.seq, ev); else if (ev.how === "back") back = true; });
+    if (!run) return frame;
+    seen.forEach(function (ev, seq) { if (seq > run.last_seq) seen.delete(seq); });
+    while (seen.size > 3000) seen.delete(seen.keys().next().value);
+    const seqs = run.step_seqs || [];
+    if (!back || !run.step || seqs[run.step] === undefined) return frame;
+    const again = Array.from(seen.values()).filter(function (ev) { return ev.seq > seqs[run.step - 1] && ev.seq <= seqs[run.step]; })
+      .sort(function (a, b) { return a.seq - b.seq; });
+    return Object.assign({}, frame, { events: evs.concat(again), replayed: again.length });
+  }
+
   function onFrame(frame) {
+    frame = withStepEvents(frame);
     const state = frame.state || {};
     const clock = $("clock");
     if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
@@ -79,7 +100,7 @@
     });
     if (KV.stepper) KV.stepper.update(frame);
     updateTasks(state.tasks);
-    (frame.events || []).forEach(function (ev) {
+    if (!frame.replayed) (frame.events || []).forEach(function (ev) {
       if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
     });
     KV.lastFrame = frame;
@@ -114,7 +135,16 @@
   // ("full": true) or a diff against the last whole state ("base" = its frame_seq).
   // resolve() gives every frame its whole "state" before diagrams see it; frames the
   // snapshot already covers are dropped; a diff whose base we missed asks for a snapshot.
-  let base = null, baseSeq = null, lastSeq = -1, syncing = false;
+  // A frame also names its generation ("gen"): the build of the sandbox that numbered it.
+  // When the process that ran the sandbox dies, another rebuilds it and numbers its frames
+  // from 1 again under a new generation: the page takes that generation's first whole
+  // state as a snapshot (or asks for one) instead of dropping everything numbered below
+  // the last frame it saw. Frames of a generation already replaced are stragglers: dropped.
+  let base = null, baseSeq = null, lastSeq = -1, syncing = false, gen = null;
+  const retired = {};
+  function askSync() {
+    if (!syncing && KV.socket) { syncing = true; KV.socket.send(JSON.stringify({type: "sync"})); }
+  }
   function applyDiff(value, diff) {
     const out = Array.isArray(value) ? value.slice(0, diff.n) : Object.assign({}, value);
     if (Array.isArray(value)) while (out.length < diff.n) out.push(null);
@@ -124,6 +154,14 @@
     return out;
   }
   function resolve(frame) {
+    if (frame.gen !== undefined && frame.gen !== gen) {
+      if (retired[frame.gen] && !frame.snapshot) return false;    // a snapshot is the server's truth
+      delete retired[frame.gen];
+      if (gen !== null && frame.full === false) { askSync(); return false; }
+      if (gen !== null) { retired[gen] = true; frame.snapshot = true; }
+      gen = frame.gen; base = null; baseSeq = null;
+      KV.generation = gen;
+    }
     if (frame.snapshot) lastSeq = -1;
     if (frame.frame_seq <= lastSeq) return false;
     if (frame.full !== false) {
@@ -131,11 +169,36 @@
     } else if (frame.base === baseSeq && base) {
       frame.state = applyDiff(base, frame.diff);
     } else {
-      if (!syncing && KV.socket) { syncing = true; KV.socket.send(JSON.stringify({type: "sync"})); }
+      askSync();
       return false;
     }
     lastSeq = frame.frame_seq;
     return true;
+  }
+
+  // A socket refused when it opened ("refused": the address's quota, a full server, a
+  // member's tabs): the page says why next to the step buttons and disables them. The
+  // server closes such a socket with 1013, so htmx reconnects by itself with a growing
+  // delay; the snapshot of a later accepted connection re-enables them.
+  const CONTROLS = "#controls button, form[ws-send] button, form[ws-send] input, form[ws-send] select";
+  function refuse(msg) {
+    document.body.dataset.refused = msg.code;
+    document.querySelectorAll(CONTROLS).forEach(function (node) {
+      if (!node.disabled) { node.disabled = true; node.dataset.refusedOff = "1"; }
+    });
+    const slot = $("step-error");
+    if (slot) slot.textContent = msg.message;
+    setConn("refused", msg.message);
+  }
+  function unrefuse() {
+    if (!document.body.dataset.refused) return;
+    delete document.body.dataset.refused;
+    document.querySelectorAll("[data-refused-off]").forEach(function (node) {
+      node.disabled = false; delete node.dataset.refusedOff;
+    });
+    const slot = $("step-error");
+    if (slot) slot.textContent = "";
+    setConn("open", KV.t("connected"));
   }
 
   // What reached this page over the socket (the burst test and bench read it): frames,
@@ -145,9 +208,13 @@
     if (msg.type === "frame") {
       const n = (msg.events || []).length, r = KV.received;
       r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+      if (msg.snapshot) unrefuse();
       if (resolve(msg)) onAnyFrame(msg);
     }
-    else if (msg.type === "error") showError(msg);
+    else if (msg.type === "error") {
+      showError(msg);
+      if (msg.refused) refuse(msg);
+    }
     else if (msg.type === "ack") {
       // Stepping is shown by the step counter and narration; other commands get their ack.
       const ack = $("ack");
@@ -177,8 +244,10 @@
   });
   document.addEventListener("htmx:wsOpen", function (e) {
     KV.socket = e.detail && e.detail.socketWrapper;
-    setConn("open", KV.t("connected"));
+    if (!document.body.dataset.refused) setConn("open", KV.t("connected"));
   });
-  document.addEventListener("htmx:wsClose", function () { setConn("closed", KV.t("reconnecting")); });
+  document.addEventListener("htmx:wsClose", function () {
+    if (!document.body.dataset.refused) setConn("closed", KV.t("reconnecting"));
+  });
   document.addEventListener("htmx:wsError", function () { setConn("closed", KV.t("conn_error")); });
 })();

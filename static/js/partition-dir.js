@@ -195,6 +195,34 @@
     });
   }
 
+  // A produced batch travels into the active segment (issue 17): each batch_appended of the
+  // frame is a token from the producer's side (top right) to the .log file it landed in,
+  // labelled with its offsets; under reduced motion it just appears on that file. The
+  // timeline has the same event as a line.
+  function batchTokens(svg, p, lay, frame, reduced) {
+    let layer = document.getElementById("pd-flow-" + p);
+    if (!layer) { layer = el("g", { id: "pd-flow-" + p, "aria-hidden": "true" }); svg.appendChild(layer); }
+    const batches = (frame.events || []).filter(function (ev) { return ev.kind === "batch_appended" && ev.partition === p; });
+    if (!batches.length) return;
+    layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
+    batches.slice(-8).forEach(function (ev, i) {
+      const row = lay.rows.find(function (r) { return r.seg === ev.segment && kindOf(r.file) === "log" && !r.file.deleted; });
+      if (!row) return;
+      const label = ev.first_offset + (ev.last_offset !== ev.first_offset ? "–" + ev.last_offset : "") + " · " + ev.size_bytes + " B";
+      const w = Math.round(label.length * 6.7 + 10);
+      const end = { x: COL_BAR + BAR_W / 2, y: row.y + 10 }, start = { x: W - w / 2 - 4, y: 12 };
+      const g = el("g", { class: "flow-token", "data-flow": "produce-batch", "data-segment": ev.segment });
+      g.append(el("rect", { x: -w / 2, y: -9, width: w, height: 18, rx: 9 }), el("text", { x: 0, y: 4, "text-anchor": "middle" }, label));
+      layer.appendChild(g);
+      const at = function (q) { return "translate(" + q.x.toFixed(1) + "px," + q.y.toFixed(1) + "px)"; };
+      if (reduced) { g.style.transform = at(end); g.classList.add("flow-still"); return; }
+      g.style.transform = at(start);
+      const anim = g.animate([{ transform: at(start), opacity: 1, offset: 0 }, { transform: at(end), opacity: 1, offset: 0.6 },
+        { transform: at(end), opacity: 0, offset: 1 }], { duration: 1400, delay: i * 220, easing: "ease-in-out", fill: "both" });
+      anim.onfinish = function () { g.remove(); };
+    });
+  }
+
   KV.register("partition-dir", {
     update: function (root, frame) {
       const st = frame.state || {};
@@ -207,6 +235,7 @@
       ((frame.state && frame.state.partitions) || []).forEach(function (part) {
         cfg.active = part.active_segment;
         render(root, part, cfg, reduced, noted);
+        if (!frame.snapshot) batchTokens(document.getElementById("pd-svg-" + part.partition), part.partition, layout(part), frame, reduced);
       });
     },
   });

@@ -131,7 +131,7 @@
     let yAcc = TOP_L + (CELL_H + ROW_GAP);
     lanes.forEach(function (l) { laneTop[l.broker] = yAcc; yAcc += CELL_H + ROW_GAP + (cuts[l.broker] ? CUT_STRIP : 0); });
     const height = yAcc + 10;
-    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, class: "le-svg", role: "img",
+    const svg = el("svg", { viewBox: "0 0 " + width + " " + height, width: width, class: "le-svg", role: "img",
       "aria-labelledby": "lanes-svg-title lanes-svg-desc" });
     svg.append(el("title", { id: "lanes-svg-title" }, part.topic + "-" + part.partition));
     const desc = [];
@@ -173,12 +173,12 @@
     lanes.forEach(function (lane, i) {
       const y = laneTop[lane.broker];
       laneY[lane.broker] = y;
-      const g = el("g", { class: "le-lane" + (lane.alive ? "" : " le-down"), id: "lane-" + lane.broker });
+      const g = el("g", { class: "le-lane" + (lane.alive || lane.pending ? "" : " le-down"), id: "lane-" + lane.broker });
       const isLeader = lane.alive && lane.role === "leader";
       const inIsr = (part.isr || []).indexOf(lane.broker) >= 0;
       g.append(el("text", { x: 8, y: y + 17, class: "le-lane-name" }, (isLeader ? "♛ " : "") + brokerName(lane.broker)));
       let sub;
-      if (!lane.alive) sub = KV.t("down");
+      if (!lane.alive) sub = lane.pending ? KV.t("up") : KV.t("down");
       else if (isLeader) sub = KV.t("le_sub_leader", { epoch: lane.leader_epoch });
       else if (lane.role === "follower") sub = KV.t("le_sub_follower", { epoch: lane.leader_epoch });
       else sub = KV.t("no_role");
@@ -191,9 +191,13 @@
 
       const laneW = cols * CELL_W;
       g.append(el("rect", { x: LABEL_W - 4, y: y - 4, width: laneW + 4, height: CELL_H + 8, rx: 6,
-        class: "le-track" + (lane.alive ? "" : " le-track-down") }));
-      const text = [lane.alive ? brokerName(lane.broker) : KV.t("le_lane_down", { broker: brokerName(lane.broker) })];
-      if (!lane.alive) {
+        class: "le-track" + (lane.alive || lane.pending ? "" : " le-track-down") }));
+      const text = [lane.alive || lane.pending ? brokerName(lane.broker) : KV.t("le_lane_down", { broker: brokerName(lane.broker) })];
+      if (lane.pending) {
+        // Up, but the controller's word of the new partition has not reached it yet.
+        g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-pending-text" }, KV.t("le_lane_pending")));
+        text.push(KV.t("le_lane_pending"));
+      } else if (!lane.alive) {
         g.append(el("text", { x: LABEL_W + 10, y: y + 26, class: "le-down-text" },
           "✗ " + KV.t("down_log_closed")));
       } else {

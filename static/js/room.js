@@ -2,7 +2,7 @@
  * - student page: who you are, whether you have control (the server pushes "control"
  *   when it changes), and "fork": share the room's run, then open it in your own lesson sandbox;
  * - presenter page: fault presets (data from kafkaviz/classroom/presets.py; roles such as
- *   $leader filled from the last frame), the roster with grant / take back;
+ *   $leader filled from the last frame), the roster with grant / take back and remove;
  * - a lesson page of an instructor: "Open a room from here" posts the current run.
  * The server decides who may do what; this file only shows it. */
 (function () {
@@ -48,8 +48,15 @@
       const btn = KV.html("button", { type: "button", class: "secondary roster-toggle", "data-member": String(m.id),
         "aria-label": label + ": " + m.name }, label);
       btn.addEventListener("click", function () { send({ type: m.granted ? "revoke" : "grant", member: m.id }); });
+      // The server checks that this comes from the instructor; the student's sockets are closed there.
+      const remove = KV.html("button", { type: "button", class: "secondary roster-remove", "data-member": String(m.id),
+        "aria-label": t("remove") + ": " + m.name }, t("remove"));
+      remove.addEventListener("click", function () {
+        if (window.confirm(t("remove_confirm", { name: m.name }))) send({ type: "remove", member: m.id });
+      });
       list.appendChild(KV.tree("li", { class: "roster-member" + (m.connected ? " online" : " offline"),
-        "data-granted": m.granted ? "true" : "false" }, [KV.html("span", { class: "roster-name" }, m.name), state, btn]));
+        "data-granted": m.granted ? "true" : "false" }, [KV.html("span", { class: "roster-name" }, m.name), state, btn,
+        remove]));
     });
     $("roster-count").textContent = String(members.filter(function (m) { return m.connected; }).length);
     const empty = $("roster-empty");

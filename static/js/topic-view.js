@@ -45,7 +45,7 @@
       h("section", { class: "tv-producer", "aria-label": KV.t("tv_producer") }, [
         h("h3", { text: KV.t("tv_producer_head") }),
         h("p", { class: "tv-sticky", id: "tv-sticky" }),
-        h("ol", { class: "tv-placements", id: "tv-placements", reversed: "" }),
+        h("ol", { class: "tv-placements", id: "tv-placements", reversed: "", tabindex: "0", "aria-label": KV.t("tv_producer_head") }),  // scrolls: reachable by keyboard
       ]),
       h("section", { class: "tv-parts", "aria-label": KV.t("tv_partitions") }, [h("h3", { text: KV.t("tv_topic", { topic: st.topic }) }) ].concat(parts)),
       h("section", { class: "tv-consumers", "aria-label": KV.t("cg_consumers") }, [h("h3", { text: KV.t("cg_consumers") })].concat(consumers).concat([

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 
 # Kafka's terms that Chinese pages keep as they are (beside the shapes IDENTIFIER names).
 TERMS = {
-    "Kafka", "leader", "follower", "epoch", "broker", "Broker", "acks", "fsync", "sendfile", "socket", "Fetch",
+    "Kafka", "leader", "follower", "epoch", "broker", "Broker", "acks", "fsync", "sendfile", "socket", "Fetch", "Produce",
     "murmur2", "deleted", "index", "timeindex", "snapshot", "txnindex", "range", "roundrobin", "sticky",
 }
 # Config names (retention.bytes), request and state names (JoinGroup, PreparingRebalance), error

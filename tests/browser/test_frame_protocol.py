@@ -48,3 +48,34 @@ def test_diff_frames_are_applied_and_a_lost_base_is_recovered_with_a_snapshot(pa
     state = page.evaluate("KV.lastFrame.state")
     assert state["messages_sent"] == sent + 3            # the bogus diff was never applied
     produce(page, sent + 3, 1)                            # and the page follows the sandbox again
+
+
+def test_a_new_generation_is_taken_whole_even_when_its_numbers_restart(page: Page, live_server_url):
+    """A sandbox rebuilt by another process after its owner died numbers its frames from 1
+    again under a new generation (docs/web.md "Failover"): the page takes the new
+    generation's whole state at once (as a snapshot), asks for one if the first frame it sees
+    is a diff, and drops stragglers of the generation it left."""
+    open_lesson(page, live_server_url)
+    sent = page.evaluate("KV.lastFrame.state.messages_sent")
+    produce(page, sent, 1)
+    produce(page, sent + 1, 1)
+    old = page.evaluate("KV.lastFrame")
+    assert old["gen"] and old["frame_seq"] >= 2
+    # The new owner's first whole state, numbered 1: taken, as a snapshot.
+    page.evaluate("""(() => { const f = JSON.parse(JSON.stringify(KV.lastFrame));
+        f.gen = "feedface"; f.frame_seq = 1; f.full = true; f.snapshot = false; delete f.base; delete f.diff;
+        f.state.messages_sent = 4242; KV.dispatch(f); })()""")
+    wait_for(page, "KV.lastFrame.state.messages_sent === 4242 && KV.lastFrame.snapshot === true")
+    # A straggler of the old generation (a high number) is not taken any more.
+    page.evaluate("""(() => { const f = JSON.parse(JSON.stringify(KV.lastFrame));
+        f.gen = "%s"; f.frame_seq = 999; f.snapshot = false; f.state.messages_sent = 1; KV.dispatch(f); })()"""
+                  % old["gen"])
+    page.wait_for_timeout(100)
+    assert page.evaluate("KV.lastFrame.state.messages_sent") == 4242
+    # Another generation whose first frame is a diff: the page asks for a snapshot (the real
+    # sandbox's, with its own generation, which the page takes again).
+    page.evaluate("""KV.dispatch({type: "frame", kind: "segments", gen: "0badcafe", frame_seq: 3, mode: "live",
+                                  reset: false, snapshot: false, events: [], skipped: 0, full: false, base: 2,
+                                  diff: {s: {messages_sent: -1}}})""")
+    wait_for(page, "KV.lastFrame.snapshot === true && KV.lastFrame.gen === '%s'" % old["gen"])
+    produce(page, sent + 2, 1)

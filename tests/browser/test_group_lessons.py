@@ -85,19 +85,19 @@ def test_lesson6_compaction_walk_try_its_and_quiz(page: Page, live_server_url):
 
 def test_lesson12_groups_walk_idle_member_rebalance_and_quiz(page: Page, live_server_url):
     open_lesson(page, live_server_url, "consumer-groups")
-    total = 17
-    for n in range(1, 12):
+    total = 13
+    for n in range(1, 8):
         step(page, n, total)
     # three consumers, three partitions: one owner each, shown by name and pattern
     owners = [page.locator(f"#cg-p-{p}").get_attribute("data-owner") for p in range(3)]
     assert sorted(owners) == ["c1", "c2", "c3"]
-    step(page, 12, total)
-    step(page, 13, total)
+    step(page, 8, total)
+    step(page, 9, total)
     expect(page.locator("#cg-consumers .cg-idle")).to_have_count(1)       # the fourth has nothing
     owners = [page.locator(f"#cg-p-{p}").get_attribute("data-owner") for p in range(3)]
     assert len(set(owners)) == 3
     expect(page.locator("#cg-protocol")).to_contain_text("SyncGroup")
-    for n in range(14, total + 1):
+    for n in range(10, total + 1):
         step(page, n, total)
     expect(page.locator("#cg-head")).to_contain_text("generation 6")
     expect(page.locator("#cg-consumers .cg-dead")).to_have_count(2)       # c2 crashed, c1 closed
@@ -109,7 +109,7 @@ def test_lesson12_groups_walk_idle_member_rebalance_and_quiz(page: Page, live_se
     # the round-robin assignor on the same group, then the learner's own consumer joins
     page.select_option("#scenario-select", "group-roundrobin")
     expect(page.locator("#step-counter")).to_have_text(f"Start · 0/{total}")
-    for n in range(1, 10):
+    for n in range(1, 6):
         step(page, n, total)
     expect(page.locator("#cg-head")).to_contain_text("assignor roundrobin")
     assert [page.locator(f"#cg-p-{p}").get_attribute("data-owner") for p in range(3)] == ["c1", "c2", "c1"]
@@ -136,7 +136,7 @@ def test_lesson12_groups_walk_idle_member_rebalance_and_quiz(page: Page, live_se
 
 def test_lesson13_commits_duplicates_losses_lag_and_quiz(page: Page, live_server_url):
     open_lesson(page, live_server_url, "committing-offsets")
-    total = 19
+    total = 16
     walk(page, total)
     # at-least-once: 10..14 were handed to the group twice
     for o in range(10, 15):
@@ -148,8 +148,8 @@ def test_lesson13_commits_duplicates_losses_lag_and_quiz(page: Page, live_server
     back_to_start(page, total)
 
     page.select_option("#scenario-select", "commit-before-processing")
-    expect(page.locator("#step-counter")).to_have_text("Start · 0/21")
-    walk(page, 21)
+    expect(page.locator("#step-counter")).to_have_text("Start · 0/18")
+    walk(page, 18)
     for o in range(10, 15):
         expect(page.locator(f"#lc-0-{o}")).to_have_attribute("data-count", "1")   # never processed again: lost
     answer(page, "losses", 1, "consumer-group")

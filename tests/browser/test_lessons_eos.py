@@ -157,7 +157,7 @@ def test_lesson_14_try_its_through_the_forms_and_a_quiz(page: Page, live_server_
 
 
 def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_server_url):
-    total = 10
+    total = 9
     open_lesson(page, live_server_url, L15, total)
     page.locator("#step-button").focus()
     for n in range(1, total + 1):
@@ -171,20 +171,18 @@ def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_s
             expect(page.locator("#timing-wheel path.tw-full")).to_have_count(0)
         if n == 3:
             expect(page.locator("#tw-queue li")).to_have_count(3)
-        if n == 5:
-            expect(page.locator("#tw-moves")).to_contain_text("no timer events")
-        if n == 7:
+        if n == 6:
             expect(page.locator("#tw-moves")).to_contain_text("level 2 → level 1")
             # The top wheel's hand reached bucket 3 (1200 ms / 400 ms); the middle one bucket 0.
             expect(page.locator("#tw-level-2 .tw-hand")).to_have_attribute("data-angle", "63.0")
             expect(page.locator("#tw-level-2 path.tw-at-hand")).to_have_attribute("data-slot", "3")
             expect(page.locator("#tw-level-1 path.tw-full")).to_have_count(1)
-        if n == 8:
+        if n == 7:
             expect(page.locator("#tw-moves")).to_contain_text("REQUEST_TIMED_OUT")
-        if n == 9:      # the switch counts the fetches waiting in the other purgatory
+        if n == 8:      # the switch counts the fetches waiting in the other purgatory
             expect(page.locator('.tw-switch-btn[data-purgatory="fetch"]')).to_contain_text("2 waiting")
             expect(page.locator('.tw-switch-btn[data-purgatory="produce"]')).to_have_attribute("aria-pressed", "true")
-        if n == 10:
+        if n == 9:
             # Pressed from the keyboard: the fetch purgatory's wheels and moves replace the produce ones.
             page.locator('.tw-switch-btn[data-purgatory="fetch"]').focus()
             page.keyboard.press("Enter")
@@ -205,7 +203,7 @@ def test_lesson_15_forward_and_back_with_what_the_wheels_show(page: Page, live_s
 
 
 def test_lesson_15_try_its_through_the_forms_and_a_quiz(page: Page, live_server_url):
-    open_lesson(page, live_server_url, L15, 10)
+    open_lesson(page, live_server_url, L15, 9)
     send(page, "pause-form", broker="1")
     send(page, "pause-form", broker="2")
     send(page, "tw-produce-form", value="late", timeout_ms="500")

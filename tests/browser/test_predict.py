@@ -24,9 +24,9 @@ def seek(page: Page, n: int, total: int) -> None:
 def test_lock_in_with_the_keyboard_then_see_the_engines_answer(page: Page, live_server_url):
     open_lesson(page, live_server_url, "isr-and-acks")
     page.select_option("#scenario-select", "isr-shrink-acks-all")
-    expect(page.locator("#step-counter")).to_have_text("Start · 0/19")
+    expect(page.locator("#step-counter")).to_have_text("Start · 0/14")
     expect(page.locator("#predict")).to_be_hidden()
-    seek(page, 11, 19)
+    seek(page, 8, 14)
     box = page.locator("#predict")
     expect(box).to_be_visible()
     expect(page.locator("#predict-question")).to_contain_text("min.insync.replicas is still 2")
@@ -38,9 +38,9 @@ def test_lock_in_with_the_keyboard_then_see_the_engines_answer(page: Page, live_
     page.keyboard.press("Space")
     page.keyboard.press("ArrowDown")
     expect(choices.nth(1)).to_be_checked()
-    expect(page.locator("#step-counter")).to_have_text("Step 11 of 19")
+    expect(page.locator("#step-counter")).to_have_text("Step 8 of 14")
     page.keyboard.press("Enter")
-    expect(page.locator("#step-counter")).to_have_text("Step 12 of 19")
+    expect(page.locator("#step-counter")).to_have_text("Step 9 of 14")
     expect(page.locator("#step-button")).to_be_focused()   # the form hid: the keyboard stays on the run
     outcome = page.locator("#predict-outcome")
     expect(outcome.locator(".pv-you")).to_have_class(re.compile(r"\bright\b"))
@@ -51,20 +51,20 @@ def test_lock_in_with_the_keyboard_then_see_the_engines_answer(page: Page, live_
 
     # Back: the question again, the pick remembered; plain Step skips predicting and still shows the answer.
     page.click("#back-button")
-    expect(page.locator("#step-counter")).to_have_text("Step 11 of 19")
+    expect(page.locator("#step-counter")).to_have_text("Step 8 of 14")
     expect(page.locator("#predict-form")).to_be_visible()
     expect(choices.nth(1)).to_be_checked()
     page.evaluate("() => window.sessionStorage.clear()")
     page.click("#back-button")
-    seek(page, 11, 19)
+    seek(page, 8, 14)
     expect(choices.nth(1)).not_to_be_checked()
     page.click("#step-button")
-    expect(page.locator("#step-counter")).to_have_text("Step 12 of 19")
+    expect(page.locator("#step-counter")).to_have_text("Step 9 of 14")
     expect(outcome.locator(".pv-you")).to_have_text("You did not predict this step.")
     expect(outcome.locator(".pv-engine")).to_contain_text("NOT_ENOUGH_REPLICAS")
     # The step after it asks nothing: the box goes away.
     page.click("#step-button")
-    expect(page.locator("#step-counter")).to_have_text("Step 13 of 19")
+    expect(page.locator("#step-counter")).to_have_text("Step 10 of 14")
     expect(box).to_be_hidden()
 
 
@@ -74,9 +74,9 @@ def test_a_wrong_pick_is_marked_in_text_and_chinese_pages_translate_it(page: Pag
     page.check("#trunc-hw")
     page.click("#load-button")
     wait_for(page, "window.KV.lastFrame && window.KV.lastFrame.state.truncation === 'hw'")
-    expect(page.locator("#step-counter")).to_contain_text("0/16")
+    expect(page.locator("#step-counter")).to_contain_text("0/13")
     seek_zh = page.locator("#scrubber")
-    seek_zh.fill("10")
+    seek_zh.fill("8")
     expect(page.locator("#predict-form")).to_be_visible()
     expect(page.locator("#predict-title")).to_have_text("先预测，再观察")
     page.locator('#predict-choices input[name="predict"]').nth(1).check()   # "B keeps m2": not under HW truncation
@@ -92,12 +92,12 @@ def test_a_wrong_pick_is_marked_in_text_and_chinese_pages_translate_it(page: Pag
 def test_play_stops_where_the_lesson_asks(page: Page, live_server_url):
     open_lesson(page, live_server_url, "isr-and-acks")
     page.select_option("#scenario-select", "isr-shrink-acks-all")
-    expect(page.locator("#step-counter")).to_have_text("Start · 0/19")
-    seek(page, 5, 19)
+    expect(page.locator("#step-counter")).to_have_text("Start · 0/14")
+    seek(page, 3, 14)
     page.select_option("#speed", "8")
     page.click("#play-button")
-    expect(page.locator("#step-counter")).to_have_text("Step 7 of 19")   # step 8 asks first
+    expect(page.locator("#step-counter")).to_have_text("Step 5 of 14")   # step 6 asks first
     expect(page.locator("#play-button")).to_have_attribute("aria-pressed", "false")
     expect(page.locator("#predict-msg")).to_contain_text("Paused")
     page.wait_for_timeout(600)                                          # three ticks at 8×: nothing moves
-    expect(page.locator("#step-counter")).to_have_text("Step 7 of 19")
+    expect(page.locator("#step-counter")).to_have_text("Step 5 of 14")

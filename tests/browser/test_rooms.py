@@ -67,6 +67,9 @@ def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room
         wait_for(student, "KV.lastFrame && KV.lastFrame.state.run.step === 2")
         expect(student.locator("#room-control")).to_contain_text("Watching")
         expect(teacher.locator("#roster")).to_contain_text("Ada")
+        # A watcher's page has no Step, Back, Reset or Play: they would only answer "forbidden".
+        for control in ("#step-button", "#back-button", "#reset-button", "#play-button"):
+            expect(student.locator(control)).to_be_hidden()
 
         # The instructor steps until the partition has a leader, then kills it: Shift+K.
         for _ in range(6):
@@ -82,15 +85,17 @@ def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room
 
         # Grant: the student moves the room's clock; everybody sees it.
         clock = teacher.evaluate("() => KV.lastFrame.state.clock_ms")
-        teacher.locator(".roster-member", has_text="Ada").locator("button").click()
+        teacher.locator(".roster-member", has_text="Ada").locator(".roster-toggle").click()
         expect(student.locator("#room-banner")).to_have_attribute("data-control", "granted")
+        expect(student.locator("#step-button")).to_be_visible()
         student.click("#advance-button")
         wait_for(teacher, f"KV.lastFrame.state.clock_ms > {clock}")
         clock = teacher.evaluate("() => KV.lastFrame.state.clock_ms")
 
         # Revoke: the next command is refused and nothing moves.
-        teacher.locator(".roster-member", has_text="Ada").locator("button").click()
+        teacher.locator(".roster-member", has_text="Ada").locator(".roster-toggle").click()
         expect(student.locator("#room-banner")).to_have_attribute("data-control", "watching")
+        expect(student.locator("#step-button")).to_be_hidden()
         student.click("#advance-button")
         expect(student.locator("[role=alert]", has_text="Only the instructor").first).to_be_visible()
         teacher.wait_for_timeout(300)
@@ -116,6 +121,13 @@ def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room
         wait_for(student, f"KV.lastFrame.state.run.step === {room_step - 1}")
         teacher.wait_for_timeout(300)
         assert teacher.evaluate("() => KV.lastFrame.state.run.step") == room_step   # the room did not move
+
+        # The instructor removes Ada from "Who is here": she cannot come back with this browser.
+        teacher.once("dialog", lambda dialog: dialog.accept())
+        teacher.locator(".roster-member", has_text="Ada").locator(".roster-remove").click()
+        expect(teacher.locator("#roster")).not_to_contain_text("Ada")
+        student.goto(f"{room_server}/r/{code}")
+        expect(student.locator("#join-notice")).to_contain_text("removed you from this room")
     finally:
         teacher_ctx.close()
         student_ctx.close()

@@ -50,13 +50,13 @@ def test_a_lesson_run_continues_in_the_sandbox(page: Page, live_server_url):
     expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
     for n in range(1, 5):
         page.click("#step-button")
-        expect(page.locator("#step-counter")).to_have_text(f"Step {n} of 16")
+        expect(page.locator("#step-counter")).to_have_text(f"Step {n} of 13")
     page.locator("#run-tools summary").click()
     page.click("#share-button")
     expect(page.locator("#fork-link")).to_have_attribute("href", re.compile(r"^/sandbox/\?run="))
     page.click("#fork-link")
     expect(page.locator("h1")).to_contain_text("Sandbox")
-    expect(page.locator("#step-counter")).to_have_text("Step 4 of 16")
+    expect(page.locator("#step-counter")).to_have_text("Step 4 of 13")
     expect(page.locator("#replica-lanes")).to_contain_text("m1")
 
 

@@ -254,3 +254,54 @@ def test_crash_before_a_flush_loses_buffered_index_entries_and_recovery_rebuilds
         assert expected[seg.base_offset].startswith(seg.offset_index.raw_entries())
         assert disk.read_all(seg.offset_index.rel)[:seg.offset_index.size_bytes] == seg.offset_index.raw_entries()
     reopened.close()
+
+
+# ---- recover=False: a tool's open, which refuses instead of repairing --------------------------
+
+def _tree(tmp):
+    import hashlib
+    import os
+    return {os.path.relpath(os.path.join(d, f), tmp): hashlib.sha256(open(os.path.join(d, f), "rb").read()).hexdigest()
+            for d, _, files in os.walk(tmp) for f in files}
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 40), where=st.floats(0, 1))
+def test_recover_false_refuses_a_torn_tail_and_writes_nothing(n, where):
+    import pytest
+
+    from engine.errors import CorruptRecordError
+    with tempfile.TemporaryDirectory() as tmp:
+        disk = Disk(tmp)
+        log = open_log(disk)
+        fill(log, n)
+        log.close()
+        seg = log.segments[-1]
+        size = disk.size(seg.log_rel)
+        starts = {pos for pos, _ in seg.iter_headers()} | {size}
+        cut = 1 + int(where * (size - 2))
+        if cut in starts:
+            cut += 1
+        with open(disk.path(seg.log_rel), "r+b") as fh:
+            fh.truncate(cut)
+        before = _tree(tmp)
+        with pytest.raises(CorruptRecordError, match=rf"{seg.name}: .* recovery would cut the \d+ bytes from position"):
+            open_log(Disk(tmp), recover=False)
+        assert _tree(tmp) == before
+        open_log(Disk(tmp)).close()  # a broker start recovers it: the torn batch is cut
+        assert max(p for p in starts if p <= cut) == Disk(tmp).size(seg.log_rel)
+
+
+def test_recover_false_opens_a_cleanly_closed_log_without_changing_a_byte():
+    with tempfile.TemporaryDirectory() as tmp:
+        disk = Disk(tmp)
+        log = open_log(disk)
+        fill(log, 30)
+        log.close()
+        disk.close_all()
+        before = _tree(tmp)
+        again = open_log(Disk(tmp), recover=False)
+        assert again.records() == log.records() and again.log_end_offset == log.log_end_offset
+        again.close()
+        again.disk.close_all()
+        assert _tree(tmp) == before

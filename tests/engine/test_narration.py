@@ -102,3 +102,20 @@ def test_chinese_sentences_say_the_engine_reason_in_chinese(kind, field):
         assert narration._WHY_ZH[code] in zh, zh
         assert code not in zh.replace("retention.bytes", ""), zh
         assert code in en or code.replace("_", " ") in en, en
+
+
+@pytest.mark.parametrize("cmd, en, zh", [
+    ({"cmd": "produce", "topic": "orders", "count": 10, "acks": "all", "value_size": None}, "produce 10 records (acks=all)",
+     "发送 10 条消息（acks=all）"),
+    ({"type": "produce", "producer": "safe", "value": "m2", "partition": 0}, "safe produces m2 to partition 0",
+     "生产者 safe 向分区 0 发送 m2"),
+    ({"type": "produce", "value": "m1", "timeout_ms": 1500}, "produce m1", "发送 m1"),
+    ({"cmd": "consumer_join", "name": "c2", "group": "billing"}, "c2 joins group billing", "c2 加入消费组 billing"),
+    ({"cmd": "consumer_commit", "name": "c1"}, "c1 commits", "c1 提交偏移量"),
+    ({"cmd": "configure_groups", "offsets_topic_num_partitions": 1}, "set up __consumer_offsets (1 partition(s))",
+     "设置 __consumer_offsets（1 个分区）"),
+    ({"type": "delete", "key": "pear"}, "delete pear (a tombstone)", "删除 pear（墓碑）"),
+])
+def test_a_command_label_names_what_the_command_does(cmd, en, zh):
+    # The step list and a learner's own step show these; "None bytes" or a bare "consumer join" said nothing.
+    assert narration.command_label(cmd) == en and narration.command_label(cmd, "zh") == zh

@@ -213,3 +213,32 @@ async def test_reconnecting_gets_the_state_and_history_so_far(runtime, ws_header
     assert snapshot["state"]["partitions"][0]["log_end_offset"] == 3
     assert [e["first_offset"] for e in snapshot["events"] if e["kind"] == "batch_appended"] == [0, 1, 2]
     await again.disconnect()
+
+
+@pytest.mark.parametrize("origin,host,ok", [
+    (b"http://127.0.0.1:8000", b"127.0.0.1:8000", True),
+    (b"http://localhost:8000", b"localhost:8000", True),
+    (b"http://localhost:9999", b"localhost:8000", False),         # another port on an allowed host
+    (b"http://localhost", b"localhost:8000", False),
+    (b"http://127.0.0.1:8000", b"localhost:8000", False),         # another host than the one connected to
+    (b"http://localhost", b"localhost", True),                    # default ports
+    (b"http://localhost:80", b"localhost", True),
+    (b"http://evil.example:8000", b"evil.example:8000", False),   # not an allowed host
+    (b"null", b"localhost:8000", False),
+    (b"ftp://localhost:8000", b"localhost:8000", False),
+])
+async def test_the_origin_check_compares_scheme_host_and_port(runtime, session_cookie, origin, host, ok):
+    comm = WebsocketCommunicator(application, PATH, headers=[
+        (b"origin", origin), (b"host", host), (b"cookie", f"sessionid={session_cookie}".encode())])
+    connected, _ = await comm.connect()
+    assert connected is ok
+    await comm.disconnect()
+
+
+async def test_a_trusted_origin_is_accepted_whatever_the_host(runtime, session_cookie, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://demo.example.org"]
+    comm = WebsocketCommunicator(application, PATH, headers=[
+        (b"origin", b"https://demo.example.org"), (b"host", b"127.0.0.1:8000"),
+        (b"cookie", f"sessionid={session_cookie}".encode())])
+    assert (await comm.connect())[0]
+    await comm.disconnect()

@@ -109,7 +109,7 @@ async def test_connections_per_address_are_capped_with_a_message(runtime, runtim
     assert connected                                   # accepted to say why, then closed
     msg = await comm.receive_json_from(timeout=5)
     assert msg["type"] == "error" and "Too many open lesson connections" in msg["message"]
-    assert (await comm.receive_output(timeout=5))["code"] == consumers.CLOSE_FULL
+    assert (await comm.receive_output(timeout=5))["code"] == consumers.CLOSE_RETRY   # try again later
     other, connected, _ = await connect(ws_headers, client=("10.9.9.9", 5000))
     assert connected
     await comms[0].disconnect()

@@ -9,6 +9,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from engine.cluster.scenarios import get_scenario
+from kafkaviz.live.replication import script_ends
 from kafkaviz.asgi import application
 
 from .conftest import ORIGIN
@@ -16,9 +17,11 @@ from .framing import TrackedCommunicator
 
 PATH = "/ws/lessons/leader-epoch/"
 SCENARIO = get_scenario("kip101-data-loss")
-STEPS = len(SCENARIO.steps)
+ENDS = script_ends(SCENARIO.commands())     # a lesson step ends after these commands
+STEPS = len(ENDS)
 # The step after which the controller has elected B (A down): advance past the session timeout.
-ELECTION = 2 + max(i for i, s in enumerate(SCENARIO.steps) if s.command["cmd"] == "crash" and s.command["broker"] == 1)
+_CRASH_A = max(i for i, s in enumerate(SCENARIO.steps) if s.command["cmd"] == "crash" and s.command["broker"] == 1)
+ELECTION = 1 + next(k for k, end in enumerate(ENDS) if end >= _CRASH_A + 2)
 
 
 @pytest.fixture

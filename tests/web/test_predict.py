@@ -26,13 +26,13 @@ from .test_lesson10 import command
 
 # (lesson, scenario, truncation, the step asked before, the choice the engine makes happen)
 REPLICATION_CASES = [
-    ("leader-epoch", "kip101-data-loss", "hw", 11, 0),       # B cuts m2 and leads without it
-    ("leader-epoch", "kip101-data-loss", "epoch", 11, 1),    # same step, the epoch rule keeps m2
-    ("leader-epoch", "kip101-divergence", "hw", 15, 0),      # A keeps m2 below its HW: replicas diverge
-    ("leader-epoch", "kip101-divergence", "epoch", 15, 1),   # A asks where epoch 0 ends and cuts m2
-    ("isr-and-acks", "isr-shrink-acks-all", "epoch", 8, 0),  # ISR {0, 1} >= min.insync 2: acked
-    ("isr-and-acks", "isr-shrink-acks-all", "epoch", 12, 1),  # ISR {0} < 2: NOT_ENOUGH_REPLICAS
-    ("leader-election", "unclean-election-loss", "epoch", 11, 0),  # unclean: m2, m3 lost
+    ("leader-epoch", "kip101-data-loss", "hw", 9, 0),         # B cuts m2 and leads without it
+    ("leader-epoch", "kip101-data-loss", "epoch", 9, 1),      # same step, the epoch rule keeps m2
+    ("leader-epoch", "kip101-divergence", "hw", 12, 0),       # A keeps m2 below its HW: replicas diverge
+    ("leader-epoch", "kip101-divergence", "epoch", 12, 1),    # A asks where epoch 0 ends and cuts m2
+    ("isr-and-acks", "isr-shrink-acks-all", "epoch", 6, 0),  # ISR {0, 1} >= min.insync 2: acked
+    ("isr-and-acks", "isr-shrink-acks-all", "epoch", 9, 1),  # ISR {0} < 2: NOT_ENOUGH_REPLICAS
+    ("leader-election", "unclean-election-loss", "epoch", 8, 0),   # unclean: m2, m3 lost
 ]
 GUIDED_CASES = [("plain-retry", 0), ("safe-retry", 1)]    # lesson 14: a duplicate, then none
 
@@ -113,13 +113,13 @@ def test_prediction_checks_name_real_events_and_fields(slug):
 
 
 def test_the_lessons_ask_before_the_steps_that_teach():
-    assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:11", "kip101-divergence:15"}
-    assert set(load_content("isr-and-acks").predictions) == {"isr-shrink-acks-all:8", "isr-shrink-acks-all:12"}
-    assert set(load_content("leader-election").predictions) == {"unclean-election-loss:11"}
+    assert set(load_content("leader-epoch").predictions) == {"kip101-data-loss:9", "kip101-divergence:12"}
+    assert set(load_content("isr-and-acks").predictions) == {"isr-shrink-acks-all:6", "isr-shrink-acks-all:9"}
+    assert set(load_content("leader-election").predictions) == {"unclean-election-loss:8"}
     assert set(load_content("idempotence-and-transactions").predictions) == {"plain-retry", "safe-retry"}
-    zh = load_content("leader-epoch", "zh").predictions["kip101-data-loss:11"]
-    assert zh.checks == load_content("leader-epoch").predictions["kip101-data-loss:11"].checks
-    assert "m2" in zh.question and zh.question != load_content("leader-epoch").predictions["kip101-data-loss:11"].question
+    zh = load_content("leader-epoch", "zh").predictions["kip101-data-loss:9"]
+    assert zh.checks == load_content("leader-epoch").predictions["kip101-data-loss:9"].checks
+    assert "m2" in zh.question and zh.question != load_content("leader-epoch").predictions["kip101-data-loss:9"].question
 
 
 # ---- the checks on one step's events ----------------------------------------------------------
@@ -180,7 +180,7 @@ def test_the_engine_marks_exactly_the_choice_that_happened(tmp_path, slug, scena
 
 def test_evidence_is_narrated_in_the_page_language(tmp_path):
     kind = _replication(tmp_path, "leader-epoch", "kip101-data-loss", "hw", lang="zh")
-    kind.seek(11)
+    kind.seek(9)
     out = kind.state()["prediction"]["outcome"]
     assert _only_happened(out) == [0] and "m2" in out["question"] and "截掉" in out["choices"][0]["text"]
     assert any("检查器" not in t and "丢失" in t for t in out["evidence"])
@@ -188,10 +188,10 @@ def test_evidence_is_narrated_in_the_page_language(tmp_path):
 
 def test_a_learners_own_command_drops_the_lessons_question(tmp_path):
     kind = _replication(tmp_path, "leader-election", "unclean-election-loss", "epoch")
-    kind.seek(10)
-    assert kind.state()["prediction"]["upcoming"]["step"] == 11
-    kind.execute(kind.commands["advance"], {"ms": 4000})   # the learner's own step 11, not the lesson's
-    assert kind.position == 11 and kind.state()["prediction"] is None
+    kind.seek(7)
+    assert kind.state()["prediction"]["upcoming"]["step"] == 8
+    kind.execute(kind.commands["advance"], {"ms": 4000})   # the learner's own step 8, not the lesson's
+    assert kind.position == 8 and kind.state()["prediction"] is None
 
 
 @pytest.mark.parametrize("step_id, right", GUIDED_CASES)
@@ -228,9 +228,9 @@ async def test_frames_carry_the_question_then_the_engines_answer(lenient, runtim
     assert (await comm.connect())[0]
     await comm.receive_json_from(timeout=10)
     await command(comm, {"type": "load", "scenario": "isr-shrink-acks-all", "truncation": "epoch"})
-    _, frame = await command(comm, {"type": "seek", "step": 11})
+    _, frame = await command(comm, {"type": "seek", "step": 8})
     up = frame["state"]["prediction"]["upcoming"]
-    assert up["step"] == 12 and "NOT_ENOUGH_REPLICAS" in up["choices"][1]["text"]
+    assert up["step"] == 9 and "NOT_ENOUGH_REPLICAS" in up["choices"][1]["text"]
     _, frame = await command(comm, {"type": "step"})
     out = frame["state"]["prediction"]["outcome"]
     assert _only_happened(out) == [1] and any("NOT_ENOUGH_REPLICAS" in t for t in out["evidence"])
@@ -245,7 +245,7 @@ def test_the_outcome_is_worked_out_once_per_step(tmp_path, monkeypatch):
     """Frames of the next step come while the position still names this one: they reuse
     the outcome instead of re-reading the step's events (or judging a half-run state)."""
     kind = _replication(tmp_path, "isr-and-acks", "isr-shrink-acks-all", "epoch")
-    kind.seek(12)
+    kind.seek(9)
     first = kind.state()["prediction"]["outcome"]
 
     def no_reread():

@@ -83,3 +83,31 @@ def test_session_cookie_is_signed_secure_and_http_only():
     response = Client().get("/lessons/segments/")
     cookie = response.cookies[settings.SESSION_COOKIE_NAME]
     assert cookie["secure"] and cookie["httponly"] and cookie["samesite"] == "Lax"
+
+
+def manage_in_subprocess(env_overrides: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "KAFKAVIZ_"))}
+    env.update(env_overrides)
+    return subprocess.run([sys.executable, "manage.py", *argv], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_management_commands_that_serve_nothing_run_without_a_secret_key():
+    checked = manage_in_subprocess({}, "check")
+    assert checked.returncode == 0, checked.stderr
+    lab = manage_in_subprocess({}, "lab", "sweep", "--help")
+    assert lab.returncode == 0 and "--preset" in lab.stdout, lab.stderr
+
+
+@pytest.mark.parametrize("argv", [["runserver", "127.0.0.1:0"], ["runworker", "kafkaviz-test"]])
+def test_serving_commands_still_refuse_to_start_without_a_secret_key(argv):
+    refused = manage_in_subprocess({}, *argv)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: DJANGO_SECRET_KEY must be set") and "Traceback" not in refused.stderr
+
+
+def test_the_asgi_application_refuses_to_load_without_a_secret_key():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "KAFKAVIZ_"))}
+    refused = subprocess.run([sys.executable, "-c", "import kafkaviz.asgi"], cwd=REPO, env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "DJANGO_SECRET_KEY must be set" in refused.stderr

@@ -14,7 +14,7 @@ from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.scenarios import get_scenario
 from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits
-from kafkaviz.live.replication import WEB_CAPS, ReplicationSandbox
+from kafkaviz.live.replication import WEB_CAPS, ReplicationSandbox, script_ends
 from kafkaviz.live.runtime import Runtime, new_sandbox_id
 from kafkaviz.live.validation import CommandError
 
@@ -143,9 +143,35 @@ def test_every_step_sends_a_marker_so_a_frame_follows_even_without_engine_events
     kind.step()                       # create_topic
     kind.step()                       # advance
     got.clear()
-    kind.step()                       # produce: nothing happens until the clock moves
-    assert [e.event.kind for e in got] == ["run_moved"]
-    assert got[0].event.step == 3 and got[0].event.how == "step"
+    kind.execute(kind.commands["produce"], {"topic": "t", "acks": "all", "value": "x"})
+    assert [e.event.kind for e in got] == ["run_moved"]     # nothing happens until the clock moves
+    assert got[0].event.step == 3 and got[0].event.how == "command"
+    kind.close()
+
+
+def test_a_scenario_step_runs_on_through_commands_that_wait_for_the_clock(tmp_path):
+    kind = make_kind(tmp_path)
+    kind.step()
+    kind.step()
+    kind.step()                       # produce m1, then the advance that sends it
+    st = kind.state()["run"]
+    assert st["step"] == 3 and kind.run.position == 4
+    assert st["steps"][2]["label"] == "produce m1 (acks=all); advance the clock 1000 ms"
+    assert any(e["kind"] == "produce_received" for e in kind.step_events())
+    kind.back()
+    assert kind.run.position == 2 and kind.state()["run"]["step"] == 2
+    kind.close()
+
+
+def test_a_learners_produce_that_matches_the_script_is_a_step_of_its_own(tmp_path):
+    kind = make_kind(tmp_path)
+    kind.step()
+    kind.step()
+    kind.execute(kind.commands["produce"], {"topic": "t", "acks": "all", "value": "m1"})   # the script's next command
+    run = kind.state()["run"]
+    assert run["step"] == 3 and run["total"] == 3
+    assert not run["steps"][2]["scripted"] and run["steps"][2]["say"] == ""   # not the lesson's produce-and-advance
+    assert kind.state()["prediction"] is None
     kind.close()
 
 
@@ -197,7 +223,7 @@ def test_produce_before_the_topic_exists_is_refused_by_the_engine(tmp_path):
     with pytest.raises(KafkaError, match="unknown topic 't'"):
         kind.execute(kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "y"})
     assert kind.state()["run"]["step"] == 0
-    assert kind.state()["run"]["total"] == len(get_scenario("kip101-data-loss").steps)
+    assert kind.state()["run"]["total"] == len(script_ends(get_scenario("kip101-data-loss").commands()))
     kind.step()
     kind.execute(kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "y"})
     assert kind.state()["run"]["steps"][-1]["label"] == "produce y (acks=all)"
@@ -227,9 +253,11 @@ def test_step_narration_comes_from_the_step_events_not_ahead_of_them(tmp_path):
     truncates, and the step that restarts B says only what the restart did."""
     kind = make_kind(tmp_path)
     script = get_scenario("kip101-data-loss").commands()
-    restart_b = next(i for i, c in enumerate(script) if c["cmd"] == "restart" and c["broker"] == 2) + 1
+    ends = script_ends(script)
+    restart_cmd = next(i for i, c in enumerate(script) if c["cmd"] == "restart" and c["broker"] == 2) + 1
+    restart_b = 1 + next(k for k, end in enumerate(ends) if end >= restart_cmd)
     truncated_at = None
-    for n in range(1, len(script) + 1):
+    for n in range(1, len(ends) + 1):
         kind.step()
         happened = " ".join(kind.state()["run"]["happened"])
         events = kind.step_events()
@@ -250,7 +278,7 @@ def test_a_rule_specific_note_shows_only_under_its_rule(tmp_path):
     for rule in ("hw", "epoch"):
         kind.load("kip101-divergence", rule)
         steps = kind.state()["run"]["steps"]
-        say = steps[13]["say"]
+        say = steps[10]["say"]          # step 11: A restarts and follows B
         assert ("keeps what is below its own HW" in say) == (rule == "hw")
         assert ("asks B where epoch 0 ends" in say) == (rule == "epoch")
     kind.close()

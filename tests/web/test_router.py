@@ -211,3 +211,29 @@ async def test_the_sandbox_quota_of_an_address_counts_sandboxes_in_every_process
         await a.refresh()
         await a.attach(three, "segments", address="10.1.1.1")
         assert three in rt_a.sandboxes
+
+
+async def test_a_members_budget_travels_with_a_forwarded_request(tmp_path, redis_url):  # noqa: F811
+    """A room member's requests in another process spend that member's budget on the owner,
+    never the sandbox's (the instructor's), and a read-only export is not saved again."""
+    layer_a, rt_a, a = process(tmp_path, "a", redis_url)
+    layer_b, rt_b, b = process(tmp_path, "b", redis_url)
+    rt_a.settings.update(MEMBER_COMMAND_BURST=3, MEMBER_COMMANDS_PER_SECOND=0.01)
+    sid = new_sandbox_id()
+    try:
+        await a.attach(sid, "segments")
+        await b.attach(sid, "segments")
+        tokens = rt_a.sandboxes[sid].bucket.tokens
+        for _ in range(2):
+            assert (await b.command(sid, {"type": "export"}, "member:7"))["command"] == "export"
+        await b.snapshot(sid, "member:7")
+        with pytest.raises(CommandError) as refused:
+            await b.snapshot(sid, "member:7")
+        assert refused.value.code == "rate_limited"
+        assert rt_a.sandboxes[sid].bucket.tokens == tokens
+        assert (await b.command(sid, {"type": "produce", "count": "1", "partition": "0"}))["type"] == "ack"
+    finally:
+        await a.stop()
+        await b.stop()
+        rt_a.close_all()
+        rt_b.close_all()

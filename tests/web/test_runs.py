@@ -144,12 +144,12 @@ async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(t
         await rt.command(lesson, {"type": "step"})
     share_id = (await rt.command(lesson, {"type": "share"}))["share_id"]
     reply = await rt.command(sandbox, {"type": "open_shared", "id": share_id})
-    assert reply["text"] == "Run loaded: step 6 of 16."
+    assert reply["text"] == "Run loaded: step 6 of 13."       # 16 commands, 13 steps
     forked, original = rt.sandboxes[sandbox].engine.state(), rt.sandboxes[lesson].engine.state()
     # The engine's state is the same; only the lesson's own words (step notes) stay behind.
     for key in ("lanes", "brokers", "partition", "verdict", "acknowledged", "clock_ms", "truncation"):
         assert forked[key] == original[key], key
-    assert (forked["run"]["step"], forked["run"]["total"]) == (6, 16)
+    assert (forked["run"]["step"], forked["run"]["total"]) == (6, 13)
     with pytest.raises(CommandError, match="share link is unknown"):
         await rt.command(other, {"type": "open_shared", "id": share_id})
     rt.close_all()
@@ -175,9 +175,12 @@ async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path):
 
     assert django_settings.KAFKAVIZ_SHARE_DAYS == 30
     rt, a, b = await two_sandboxes(tmp_path, "segments")
+    # Three different runs (identical runs are stored once, under one link).
     await rt.command(a, {"type": "step"})
     old_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    await rt.command(a, {"type": "step"})
     other_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    await rt.command(a, {"type": "step"})
     fresh_id = (await rt.command(a, {"type": "share"}))["share_id"]
     aged = timezone.now() - timedelta(days=31)
     await in_db(lambda: SharedRun.objects.filter(pk__in=[old_id, other_id]).update(created=aged))
@@ -193,7 +196,7 @@ async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path):
     assert "Deleted 1 shared run(s) older than 30 days." in out.getvalue()
     assert await in_db(lambda: sorted(SharedRun.objects.values_list("pk", flat=True))) == [fresh_id]
     reply = await rt.command(b, {"type": "open_shared", "id": fresh_id})
-    assert reply["text"] == "Run loaded: step 1 of 6."
+    assert reply["text"] == "Run loaded: step 3 of 6."
     rt.close_all()
 
 

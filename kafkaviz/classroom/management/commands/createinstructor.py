@@ -29,9 +29,18 @@ class Command(BaseCommand):
             if not password:
                 raise CommandError(f"Environment variable {password_env} is unset or empty.")
         else:
-            password = getpass.getpass("Password: ")
-            if password != getpass.getpass("Password (again): "):
+            try:
+                password = getpass.getpass("Password: ")
+                again = getpass.getpass("Password (again): ")
+            except EOFError:  # stdin ended before both answers: no traceback
+                raise CommandError("No password given (the input ended); type it twice, or use --password-env.") \
+                    from None
+            if password != again:
                 raise CommandError("The passwords differ.")
+        try:
+            password.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are not UTF-8, read with surrogate escapes
+            raise CommandError("The password is not UTF-8 text.") from None
         User = get_user_model()
         user = User.objects.filter(username=username).first() or User(username=username, email=email)
         try:

@@ -1,0 +1,176 @@
+/* Messages that travel (issue 17): every request and answer the engine's simulated network
+ * carried in a frame becomes a token moving on the cluster picture from its sender to its
+ * receiver, labelled with what it carries (offsets, HW, epoch, error). Tokens are drawn
+ * from the engine's own events -- a fetch_sent is a Fetch leaving the follower, a
+ * fetch_answered its answer leaving the leader, a message_dropped a message that falls
+ * where it was lost -- and played in the order of their virtual times (events at the same
+ * virtual millisecond leave together). Each event is also a line of the timeline, which is
+ * the text for every token. Under prefers-reduced-motion a token appears at its receiver,
+ * without motion. While shown, a token is <g data-flow="<message kind>">. */
+(function () {
+  "use strict";
+  const FLIGHT_MS = 750, SLOT_MS = 260, MAX_SPAN_MS = 3200, REST_MS = 1100, MAX_TOKENS = 30;
+  const el = KV.el;
+  const $ = function (id) { return document.getElementById(id); };
+  // Who coordinates a group or a transactional id, and who leads a partition: learned from
+  // the events that say so, since the answer events do not all repeat it.
+  const coordinators = {};
+  // The transaction coordinator's requests, by Kafka's names.
+  const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn" };
+  const leaders = {};
+
+  // Labels are Kafka's request names and the values they carry (no English sentence: the
+  // words a label adds, like "committed", come from KV.t).
+  function range(a, b) { return a === null || a === undefined ? "∅" : a + (b !== a ? "–" + b : ""); }
+  function kebab(api) { return String(api).replace(/([a-z])([A-Z])/g, "$1-$2").replace(/_/g, "-").toLowerCase(); }
+
+  function tokensOf(frame) {
+    const st = frame.state || {};
+    const controller = (st.controller || {}).active;
+    if (st.partition && st.partition.leader !== null) leaders[st.partition.topic + "-" + st.partition.partition] = st.partition.leader;
+    (st.partitions || []).forEach(function (p) { leaders[(st.topic || "") + "-" + p.partition] = p.leader; });
+    const out = [];
+    function add(ev, from, to, flow, label, extra) {
+      if (from === undefined || to === undefined || from === null || to === null || from === to) return;
+      out.push(Object.assign({ t: ev.time_ms, seq: ev.seq, from: from, to: to, flow: flow, label: label, cls: "" }, extra || {}));
+    }
+    const answer = { cls: "flow-answer" }, error = { cls: "flow-answer flow-error" };
+    (frame.events || []).forEach(function (ev) {
+      if (ev.group !== undefined && ev.coordinator !== undefined) coordinators["g:" + ev.group] = ev.coordinator;
+      if (ev.transactional_id !== undefined && ev.coordinator !== undefined) coordinators["t:" + ev.transactional_id] = ev.coordinator;
+      switch (ev.kind) {
+        case "leader_elected":
+          leaders[ev.topic + "-" + ev.partition] = ev.chosen;
+          add(ev, ev.controller, ev.chosen, "metadata", "leader " + ev.chosen + " · e" + ev.leader_epoch + " · ISR [" + ev.isr.join(",") + "]");
+          break;
+        case "fetch_sent":
+          add(ev, ev.broker, ev.leader, "fetch", "Fetch " + ev.fetch_offset + " · e" + ev.last_fetched_epoch); break;
+        case "fetch_answered":
+          add(ev, ev.broker, ev.follower, "fetch-response", (ev.error ? ev.error : ev.records ? range(ev.first_offset, ev.last_offset) : "∅") +
+            " · HW " + ev.high_watermark, ev.error ? error : answer); break;
+        case "epoch_request_sent":
+          add(ev, ev.broker, ev.leader, "offsets-for-leader-epoch", "OffsetsForLeaderEpoch e" + ev.epoch); break;
+        case "epoch_request_answered":
+          add(ev, ev.broker, ev.follower, "offsets-for-leader-epoch-response", "e" + ev.epoch + " → " + ev.end_offset, answer); break;
+        case "alter_partition_sent":
+          add(ev, ev.broker, controller, "alter-partition", ["AlterPartition", "ISR", "[" + ev.proposed_isr.join(",") + "]", "e" + ev.leader_epoch].join(" ")); break;
+        case "produce_received":
+          add(ev, -1, ev.broker, "produce", "Produce " + ev.records + " · acks=" + (ev.acks === -1 ? "all" : ev.acks)); break;
+        case "produce_acked":
+          if (ev.broker !== null) add(ev, ev.broker, -1, "produce-response", "ok " + range(ev.base_offset, ev.last_offset), answer);
+          break;
+        case "produce_failed":
+          if (ev.broker !== null) add(ev, ev.broker, -1, "produce-response", ev.error, error);
+          break;
+        case "produce_duplicate":
+          add(ev, ev.broker, -1, "produce-response", "dup → " + range(ev.base_offset, ev.last_offset), answer); break;
+        case "consumer_read":
+          add(ev, -1, ev.broker, "fetch", "Fetch " + ev.offset);
+          add(ev, ev.broker, -1, "fetch-response", (ev.records ? range(ev.offset, ev.next_offset - 1) : "∅") + " · HW " + ev.high_watermark, Object.assign({ t: ev.time_ms + 0.5 }, answer));
+          break;
+        case "consumer_fetched": {
+          const leader = leaders[ev.topic + "-" + ev.partition];
+          add(ev, -1, leader, "fetch", "Fetch " + ev.topic + "-" + ev.partition + " " + ev.offset);
+          add(ev, leader, -1, "fetch-response", (ev.records ? range(ev.offset, ev.next_offset - 1) : "∅") + " · HW " + ev.high_watermark, Object.assign({ t: ev.time_ms + 0.5 }, answer));
+          break;
+        }
+        case "coordinator_found":
+          add(ev, ev.coordinator, -1, "find-coordinator-response", "FindCoordinator → " + ev.coordinator, answer); break;
+        case "join_group_sent":
+          add(ev, -1, ev.coordinator, "join-group", "JoinGroup " + ev.member); break;
+        case "join_group_completed":
+          add(ev, ev.coordinator, -1, "join-group-response", "gen " + ev.generation + " · leader " + ev.leader, answer); break;
+        case "sync_group_sent":
+          add(ev, -1, coordinators["g:" + ev.group], "sync-group", ["SyncGroup", "gen", ev.generation].join(" ")); break;
+        case "sync_group_completed":
+          add(ev, ev.coordinator, -1, "sync-group-response", KV.t("fl_assignment", { g: ev.generation }), answer); break;
+        case "heartbeat_answered":
+          add(ev, coordinators["g:" + ev.group], -1, "heartbeat-response", "Heartbeat " + (ev.error === "NONE" ? "ok" : ev.error), ev.error === "NONE" ? answer : error); break;
+        case "offset_commit_sent":
+          add(ev, -1, coordinators["g:" + ev.group], "offset-commit", "OffsetCommit " + ev.offsets.map(function (o) { return o[1] + ":" + o[2]; }).join(" ")); break;
+        case "offset_committed":
+          add(ev, ev.coordinator, -1, "offset-commit-response", KV.t("fl_committed", { p: ev.partition, offset: ev.offset }), answer); break;
+        case "offset_commit_failed":
+          add(ev, coordinators["g:" + ev.group], -1, "offset-commit-response", ev.error, error); break;
+        case "txn_request":
+          add(ev, -1, ev.coordinator, kebab(TXN_API[ev.api] || ev.api), TXN_API[ev.api] || ev.api);
+          add(ev, ev.coordinator, -1, kebab(TXN_API[ev.api] || ev.api) + "-response", ev.error === "NONE" ? "ok" : ev.error,
+            Object.assign({ t: ev.time_ms + 0.5 }, ev.error === "NONE" ? answer : error));
+          break;
+        case "txn_marker_written":
+          add(ev, coordinators["t:" + ev.transactional_id], ev.broker, "write-txn-markers", (ev.commit ? "COMMIT" : "ABORT") + " @" + ev.offset); break;
+        case "message_dropped":
+          add(ev, ev.src, ev.dst, kebab(ev.api), "✗ " + ev.api, { cls: "flow-dropped", drop: ev.reason === "destination_down" ? 1 : ev.reason === "source_crashed" ? 0.15 : 0.5 });
+          break;
+        default:
+      }
+    });
+    return out.slice(-MAX_TOKENS);
+  }
+
+  function at(r, f) {
+    // The point a fraction f along the quadratic the cluster draws for a link.
+    const cx = 2 * r[1].x - (r[0].x + r[2].x) / 2, cy = 2 * r[1].y - (r[0].y + r[2].y) / 2, g = 1 - f;
+    return { x: g * g * r[0].x + 2 * g * f * cx + f * f * r[2].x, y: g * g * r[0].y + 2 * g * f * cy + f * f * r[2].y };
+  }
+  function tr(p) { return "translate(" + p.x.toFixed(1) + "px," + p.y.toFixed(1) + "px)"; }
+
+  function tokenNode(tok) {
+    const w = Math.round(tok.label.length * 6.7 + 10);
+    const g = el("g", { class: "flow-token " + tok.cls, "data-flow": tok.flow, "data-from": tok.from, "data-to": tok.to, "data-time": tok.t });
+    g.append(el("rect", { x: -w / 2, y: -9, width: w, height: 18, rx: 9 }), el("text", { x: 0, y: 4, "text-anchor": "middle" }, tok.label));
+    return g;
+  }
+
+  function play(frame) {
+    const layer = $("cl-flow");
+    if (!layer || !KV.clusterRoute) return;
+    const tokens = tokensOf(frame);
+    if (!tokens.length) return;
+    // Tokens still in flight finish (a step's frames can follow each other within 30 ms);
+    // those resting without motion give way to the new ones; never more than MAX_TOKENS.
+    layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
+    while (layer.children.length > MAX_TOKENS) layer.firstChild.remove();
+    const reduced = KV.reducedMotion();
+    const speed = Number(($("speed") || {}).value || 1);
+    const times = Array.from(new Set(tokens.map(function (t) { return t.t; }))).sort(function (a, b) { return a - b; });
+    const slot = Math.min(SLOT_MS, MAX_SPAN_MS / Math.max(times.length, 1)) / speed;
+    const flight = FLIGHT_MS / speed;
+    tokens.forEach(function (tok) {
+      const r0 = KV.clusterRoute(tok.from, tok.to);
+      if (!r0) return;
+      // Requests and answers keep to either side of their link, so a fetch and its answer
+      // crossing each other stay readable.
+      const dx = r0[2].x - r0[0].x, dy = r0[2].y - r0[0].y, len = Math.hypot(dx, dy) || 1;
+      const side = (tok.cls.indexOf("flow-answer") >= 0 ? 8 : -8) * (tok.from < tok.to ? 1 : -1);
+      const r = r0.map(function (q) { return { x: q.x - dy / len * side, y: q.y + dx / len * side }; });
+      const node = tokenNode(tok);
+      const end = at(r, tok.drop === undefined ? 1 : tok.drop);
+      layer.append(node);
+      if (reduced) {
+        // No motion: the token is at its receiver (or where it fell) until the next frame.
+        node.style.transform = tr(end);
+        node.classList.add("flow-still");
+        return;
+      }
+      const delay = times.indexOf(tok.t) * slot;
+      const frames = [0, 0.25, 0.5, 0.75].map(function (f) { return { transform: tr(at(r, f * (tok.drop === undefined ? 1 : tok.drop))), opacity: 1 }; });
+      frames.push({ transform: tr(end), opacity: 1 });
+      if (tok.drop !== undefined) frames.push({ transform: tr({ x: end.x, y: end.y + 46 }), opacity: 0 });
+      else frames.push({ transform: tr(end), opacity: 0 });
+      [0, 0.15, 0.3, 0.45, 0.6, 1].forEach(function (o, i) { frames[i].offset = o; });
+      const total = flight / 0.6;     // the flight is the first 60 %; then it rests (or falls) and fades
+      node.style.transform = tr(r[0]);
+      node.style.opacity = "0";
+      const anim = node.animate(frames, { duration: total + (tok.drop !== undefined ? 0 : REST_MS / speed), delay: delay, easing: "linear", fill: "both" });
+      anim.onfinish = function () { node.remove(); };
+    });
+  }
+
+  KV.register("flow", {
+    update: function (_node, frame) {
+      if (frame.snapshot || frame.reset) { const layer = $("cl-flow"); if (layer) layer.replaceChildren(); return; }
+      play(frame);
+    },
+  });
+})();
