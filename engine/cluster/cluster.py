@@ -302,6 +302,10 @@ class Cluster:
         """A coordinator's answer to a transactional producer."""
         from .transactions import transaction_service
         prod = self.producers[name]
+        if hasattr(prod, "on_txn_answer"):
+            # a producer outside the engine (wire/: a real client's connection) takes its own answers
+            prod.on_txn_answer(api, error, result)
+            return
         retriable = error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "CONCURRENT_TRANSACTIONS",
                               "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
         if error in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"):
