@@ -72,6 +72,12 @@ class ScheduledTask:
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaced
 
+    def __lt__(self, other: "ScheduledTask") -> bool:
+        # Two heap entries share a key only when a lazily re-armed timer (``schedule_reserved``)
+        # is pushed again at the place of one that was cancelled: the cancelled one goes first
+        # and is dropped, so the live one runs exactly where the reservation put it.
+        return self.cancelled and not other.cancelled
+
 
 @dataclass
 class Scheduler:

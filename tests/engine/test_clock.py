@@ -83,3 +83,17 @@ def test_scheduler_with_picklable_tasks_pickles():
     s.schedule(5, print, "x")
     clone = pickle.loads(pickle.dumps(s))
     assert [t.due_ms for t in clone.pending()] == [5]
+
+
+def test_a_reserved_timer_rearmed_where_a_cancelled_one_sits_runs_once_in_its_place():
+    # A lazily re-armed timer pushed again at the (due, seq) of one it cancelled used to make
+    # the heap compare two tasks and raise TypeError (lesson 15's client request timeouts).
+    s = Scheduler()
+    ran = []
+    seq = s.reserve()
+    first = s.schedule_reserved(10, seq, ran.append, "first")
+    s.schedule(10, ran.append, "later")
+    s.cancel(first)
+    s.schedule_reserved(10, seq, ran.append, "again")
+    s.advance(10)
+    assert ran == ["again", "later"]
