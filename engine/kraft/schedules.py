@@ -4,7 +4,7 @@ A schedule is plain data (a list of actions, each after a pause) drawn from its 
 the quorum's own randomness (election timeouts, drops) comes from the same seed. Targets
 such as "the leader" are resolved when the action runs, so one seed always replays the same
 run. After the faults the schedule heals every link, restarts every stopped node and lets
-the quorum settle: then there must be a leader, a last append must commit on every voter,
+the quorum settle: then there must be a leader, a last append must commit on every node,
 and the checker's safety rules must hold throughout.
 """
 from __future__ import annotations
@@ -25,10 +25,10 @@ PAUSES_MS = (10, 50, 200, 500, 1000, 1500, 2500, 4000)
 SETTLE_MS = 40_000
 
 
-def fault_schedule(seed: int, voters: int, steps: int) -> list[dict]:
-    """The actions of schedule ``seed`` over voters 1..``voters``."""
+def fault_schedule(seed: int, voters: int, steps: int, observers: tuple = ()) -> list[dict]:
+    """The actions of schedule ``seed`` over voters 1..``voters`` (and ``observers``)."""
     rng = random.Random(f"kraft-schedule-{seed}")
-    ids = list(range(1, voters + 1))
+    ids = list(range(1, voters + 1)) + list(observers)
     ops, weights = zip(*OPS.items())
     out = []
     for _ in range(steps):
@@ -138,12 +138,15 @@ def _apply(q: Quorum, a: dict, counter: list) -> str:
 
 
 def run_schedule(seed: int, root: str, *, voters: int | None = None, steps: int | None = None,
-                 config: QuorumConfig | None = None, observers: int = 0, settle: bool = True) -> ScheduleResult:
-    """Run schedule ``seed`` (3 or 5 voters and 12–30 actions from the seed unless given)."""
+                 config: QuorumConfig | None = None, observers: int | None = None,
+                 settle: bool = True) -> ScheduleResult:
+    """Run schedule ``seed`` (3 or 5 voters, 12–30 actions, and an observer one seed in
+    three, from the seed unless given)."""
     voters = voters or (3 if seed % 2 == 0 else 5)
     steps = steps or 12 + seed % 19
-    actions = fault_schedule(seed, voters, steps)
+    observers = (1 if seed % 3 == 0 else 0) if observers is None else observers
     obs = tuple(range(100, 100 + observers))
+    actions = fault_schedule(seed, voters, steps, obs)
     q = Quorum(root, voters=range(1, voters + 1), observers=obs, seed=seed, config=config, keep_events=5000)
     q.start()
     q.run(2500)
@@ -194,7 +197,8 @@ def _settle(q: Quorum) -> str | None:
         _, _, last = q.append([b"final"])
 
         def done() -> bool:
-            return (all(q.nodes[v].alive and q.nodes[v].high_watermark > last for v in q.voters)
+            # Every voter and every observer (a broker, next session) has it below its HW.
+            return (all(n.alive and n.high_watermark > last for n in q.nodes.values())
                     or not leader.alive or leader.state != "leader" or leader.epoch != epoch)
         q.run_until(done, max(0, deadline - q.now_ms()), step_ms=50)
         if leader.alive and leader.state == "leader" and leader.epoch == epoch and done():
