@@ -106,6 +106,8 @@ def test_pre_vote_stops_a_rejoining_partitioned_voter_from_disrupting_the_leader
     loner = next(v for v in q.voters if v != leader.id)
     q.isolate(loner)
     q.run(20_000)                                    # it times out again and again, in pre-vote only
+    tries = [v for v in kinds(q, "raft_vote_sent") if v.node == loner]
+    assert len(tries) >= 4 and all(v.pre_vote for v in tries)
     assert q.nodes[loner].epoch == leader.epoch      # a pre-vote never bumps the epoch
     q.heal_all()
     q.run(10_000)
