@@ -603,8 +603,12 @@ class RaftNode:
         self.has_fetched = True
         self._set_timer(self.config.fetch_timeout_ms)
         if resp.diverging_epoch >= 0 or resp.diverging_end_offset >= 0:
+            # The truncated log may still diverge further back (the next fetch checks again):
+            # learn no HW from this answer.
             self._truncate_diverging(resp.diverging_epoch, resp.diverging_end_offset)
-        elif resp.records and resp.fetch_offset == self.log_end_offset:
+            self._send_fetch()
+            return
+        if resp.records and resp.fetch_offset == self.log_end_offset:
             info = self.log.append_as_follower(resp.records)
             if self.voter and self.config.flush_metadata_log:
                 # A voter's next Fetch reports this end offset to the leader: make it durable first.
