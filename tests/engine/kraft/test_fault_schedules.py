@@ -72,3 +72,9 @@ def test_the_checker_finds_violations_when_a_durability_step_is_skipped(unsafe, 
     for seed in UNSAFE_SEEDS:
         found |= {v["rule"] for v in run(seed, shm, unsafe).violations}
     assert found & rules, f"no violation found in {len(UNSAFE_SEEDS)} unsafe schedules (found {found})"
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_schedule_replays_exactly_from_its_seed(seed, shm):
+    a, b = run(seed, shm), run(seed, shm)
+    assert a.digest == b.digest and a.applied == b.applied and a.committed == b.committed
