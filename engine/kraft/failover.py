@@ -10,8 +10,11 @@ What the defaults imply: followers' fetches are parked at the leader for up to
 fetch timer (``controller.quorum.fetch.timeout.ms``, 2000) then fires, it turns prospective and
 asks for pre-votes. A voter still in the follower state that has fetched from the dead leader
 refuses a pre-vote, so with three voters the election completes once a second follower has
-timed out too: about 1.5–2 s plus a few network round trips, unless pre-votes collide and a
-prospective must wait out an election timeout (1–2 s, ``controller.quorum.election.timeout.ms``).
+timed out too: about 1.5–2 s plus a few network round trips. The tail is the split vote: two
+followers time out within a few ms, grant each other's pre-votes, and both stand as candidates
+voting for themselves; the dead leader never answers, so neither sees a majority of
+refusals (which would trigger the short backoff) and both wait out an election timeout
+(1–2 s, ``controller.quorum.election.timeout.ms``) before trying again.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ class FailoverTime:
     new_epoch: int
     elected_ms: int      # crash → a voter becomes leader of a higher epoch
     committed_ms: int    # crash → that leader's HW covers its LeaderChangeMessage
+    candidacies: int     # candidate transitions before the win (> 1: a split vote, or a lost one)
 
 
 def time_failover(seed: int, root: str, voters: int = 3, config: QuorumConfig | None = None,
@@ -74,8 +78,10 @@ def time_failover(seed: int, root: str, voters: int = 3, config: QuorumConfig | 
 
     q.run_until(lambda: hw_moved() is not None, limit_ms, step_ms=20)
     committed = hw_moved()
+    candidacies = sum(1 for e in q.events.envelopes if seq0 < e.seq <= won.seq
+                      and e.event.kind == "raft_state_changed" and e.event.state == "candidate")
     return FailoverTime(seed, voters, old.epoch, won.event.epoch, won.time_ms - t0,
-                        (committed - t0) if committed is not None else -1)
+                        (committed - t0) if committed is not None else -1, candidacies)
 
 
 def summarise(times: list[int]) -> dict:

@@ -39,10 +39,13 @@ def test_a_new_leader_follows_the_fetch_timeout(voters):
     assert all(r.new_epoch > r.old_epoch for r in runs)
     lower = cfg.fetch_timeout_ms - cfg.fetch_max_wait_ms
     assert lower <= elected["min_ms"] and elected["median_ms"] <= cfg.fetch_timeout_ms + 100
-    # The tail: the first follower to time out is refused by the other, still a follower that
-    # has fetched from the dead leader, and the other's pre-vote is refused by the first when
-    # its log is shorter; one of them must wait out an election timeout and a fetch timeout.
+    # The tail: split votes. The fetch timeout is not randomised, so followers answered by the
+    # same leader event time out within the network's jitter of each other; two candidates each
+    # vote for themselves and (with three voters, the dead one silent) wait out an election
+    # timeout of 1-2 s rather than the short backoff a majority of refusals would start.
+    split = [r for r in runs if r.candidacies > 1]
     assert elected["max_ms"] < 2 * cfg.fetch_timeout_ms + 2 * cfg.election_timeout_ms
+    print(f"more than one candidacy in {len(split)} of {len(runs)} runs")
 
 
 @pytest.mark.slow
