@@ -35,7 +35,7 @@ class FailoverTime:
     old_epoch: int
     new_epoch: int
     elected_ms: int      # crash → a voter becomes leader of a higher epoch
-    committed_ms: int    # crash → that leader's HW covers its LeaderChangeMessage
+    committed_ms: int    # crash → a leader of a later epoch has committed its LeaderChangeMessage
     candidacies: int     # candidate transitions before the win (> 1: a split vote, or a lost one)
 
 
@@ -69,12 +69,11 @@ def time_failover(seed: int, root: str, voters: int = 3, config: QuorumConfig | 
 
     assert q.run_until(lambda: elected() is not None, limit_ms, step_ms=20), f"seed {seed}: no new leader"
     won = elected()
-    new = q.nodes[won.event.node]
-    committed = None
 
     def hw_moved():
+        # The first leader of a later epoch to commit (the first winner may be deposed at once).
         return next((e.time_ms for e in q.events.envelopes if e.seq > seq0 and e.event.kind == "raft_high_watermark_changed"
-                     and e.event.node == new.id and e.event.epoch == won.event.epoch), None)
+                     and e.event.epoch > old.epoch and q.checker.leaders.get(e.event.epoch) == e.event.node), None)
 
     q.run_until(lambda: hw_moved() is not None, limit_ms, step_ms=20)
     committed = hw_moved()
