@@ -11,4 +11,7 @@ A package of its own, not wired into :class:`engine.cluster.Cluster` yet:
 - ``quorum``       :class:`Quorum`, N voters and some observers on the engine's Network and Scheduler
 - ``checker``      :class:`RaftChecker`, Raft's safety rules checked while a run goes
 - ``schedules``    seeded random fault schedules over a :class:`Quorum`
+- ``failover``     virtual time from a leader's crash to a new leader, at Kafka's default timeouts
+
+See ``docs/kraft.md`` for the rules followed and the choices still to check against Kafka.
 """
