@@ -1,0 +1,126 @@
+"""Raft's safety rules, checked while a quorum runs (the FoundationDB/TigerBeetle habit:
+a checker beside every simulated run).
+
+- **Election safety**: at most one node becomes leader in an epoch.
+- **Epochs never go backwards** on a voter, across crashes and restarts (what ``quorum-state`` is for).
+- **Leader completeness / committed never lost**: the committed log is what leaders' high
+  watermarks have covered (a majority had it, flushed); every new leader's log holds all of it,
+  and no leader's later HW move finds a different record at a committed offset.
+- **Nothing below a HW differs**: the records below any node's high watermark are the committed ones,
+  and a follower never truncates below its own HW.
+- **Log matching**: if a replica holds a record at an offset with the same epoch as the committed
+  record there, the two logs agree on everything up to it (checked by :meth:`check_logs`).
+
+A record is compared as (batch leader epoch, key, value). Findings are plain dicts in
+``violations`` and :class:`RaftViolation` events.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.records import iter_batches
+
+from .events import RaftViolation
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .node import RaftNode
+    from .quorum import Quorum
+
+__all__ = ["RaftChecker", "log_entries"]
+
+
+def log_entries(log, start: int, end: int) -> list[tuple]:
+    """``(epoch, key, value)`` for each offset in ``[start, end)`` of ``log``."""
+    if end <= start:
+        return []
+    # Through the offset index (a read like a fetch's), not a decode of whole segments.
+    info = log.read(start, 1 << 31, max_offset=end, trace=False)
+    out = _entries(iter_batches(info.records), start, end)
+    if len(out) == end - start:
+        return out
+    return _entries(((0, b) for b in log.batches(start, end)), start, end)
+
+
+def _entries(batches, start: int, end: int) -> list[tuple]:
+    out = []
+    for _, batch in batches:
+        epoch = batch.partition_leader_epoch
+        for r in batch:
+            if start <= r.offset < end:
+                out.append((epoch, r.key, r.value))
+    return out
+
+
+class RaftChecker:
+    def __init__(self, quorum: "Quorum") -> None:
+        self.quorum = quorum
+        self.violations: list[dict] = []
+        self.leaders: dict[int, int] = {}        # epoch -> node that led it
+        self.max_epoch: dict[int, int] = {}      # node -> highest epoch it has been in
+        self.committed: list[tuple] = []
+        self.elections = 0
+
+    def _violate(self, rule: str, node: int, epoch: int, detail: str) -> None:
+        self.violations.append({"rule": rule, "node": node, "epoch": epoch, "detail": detail,
+                                "time_ms": self.quorum.now_ms(), "seed": self.quorum.seed})
+        self.quorum.events.emit(RaftViolation(rule, node, epoch, detail))
+
+    # ---- hooks called by the nodes ----------------------------------------------------
+    def on_state(self, node: "RaftNode") -> None:
+        prev = self.max_epoch.get(node.id, 0)
+        if node.voter and node.epoch < prev:
+            self._violate("epoch_went_back", node.id, node.epoch, f"node {node.id} was in epoch {prev}, now {node.epoch}")
+        self.max_epoch[node.id] = max(prev, node.epoch)
+        if node.state != "leader":
+            return
+        self.elections += 1
+        other = self.leaders.get(node.epoch)
+        if other is not None and other != node.id:
+            self._violate("two_leaders_in_epoch", node.id, node.epoch, f"nodes {other} and {node.id} both led epoch {node.epoch}")
+        self.leaders[node.epoch] = node.id
+        have = log_entries(node.log, 0, min(node.log_end_offset, len(self.committed)))
+        if have != self.committed[:len(have)] or len(have) < len(self.committed):
+            at = next((i for i, (a, b) in enumerate(zip(have, self.committed)) if a != b), len(have))
+            self._violate("committed_lost", node.id, node.epoch,
+                          f"new leader {node.id} lacks committed offset {at} (committed log has {len(self.committed)} records, "
+                          f"its log ends at {node.log_end_offset})")
+
+    def on_high_watermark(self, node: "RaftNode", old: int, new: int) -> None:
+        n = len(self.committed)
+        if node.state == "leader":
+            if new > n:
+                self.committed.extend(log_entries(node.log, n, new))
+            return
+        lo, hi = old, min(new, n)
+        if new > n:
+            self._violate("below_hw_differs", node.id, node.epoch,
+                          f"follower {node.id} HW {new} is past the committed log's end {n}")
+        if hi > lo and log_entries(node.log, lo, hi) != self.committed[lo:hi]:
+            self._violate("below_hw_differs", node.id, node.epoch,
+                          f"follower {node.id} holds records in [{lo}, {hi}) that differ from the committed ones")
+
+    def on_truncate(self, node: "RaftNode", target: int) -> None:
+        if target < node.high_watermark:
+            self._violate("committed_lost", node.id, node.epoch,
+                          f"node {node.id} truncated to {target}, below its high watermark {node.high_watermark}")
+
+    # ---- whole-log checks -------------------------------------------------------------
+    def check_logs(self) -> None:
+        """Log matching and HW prefixes on every running node."""
+        n = len(self.committed)
+        for nid in sorted(self.quorum.nodes):
+            node = self.quorum.nodes[nid]
+            if not node.alive or node.log is None:
+                continue
+            have = log_entries(node.log, 0, min(node.log_end_offset, n))
+            bad = next((i for i, (a, b) in enumerate(zip(have, self.committed)) if a != b), None)
+            if bad is None:
+                continue
+            if bad < node.high_watermark:
+                self._violate("below_hw_differs", nid, node.epoch,
+                              f"node {nid} offset {bad} is below its HW {node.high_watermark} but differs from the committed record")
+            same_epoch = next((j for j in range(bad, len(have)) if have[j][0] == self.committed[j][0]), None)
+            if same_epoch is not None:
+                self._violate("log_matching", nid, node.epoch,
+                              f"node {nid} offset {same_epoch} has the committed record's epoch {have[same_epoch][0]} "
+                              f"but its log differs from offset {bad}")

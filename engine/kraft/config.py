@@ -1,0 +1,66 @@
+"""The quorum's settings, named as Kafka names them (``controller.quorum.*``), Kafka's defaults.
+
+Timing rules taken from Kafka's raft module (KafkaRaftClient, QuorumState, LeaderState):
+
+- an election timeout is drawn uniformly from ``[election_timeout_ms, 2 * election_timeout_ms)``;
+- a candidate that lost backs off ``retry_backoff_base_ms * uniform[0, 2 << min(20, retries - 1))``,
+  capped at ``election_backoff_max_ms`` (binary exponential backoff);
+- a follower told by EndQuorumEpoch that it is successor number ``p`` of ``n`` waits
+  ``min(max, (max >> (n - 1)) << (p - 1))`` (0 for the first): "strict exponential" backoff;
+- a leader resigns when a majority of voters has not fetched within
+  ``fetch_timeout_ms * 1.5`` (LeaderState's CHECK_QUORUM_TIMEOUT_FACTOR).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["QuorumConfig", "CHECK_QUORUM_TIMEOUT_FACTOR"]
+
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class QuorumConfig:
+    """``controller.quorum.*`` plus the two safety switches a lesson (or a negative test) may turn off."""
+
+    election_timeout_ms: int = 1000          # controller.quorum.election.timeout.ms
+    election_backoff_max_ms: int = 1000      # controller.quorum.election.backoff.max.ms
+    fetch_timeout_ms: int = 2000             # controller.quorum.fetch.timeout.ms
+    request_timeout_ms: int = 2000           # controller.quorum.request.timeout.ms
+    retry_backoff_ms: int = 20               # controller.quorum.retry.backoff.ms
+    # KafkaRaftClient constants (not configs): a parked Fetch waits at most this long at the
+    # leader, and the base of the candidate's binary exponential backoff.
+    fetch_max_wait_ms: int = 500
+    retry_backoff_base_ms: int = 100
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    # Kafka fsyncs the metadata log before a voter's next Fetch reports its end offset (and the
+    # leader counts only its flushed end offset toward the HW), and writes quorum-state with
+    # tmp + fsync + rename. Turning either off is unsafe; the checker must then find losses.
+    flush_metadata_log: bool = True
+    fsync_quorum_state: bool = True
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        return int(self.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+
+    @property
+    def begin_quorum_epoch_timeout_ms(self) -> int:
+        # How often a new leader resends BeginQuorumEpoch to voters that have not answered.
+        return self.fetch_timeout_ms // 2
+
+    def random_election_timeout_ms(self, rng) -> int:
+        t = self.election_timeout_ms
+        return t + rng.randrange(t) if t > 0 else 0
+
+    def binary_exponential_backoff_ms(self, retries: int, rng) -> int:
+        assert retries > 0, retries
+        return min(self.retry_backoff_base_ms * rng.randrange(2 << min(20, retries - 1)),
+                   self.election_backoff_max_ms)
+
+    def strict_exponential_backoff_ms(self, position: int, successors: int) -> int:
+        if position == 0:
+            return 0
+        if position < 0 or position >= successors:
+            return self.election_backoff_max_ms
+        base = self.election_backoff_max_ms >> (successors - 1)
+        return min(self.election_backoff_max_ms, base << (position - 1))
