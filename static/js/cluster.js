@@ -143,7 +143,8 @@
       c.append(v, el("text", { x: xOf(r.offset) + (cw - 3) / 2, y: LANE_Y + 25, "text-anchor": "middle", class: "cl-cell-epoch" }, "e" + r.epoch + (r.acked ? "✓" : "")));
       c.append(el("title", {}, KV.t(r.acked ? "le_cell_title_acked" : "le_cell_title", { offset: r.offset, value: r.value || r.digest, epoch: r.epoch })));
       g.append(c);
-      if (v.getComputedTextLength() > cw - 6) { v.setAttribute("textLength", cw - 6); v.setAttribute("lengthAdjust", "spacingAndGlyphs"); }
+      // Measured by its characters (a monospace font), not getComputedTextLength: no layout per cell.
+      if (v.textContent.length * 6.7 > cw - 6) { v.setAttribute("textLength", cw - 6); v.setAttribute("lengthAdjust", "spacingAndGlyphs"); }
     });
     if (h.leo !== null && h.leo !== undefined && h.leo >= first) {
       g.append(el("rect", { x: xOf(h.leo), y: LANE_Y, width: cw - 3, height: CELL_H, rx: 3, class: "cl-leo-slot" }));
