@@ -15,6 +15,16 @@
   // token of each kind per link, and the newest MAX_QUEUE per receiver, are shown).
   const ROW_PX = 20, MAX_QUEUE = 4;
   const held = {};
+  // The schedule across frames: a step's later frames (a long command cut into phases) play
+  // after its earlier ones, in virtual-time order; a new step (a click) drops what the old
+  // step had not started yet, so its own first token moves at once.
+  const chain = { step: undefined, next: 0 };
+  const LAYER_MAX = 2 * MAX_TOKENS;
+
+  function notStarted(node) {
+    const a = node.getAnimations()[0];
+    return !!a && (a.currentTime || 0) < a.effect.getTiming().delay;
+  }
   const el = KV.el;
   const $ = function (id) { return document.getElementById(id); };
   // Who coordinates a group or a transactional id, and who leads a partition: learned from
@@ -174,15 +184,22 @@
     const reduced = KV.reducedMotion();
     const all = tokensOf(frame);
     const tokens = reduced ? newestOnly(all) : all;
+    const now = performance.now();
+    const step = ((frame.state || {}).run || {}).step;
+    if (step !== undefined && step !== chain.step) {
+      Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n)) n.remove(); });
+      chain.step = step;
+      chain.next = now;
+    }
     if (!tokens.length) return;
     // Tokens still in flight finish (a step's frames can follow each other within 30 ms);
-    // those resting without motion give way to the new ones; never more than MAX_TOKENS.
+    // those resting without motion give way to the new ones; never more than LAYER_MAX.
     layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
     Object.keys(held).forEach(function (k) { held[k] = held[k].filter(function (h) { return h.leave !== Infinity; }); });
-    while (layer.children.length > MAX_TOKENS) layer.firstChild.remove();
+    while (layer.children.length > LAYER_MAX) layer.firstChild.remove();
+    const base = Math.max(0, chain.next - now);
     // Rows held at each receiver, by wall-clock time, across frames (a step's frames can
     // follow each other within 30 ms, and their tokens rest together).
-    const now = performance.now();
     Object.keys(held).forEach(function (k) { held[k] = held[k].filter(function (h) { return h.leave > now; }); });
     const speed = Number(($("speed") || {}).value || 1);
     const times = Array.from(new Set(tokens.map(function (t) { return t.t; }))).sort(function (a, b) { return a - b; });
@@ -208,7 +225,8 @@
         node.classList.add("flow-still");
         return;
       }
-      const delay = times.indexOf(tok.t) * slot;
+      const delay = base + times.indexOf(tok.t) * slot;
+      chain.next = Math.max(chain.next, now + delay + slot);
       const total = flight / 0.6;     // the flight is the first 60 %; then it rests (or falls) and fades
       const duration = total + (tok.drop !== undefined ? 0 : REST_MS / speed);
       if (tok.drop === undefined) end = rowPoint(r0[2], tok.to, queueRow(held, tok, now + delay + 0.45 * duration, now + delay + duration));
@@ -230,6 +248,8 @@
         const layer = $("cl-flow");
         if (layer) layer.replaceChildren();
         Object.keys(held).forEach(function (k) { delete held[k]; });
+        chain.step = undefined;
+        chain.next = 0;
         return;
       }
       play(frame);
