@@ -139,7 +139,10 @@
     show.forEach(function (r) {
       const c = el("g", { class: "cl-cell" + (r.acked ? " cl-acked" : "") });
       c.append(el("rect", { x: xOf(r.offset), y: LANE_Y, width: cw - 3, height: CELL_H, rx: 3, class: "cl-rec epoch-" + (r.epoch % 4) }));
-      const v = el("text", { x: xOf(r.offset) + (cw - 3) / 2, y: LANE_Y + 13, "text-anchor": "middle", class: "cl-cell-value" }, String(r.value || r.digest || ""));
+      // The record's value when it fits the cell (m1), else its offset (a squeezed word is unreadable).
+      const value = String(r.value || r.digest || "");
+      const word = value.length * 6.6 <= cw - 4 ? value : String(r.offset);
+      const v = el("text", { x: xOf(r.offset) + (cw - 3) / 2, y: LANE_Y + 13, "text-anchor": "middle", class: "cl-cell-value" }, word);
       c.append(v, el("text", { x: xOf(r.offset) + (cw - 3) / 2, y: LANE_Y + 25, "text-anchor": "middle", class: "cl-cell-epoch" }, "e" + r.epoch + (r.acked ? "✓" : "")));
       c.append(el("title", {}, KV.t(r.acked ? "le_cell_title_acked" : "le_cell_title", { offset: r.offset, value: r.value || r.digest, epoch: r.epoch })));
       g.append(c);
@@ -295,8 +298,10 @@
       };
       const cw = fit(ctl), kw = fit(coord);
       const side = cw && kw && cw + kw + 6 <= BOX_W + 20;
-      ctl.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 : BOX_W / 2 - cw / 2) + ",-28)");
-      coord.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 + cw + 6 : BOX_W / 2 - kw / 2) + "," +
+      // Within the picture: a badge wider than a phone's box would start left of the first one.
+      const within = function (x, w) { return Math.max(2 - p.x, Math.min(W - 2 - p.x - w, x)); };
+      ctl.setAttribute("transform", "translate(" + within(side ? BOX_W / 2 - (cw + kw + 6) / 2 : BOX_W / 2 - cw / 2, cw) + ",-28)");
+      coord.setAttribute("transform", "translate(" + within(side ? BOX_W / 2 - (cw + kw + 6) / 2 + cw + 6 : BOX_W / 2 - kw / 2, kw) + "," +
         (cw && kw && !side ? -54 : -28) + ")");
       if (what) desc.push(KV.brokerName(b.id) + ": " + what);
       desc.push(KV.brokerName(b.id) + ": " + (b.alive ? KV.t("up") : KV.t("down")) + (b.fenced ? ", " + KV.t("fenced") : "") +
