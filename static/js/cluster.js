@@ -265,7 +265,7 @@
       g.querySelector(".cl-cross").setAttribute("d", "M0,0 L" + BOX_W + "," + BOX_H + " M" + BOX_W + ",0 L0," + BOX_H);
       // The box's own lines and its two badges' words (not the lane's cell texts).
       const texts = Array.prototype.slice.call(g.querySelectorAll(":scope > text")).concat(
-        [g.querySelector(".cl-controller text"), g.querySelector(".cl-coordinator text")]);
+        [g.querySelector(".cl-controller").querySelector("text"), g.querySelector(".cl-coordinator").querySelector("text")]);
       texts[0].textContent = KV.brokerName(b.id);
       texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
         (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "");
