@@ -48,6 +48,7 @@ system-deps:
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v msgfmt >/dev/null 2>&1 || missing="$$missing gettext"; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	[ -x /usr/local/bin/pg_ctl ] || [ -x /usr/lib/postgresql/15/bin/pg_ctl ] || missing="$$missing postgresql-15"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -79,6 +80,6 @@ messages: deps
 ## Every benchmark in bench/, each figure printed beside its goal (a few minutes; see bench/README.md).
 .PHONY: bench
 bench: deps-dev
-	@for b in bench_codec bench_log bench_cluster bench_frames bench_memory bench_groups bench_timer bench_idempotence bench_validation bench_sandboxes bench_page_weight bench_classroom; do \
+	@for b in bench_codec bench_log bench_cluster bench_frames bench_memory bench_groups bench_timer bench_idempotence bench_validation bench_sandboxes bench_page_weight bench_classroom bench_wire; do \
 	  echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py || exit $$?; \
 	done

@@ -12,6 +12,12 @@
    untraced; goal <= 30 us. An absolute figure with no peer, so it is timed in this process's
    CPU time (``time.process_time``): other processes on a shared machine do not inflate it.
    For scale, a struct walk of the whole ``.log`` from byte 0.
+3. **small append** — ``Log.append_as_follower`` of single-record 73 B batches (what a
+   ``linger.ms=0`` client sends), one call per batch, against ``os.write`` of each batch
+   (goal >= 40 %): the fixed per-append work. Also, without a goal, ``append_as_leader`` of
+   one ``SimpleRecord`` (encoding included) against the same writes.
+4. **memory** (``--rss N``, not in ``make bench``) — RSS growth of ``N`` single-record appends
+   on a bare ``Log`` with default settings (the default ``EventLog``), extrapolated to 10M.
 
 Method: each round gives ours and the peer the same work in alternating slices (as
 ``bench/paired.py`` does); a figure is the median over rounds, with min and max. Appends are
@@ -21,6 +27,7 @@ fall on either side at random.
 """
 from __future__ import annotations
 
+import gc
 import os
 import random
 import statistics
@@ -171,6 +178,85 @@ def bench_append(rounds: int, slices: int, per_slice_mb: int) -> list:
     return figures
 
 
+SMALL_GOAL = 40.0
+
+
+def bench_small_append(rounds: int, slices: int, per_slice: int) -> list:
+    template = build_batch([SimpleRecord(b"v" * 5, timestamp=1)], base_offset=0)
+    print(f"[small append] single-record batches of {len(template)} B, {per_slice} per slice, {slices} slices per "
+          f"round, {rounds} rounds, gc.collect() before each slice")
+    restart_every = max(200_000 // per_slice, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        targets = {k: Target(os.path.join(tmp, k), k) for k in ("raw", "ours", "leader")}
+        offset = dict.fromkeys(targets, 0)
+        pct, lead, per_batch = [], [], {k: [] for k in targets}
+        records = [SimpleRecord(b"v" * 5) for _ in range(per_slice)]
+        for r in range(rounds):
+            spent = dict.fromkeys(targets, 0.0)
+            for s in range(slices):
+                order = list(targets)[s % 3:] + list(targets)[:s % 3]
+                for k in order:
+                    t = targets[k]
+                    if t.n and t.n % restart_every == 0:
+                        t.reset()
+                        offset[k] = 0
+                    gc.collect()
+                    if k == "leader":
+                        append = t.log.append_as_leader
+                        c = clock()
+                        for rec in records:
+                            append([rec], 0)
+                        spent[k] += clock() - c
+                    else:
+                        spent[k] += t.run(batches_like(template, offset[k], per_slice))
+                    offset[k] += per_slice
+                    t.n += 1
+            for k in targets:
+                per_batch[k].append(spent[k] / (slices * per_slice) * 1e6)
+            pct.append(100 * spent["raw"] / spent["ours"])
+            lead.append(100 * spent["raw"] / spent["leader"])
+        for t in targets.values():
+            t.close()
+    figures = [print_figure(figure(f"append_as_follower {len(template)} B single-record batch, % of os.write", pct,
+                                   "%", f">= {SMALL_GOAL:.0f} %", at_least=SMALL_GOAL))]
+    print_figure(figure("append_as_leader of one SimpleRecord (encoding included), % of os.write", lead, "%",
+                        "(no goal)"))
+    print("  per batch (CPU, median of rounds): os.write {raw:.2f} us, follower append {ours:.2f} us, leader append "
+          "{leader:.2f} us".format(**{k: statistics.median(v) for k, v in per_batch.items()}))
+    return figures
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_growth(n: int) -> None:
+    """RSS growth of ``n`` single-record leader appends on a bare Log (default LogConfig,
+    default EventLog), and that growth extrapolated to 10M records from the slope of the
+    last quarter (after the default event ring has filled)."""
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as tmp:
+        clock_ = VirtualClock(0)
+        log = Log(Disk(tmp), "bench-0", "bench", 0, LogConfig(), Scheduler(clock_), EventLog(clock_),
+                  hw_follows_leo=True)
+        rec = [SimpleRecord(b"v" * 5)]
+        gc.collect()
+        before = _rss()
+        marks = []
+        for i in range(1, n + 1):
+            log.append_as_leader(rec, 0)
+            if i % (n // 4) == 0:
+                gc.collect()
+                marks.append((i, _rss() - before))
+        for i, grown in marks:
+            print(f"  {i:,} appends: RSS +{grown / 2**20:.1f} MB ({grown / i:.1f} B per record)")
+        (i0, g0), (i1, g1) = marks[-2], marks[-1]    # past the event ring's fill-up
+        slope = (g1 - g0) / (i1 - i0)
+        print(f"[memory] 10M single-record appends, extrapolated from {n:,}: RSS growth ~{(g1 + slope * (10_000_000 - i1)) / 2**20:,.0f} MB "
+              f"(goal <= 200 MB; the segment files live on /dev/shm, outside RSS); events kept {len(log.events.envelopes):,}")
+        log.close()
+
+
 def linear_scan(data: bytes, target: int) -> int:
     """Position of the batch holding ``target``, walking batch lengths from byte 0."""
     pos, end = 0, len(data)
@@ -226,7 +312,15 @@ def bench_lookup(records: int, rounds: int, per_round: int) -> list:
 def main(argv: list[str]) -> list:
     quick = "--quick" in argv
     records = int(argv[argv.index("--records") + 1]) if "--records" in argv else (200_000 if quick else 1_000_000)
-    figures = bench_append(rounds=5 if quick else 9, slices=4 if quick else 8, per_slice_mb=1 if quick else 2)
+    if "--rss" in argv:
+        rss_growth(int(argv[argv.index("--rss") + 1]))
+        return []
+    figures = []
+    if "--small-only" not in argv:
+        figures += bench_append(rounds=5 if quick else 9, slices=4 if quick else 8, per_slice_mb=1 if quick else 2)
+    figures += bench_small_append(rounds=5 if quick else 9, slices=4, per_slice=5000 if quick else 20000)
+    if "--small-only" in argv:
+        return figures
     figures += bench_lookup(records, rounds=5 if quick else 9, per_round=200 if quick else 500)
     return figures
 

@@ -108,6 +108,19 @@ class Scheduler:
         delay = period_ms if initial_delay_ms is None else initial_delay_ms
         return self._push(self.now_ms() + int(delay), priority, fn, args, name, int(period_ms))
 
+    def reserve(self) -> int:
+        """Take the next tie-breaking counter without scheduling anything: a task pushed later
+        with :meth:`schedule_reserved` and this counter runs exactly where a task scheduled
+        now would have (a timer re-armed lazily keeps its place among ties)."""
+        self._seq += 1
+        return self._seq
+
+    def schedule_reserved(self, due_ms: int, seq: int, fn: Callable[..., Any], *args: Any,
+                          name: str = "") -> ScheduledTask:
+        task = ScheduledTask(due_ms, 0, seq, fn, args, name or getattr(fn, "__name__", "task"), None)
+        heapq.heappush(self._heap, ((due_ms, 0, seq), task))
+        return task
+
     def cancel(self, task: ScheduledTask | None) -> None:
         if task is not None:
             task.cancelled = True
@@ -147,17 +160,30 @@ class Scheduler:
         return task
 
     def run_until(self, time_ms: int) -> int:
-        """Run every task due at or before ``time_ms``; leave the clock there. Returns tasks run."""
+        """Run every task due at or before ``time_ms``; leave the clock there. Returns tasks run.
+        (:meth:`step` in a loop, without its per-task calls: this is every request's path.)"""
         ran = 0
-        while True:
-            due = self.next_due_ms()
-            if due is None or due > time_ms:
+        heap, clock = self._heap, self.clock
+        pop, push = heapq.heappop, heapq.heappush
+        while heap:
+            task = heap[0][1]
+            if task.cancelled:
+                pop(heap)
+                continue
+            if task.due_ms > time_ms:
                 break
-            self.step()
+            pop(heap)
+            clock.advance_to(task.due_ms)
+            if task.period_ms is not None:
+                # Re-arm the same object before running it (see step).
+                self._seq += 1
+                task.due_ms += task.period_ms
+                task.seq = self._seq
+                push(heap, ((task.due_ms, task.priority, task.seq), task))
+            task.fn(*task.args)
             ran += 1
-        self.clock.advance_to(max(time_ms, self.now_ms()))
+        clock.advance_to(max(time_ms, clock.now_ms()))
         return ran
-
 
     def advance(self, delta_ms: int) -> int:
         if delta_ms < 0:

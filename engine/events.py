@@ -139,26 +139,35 @@ class Envelope(NamedTuple):
         return {"seq": self.seq, "time_ms": self.time_ms, **self.event.to_dict()}
 
 
+DEFAULT_KEEP = 100_000
+_UNSET: Any = object()
+
+
 class EventLog:
     """The sink every engine component emits into.
 
-    ``keep`` bounds memory for long free play: only the last ``keep`` envelopes are
-    retained (None keeps all), while the running digest always covers the whole
-    stream. Listeners are called synchronously with each envelope; they are not part
-    of a snapshot (see ``__getstate__``).
+    ``keep`` bounds memory: only the last ``keep`` events are retained — by default
+    :data:`DEFAULT_KEEP`, so a bare ``Log`` or ``Cluster`` that runs for millions of records
+    does not hold every event (``keep=None`` keeps all) — while the running digest always
+    covers the whole stream. The ring is trimmed when a digest chunk is folded (it may hold
+    up to a quarter more than ``keep``, plus a chunk, between two trims; :attr:`envelopes` and
+    :meth:`since` never show more than ``keep``). Listeners are called synchronously with each envelope; they are not part of a
+    snapshot (see ``__getstate__``). A listener may name the ``kinds`` it wants: an event of
+    another kind is not built for it. :meth:`count_into` keeps a count per kind without any
+    event being built.
 
-    Hot paths (an append emits two events) call :meth:`emit_rows` (or :meth:`emit_fields`) with
-    an event class and its field values: with nobody listening, the event is kept as a plain
-    row ``(seq, time_ms, kind, values)`` — exactly what the digest folds, so a chunk of rows
-    is marshalled as it is — and becomes an :class:`Envelope` the first time anyone reads
-    :attr:`envelopes`. A row of plain values is two small tuples that the garbage collector
-    stops tracking, where an event object is three tracked objects; the stream, its order and
-    its digest are the same either way.
+    Hot paths call :meth:`emit_fields` (or :meth:`emit_rows`) with an event class and its field
+    values: unless a listener wants that kind, the event is kept as a plain row
+    ``(seq, time_ms, kind, values)`` — exactly what the digest folds, so a chunk of rows is
+    marshalled as it is — and becomes an :class:`Envelope` the first time anyone reads
+    :attr:`envelopes` (formatted only when read). A row of plain values is two small tuples that
+    the garbage collector stops tracking, where an event object is three tracked objects; the
+    stream, its order and its digest are the same either way.
     """
 
-    def __init__(self, clock: Any, keep: int | None = None) -> None:
+    def __init__(self, clock: Any, keep: int | None = _UNSET) -> None:
         self.clock = clock
-        self.keep = keep
+        self.keep = DEFAULT_KEEP if keep is _UNSET else keep
         self.seq = 0
         # The ring: envelopes, and rows not made into envelopes yet from index _first_row on.
         self._ring: list = []
@@ -171,37 +180,67 @@ class EventLog:
         self._pending: list = []
         self._plain = True
         self._listeners: list[Callable[[Envelope], None]] = []
+        # (listener, kinds or None) and the counters of count_into; _wanted: kind -> whether a
+        # listener wants its events built (filled lazily; None = every kind is wanted).
+        self._subs: list = []
+        self._counters: list = []
+        self._wanted: dict | None = {}
 
     def emit(self, ev: Event) -> Envelope:
         self.seq += 1
         env = _new_envelope(Envelope, (self.seq, self.clock.now_ms(), ev))
         self._keep(env)
-        if self._listeners:
-            for listener in list(self._listeners):
-                listener(env)
+        if self._counters:
+            kind = ev.kind
+            for counts in self._counters:
+                counts[kind] = counts.get(kind, 0) + 1
+        if self._subs:
+            kind = ev.kind
+            for listener, kinds in list(self._subs):
+                if kinds is None or kind in kinds:
+                    listener(env)
         return env
+
+    def _wants(self, kind: str) -> bool:
+        wanted = self._wanted
+        if wanted is None:
+            return True
+        w = wanted.get(kind)
+        if w is None:
+            w = wanted[kind] = any(kind in kinds for _, kinds in self._subs)
+        return w
 
     def emit_fields(self, cls: type[Event], *values: Any) -> None:
         """Emit ``cls(*values)`` (every field, in declaration order) — the same event at the
-        same place in the stream as :meth:`emit` would, without building it while nobody
-        listens (see the class docstring)."""
-        if self._listeners or cls._digest is not None:
+        same place in the stream as :meth:`emit` would, without building it unless a listener
+        wants its kind (see the class docstring)."""
+        if cls._digest is not None or (self._subs and self._wants(cls.kind)):
             self.emit(cls(*values))
             return
         self.seq = seq = self.seq + 1
+        if self._counters:
+            kind = cls.kind
+            for counts in self._counters:
+                counts[kind] = counts.get(kind, 0) + 1
+        ring = self._ring
         if self._first_row is None:
-            self._first_row = len(self._ring)
-        self._keep((seq, self.clock.now_ms(), cls.kind, values))
+            self._first_row = len(ring)
+        row = (seq, self.clock.now_ms(), cls.kind, values)
+        pending = self._pending
+        pending.append(row)
+        ring.append(row)
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
 
     def emit_rows(self, events: Sequence[tuple[type[Event], tuple]]) -> None:
         """:meth:`emit_fields` of several ``(event class, field values)`` in order, at one
         virtual time (the append path's batch and index events, in one call)."""
-        if self._listeners or self.keep is not None:
+        if self._subs or self._counters:
             for cls, values in events:
                 self.emit_fields(cls, *values)
             return
-        # The common unbounded ring, nobody listening: rows straight into the ring and the
-        # digest's queue, folded once a chunk is full.
         now = self.clock.now_ms()
         seq = self.seq
         ring, pending = self._ring, self._pending
@@ -219,6 +258,21 @@ class EventLog:
         self.seq = seq
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
+
+    def _limit(self) -> int:
+        keep = self.keep
+        return keep + max(keep >> 2, 64)
+
+    def _trim(self) -> None:
+        ring, keep = self._ring, self.keep
+        drop = len(ring) - keep
+        if drop <= 0:
+            return
+        del ring[:drop]
+        if self._first_row is not None:
+            self._first_row = max(0, self._first_row - drop)
 
     def _keep(self, item: Any) -> None:
         """Queue ``item`` (an envelope or a row) for the digest and keep it in the ring."""
@@ -226,16 +280,12 @@ class EventLog:
         pending.append(item)
         if type(item) is not tuple:
             self._plain = False
-        if len(pending) >= _CHUNK:
-            self._fold_full_chunks()
         ring = self._ring
         ring.append(item)
-        keep = self.keep
-        if keep is not None and len(ring) > keep:
-            drop = len(ring) - keep
-            del ring[:drop]
-            if self._first_row is not None:
-                self._first_row = max(0, self._first_row - drop)
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
 
     def _fold_full_chunks(self) -> None:
         """Fold every whole chunk of the queue into the digest; the rest stays queued."""
@@ -249,6 +299,8 @@ class EventLog:
     @property
     def envelopes(self) -> list[Envelope]:
         """The retained events, oldest first (the list itself: read it, don't keep it across emits)."""
+        if self.keep is not None:
+            self._trim()
         first = self._first_row
         if first is not None:
             ring, types = self._ring, EVENT_TYPES
@@ -264,15 +316,49 @@ class EventLog:
         self._ring = envelopes
         self._first_row = None
 
-    def subscribe(self, listener: Callable[[Envelope], None]) -> Callable[[], None]:
+    def subscribe(self, listener: Callable[[Envelope], None], kinds: Iterable[str] | None = None) -> Callable[[], None]:
+        """Call ``listener(envelope)`` for every event from now on (or only those of ``kinds``).
+        Returns a function that unsubscribes it."""
+        entry = (listener, None if kinds is None else frozenset(kinds))
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        self._subs.append(entry)
+        self._wanted = None if entry[1] is None or self._wanted is None else {}
+
+        def unsubscribe() -> None:
+            if entry in self._subs:
+                self._subs.remove(entry)
+                self._listeners.remove(listener)
+                self._wanted = None if any(k is None for _, k in self._subs) else {}
+        return unsubscribe
+
+    def count_into(self, counts: dict) -> None:
+        """Add one to ``counts[kind]`` for every event from now on (no event is built for it)."""
+        self._counters.append(counts)
 
     def digest(self) -> str:
         return _fold(self._digest, self._pending, self._plain) if self._pending else self._digest
 
     def since(self, seq: int) -> list[Envelope]:
-        return [e for e in self.envelopes if e.seq > seq]
+        """The retained events after ``seq`` (a bisection on sequence numbers)."""
+        return self.between(seq, self.seq)
+
+    def between(self, lo: int, hi: int) -> list[Envelope]:
+        """The retained events with ``lo < seq <= hi``, oldest first."""
+        if self.keep is not None:
+            self._trim()
+        ring = self._ring
+        if not ring:
+            return []
+        first = ring[0][0]
+        if ring[-1][0] - first != len(ring) - 1:      # not consecutive (a ring set from outside): scan
+            return [e for e in self.envelopes if lo < e.seq <= hi]
+        a = max(0, lo + 1 - first)
+        b = max(a, min(len(ring), hi + 1 - first))
+        if a >= b:
+            return []
+        if self._first_row is not None and b > self._first_row:
+            return self.envelopes[a:b]
+        return ring[a:b]
 
     def of_kind(self, *kinds: str) -> list[Event]:
         return [e.event for e in self.envelopes if e.event.kind in kinds]
@@ -280,6 +366,9 @@ class EventLog:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_listeners"] = []
+        state["_subs"] = []
+        state["_counters"] = []
+        state["_wanted"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -291,6 +380,9 @@ class EventLog:
                 if key in state:
                     state[key] = [(r[0], r[1], r[2], r[3:]) if type(r) is tuple else r for r in state[key]]
             state["_plain"] = all(type(r) is tuple for r in state.get("_pending", ()))
+        state.setdefault("_subs", [])
+        state.setdefault("_counters", [])
+        state.setdefault("_wanted", {})
         self.__dict__.update(state)
 
 

@@ -10,16 +10,21 @@ what the engine did, never what a script expected it to do.
   → one sentence; unknown kinds fall back to their fields.
 * :func:`summarize` -- the events of one step → a few sentences (appends, HW moves
   and the like folded), for "what happened in this step".
-* :func:`command_label` -- a command (a lesson's ``{"type": ...}`` or a cluster's
-  ``{"cmd": ...}``) in a few words.
+* :func:`command_label` -- an engine command (``{"cmd": ...}``: one broker's storage,
+  ``engine/storage_commands.py``, or a cluster's, ``engine/cluster/commands.py``) in a few words.
 
-Adding an event kind: add its sentence to ``_EN`` and ``_ZH`` below.
+Adding an event kind: give it a :class:`Sentence` -- one extractor that takes the fields
+the sentence needs from the event (the same for every language), and a template per
+language (``SENTENCES``); words a sentence adds only when a field says so, and the words
+of each item of a list, come from the language's table of clauses (``_CLAUSES``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Mapping
 
-__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps"]
+__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps", "Sentence", "SENTENCES"]
 
 LANGS = ("en", "zh")
 Ev = dict[str, Any]
@@ -72,305 +77,344 @@ def _parts(parts: Any) -> str:
     return ", ".join(out)
 
 
-# ---- storage -----------------------------------------------------------------------------
+# ---- storage: one field extractor, a template per language --------------------------------
 
-def _retention_en(ev: Ev) -> str:
-    seg, rule, threshold, value = ev.get("segment"), ev.get("rule"), ev.get("threshold"), ev.get("value")
-    blocked = ev.get("blocked_by")
+class _Words:
+    """What a template's values need in one language: where an event happened, a range of
+    offsets, a reason code glossed. An extractor takes the event's fields once and asks these
+    for the few phrases that differ by language."""
+
+    def __init__(self, zh: bool) -> None:
+        self.zh = zh
+
+    def where(self, e: Ev) -> str:
+        return _where(e, self.zh)
+
+    def offs(self, e: Ev) -> str:
+        return _offs(e, self.zh)
+
+    def b(self, node: Any) -> str:
+        return _b(node, self.zh)
+
+    def clause(self, name: str, when: Any = True, **values: Any) -> str:
+        """Words added only ``when`` a field says so, in this language (``_CLAUSES``)."""
+        return _CLAUSES[self.zh][name].format(**values) if when else ""
+
+    def why(self, code: Any) -> Any:
+        return _why_zh(code) if self.zh else code
+
+    def join(self, items: Any) -> str:
+        return ("，" if self.zh else ", ").join(items)
+
+
+_WORDS = {"en": _Words(False), "zh": _Words(True)}
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One event kind in words: ``pick`` takes the fields a sentence needs from the event
+    (once, for every language; ``form`` names the template when the sentence has several),
+    and each language has its own template, a ``str.format`` string or a form -> string map."""
+
+    pick: Callable[[Ev, _Words], dict[str, Any]]
+    en: str | Mapping[str, str]
+    zh: str | Mapping[str, str]
+
+    def render(self, ev: Ev, lang: str) -> str:
+        values = self.pick(ev, _WORDS[lang])
+        template = getattr(self, lang)
+        if not isinstance(template, str):
+            template = template[values["form"]]
+        return template.format(**values)
+
+
+def _where_and(**more: Callable[[Ev, _Words], Any]) -> Callable[[Ev, _Words], dict[str, Any]]:
+    """An extractor: where the event happened, plus ``name=lambda e, w: value`` for each field."""
+    return lambda e, w: {"where": w.where(e), **{k: f(e, w) for k, f in more.items()}}
+
+
+def _field(name: str) -> Callable[[Ev, _Words], Any]:
+    return lambda e, w: e[name]
+
+
+def _fields(*names: str) -> dict[str, Callable[[Ev, _Words], Any]]:
+    return {n: _field(n) for n in names}
+
+
+def _retention_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    seg, rule, threshold, value = e.get("segment"), e.get("rule"), e.get("threshold"), e.get("value")
+    blocked = e.get("blocked_by")
     if blocked:
-        why = {"high_watermark": "not all of it is below the high watermark",
-               "empty_active": "it is the empty active segment"}.get(blocked, blocked)
-        verdict = f"keep ({why})"
+        verdict = _RETENTION_WORDS[w.zh]["keep_because"].format(
+            why=_RETENTION_WORDS[w.zh].get(blocked, blocked))
     else:
-        verdict = "delete" if ev.get("deletable") else "keep"
+        verdict = _RETENTION_WORDS[w.zh]["delete" if e.get("deletable") else "keep"]
+    out = {"where": w.where(e), "seg": _seg(seg), "rule": rule, "threshold": threshold, "value": value,
+           "verdict": verdict, "value_s": _s(value), "threshold_s": _s(threshold)}
     if rule == "size":
-        if seg is None:
-            return (f"retention by size: the partition holds {value} bytes, under retention.bytes={threshold} "
-                    "→ nothing to delete")
-        return (f"retention by size: the partition is {value} bytes over retention.bytes; segment {_seg(seg)} "
-                f"holds {threshold} bytes → {verdict}")
-    if rule == "time":
-        return (f"retention by time: segment {_seg(seg)}'s newest record is {_s(value)} old, retention.ms is "
-                f"{_s(threshold)} → {verdict}")
-    if rule == "log_start_offset":
-        if ev.get("deletable"):
-            reason = f"all its offsets are below the log start offset {threshold}"
+        out["form"] = "size_under" if seg is None else "size"
+    elif rule == "time":
+        out["form"] = "time"
+    elif rule == "log_start_offset":
+        out["form"] = "log_start_offset"
+        out["lso_verdict"] = _RETENTION_WORDS[w.zh]["delete" if e.get("deletable") else "keep"]
+        if e.get("deletable"):
+            reason = "below_start"
         elif isinstance(value, int) and isinstance(threshold, int) and value <= threshold:
-            reason = "it is the active segment, which this rule never deletes"
+            reason = "active"
         else:
-            reason = f"it still holds offsets at or above the log start offset {threshold}"
-        return (f"retention by log start offset: segment {_seg(seg)} holds offsets below {value}; "
-                f"{reason} → {'delete' if ev.get('deletable') else 'keep'}")
-    return f"retention ({rule}): segment {_seg(seg)}, value {value}, limit {threshold} → {verdict}"
-
-
-def _retention_zh(ev: Ev) -> str:
-    seg, rule, threshold, value = ev.get("segment"), ev.get("rule"), ev.get("threshold"), ev.get("value")
-    blocked = ev.get("blocked_by")
-    if blocked:
-        why = {"high_watermark": "它并非全部位于高水位以下", "empty_active": "它是空的活跃段"}.get(blocked, blocked)
-        verdict = f"保留（{why}）"
+            reason = "holds_above"
+        out["reason"] = _RETENTION_WORDS[w.zh][reason].format(threshold=threshold)
     else:
-        verdict = "删除" if ev.get("deletable") else "保留"
-    if rule == "size":
-        if seg is None:
-            return f"按大小保留：分区共 {value} 字节，未超过 retention.bytes={threshold} → 无需删除"
-        return f"按大小保留：分区比 retention.bytes 多 {value} 字节；段 {_seg(seg)} 有 {threshold} 字节 → {verdict}"
-    if rule == "time":
-        return f"按时间保留：段 {_seg(seg)} 最新的消息已有 {_s(value)}，retention.ms 为 {_s(threshold)} → {verdict}"
-    if rule == "log_start_offset":
-        if ev.get("deletable"):
-            reason = f"它的偏移量全部小于日志起始偏移量 {threshold}"
-        elif isinstance(value, int) and isinstance(threshold, int) and value <= threshold:
-            reason = "它是活跃段，这条规则从不删除活跃段"
-        else:
-            reason = f"它仍包含不小于日志起始偏移量 {threshold} 的偏移量"
-        return (f"按日志起始偏移量保留：段 {_seg(seg)} 的偏移量都小于 {value}；{reason} → "
-                f"{'删除' if ev.get('deletable') else '保留'}")
-    return f"保留检查（{rule}）：段 {_seg(seg)}，值 {value}，上限 {threshold} → {verdict}"
+        out["form"] = "other"
+    return out
 
 
-def _lookup_en(e: Ev) -> str:
-    what = f"offset {e['target']}" if e.get("mode") == "offset" else f"timestamp {e['target']}"
-    probes = e.get("probes") or []
-    scan = e.get("scan") or []
-    parts = [f"lookup of {what}: segment {_seg(e.get('segment'))} chosen among {len(e.get('candidates') or [])} "
-             f"({e.get('rule')})"]
-    if e.get("time_probes"):
-        parts.append(f"{len(e['time_probes'])} probe(s) in the time index")
-    if probes:
-        last = probes[-1]
-        parts.append(f"{len(probes)} binary-search probe(s) in the offset index, ending at entry {last[2]} "
-                     f"(offset {last[3]} → byte {last[4]})")
-    if scan:
-        parts.append(f"then scanned {len(scan)} batch(es) from byte {scan[0][0]}")
-    if e.get("offset") is None or e.get("offset") == -1:
-        parts.append("nothing found")
-    else:
-        parts.append(f"found offset {e['offset']} at byte {e.get('position')}")
-    return "; ".join(parts)
-
-
-def _lookup_zh(e: Ev) -> str:
-    what = f"偏移量 {e['target']}" if e.get("mode") == "offset" else f"时间戳 {e['target']}"
-    probes = e.get("probes") or []
-    scan = e.get("scan") or []
-    parts = [f"查找{what}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e.get('segment'))}（{_why_zh(e.get('rule'))}）"]
-    if e.get("time_probes"):
-        parts.append(f"在时间索引中探查 {len(e['time_probes'])} 次")
-    if probes:
-        last = probes[-1]
-        parts.append(f"在偏移量索引中二分查找 {len(probes)} 次，停在第 {last[2]} 项（偏移量 {last[3]} → 字节 {last[4]}）")
-    if scan:
-        parts.append(f"再从字节 {scan[0][0]} 起扫描 {len(scan)} 个批次")
-    if e.get("offset") is None or e.get("offset") == -1:
-        parts.append("没有找到")
-    else:
-        parts.append(f"找到偏移量 {e['offset']}，位于字节 {e.get('position')}")
-    return "；".join(parts)
-
-
-def _truncated_en(e: Ev) -> str:
-    why = {"hw": "to its high watermark (the pre-0.11 rule)",
-           "epoch": "to the point where its log diverges from the leader's (leader epoch)",
-           "out_of_range": "because the leader's log ends before its fetch offset",
-           "log_start": "because the leader's log starts after its fetch offset"}.get(e["reason"], e["reason"])
-    cut = e["from_offset"] - e["to_offset"]
-    detail = f" — {e['detail']}" if e.get("detail") else ""
-    return (f"broker {e['broker']} truncated {_tp(e)} from offset {e['from_offset']} to {e['to_offset']} "
-            f"({cut} record(s) cut) {why}{detail}")
-
-
-def _truncated_zh(e: Ev) -> str:
-    why = {"hw": "截到自己的高水位（0.11 之前的规则）", "epoch": "截到与 leader 日志分叉的位置（leader epoch）",
-           "out_of_range": "因为 leader 的日志在它的拉取偏移量之前就结束了",
-           "log_start": "因为 leader 的日志从它的拉取偏移量之后才开始"}.get(e["reason"], e["reason"])
-    cut = e["from_offset"] - e["to_offset"]
-    return f"broker {e['broker']} 把 {_tp(e)} 从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（截掉 {cut} 条），{why}"
-
-
-_EN: dict[str, Callable[[Ev], str]] = {
-    # storage (engine/log/events.py)
-    "batch_appended": lambda e: (f"{_where(e, False)}: appended a batch of {e['records']} record(s), "
-                                 f"{_offs(e, False)}, {e['size_bytes']} bytes at byte {e['position']} of "
-                                 f"{_seg(e['segment'])}.log"),
-    "index_entry_written": lambda e: (
-        f"{_where(e, False)}: time index entry {e['entries']} in {_seg(e['segment'])}.timeindex: timestamp "
-        f"{e['timestamp']} → offset {e['offset']}" if e.get("index") == "time" else
-        f"{_where(e, False)}: offset index entry {e['entries']} in {_seg(e['segment'])}.index: offset "
-        f"{e['offset']} → byte {e['position']}"),
-    "segment_created": lambda e: f"{_where(e, False)}: created segment {_seg(e['segment'])} ({', '.join(e.get('files') or [])})",
-    "segment_rolled": lambda e: (f"{_where(e, False)}: rolled a new segment {_seg(e['new_segment'])}.log "
-                                 f"(reason: {e['reason']})" + (f" — {e['detail']}" if e.get("detail") else "")),
-    "index_trimmed": lambda e: (f"{_where(e, False)}: trimmed {_seg(e['segment'])} {e['index']} index to "
-                                f"{e['entries']} entries ({e['from_bytes']} → {e['to_bytes']} bytes)"),
-    "retention_check": lambda e: f"{_where(e, False)}: {_retention_en(e)}",
-    "segment_deleted": lambda e: (f"{_where(e, False)}: segment {_seg(e['segment'])} renamed to .deleted "
-                                  f"({e['reason']}); files removed after {_s(e['delete_after_ms'])}"),
-    "file_deleted": lambda e: f"{_where(e, False)}: file {e['file']} removed from disk",
-    "log_start_offset_changed": lambda e: f"{_where(e, False)}: log start offset {e['old']} → {e['new']} ({e['reason']})",
-    "leader_epoch_assigned": lambda e: (f"{_where(e, False)}: leader epoch {e['epoch']} starts at offset "
-                                        f"{e['start_offset']} (leader-epoch-checkpoint)"),
-    "log_flushed": lambda e: f"{_where(e, False)}: flushed (fsync) up to offset {e['up_to_offset']}",
-    "recovery_started": lambda e: f"{_where(e, False)}: opening the log, recovery from offset {e['recovery_point']}",
-    "recovery_finished": lambda e: (f"{_where(e, False)}: log open — start offset {e['log_start_offset']}, end offset "
-                                    f"{e['log_end_offset']}, {len(e.get('segments') or [])} segment(s)"),
-    "epoch_cache_truncated": lambda e: (f"{_where(e, False)}: leader-epoch cache truncated at the "
-                                       f"{'start' if e.get('direction') == 'start' else 'end'} (offset {e['offset']}); "
-                                       f"entries now {e.get('entries')}"),
-    "recovery_truncated": lambda e: (f"{_where(e, False)}: recovery cut {_seg(e['segment'])}.log from {e['from_bytes']} "
-                                     f"to {e['to_bytes']} bytes ({e['reason']})"),
-    "index_rebuilt": lambda e: (f"{_where(e, False)}: rebuilt the {e['index']} index of {_seg(e['segment'])} "
-                                f"({e['entries']} entries; {e['reason']})"),
-    "leftover_removed": lambda e: f"{_where(e, False)}: removed leftover file {e['file']} while opening the log",
-    "log_truncated": lambda e: f"{_where(e, False)}: log truncated from offset {e['from_offset']} to {e['to_offset']} ({e['reason']})",
-    "log_closed": lambda e: f"{_where(e, False)}: log closed at end offset {e['log_end_offset']}",
-    "log_lookup": lambda e: f"{_where(e, False)}: {_lookup_en(e)}",
-    # the five lookup events the single log_lookup replaces (kept until it lands)
-    "lookup_started": lambda e: f"{_where(e, False)}: looking up {e['mode']} {e['target']}",
-    "lookup_segment": lambda e: (f"{_where(e, False)}: chose segment {_seg(e['segment'])} among "
-                                 f"{len(e.get('candidates') or [])} ({e['rule']})"),
-    "index_probe": lambda e: (f"{_where(e, False)}: {e['index']} index probe: entries {e['low']}–{e['high']}, "
-                              f"entry {e['mid']} (offset {e['entry_offset']}) → {e['went']}"),
-    "lookup_scan": lambda e: (f"{_where(e, False)}: scanned the batch at byte {e['position']} (offsets "
-                              f"{e['base_offset']}–{e['last_offset']})" + (" — match" if e.get("matched") else "")),
-    "lookup_finished": lambda e: (f"{_where(e, False)}: lookup of {e['mode']} {e['target']} → "
-                                  + ("nothing found" if e["offset"] == -1 else
-                                     f"offset {e['offset']} at byte {e.get('position')}")),
-    # lessons 1 and 7 (engine/topic.py, engine/page_cache.py)
-    "record_partitioned": lambda e: (
-        f"producer: {e['value']} " + (f"key {e['key']}: murmur2 = {e['hash']}, positive % {e['partitions']} → partition {e['partition']}"
-                                      if e["rule"] == "key" else
-                                      f"(no key): the batch on partition {e['switched_from']} was full, switched to partition {e['partition']}"
-                                      if e["rule"] == "sticky-switch" else
-                                      f"(no key) → sticky partition {e['partition']}" if e["rule"] == "sticky" else
-                                      f"→ partition {e['partition']} (chosen by the producer)")),
-    "producer_batch_sent": lambda e: (f"producer sent a batch of {e['records']} record(s) ({e['bytes']} bytes) to partition "
-                                      f"{e['partition']}: offsets {e['first_offset']}–{e['last_offset']} ({e['reason']})"),
-    "simple_consumer_fetched": lambda e: (f"consumer {e['consumer']} fetched partition {e['partition']} from offset {e['fetch_offset']}: "
-                                   + (f"offsets {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "nothing new")
-                                   + f"; next offset {e['next_offset']}"),
-    "pages_written_back": lambda e: ("the OS wrote dirty pages back: " + (", ".join(
-        f"{f['file']} durable up to byte {f['to']}" for f in e["files"]) or "no whole dirty page")),
-    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} wrote recovery-point-offset-checkpoint: "
-                                              f"{_tp(e)} recovery point {e['recovery_point']}"),
-    # cluster (engine/cluster/events.py, checker.py)
-    "broker_started": lambda e: (f"broker {e['broker']} started" + (" again" if e["restart"] else "")
-                                 + (" after a clean shutdown" if e["clean_shutdown"] else "")),
-    "broker_crashed": lambda e: (f"broker {e['broker']} crashed" + (" (power loss: un-fsynced bytes lost"
-                                 f" in {len(e.get('lost_files') or [])} file(s))" if e["power_loss"] else "")),
-    "broker_shutdown": lambda e: f"broker {e['broker']} shut down cleanly",
-    "logs_loaded": lambda e: f"broker {e['broker']} opened its logs: " + "; ".join(
-        f"{x['topic']}-{x['partition']} LEO {x['leo']}, HW {x['high_watermark']}" for x in e["logs"]),
-    "broker_registered": lambda e: (f"controller {e['controller']} registered broker {e['broker']} "
-                                    f"(broker epoch {e['broker_epoch']})"),
-    "broker_fenced": lambda e: f"controller {e['controller']} fenced broker {e['broker']} ({e['reason'].replace('_', ' ')})",
-    "controller_changed": lambda e: (f"broker {e['new']} is the active controller (controller epoch "
-                                     f"{e['controller_epoch']}, {e['reason'].replace('_', ' ')})"),
-    "topic_created": lambda e: (f"topic {e['topic']} created: " + "; ".join(
-        f"partition {p} on brokers {', '.join(map(str, r))}" for p, r in sorted(e["assignment"].items()))),
-    "leader_elected": lambda e: (f"controller elected broker {e['chosen']} leader of {_tp(e)} at leader epoch "
-                                 f"{e['leader_epoch']} ({e['rule']}); ISR {e['isr']}"),
-    "partition_offline": lambda e: f"{_tp(e)} is offline: no replica may lead ({e['reason']})",
-    "isr_shrunk": lambda e: f"ISR of {_tp(e)} shrank to {e['isr']} (removed {e['removed']}: {e['reason']})",
-    "isr_expanded": lambda e: f"ISR of {_tp(e)} grew to {e['isr']} (added {e['added']})",
-    "alter_partition_sent": lambda e: f"broker {e['broker']} asked the controller to set the ISR of {_tp(e)} to {e['proposed_isr']}",
-    "alter_partition_rejected": lambda e: f"controller refused broker {e['broker']}'s ISR change ({e['reason']})",
-    "became_leader": lambda e: (f"broker {e['broker']} leads {_tp(e)} at epoch {e['leader_epoch']} (LEO {e['leo']}, "
-                                f"HW {e['high_watermark']}); epoch cache gets ({e['leader_epoch']}, {e['leo']})"),
-    "became_follower": lambda e: (f"broker {e['broker']} follows broker {e['leader']} for {_tp(e)} at epoch "
-                                  f"{e['leader_epoch']} (LEO {e['leo']}, HW {e['high_watermark']}); "
-                                  + ("it truncates to its high watermark first" if e["truncation"] == "hw"
-                                     else "it asks the leader where its epoch ends first")),
-    "fetch_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}: Fetch {_tp(e)} from offset {e['fetch_offset']}",
-    "fetch_parked": lambda e: (f"broker {e['broker']} parked broker {e['follower']}'s fetch at offset "
-                               f"{e['fetch_offset']} (nothing new; waits up to {e['max_wait_ms']} ms)"),
-    "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: "
-                                 + (f"error {e['error']}" if e["error"] else
-                                    (f"records {e['first_offset']}–{e['last_offset']}" if e["records"] else "no records"))
-                                 + f", HW {e['high_watermark']}, leader LEO {e['leader_leo']}"),
-    "fetch_received": lambda e: (f"broker {e['broker']} took the fetch response: {e['records']} record(s), "
-                                 f"leader HW {e['leader_high_watermark']}" + (f", error {e['error']}" if e["error"] else "")),
-    "remote_leo_updated": lambda e: f"broker {e['broker']} notes broker {e['follower']}'s LEO {e['old']} → {e['new']}",
-    "leo_changed": lambda e: f"broker {e['broker']} ({e['role']}) LEO {e['old']} → {e['new']} ({e['reason']})",
-    "high_watermark_changed": lambda e: (f"broker {e['broker']} ({e['role']}) HW {e['old']} → {e['new']} "
-                                         f"({e['reason'].replace('_', ' ')})"),
-    "epoch_request_sent": lambda e: (f"broker {e['broker']} → broker {e['leader']}: OffsetsForLeaderEpoch — "
-                                     f"where does epoch {e['epoch']} end?"),
-    "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}: epoch {e['requested_epoch']} "
-                                         f"ends at offset {e['end_offset']}"
-                                         + (f" (answered for epoch {e['epoch']})" if e["epoch"] != e["requested_epoch"] else "")),
-    "replica_truncated": _truncated_en,
-    "fetch_diverging": lambda e: (f"broker {e['broker']} → broker {e['follower']}: its fetch at {e['fetch_offset']} "
-                                  f"names epoch {e['last_fetched_epoch']}, which here ends at {e['end_offset']} "
-                                  f"(DivergingEpoch {e['epoch']}); no records, truncate first"),
-    "replica_fetch_failed": lambda e: (f"broker {e['broker']} stops fetching {e['topic']}-{e['partition']} at "
-                                       f"{e['fetch_offset']}: {e['error']} ({e['detail']}); the broker goes on"),
-    "produce_received": lambda e: f"broker {e['broker']} got produce request {e['request_id']} ({e['records']} record(s), acks={e['acks']})",
-    "produce_appended": lambda e: (f"broker {e['broker']} appended request {e['request_id']} at offset(s) "
-                                   f"{e['base_offset']}–{e['last_offset']}, epoch {e['leader_epoch']}"),
-    "produce_waiting": lambda e: f"request {e['request_id']} waits until the HW passes offset {e['required_offset'] - 1}",
-    "produce_acked": lambda e: (f"the client was told request {e['request_id']} succeeded"
-                                + (f" (offset {e['base_offset']})" if e["base_offset"] is not None else "")),
-    "produce_failed": lambda e: f"request {e['request_id']} failed: {e['error']}",
-    "consumer_read": lambda e: (f"a consumer read {e['records']} record(s) of {_tp(e)} from offset {e['offset']} "
-                                f"(HW {e['high_watermark']})"),
-    "checkpoint_written": lambda e: f"broker {e['broker']} wrote {e['file']}",
-    "link_changed": lambda e: f"link {_b(e['a'])} {'↔' if e['both'] else '→'} {_b(e['b'])}: {e['state']}",
-    "message_dropped": lambda e: f"{e['api']} from {_b(e['src'])} to {_b(e['dst'])} dropped ({e['reason'].replace('_', ' ')})",
-    "config_changed": lambda e: f"config of {e['scope']} {e['target']} changed: " + ", ".join(
-        f"{k}={v}" for k, v in e["changes"].items()),
-    "check_acked_record_lost": lambda e: (f"CHECKER: acknowledged record {e.get('value') or e['digest']} at offset "
-                                          f"{e['offset']} is not in the leader's log — lost"),
-    "check_replicas_diverged": lambda e: (f"CHECKER: brokers {', '.join(map(str, e['brokers']))} hold different "
-                                          f"records at offset {e['offset']} — diverged"),
-    "check_hw_regressed": lambda e: f"CHECKER: broker {e['broker']}'s HW went back {e['old']} → {e['new']}",
-    "check_uncommitted_read": lambda e: f"CHECKER: a consumer read an uncommitted record at offset {e['offset']}",
-    # producers, idempotence and transactions
-    "producer_created": lambda e: (f"producer {e['name']} created" + (
-        f": InitProducerId gave producer id {e['producer_id']}, epoch {e['producer_epoch']}"
-        if e["idempotent"] and e["producer_id"] >= 0 else
-        (" (idempotent; its producer id comes with init_transactions)" if e["idempotent"] else
-         " without idempotence (no producer id, no sequence numbers)"))),
-    "produce_retried": lambda e: (f"producer {e['producer']}: attempt {e['attempt']} failed with {e['error']}; "
-                                  f"it retries as request {e['request_id']} after {e['backoff_ms']} ms"
-                                  + (f" with the same base sequence {e['base_sequence']}" if e["base_sequence"] >= 0
-                                     else " (no sequence number: the leader cannot tell it is a retry)")),
-    "produce_duplicate": lambda e: (f"broker {e['broker']} recognised request {e['request_id']} as a duplicate "
-                                    f"(producer {e['producer_id']}, epoch {e['producer_epoch']}, sequence "
-                                    f"{e['base_sequence']}) of {_tp(e)} and answered with the first write's offsets "
-                                    f"{e['base_offset']}–{e['last_offset']}, writing nothing"),
-    "txn_request": lambda e: (f"producer {e['producer']} → coordinator broker {e['coordinator']}: "
-                              f"{_TXN_API.get(e['api'], e['api'])} for {e['transactional_id']}"
-                              + (f" ({e['detail']})" if e.get("detail") else "")
-                              + ("" if e["error"] == "NONE" else f" → {e['error']}")),
-    "txn_state_changed": lambda e: (f"coordinator broker {e['coordinator']}: transaction {e['transactional_id']} "
-                                    f"(producer {e['producer_id']}, epoch {e['producer_epoch']}) "
-                                    f"{e['old_state']} → {e['new_state']}"
-                                    + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")
-                                    + (f" ({e['reason'].replace('_', ' ')})" if e.get("reason") else "")),
-    "txn_marker_written": lambda e: (f"broker {e['broker']} wrote {'a COMMIT' if e['commit'] else 'an ABORT'} marker "
-                                     f"for producer {e['producer_id']} at offset {e['offset']} of {_tp(e)}"),
-    "txn_loaded": lambda e: (f"broker {e['broker']} leads __transaction_state-{e['txn_partition']} and read back "
-                             f"{e['records']} record(s)"
-                             + (f"; it finishes {', '.join(e['resumed'])}" if e.get("resumed") else "")),
-    # the timing wheel
-    "timer_task_added": lambda e: (f"{e['timer']} timer: {e['name']} (due at {e['expiration_ms']} ms) goes into "
-                                   f"level {e['level']}, bucket {e['slot']} (expires at {e['bucket_expiration_ms']} ms)"),
-    "timer_bucket_queued": lambda e: (f"{e['timer']} timer: level {e['level']} bucket {e['slot']} joins the delay "
-                                      f"queue, due at {e['expiration_ms']} ms"),
-    "timer_overflow_wheel_created": lambda e: (f"{e['timer']} timer: overflow wheel level {e['level']} created "
-                                               f"({e['tick_ms']} ms per bucket, {e['interval_ms']} ms around)"),
-    "timer_bucket_expired": lambda e: (f"{e['timer']} timer: the hand reached level {e['level']} bucket {e['slot']} "
-                                       f"at {e['expiration_ms']} ms; {e['tasks']} task(s) taken out"),
-    "timer_task_cascaded": lambda e: (f"{e['timer']} timer: {e['name']} moves from level {e['from_level']} down to "
-                                      f"level {e['to_level']}, bucket {e['slot']}"),
-    "timer_task_expired": lambda e: f"{e['timer']} timer: {e['name']} timed out (due at {e['expiration_ms']} ms)",
-    "timer_task_cancelled": lambda e: (f"{e['timer']} timer: {e['name']} completed before its timeout and "
-                                       f"left the wheel"),
-    "run_moved": lambda e: (f"rewound to step {e['step']} (the engine is as it was after that step)"
-                            if e["how"] == "back" else f"the run is at step {e['step']}"),
+_RETENTION_WORDS = {
+    False: {"keep_because": "keep ({why})", "delete": "delete", "keep": "keep",
+            "high_watermark": "not all of it is below the high watermark",
+            "empty_active": "it is the empty active segment",
+            "below_start": "all its offsets are below the log start offset {threshold}",
+            "active": "it is the active segment, which this rule never deletes",
+            "holds_above": "it still holds offsets at or above the log start offset {threshold}"},
+    True: {"keep_because": "保留（{why}）", "delete": "删除", "keep": "保留",
+           "high_watermark": "它并非全部位于高水位以下", "empty_active": "它是空的活跃段",
+           "below_start": "它的偏移量全部小于日志起始偏移量 {threshold}",
+           "active": "它是活跃段，这条规则从不删除活跃段",
+           "holds_above": "它仍包含不小于日志起始偏移量 {threshold} 的偏移量"},
 }
+
+
+def _lookup_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    """A lookup's parts, each worded by the language's own table (``_LOOKUP_WORDS``)."""
+    words = _LOOKUP_WORDS[w.zh]
+    probes, scan = e.get("probes") or [], e.get("scan") or []
+    what = words["offset" if e.get("mode") == "offset" else "timestamp"].format(target=e["target"])
+    parts = [words["chose"].format(what=what, n=len(e.get("candidates") or []), seg=_seg(e.get("segment")),
+                                   rule=w.why(e.get("rule")))]
+    if e.get("time_probes"):
+        parts.append(words["time_probes"].format(n=len(e["time_probes"])))
+    if probes:
+        last = probes[-1]
+        parts.append(words["probes"].format(n=len(probes), entry=last[2], offset=last[3], byte=last[4]))
+    if scan:
+        parts.append(words["scan"].format(n=len(scan), byte=scan[0][0]))
+    if e.get("offset") is None or e.get("offset") == -1:
+        parts.append(words["none"])
+    else:
+        parts.append(words["found"].format(offset=e["offset"], byte=e.get("position")))
+    return {"where": w.where(e), "parts": ("；" if w.zh else "; ").join(parts)}
+
+
+_LOOKUP_WORDS = {
+    False: {"offset": "offset {target}", "timestamp": "timestamp {target}",
+            "chose": "lookup of {what}: segment {seg} chosen among {n} ({rule})",
+            "time_probes": "{n} probe(s) in the time index",
+            "probes": "{n} binary-search probe(s) in the offset index, ending at entry {entry} (offset {offset} → byte {byte})",
+            "scan": "then scanned {n} batch(es) from byte {byte}", "none": "nothing found",
+            "found": "found offset {offset} at byte {byte}"},
+    True: {"offset": "偏移量 {target}", "timestamp": "时间戳 {target}",
+           "chose": "查找{what}：在 {n} 个段中选中段 {seg}（{rule}）",
+           "time_probes": "在时间索引中探查 {n} 次",
+           "probes": "在偏移量索引中二分查找 {n} 次，停在第 {entry} 项（偏移量 {offset} → 字节 {byte}）",
+           "scan": "再从字节 {byte} 起扫描 {n} 个批次", "none": "没有找到",
+           "found": "找到偏移量 {offset}，位于字节 {byte}"},
+}
+
+
+def _partitioned_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    rule = e["rule"]
+    form = rule if rule in ("key", "sticky-switch", "sticky") else "chosen"
+    out = {"form": form, "value": e["value"], "partition": e["partition"]}
+    if form == "key":
+        out.update(key=e["key"], hash=e["hash"], partitions=e["partitions"])
+    elif form == "sticky-switch":
+        out["switched_from"] = e["switched_from"]
+    return out
+
+
+def _fetched_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    offsets = e["offsets"]
+    return {"form": "got" if offsets else "nothing", "consumer": e["consumer"], "partition": e["partition"],
+            "fetch_offset": e["fetch_offset"], "next_offset": e["next_offset"],
+            "first": offsets[0] if offsets else None, "last": offsets[-1] if offsets else None}
+
+
+def _written_back_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    files = w.join(w.clause("written_back", file=f["file"], to=f["to"]) for f in e["files"])
+    return {"form": "some" if files else "none", "files": files}
+
+
+# Storage (engine/log/events.py) and lessons 1 and 7 (engine/topic.py, engine/page_cache.py).
+STORAGE_SENTENCES: dict[str, Sentence] = {
+    "batch_appended": Sentence(
+        _where_and(offs=lambda e, w: w.offs(e), **_fields("records", "size_bytes", "position"),
+                   seg=lambda e, w: _seg(e["segment"])),
+        en="{where}: appended a batch of {records} record(s), {offs}, {size_bytes} bytes at byte {position} of {seg}.log",
+        zh="{where}：追加一个批次，{records} 条消息，{offs}，{size_bytes} 字节，位于 {seg}.log 的字节 {position}"),
+    "index_entry_written": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "time" if e.get("index") == "time" else "offset",
+                      "seg": _seg(e["segment"]), "entries": e["entries"], "offset": e["offset"],
+                      "timestamp": e["timestamp"] if e.get("index") == "time" else None,
+                      "position": None if e.get("index") == "time" else e["position"]},
+        en={"time": "{where}: time index entry {entries} in {seg}.timeindex: timestamp {timestamp} → offset {offset}",
+            "offset": "{where}: offset index entry {entries} in {seg}.index: offset {offset} → byte {position}"},
+        zh={"time": "{where}：{seg}.timeindex 第 {entries} 项：时间戳 {timestamp} → 偏移量 {offset}",
+            "offset": "{where}：{seg}.index 第 {entries} 项：偏移量 {offset} → 字节 {position}"}),
+    "segment_created": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), files=lambda e, w: ", ".join(e.get("files") or [])),
+        en="{where}: created segment {seg} ({files})",
+        zh="{where}：创建段 {seg}（{files}）"),
+    "segment_rolled": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["new_segment"]), reason=lambda e, w: w.why(e["reason"]),
+                   detail=lambda e, w: f" — {e['detail']}" if e.get("detail") else ""),
+        en="{where}: rolled a new segment {seg}.log (reason: {reason}){detail}",
+        zh="{where}：滚动出新段 {seg}.log（原因：{reason}）"),
+    "index_trimmed": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), **_fields("index", "entries", "from_bytes", "to_bytes")),
+        en="{where}: trimmed {seg} {index} index to {entries} entries ({from_bytes} → {to_bytes} bytes)",
+        zh="{where}：把段 {seg} 的 {index} 索引裁剪到 {entries} 项（{from_bytes} → {to_bytes} 字节）"),
+    "retention_check": Sentence(
+        _retention_pick,
+        en={"size_under": "{where}: retention by size: the partition holds {value} bytes, under "
+                          "retention.bytes={threshold} → nothing to delete",
+            "size": "{where}: retention by size: the partition is {value} bytes over retention.bytes; segment {seg} "
+                    "holds {threshold} bytes → {verdict}",
+            "time": "{where}: retention by time: segment {seg}'s newest record is {value_s} old, retention.ms is "
+                    "{threshold_s} → {verdict}",
+            "log_start_offset": "{where}: retention by log start offset: segment {seg} holds offsets below {value}; "
+                                "{reason} → {lso_verdict}",
+            "other": "{where}: retention ({rule}): segment {seg}, value {value}, limit {threshold} → {verdict}"},
+        zh={"size_under": "{where}：按大小保留：分区共 {value} 字节，未超过 retention.bytes={threshold} → 无需删除",
+            "size": "{where}：按大小保留：分区比 retention.bytes 多 {value} 字节；段 {seg} 有 {threshold} 字节 → {verdict}",
+            "time": "{where}：按时间保留：段 {seg} 最新的消息已有 {value_s}，retention.ms 为 {threshold_s} → {verdict}",
+            "log_start_offset": "{where}：按日志起始偏移量保留：段 {seg} 的偏移量都小于 {value}；{reason} → {lso_verdict}",
+            "other": "{where}：保留检查（{rule}）：段 {seg}，值 {value}，上限 {threshold} → {verdict}"}),
+    "segment_deleted": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), reason=lambda e, w: w.why(e["reason"]),
+                   after=lambda e, w: _s(e["delete_after_ms"])),
+        en="{where}: segment {seg} renamed to .deleted ({reason}); files removed after {after}",
+        zh="{where}：段 {seg} 改名为 .deleted（{reason}），{after} 后删除文件"),
+    "file_deleted": Sentence(
+        _where_and(**_fields("file")),
+        en="{where}: file {file} removed from disk",
+        zh="{where}：文件 {file} 已从磁盘删除"),
+    "log_start_offset_changed": Sentence(
+        _where_and(**_fields("old", "new"), reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: log start offset {old} → {new} ({reason})",
+        zh="{where}：日志起始偏移量 {old} → {new}（{reason}）"),
+    "leader_epoch_assigned": Sentence(
+        _where_and(**_fields("epoch", "start_offset")),
+        en="{where}: leader epoch {epoch} starts at offset {start_offset} (leader-epoch-checkpoint)",
+        zh="{where}：leader epoch {epoch} 从偏移量 {start_offset} 开始（leader-epoch-checkpoint）"),
+    "log_flushed": Sentence(
+        _where_and(**_fields("up_to_offset")),
+        en="{where}: flushed (fsync) up to offset {up_to_offset}",
+        zh="{where}：刷盘（fsync）到偏移量 {up_to_offset}"),
+    "recovery_started": Sentence(
+        _where_and(**_fields("recovery_point")),
+        en="{where}: opening the log, recovery from offset {recovery_point}",
+        zh="{where}：打开日志，从偏移量 {recovery_point} 开始恢复"),
+    "recovery_finished": Sentence(
+        _where_and(**_fields("log_start_offset", "log_end_offset"), segments=lambda e, w: len(e.get("segments") or [])),
+        en="{where}: log open — start offset {log_start_offset}, end offset {log_end_offset}, {segments} segment(s)",
+        zh="{where}：日志已打开——起始偏移量 {log_start_offset}，末端偏移量 {log_end_offset}，{segments} 个段"),
+    "epoch_cache_truncated": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "start" if e.get("direction") == "start" else "end",
+                      "offset": e["offset"], "entries": e.get("entries")},
+        en={"start": "{where}: leader-epoch cache truncated at the start (offset {offset}); entries now {entries}",
+            "end": "{where}: leader-epoch cache truncated at the end (offset {offset}); entries now {entries}"},
+        zh={"start": "{where}：leader-epoch 缓存从头部截断（偏移量 {offset}）；现在的条目 {entries}",
+            "end": "{where}：leader-epoch 缓存从尾部截断（偏移量 {offset}）；现在的条目 {entries}"}),
+    "recovery_truncated": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), **_fields("from_bytes", "to_bytes"),
+                   reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: recovery cut {seg}.log from {from_bytes} to {to_bytes} bytes ({reason})",
+        zh="{where}：恢复时把 {seg}.log 从 {from_bytes} 字节截到 {to_bytes} 字节（{reason}）"),
+    "index_rebuilt": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), entries=_field("entries"),
+                   index=lambda e, w: _INDEX_ZH.get(e["index"], e["index"] + " ") if w.zh else e["index"],
+                   reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: rebuilt the {index} index of {seg} ({entries} entries; {reason})",
+        zh="{where}：重建段 {seg} 的{index}索引（{entries} 项；{reason}）"),
+    "leftover_removed": Sentence(
+        _where_and(**_fields("file")),
+        en="{where}: removed leftover file {file} while opening the log",
+        zh="{where}：打开日志时删除残留文件 {file}"),
+    "log_truncated": Sentence(
+        _where_and(**_fields("from_offset", "to_offset"), reason=lambda e, w: w.why(e["reason"])),
+        en="{where}: log truncated from offset {from_offset} to {to_offset} ({reason})",
+        zh="{where}：日志从偏移量 {from_offset} 截断到 {to_offset}（{reason}）"),
+    "log_closed": Sentence(
+        _where_and(**_fields("log_end_offset")),
+        en="{where}: log closed at end offset {log_end_offset}",
+        zh="{where}：日志关闭，末端偏移量 {log_end_offset}"),
+    "log_lookup": Sentence(_lookup_pick, en="{where}: {parts}", zh="{where}：{parts}"),
+    # the five lookup events the single log_lookup replaces (kept until it lands)
+    "lookup_started": Sentence(
+        _where_and(**_fields("mode", "target")),
+        en="{where}: looking up {mode} {target}",
+        zh="{where}：开始查找 {mode} {target}"),
+    "lookup_segment": Sentence(
+        _where_and(seg=lambda e, w: _seg(e["segment"]), n=lambda e, w: len(e.get("candidates") or []),
+                   rule=lambda e, w: w.why(e["rule"])),
+        en="{where}: chose segment {seg} among {n} ({rule})",
+        zh="{where}：在 {n} 个段中选中段 {seg}（{rule}）"),
+    "index_probe": Sentence(
+        _where_and(**_fields("index", "low", "high", "mid", "entry_offset", "went")),
+        en="{where}: {index} index probe: entries {low}–{high}, entry {mid} (offset {entry_offset}) → {went}",
+        zh="{where}：{index} 索引探查：第 {low}–{high} 项，取第 {mid} 项（偏移量 {entry_offset}）→ {went}"),
+    "lookup_scan": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "match" if e.get("matched") else "scan",
+                      **{k: e[k] for k in ("position", "base_offset", "last_offset")}},
+        en={"scan": "{where}: scanned the batch at byte {position} (offsets {base_offset}–{last_offset})",
+            "match": "{where}: scanned the batch at byte {position} (offsets {base_offset}–{last_offset}) — match"},
+        zh={"scan": "{where}：扫描字节 {position} 处的批次（偏移量 {base_offset}–{last_offset}）",
+            "match": "{where}：扫描字节 {position} 处的批次（偏移量 {base_offset}–{last_offset}）——命中"}),
+    "lookup_finished": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "none" if e["offset"] == -1 else "found", "mode": e["mode"],
+                      "target": e["target"], "offset": e["offset"], "position": e.get("position")},
+        en={"none": "{where}: lookup of {mode} {target} → nothing found",
+            "found": "{where}: lookup of {mode} {target} → offset {offset} at byte {position}"},
+        zh={"none": "{where}：查找 {mode} {target} → 没有找到",
+            "found": "{where}：查找 {mode} {target} → 偏移量 {offset}，字节 {position}"}),
+    "record_partitioned": Sentence(
+        _partitioned_pick,
+        en={"key": "producer: {value} key {key}: murmur2 = {hash}, positive % {partitions} → partition {partition}",
+            "sticky-switch": "producer: {value} (no key): the batch on partition {switched_from} was full, switched "
+                             "to partition {partition}",
+            "sticky": "producer: {value} (no key) → sticky partition {partition}",
+            "chosen": "producer: {value} → partition {partition} (chosen by the producer)"},
+        zh={"key": "生产者：{value} 键 {key}：murmur2 = {hash}，取正后 % {partitions} → 分区 {partition}",
+            "sticky-switch": "生产者：{value} （无键）：分区 {switched_from} 上的批次已满，换到分区 {partition}",
+            "sticky": "生产者：{value} （无键）→ 粘性分区 {partition}",
+            "chosen": "生产者：{value} → 分区 {partition}（生产者指定）"}),
+    "producer_batch_sent": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("records", "bytes", "partition", "first_offset", "last_offset")},
+                      "reason": w.why(e["reason"])},
+        en="producer sent a batch of {records} record(s) ({bytes} bytes) to partition {partition}: offsets "
+           "{first_offset}–{last_offset} ({reason})",
+        zh="生产者向分区 {partition} 发送一个批次，{records} 条消息（{bytes} 字节）：偏移量 {first_offset}–{last_offset}"
+           "（{reason}）"),
+    "simple_consumer_fetched": Sentence(
+        _fetched_pick,
+        en={"got": "consumer {consumer} fetched partition {partition} from offset {fetch_offset}: offsets "
+                   "{first}–{last}; next offset {next_offset}",
+            "nothing": "consumer {consumer} fetched partition {partition} from offset {fetch_offset}: nothing new; "
+                       "next offset {next_offset}"},
+        zh={"got": "消费者 {consumer} 从偏移量 {fetch_offset} 拉取分区 {partition}：偏移量 {first}–{last}；"
+                   "下一个偏移量 {next_offset}",
+            "nothing": "消费者 {consumer} 从偏移量 {fetch_offset} 拉取分区 {partition}：没有新消息；下一个偏移量 {next_offset}"}),
+    "pages_written_back": Sentence(
+        _written_back_pick,
+        en={"some": "the OS wrote dirty pages back: {files}", "none": "the OS wrote dirty pages back: no whole dirty page"},
+        zh={"some": "操作系统把脏页写回磁盘：{files}", "none": "操作系统把脏页写回磁盘：没有完整的脏页"}),
+    "recovery_checkpoint_written": Sentence(
+        lambda e, w: {"broker": e["broker"], "tp": _tp(e), "recovery_point": e["recovery_point"]},
+        en="broker {broker} wrote recovery-point-offset-checkpoint: {tp} recovery point {recovery_point}",
+        zh="broker {broker} 写入 recovery-point-offset-checkpoint：{tp} 恢复点 {recovery_point}"),
+}
+
 
 # The engine's reason and rule codes (event fields) in Chinese; a code missing here is
 # shown as it is. The English table prints the codes themselves (they read as English).
@@ -412,159 +456,6 @@ _INDEX_ZH = {"offset": "偏移量", "time": "时间"}
 
 def _why_zh(code: Any) -> str:
     return _WHY_ZH.get(code, str(code)) if code is not None else ""
-
-
-_ZH: dict[str, Callable[[Ev], str]] = {
-    "batch_appended": lambda e: (f"{_where(e, True)}：追加一个批次，{e['records']} 条消息，{_offs(e, True)}，"
-                                 f"{e['size_bytes']} 字节，位于 {_seg(e['segment'])}.log 的字节 {e['position']}"),
-    "index_entry_written": lambda e: (
-        f"{_where(e, True)}：{_seg(e['segment'])}.timeindex 第 {e['entries']} 项：时间戳 {e['timestamp']} → 偏移量 {e['offset']}"
-        if e.get("index") == "time" else
-        f"{_where(e, True)}：{_seg(e['segment'])}.index 第 {e['entries']} 项：偏移量 {e['offset']} → 字节 {e['position']}"),
-    "segment_created": lambda e: f"{_where(e, True)}：创建段 {_seg(e['segment'])}（{', '.join(e.get('files') or [])}）",
-    "segment_rolled": lambda e: f"{_where(e, True)}：滚动出新段 {_seg(e['new_segment'])}.log（原因：{_why_zh(e['reason'])}）",
-    "index_trimmed": lambda e: (f"{_where(e, True)}：把段 {_seg(e['segment'])} 的 {e['index']} 索引裁剪到 {e['entries']} 项"
-                                f"（{e['from_bytes']} → {e['to_bytes']} 字节）"),
-    "retention_check": lambda e: f"{_where(e, True)}：{_retention_zh(e)}",
-    "segment_deleted": lambda e: (f"{_where(e, True)}：段 {_seg(e['segment'])} 改名为 .deleted（{_why_zh(e['reason'])}），"
-                                  f"{_s(e['delete_after_ms'])} 后删除文件"),
-    "file_deleted": lambda e: f"{_where(e, True)}：文件 {e['file']} 已从磁盘删除",
-    "log_start_offset_changed": lambda e: f"{_where(e, True)}：日志起始偏移量 {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
-    "leader_epoch_assigned": lambda e: f"{_where(e, True)}：leader epoch {e['epoch']} 从偏移量 {e['start_offset']} 开始（leader-epoch-checkpoint）",
-    "log_flushed": lambda e: f"{_where(e, True)}：刷盘（fsync）到偏移量 {e['up_to_offset']}",
-    "recovery_started": lambda e: f"{_where(e, True)}：打开日志，从偏移量 {e['recovery_point']} 开始恢复",
-    "recovery_finished": lambda e: (f"{_where(e, True)}：日志已打开——起始偏移量 {e['log_start_offset']}，末端偏移量 "
-                                    f"{e['log_end_offset']}，{len(e.get('segments') or [])} 个段"),
-    "epoch_cache_truncated": lambda e: (f"{_where(e, True)}：leader-epoch 缓存从{'头部' if e.get('direction') == 'start' else '尾部'}"
-                                       f"截断（偏移量 {e['offset']}）；现在的条目 {e.get('entries')}"),
-    "recovery_truncated": lambda e: (f"{_where(e, True)}：恢复时把 {_seg(e['segment'])}.log 从 {e['from_bytes']} 字节截到 "
-                                     f"{e['to_bytes']} 字节（{_why_zh(e['reason'])}）"),
-    "index_rebuilt": lambda e: (f"{_where(e, True)}：重建段 {_seg(e['segment'])} 的"
-                                f"{_INDEX_ZH.get(e['index'], e['index'] + ' ')}索引（{e['entries']} 项；{_why_zh(e['reason'])}）"),
-    "leftover_removed": lambda e: f"{_where(e, True)}：打开日志时删除残留文件 {e['file']}",
-    "log_truncated": lambda e: f"{_where(e, True)}：日志从偏移量 {e['from_offset']} 截断到 {e['to_offset']}（{_why_zh(e['reason'])}）",
-    "log_closed": lambda e: f"{_where(e, True)}：日志关闭，末端偏移量 {e['log_end_offset']}",
-    "log_lookup": lambda e: f"{_where(e, True)}：{_lookup_zh(e)}",
-    "lookup_started": lambda e: f"{_where(e, True)}：开始查找 {e['mode']} {e['target']}",
-    "lookup_segment": lambda e: f"{_where(e, True)}：在 {len(e.get('candidates') or [])} 个段中选中段 {_seg(e['segment'])}（{_why_zh(e['rule'])}）",
-    "index_probe": lambda e: (f"{_where(e, True)}：{e['index']} 索引探查：第 {e['low']}–{e['high']} 项，取第 {e['mid']} 项"
-                              f"（偏移量 {e['entry_offset']}）→ {e['went']}"),
-    "lookup_scan": lambda e: (f"{_where(e, True)}：扫描字节 {e['position']} 处的批次（偏移量 {e['base_offset']}–{e['last_offset']}）"
-                              + ("——命中" if e.get("matched") else "")),
-    "lookup_finished": lambda e: (f"{_where(e, True)}：查找 {e['mode']} {e['target']} → "
-                                  + ("没有找到" if e["offset"] == -1 else f"偏移量 {e['offset']}，字节 {e.get('position')}")),
-    # 第 1、7 课
-    "record_partitioned": lambda e: (
-        f"生产者：{e['value']} " + (f"键 {e['key']}：murmur2 = {e['hash']}，取正后 % {e['partitions']} → 分区 {e['partition']}"
-                                     if e["rule"] == "key" else
-                                     f"（无键）：分区 {e['switched_from']} 上的批次已满，换到分区 {e['partition']}"
-                                     if e["rule"] == "sticky-switch" else
-                                     f"（无键）→ 粘性分区 {e['partition']}" if e["rule"] == "sticky" else
-                                     f"→ 分区 {e['partition']}（生产者指定）")),
-    "producer_batch_sent": lambda e: (f"生产者向分区 {e['partition']} 发送一个批次，{e['records']} 条消息（{e['bytes']} 字节）："
-                                      f"偏移量 {e['first_offset']}–{e['last_offset']}（{_why_zh(e['reason'])}）"),
-    "simple_consumer_fetched": lambda e: (f"消费者 {e['consumer']} 从偏移量 {e['fetch_offset']} 拉取分区 {e['partition']}："
-                                   + (f"偏移量 {e['offsets'][0]}–{e['offsets'][-1]}" if e["offsets"] else "没有新消息")
-                                   + f"；下一个偏移量 {e['next_offset']}"),
-    "pages_written_back": lambda e: ("操作系统把脏页写回磁盘：" + ("，".join(
-        f"{f['file']} 持久化到第 {f['to']} 字节" for f in e["files"]) or "没有完整的脏页")),
-    "recovery_checkpoint_written": lambda e: (f"broker {e['broker']} 写入 recovery-point-offset-checkpoint："
-                                              f"{_tp(e)} 恢复点 {e['recovery_point']}"),
-    "broker_started": lambda e: (f"broker {e['broker']} " + ("重新" if e["restart"] else "") + "启动"
-                                 + ("（上次是正常关闭）" if e["clean_shutdown"] else "")),
-    "broker_crashed": lambda e: (f"broker {e['broker']} 崩溃" + (f"（断电：{len(e.get('lost_files') or [])} 个文件中未刷盘的字节丢失）"
-                                                              if e["power_loss"] else "")),
-    "broker_shutdown": lambda e: f"broker {e['broker']} 正常关闭",
-    "logs_loaded": lambda e: f"broker {e['broker']} 打开日志：" + "；".join(
-        f"{x['topic']}-{x['partition']} LEO {x['leo']}，HW {x['high_watermark']}" for x in e["logs"]),
-    "broker_registered": lambda e: f"控制器 {e['controller']} 登记了 broker {e['broker']}（broker epoch {e['broker_epoch']}）",
-    "broker_fenced": lambda e: f"控制器 {e['controller']} 隔离了 broker {e['broker']}（{_why_zh(e['reason'])}）",
-    "controller_changed": lambda e: f"broker {e['new']} 成为活跃控制器（控制器 epoch {e['controller_epoch']}，{_why_zh(e['reason'])}）",
-    "topic_created": lambda e: (f"创建主题 {e['topic']}：" + "；".join(
-        f"分区 {p} 在 broker {', '.join(map(str, r))} 上" for p, r in sorted(e["assignment"].items()))),
-    "leader_elected": lambda e: (f"控制器选举 broker {e['chosen']} 为 {_tp(e)} 的 leader，leader epoch {e['leader_epoch']}"
-                                 f"（{_why_zh(e['rule'])}）；ISR {e['isr']}"),
-    "partition_offline": lambda e: f"{_tp(e)} 离线：没有副本可以当 leader（{_why_zh(e['reason'])}）",
-    "isr_shrunk": lambda e: f"{_tp(e)} 的 ISR 缩小为 {e['isr']}（移除 {e['removed']}：{_why_zh(e['reason'])}）",
-    "isr_expanded": lambda e: f"{_tp(e)} 的 ISR 扩大为 {e['isr']}（加入 {e['added']}）",
-    "alter_partition_sent": lambda e: f"broker {e['broker']} 请求控制器把 {_tp(e)} 的 ISR 设为 {e['proposed_isr']}",
-    "alter_partition_rejected": lambda e: f"控制器拒绝了 broker {e['broker']} 的 ISR 变更（{_why_zh(e['reason'])}）",
-    "became_leader": lambda e: (f"broker {e['broker']} 成为 {_tp(e)} 的 leader，epoch {e['leader_epoch']}（LEO {e['leo']}，"
-                                f"HW {e['high_watermark']}）；epoch 缓存加入 ({e['leader_epoch']}, {e['leo']})"),
-    "became_follower": lambda e: (f"broker {e['broker']} 以 epoch {e['leader_epoch']} 跟随 broker {e['leader']}（{_tp(e)}，"
-                                  f"LEO {e['leo']}，HW {e['high_watermark']}）；"
-                                  + ("它先截断到自己的高水位" if e["truncation"] == "hw" else "它先问 leader 自己的 epoch 在哪里结束")),
-    "fetch_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：Fetch {_tp(e)}，从偏移量 {e['fetch_offset']} 开始",
-    "fetch_parked": lambda e: f"broker {e['broker']} 暂存 broker {e['follower']} 在偏移量 {e['fetch_offset']} 的拉取（暂无新数据，最多等 {e['max_wait_ms']} 毫秒）",
-    "fetch_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}："
-                                 + (f"错误 {e['error']}" if e["error"] else
-                                    (f"消息 {e['first_offset']}–{e['last_offset']}" if e["records"] else "没有消息"))
-                                 + f"，HW {e['high_watermark']}，leader LEO {e['leader_leo']}"),
-    "fetch_received": lambda e: (f"broker {e['broker']} 收到拉取响应：{e['records']} 条消息，leader HW {e['leader_high_watermark']}"
-                                 + (f"，错误 {e['error']}" if e["error"] else "")),
-    "remote_leo_updated": lambda e: f"broker {e['broker']} 记下 broker {e['follower']} 的 LEO {e['old']} → {e['new']}",
-    "leo_changed": lambda e: f"broker {e['broker']}（{e['role']}）LEO {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
-    "high_watermark_changed": lambda e: f"broker {e['broker']}（{e['role']}）HW {e['old']} → {e['new']}（{_why_zh(e['reason'])}）",
-    "epoch_request_sent": lambda e: f"broker {e['broker']} → broker {e['leader']}：OffsetsForLeaderEpoch——epoch {e['epoch']} 在哪里结束？",
-    "epoch_request_answered": lambda e: (f"broker {e['broker']} → broker {e['follower']}：epoch {e['requested_epoch']} 结束于偏移量 "
-                                         f"{e['end_offset']}" + (f"（按 epoch {e['epoch']} 回答）" if e["epoch"] != e["requested_epoch"] else "")),
-    "replica_truncated": _truncated_zh,
-    "fetch_diverging": lambda e: (f"broker {e['broker']} → broker {e['follower']}：偏移量 {e['fetch_offset']} 处的拉取"
-                                  f"声明 epoch {e['last_fetched_epoch']}，它在这里结束于 {e['end_offset']}"
-                                  f"（DivergingEpoch {e['epoch']}）；不发送记录，先截断"),
-    "replica_fetch_failed": lambda e: (f"broker {e['broker']} 停止拉取 {e['topic']}-{e['partition']}（偏移量 "
-                                       f"{e['fetch_offset']}）：{e['error']}（{e['detail']}）；broker 照常运行"),
-    "produce_received": lambda e: f"broker {e['broker']} 收到生产请求 {e['request_id']}（{e['records']} 条消息，acks={e['acks']}）",
-    "produce_appended": lambda e: f"broker {e['broker']} 把请求 {e['request_id']} 写到偏移量 {e['base_offset']}–{e['last_offset']}，epoch {e['leader_epoch']}",
-    "produce_waiting": lambda e: f"请求 {e['request_id']} 等待 HW 越过偏移量 {e['required_offset'] - 1}",
-    "produce_acked": lambda e: (f"客户端收到请求 {e['request_id']} 成功的确认"
-                                + (f"（偏移量 {e['base_offset']}）" if e["base_offset"] is not None else "")),
-    "produce_failed": lambda e: f"请求 {e['request_id']} 失败：{e['error']}",
-    "consumer_read": lambda e: f"消费者从偏移量 {e['offset']} 读取 {_tp(e)} 的 {e['records']} 条消息（HW {e['high_watermark']}）",
-    "checkpoint_written": lambda e: f"broker {e['broker']} 写入 {e['file']}",
-    "link_changed": lambda e: f"链路 {_b(e['a'], True)} {'↔' if e['both'] else '→'} {_b(e['b'], True)}：{e['state']}",
-    "message_dropped": lambda e: f"{_b(e['src'], True)} 发往 {_b(e['dst'], True)} 的 {e['api']} 被丢弃（{_why_zh(e['reason'])}）",
-    "config_changed": lambda e: f"{e['scope']} {e['target']} 的配置已修改：" + "，".join(f"{k}={v}" for k, v in e["changes"].items()),
-    "check_acked_record_lost": lambda e: f"检查器：已确认的消息 {e.get('value') or e['digest']}（偏移量 {e['offset']}）不在 leader 的日志里——丢失",
-    "check_replicas_diverged": lambda e: f"检查器：broker {', '.join(map(str, e['brokers']))} 在偏移量 {e['offset']} 上的消息不同——不一致",
-    "check_hw_regressed": lambda e: f"检查器：broker {e['broker']} 的 HW 倒退了 {e['old']} → {e['new']}",
-    "check_uncommitted_read": lambda e: f"检查器：消费者在偏移量 {e['offset']} 读到了未提交的消息",
-    "producer_created": lambda e: (f"创建生产者 {e['name']}" + (
-        f"：InitProducerId 分配生产者 id {e['producer_id']}，epoch {e['producer_epoch']}"
-        if e["idempotent"] and e["producer_id"] >= 0 else
-        ("（幂等；生产者 id 由 init_transactions 获得）" if e["idempotent"] else "，未开启幂等（没有生产者 id 和序列号）"))),
-    "produce_retried": lambda e: (f"生产者 {e['producer']}：第 {e['attempt']} 次发送失败（{e['error']}），"
-                                  f"{e['backoff_ms']} 毫秒后以请求 {e['request_id']} 重试"
-                                  + (f"，基础序列号仍为 {e['base_sequence']}" if e["base_sequence"] >= 0
-                                     else "（没有序列号：leader 无法识别这是重试）")),
-    "produce_duplicate": lambda e: (f"broker {e['broker']} 认出请求 {e['request_id']} 是重复批次（生产者 "
-                                    f"{e['producer_id']}，epoch {e['producer_epoch']}，序列号 {e['base_sequence']}），"
-                                    f"用第一次写入的偏移量 {e['base_offset']}–{e['last_offset']} 应答 {_tp(e)}，不再写入"),
-    "txn_request": lambda e: (f"生产者 {e['producer']} → 协调者 broker {e['coordinator']}：{e['api']}（{e['transactional_id']}）"
-                              + (f"（{e['detail']}）" if e.get("detail") else "")
-                              + ("" if e["error"] == "NONE" else f" → {e['error']}")),
-    "txn_state_changed": lambda e: (f"协调者 broker {e['coordinator']}：事务 {e['transactional_id']}（生产者 "
-                                    f"{e['producer_id']}，epoch {e['producer_epoch']}）{e['old_state']} → {e['new_state']}"
-                                    + (f" [{_parts(e['partitions'])}]" if e.get("partitions") else "")),
-    "txn_marker_written": lambda e: (f"broker {e['broker']} 在 {_tp(e)} 的偏移量 {e['offset']} 写入生产者 "
-                                     f"{e['producer_id']} 的 {'COMMIT' if e['commit'] else 'ABORT'} 标记"),
-    "txn_loaded": lambda e: (f"broker {e['broker']} 成为 __transaction_state-{e['txn_partition']} 的 leader，读回 "
-                             f"{e['records']} 条记录" + (f"；继续完成 {', '.join(e['resumed'])}" if e.get("resumed") else "")),
-    "timer_task_added": lambda e: (f"{e['timer']} 定时器：{e['name']}（{e['expiration_ms']} ms 到期）放入第 {e['level']} 层"
-                                   f"第 {e['slot']} 个桶（桶在 {e['bucket_expiration_ms']} ms 到期）"),
-    "timer_bucket_queued": lambda e: (f"{e['timer']} 定时器：第 {e['level']} 层第 {e['slot']} 个桶进入延迟队列，"
-                                      f"{e['expiration_ms']} ms 到期"),
-    "timer_overflow_wheel_created": lambda e: (f"{e['timer']} 定时器：创建第 {e['level']} 层溢出时间轮（每格 "
-                                               f"{e['tick_ms']} 毫秒，一圈 {e['interval_ms']} 毫秒）"),
-    "timer_bucket_expired": lambda e: (f"{e['timer']} 定时器：指针在 {e['expiration_ms']} ms 走到第 {e['level']} 层"
-                                       f"第 {e['slot']} 个桶，取出 {e['tasks']} 个任务"),
-    "timer_task_cascaded": lambda e: (f"{e['timer']} 定时器：{e['name']} 从第 {e['from_level']} 层降到第 "
-                                      f"{e['to_level']} 层第 {e['slot']} 个桶"),
-    "timer_task_expired": lambda e: f"{e['timer']} 定时器：{e['name']} 超时（{e['expiration_ms']} ms 到期）",
-    "timer_task_cancelled": lambda e: f"{e['timer']} 定时器：{e['name']} 在超时前完成，离开时间轮",
-    "run_moved": lambda e: (f"回到第 {e['step']} 步（引擎恢复到那一步之后的状态）" if e["how"] == "back"
-                            else f"运行到第 {e['step']} 步"),
-}
 
 
 # ---- the log cleaner and consumer groups (engine/log/cleaner_events.py, engine/group/events.py) ----
@@ -635,225 +526,601 @@ _SWAP_EN = {"cleaned": "wrote and fsync'd the .cleaned files", "swap": "renamed 
 _SWAP_ZH = {"cleaned": "写入并 fsync 了 .cleaned 文件", "swap": "把 .cleaned 文件改名为 .swap",
             "old_deleted": "把被替换的段改名为 .deleted", "swapped": "把 .swap 文件改名就位"}
 
-_EN.update({
-    "cleaner_check": lambda e: (
-        f"{_where(e, False)}: cleaner check — {e['dirty_bytes']} dirty of {e['clean_bytes'] + e['dirty_bytes']} bytes, "
-        f"dirty ratio {_ratio(e)} vs min.cleanable.dirty.ratio {e['min_cleanable_ratio']} (offsets "
-        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']} cleanable) → "
-        f"{'clean it' if e['chosen'] else 'not now'}: {_why_zh(e['reason'])}"),
-    "offset_map_filled": lambda e: (
-        f"{_where(e, False)}: offset map took {e['keys_put']} key(s) from the {e['records']} record(s) of segment "
-        f"{_seg(e['segment'])}; the map holds {e['map_entries']} of {e['map_capacity']} entries, latest offset "
-        f"{e['latest_offset']}" + (" — map full, the pass stops here" if e.get("full") else "")),
-    "segments_cleaned": lambda e: (
-        f"{_where(e, False)}: segments {', '.join(_seg(s) for s in e.get('sources') or [])} rewritten into "
-        f"{_seg(e['segment'])}.log.cleaned: {e['records_before']} → {e['records_after']} record(s), "
-        f"{e['bytes_before']} → {e['bytes_after']} bytes; {e['superseded']} older value(s) dropped, "
-        f"{e['tombstones_kept']} tombstone(s) kept, {e['tombstones_removed']} removed"
-        + (f", {e['keyless_removed']} keyless record(s) dropped" if e.get("keyless_removed") else "")
-        + (f", {e['aborted_removed']} record(s) of aborted transactions dropped" if e.get("aborted_removed") else "")
-        + (f"; tombstones kept until {_s(e['delete_horizon_ms'])} (delete.retention.ms)"
-           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")
-        + (f"; transaction markers: {e.get('markers_kept', 0)} kept, {e.get('markers_removed', 0)} removed"
-           if e.get("markers_kept") or e.get("markers_removed") else "")
-        + (f" (markers with nothing left of their transaction kept until {_s(e['marker_horizon_ms'])})"
-           if isinstance(e.get("marker_horizon_ms"), int) else "")),
-    "cleaner_swap_step": lambda e: (f"{_where(e, False)}: cleaner {_SWAP_EN.get(e['step'], e['step'])} "
-                                    f"(segment {_seg(e['segment'])}: {', '.join(e.get('files') or [])})"),
-    "cleaner_point_moved": lambda e: (f"{_where(e, False)}: cleaner point (first dirty offset) {e['old_offset']} → "
-                                      f"{e['new_offset']} in cleaner-offset-checkpoint"),
-    "cleaner_pass_finished": lambda e: (
-        f"{_where(e, False)}: cleaning pass over offsets {e['first_dirty_offset']}–{e['end_offset']} done: "
-        f"{len(e.get('segments_before') or [])} → {len(e.get('segments_after') or [])} segment(s), "
-        f"{e['bytes_before']} → {e['bytes_after']} bytes"),
-    "swap_completed": lambda e: (f"{_where(e, False)}: recovery finished an interrupted swap: "
-                                 f"{_seg(e['segment'])}.swap in place of "
-                                 f"{', '.join(_seg(s) for s in e.get('replaced') or []) or 'nothing'}"),
-    "coordinator_found": lambda e: (f"{e['consumer']}: FindCoordinator for group {e['group']} → broker "
-                                    f"{e['coordinator']} (leader of __consumer_offsets-{e['partition']})"),
-    "group_request_failed": lambda e: (f"{e['consumer']}: {e['api']} to group {e['group']} failed with {e['error']}"
-                                       + (f" — {e['detail']}" if e.get("detail") else "")),
-    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, False)}: JoinGroup {e['group']} "
-                                  f"({', '.join(map(str, e.get('protocols') or [])) or '-'}"
-                                  + (f"; owns {_parts(e.get('owned'))}" if e.get("owned") else "") + ")"),
-    "rebalance_started": lambda e: (f"group {e['group']}: rebalance (PreparingRebalance) after generation "
-                                    f"{e['generation']} — {_REBALANCE_WHY_EN.get(e['reason'], e['reason'])}"
-                                    + (f" ({e['member']})" if e.get("member") else "")),
-    "join_group_completed": lambda e: (
-        f"group {e['group']}: JoinGroup done — generation {e['generation']}, protocol {e['protocol']}, leader "
-        f"{e['leader']}, members {', '.join(map(str, e.get('members') or [])) or 'none'}"
-        + (f"; removed {', '.join(map(str, e['removed']))}" if e.get("removed") else "")),
-    "sync_group_sent": lambda e: (f"{e['member']}: SyncGroup generation {e['generation']}"
-                                  + (f" with the leader's assignment {_assignment(e.get('assignment'), False)}"
-                                     if e.get("leader") else " (follower, empty)")),
-    "sync_group_completed": lambda e: (f"group {e['group']}: SyncGroup done, generation {e['generation']} is "
-                                       f"Stable — {_assignment(e.get('assignment'), False)}"),
-    "heartbeat_answered": lambda e: (f"{e['member']}: heartbeat, generation {e['generation']} → {e['error']}"
-                                     + (" (rejoin)" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
-    "member_removed": lambda e: (f"group {e['group']}: member {e['member']} removed — "
-                                 f"{_REMOVED_WHY_EN.get(e['reason'], e['reason'])}"),
-    "group_state_changed": lambda e: (f"group {e['group']}: {e['old_state']} → {e['new_state']} "
-                                      f"(generation {e['generation']})"),
-    "offset_commit_sent": lambda e: (f"{e['member']}: {'auto-' if e.get('auto') else ''}OffsetCommit "
-                                     f"{_commit_offsets(e.get('offsets'))} (generation {e['generation']})"),
-    "offset_committed": lambda e: (f"group {e['group']}: committed offset {e['offset']} for {_tp(e)} "
-                                   f"(record in __consumer_offsets-{e['offsets_partition']}"
-                                   + (f" at offset {e['record_offset']})" if e.get("record_offset") is not None
-                                      else ")")),
-    "offset_commit_failed": lambda e: (f"{e['member']}: OffsetCommit {_commit_offsets(e.get('offsets'))} failed "
-                                       f"with {e['error']}"),
-    "offsets_loaded": lambda e: (f"broker {e['coordinator']} loaded __consumer_offsets-{e['offsets_partition']} "
-                                 f"({e['records']} record(s)) and now coordinates "
-                                 f"{', '.join(map(str, e.get('groups') or [])) or 'no groups yet'}"),
-    "consumer_fetched": lambda e: (f"{e['consumer']}: read {e['records']} record(s) of {_tp(e)} from offset "
-                                   f"{e['offset']}, next {e['next_offset']} (high watermark {e['high_watermark']})"),
-    "position_reset": lambda e: (f"{e['consumer']}: starts {_tp(e)} at offset {e['offset']} "
-                                 f"({_SOURCE_EN.get(e['source'], e['source'])})"),
-    "partitions_revoked": lambda e: (f"{e['consumer']}: revoked {_parts(e.get('partitions'))} "
-                                     f"(generation {e['generation']})"),
-    "partitions_assigned": lambda e: (f"{e['consumer']}: assigned {_parts(e.get('partitions'))} "
-                                      f"(generation {e['generation']})"
-                                      + ("" if e.get("partitions") else " — idle, no partition for it")),
-    "consumer_stopped": lambda e: f"{e['consumer']} {_STOP_EN.get(e['how'], e['how'])}",
-    "partitions_added": lambda e: f"topic {e['topic']}: partitions {e['old_count']} → {e['new_count']}",
-})
+def _cleaned_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    """segments_cleaned: the counts, and the optional clauses each language words its own way."""
+    words = _CLEANED_WORDS[w.zh]
+    extra = ""
+    if e.get("keyless_removed"):
+        extra += words["keyless"].format(n=e["keyless_removed"])
+    if e.get("aborted_removed"):
+        extra += words["aborted"].format(n=e["aborted_removed"])
+    if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept"):
+        extra += words["horizon"].format(t=_s(e["delete_horizon_ms"]))
+    if e.get("markers_kept") or e.get("markers_removed"):
+        extra += words["markers"].format(kept=e.get("markers_kept", 0), removed=e.get("markers_removed", 0))
+    if isinstance(e.get("marker_horizon_ms"), int):
+        extra += words["marker_horizon"].format(t=_s(e["marker_horizon_ms"]))
+    return {"where": w.where(e), "sources": ", ".join(_seg(s) for s in e.get("sources") or []),
+            "seg": _seg(e["segment"]), "extra": extra,
+            **{k: e[k] for k in ("records_before", "records_after", "bytes_before", "bytes_after", "superseded",
+                                 "tombstones_kept", "tombstones_removed")}}
 
-_ZH.update({
-    "cleaner_check": lambda e: (
-        f"{_where(e, True)}：清理检查——{e['clean_bytes'] + e['dirty_bytes']} 字节中有 {e['dirty_bytes']} 字节是脏的，"
-        f"脏比例 {_ratio(e)}，min.cleanable.dirty.ratio 为 {e['min_cleanable_ratio']}（可清理偏移量 "
-        f"{e['first_dirty_offset']}–{e['first_uncleanable_offset']}）→ {'清理它' if e['chosen'] else '暂不清理'}：{_why_zh(e['reason'])}"),
-    "offset_map_filled": lambda e: (
-        f"{_where(e, True)}：偏移量映射从段 {_seg(e['segment'])} 的 {e['records']} 条消息中放入 {e['keys_put']} 个键；"
-        f"映射共 {e['map_entries']}/{e['map_capacity']} 项，最新偏移量 {e['latest_offset']}"
-        + ("——映射已满，本轮到此为止" if e.get("full") else "")),
-    "segments_cleaned": lambda e: (
-        f"{_where(e, True)}：段 {', '.join(_seg(s) for s in e.get('sources') or [])} 重写为 "
-        f"{_seg(e['segment'])}.log.cleaned：{e['records_before']} → {e['records_after']} 条，"
-        f"{e['bytes_before']} → {e['bytes_after']} 字节；丢弃旧值 {e['superseded']} 条，保留墓碑 {e['tombstones_kept']} 条，"
-        f"删除墓碑 {e['tombstones_removed']} 条"
-        + (f"，丢弃无键消息 {e['keyless_removed']} 条" if e.get("keyless_removed") else "")
-        + (f"，丢弃已中止事务的消息 {e['aborted_removed']} 条" if e.get("aborted_removed") else "")
-        + (f"；墓碑保留到 {_s(e['delete_horizon_ms'])}（delete.retention.ms）"
-           if isinstance(e.get("delete_horizon_ms"), int) and e.get("tombstones_kept") else "")
-        + (f"；事务标记保留 {e.get('markers_kept', 0)} 个，删除 {e.get('markers_removed', 0)} 个"
-           if e.get("markers_kept") or e.get("markers_removed") else "")
-        + (f"（事务已无消息的标记保留到 {_s(e['marker_horizon_ms'])}）"
-           if isinstance(e.get("marker_horizon_ms"), int) else "")),
-    "cleaner_swap_step": lambda e: (f"{_where(e, True)}：清理器{_SWAP_ZH.get(e['step'], e['step'])}"
-                                    f"（段 {_seg(e['segment'])}：{', '.join(e.get('files') or [])}）"),
-    "cleaner_point_moved": lambda e: (f"{_where(e, True)}：清理点（第一个脏偏移量）{e['old_offset']} → "
-                                      f"{e['new_offset']}，记在 cleaner-offset-checkpoint"),
-    "cleaner_pass_finished": lambda e: (
-        f"{_where(e, True)}：偏移量 {e['first_dirty_offset']}–{e['end_offset']} 的清理完成："
-        f"{len(e.get('segments_before') or [])} → {len(e.get('segments_after') or [])} 个段，"
-        f"{e['bytes_before']} → {e['bytes_after']} 字节"),
-    "swap_completed": lambda e: (f"{_where(e, True)}：恢复时完成了被中断的交换：{_seg(e['segment'])}.swap 取代 "
-                                 f"{', '.join(_seg(s) for s in e.get('replaced') or []) or '（无）'}"),
-    "coordinator_found": lambda e: (f"{e['consumer']}：FindCoordinator，消费组 {e['group']} 的协调者是 broker "
-                                    f"{e['coordinator']}（__consumer_offsets-{e['partition']} 的 leader）"),
-    "group_request_failed": lambda e: (f"{e['consumer']}：发往消费组 {e['group']} 的 {e['api']} 失败：{e['error']}"
-                                       + (f"——{e['detail']}" if e.get("detail") else "")),
-    "join_group_sent": lambda e: (f"{e['consumer']} → {_coord(e, True)}：JoinGroup {e['group']}"
-                                  f"（{', '.join(map(str, e.get('protocols') or [])) or '-'}"
-                                  + (f"；持有 {_parts_zh(e.get('owned'))}" if e.get("owned") else "") + "）"),
-    "rebalance_started": lambda e: (f"消费组 {e['group']}：在第 {e['generation']} 代之后开始再均衡（PreparingRebalance）——"
-                                    f"{_REBALANCE_WHY_ZH.get(e['reason'], e['reason'])}"
-                                    + (f"（{e['member']}）" if e.get("member") else "")),
-    "join_group_completed": lambda e: (
-        f"消费组 {e['group']}：JoinGroup 完成——第 {e['generation']} 代，协议 {e['protocol']}，leader "
-        f"{e['leader']}，成员 {', '.join(map(str, e.get('members') or [])) or '无'}"
-        + (f"；移除 {', '.join(map(str, e['removed']))}" if e.get("removed") else "")),
-    "sync_group_sent": lambda e: (f"{e['member']}：SyncGroup 第 {e['generation']} 代"
-                                  + (f"，带上 leader 的分配 {_assignment(e.get('assignment'), True)}"
-                                     if e.get("leader") else "（跟随者，不带分配）")),
-    "sync_group_completed": lambda e: (f"消费组 {e['group']}：SyncGroup 完成，第 {e['generation']} 代进入 Stable——"
-                                       f"{_assignment(e.get('assignment'), True)}"),
-    "heartbeat_answered": lambda e: (f"{e['member']}：心跳，第 {e['generation']} 代 → {e['error']}"
-                                     + ("（需重新加入）" if e.get("error") == "REBALANCE_IN_PROGRESS" else "")),
-    "member_removed": lambda e: (f"消费组 {e['group']}：移除成员 {e['member']}——"
-                                 f"{_REMOVED_WHY_ZH.get(e['reason'], e['reason'])}"),
-    "group_state_changed": lambda e: (f"消费组 {e['group']}：{e['old_state']} → {e['new_state']}"
-                                      f"（第 {e['generation']} 代）"),
-    "offset_commit_sent": lambda e: (f"{e['member']}：{'自动' if e.get('auto') else ''}提交偏移量 "
-                                     f"{_commit_offsets(e.get('offsets'))}（第 {e['generation']} 代）"),
-    "offset_committed": lambda e: (f"消费组 {e['group']}：{_tp(e)} 提交的偏移量为 {e['offset']}"
-                                   f"（记录写入 __consumer_offsets-{e['offsets_partition']}"
-                                   + (f" 的偏移量 {e['record_offset']}）" if e.get("record_offset") is not None
-                                      else "）")),
-    "offset_commit_failed": lambda e: (f"{e['member']}：提交偏移量 {_commit_offsets(e.get('offsets'))} 失败：{e['error']}"),
-    "offsets_loaded": lambda e: (f"broker {e['coordinator']} 加载了 __consumer_offsets-{e['offsets_partition']}"
-                                 f"（{e['records']} 条记录），现在协调 "
-                                 f"{', '.join(map(str, e.get('groups') or [])) or '（暂无消费组）'}"),
-    "consumer_fetched": lambda e: (f"{e['consumer']}：从 {_tp(e)} 的偏移量 {e['offset']} 读到 {e['records']} 条，"
-                                   f"下一个 {e['next_offset']}（高水位 {e['high_watermark']}）"),
-    "position_reset": lambda e: (f"{e['consumer']}：从偏移量 {e['offset']} 开始读 {_tp(e)}"
-                                 f"（{_SOURCE_ZH.get(e['source'], e['source'])}）"),
-    "partitions_revoked": lambda e: (f"{e['consumer']}：被收回 {_parts_zh(e.get('partitions'))}"
-                                     f"（第 {e['generation']} 代）"),
-    "partitions_assigned": lambda e: (f"{e['consumer']}：分到 {_parts_zh(e.get('partitions'))}"
-                                      f"（第 {e['generation']} 代）"
-                                      + ("" if e.get("partitions") else "——空闲，没有分区给它")),
-    "consumer_stopped": lambda e: f"{e['consumer']} {_STOP_ZH.get(e['how'], e['how'])}",
-    "partitions_added": lambda e: f"主题 {e['topic']}：分区数 {e['old_count']} → {e['new_count']}",
-})
+
+_CLEANED_WORDS = {
+    False: {"keyless": ", {n} keyless record(s) dropped", "aborted": ", {n} record(s) of aborted transactions dropped",
+            "horizon": "; tombstones kept until {t} (delete.retention.ms)",
+            "markers": "; transaction markers: {kept} kept, {removed} removed",
+            "marker_horizon": " (markers with nothing left of their transaction kept until {t})"},
+    True: {"keyless": "，丢弃无键消息 {n} 条", "aborted": "，丢弃已中止事务的消息 {n} 条",
+           "horizon": "；墓碑保留到 {t}（delete.retention.ms）", "markers": "；事务标记保留 {kept} 个，删除 {removed} 个",
+           "marker_horizon": "（事务已无消息的标记保留到 {t}）"},
+}
+
+# The log cleaner (engine/log/cleaner_events.py): lesson 6.
+CLEANER_SENTENCES: dict[str, Sentence] = {
+    "cleaner_check": Sentence(
+        lambda e, w: {"where": w.where(e), "form": "chosen" if e["chosen"] else "not_now", "ratio": _ratio(e),
+                      "total": e["clean_bytes"] + e["dirty_bytes"], "reason": w.why(e["reason"]),
+                      **{k: e[k] for k in ("dirty_bytes", "min_cleanable_ratio", "first_dirty_offset",
+                                           "first_uncleanable_offset")}},
+        en={form: "{where}: cleaner check — {dirty_bytes} dirty of {total} bytes, dirty ratio {ratio} vs "
+                  "min.cleanable.dirty.ratio {min_cleanable_ratio} (offsets {first_dirty_offset}–"
+                  "{first_uncleanable_offset} cleanable) → " + verdict + ": {reason}"
+            for form, verdict in (("chosen", "clean it"), ("not_now", "not now"))},
+        zh={form: "{where}：清理检查——{total} 字节中有 {dirty_bytes} 字节是脏的，脏比例 {ratio}，"
+                  "min.cleanable.dirty.ratio 为 {min_cleanable_ratio}（可清理偏移量 {first_dirty_offset}–"
+                  "{first_uncleanable_offset}）→ " + verdict + "：{reason}"
+            for form, verdict in (("chosen", "清理它"), ("not_now", "暂不清理"))}),
+    "offset_map_filled": Sentence(
+        lambda e, w: {"where": w.where(e), "seg": _seg(e["segment"]), "form": "full" if e.get("full") else "room",
+                      **{k: e[k] for k in ("keys_put", "records", "map_entries", "map_capacity", "latest_offset")}},
+        en={form: "{where}: offset map took {keys_put} key(s) from the {records} record(s) of segment {seg}; the map "
+                  "holds {map_entries} of {map_capacity} entries, latest offset {latest_offset}" + tail
+            for form, tail in (("room", ""), ("full", " — map full, the pass stops here"))},
+        zh={form: "{where}：偏移量映射从段 {seg} 的 {records} 条消息中放入 {keys_put} 个键；映射共 "
+                  "{map_entries}/{map_capacity} 项，最新偏移量 {latest_offset}" + tail
+            for form, tail in (("room", ""), ("full", "——映射已满，本轮到此为止"))}),
+    "segments_cleaned": Sentence(
+        _cleaned_pick,
+        en="{where}: segments {sources} rewritten into {seg}.log.cleaned: {records_before} → {records_after} "
+           "record(s), {bytes_before} → {bytes_after} bytes; {superseded} older value(s) dropped, {tombstones_kept} "
+           "tombstone(s) kept, {tombstones_removed} removed{extra}",
+        zh="{where}：段 {sources} 重写为 {seg}.log.cleaned：{records_before} → {records_after} 条，{bytes_before} → "
+           "{bytes_after} 字节；丢弃旧值 {superseded} 条，保留墓碑 {tombstones_kept} 条，删除墓碑 {tombstones_removed} "
+           "条{extra}"),
+    "cleaner_swap_step": Sentence(
+        _where_and(step=lambda e, w: (_SWAP_ZH if w.zh else _SWAP_EN).get(e["step"], e["step"]),
+                   seg=lambda e, w: _seg(e["segment"]), files=lambda e, w: ", ".join(e.get("files") or [])),
+        en="{where}: cleaner {step} (segment {seg}: {files})",
+        zh="{where}：清理器{step}（段 {seg}：{files}）"),
+    "cleaner_point_moved": Sentence(
+        _where_and(**_fields("old_offset", "new_offset")),
+        en="{where}: cleaner point (first dirty offset) {old_offset} → {new_offset} in cleaner-offset-checkpoint",
+        zh="{where}：清理点（第一个脏偏移量）{old_offset} → {new_offset}，记在 cleaner-offset-checkpoint"),
+    "cleaner_pass_finished": Sentence(
+        _where_and(**_fields("first_dirty_offset", "end_offset", "bytes_before", "bytes_after"),
+                   before=lambda e, w: len(e.get("segments_before") or []),
+                   after=lambda e, w: len(e.get("segments_after") or [])),
+        en="{where}: cleaning pass over offsets {first_dirty_offset}–{end_offset} done: {before} → {after} segment(s), "
+           "{bytes_before} → {bytes_after} bytes",
+        zh="{where}：偏移量 {first_dirty_offset}–{end_offset} 的清理完成：{before} → {after} 个段，"
+           "{bytes_before} → {bytes_after} 字节"),
+    "swap_completed": Sentence(
+        lambda e, w: {"where": w.where(e), "seg": _seg(e["segment"]), "form": "some" if e.get("replaced") else "none",
+                      "replaced": ", ".join(_seg(s) for s in e.get("replaced") or [])},
+        en={"some": "{where}: recovery finished an interrupted swap: {seg}.swap in place of {replaced}",
+            "none": "{where}: recovery finished an interrupted swap: {seg}.swap in place of nothing"},
+        zh={"some": "{where}：恢复时完成了被中断的交换：{seg}.swap 取代 {replaced}",
+            "none": "{where}：恢复时完成了被中断的交换：{seg}.swap 取代 （无）"}),
+}
+
+
 
 # Offsets committed inside a transaction (engine/cluster/txn_offsets.py).
-def _txn_offsets_done(e: Ev, zh: bool) -> str:
+def _txn_offsets_done_pick(e: Ev, w: _Words) -> dict[str, Any]:
     offs = e.get("offsets") or []
-    each = ", ".join(f"{o[2]} for {o[0]}-{o[1]}" for o in offs)
-    each_zh = "，".join(f"{o[0]}-{o[1]} 为 {o[2]}" for o in offs)
-    where = f"__consumer_offsets-{e['offsets_partition']}"
-    if e["commit"] and not offs:
-        return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记没有改变已提交偏移量"
-                f"（日志中更靠后的提交记录优先）" if zh else
-                f"group {e['group']}: the COMMIT marker of producer {e['producer_id']} in {where} changed no committed "
-                f"offset (a later commit record in the log wins)")
-    if zh:
-        return (f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 COMMIT 标记让待定偏移量成为已提交偏移量（{each_zh}）"
-                if e["commit"] else
-                f"消费组 {e['group']}：{where} 中生产者 {e['producer_id']} 的 ABORT 标记丢弃了待定偏移量（{each_zh}），"
-                f"已提交的偏移量不变")
-    return (f"group {e['group']}: the COMMIT marker of producer {e['producer_id']} in {where} made the pending "
-            f"offsets committed — committed offset {each}" if e["commit"] else
-            f"group {e['group']}: the ABORT marker of producer {e['producer_id']} in {where} discarded the pending "
-            f"offsets ({each}); the committed offsets stay as they were")
+    return {"group": e["group"], "producer_id": e["producer_id"], "where": f"__consumer_offsets-{e['offsets_partition']}",
+            "form": "unchanged" if e["commit"] and not offs else "commit" if e["commit"] else "abort",
+            "each": w.clause("list").join(w.clause("txn_offset", t=o[0], p=o[1], offset=o[2]) for o in offs)}
 
 
-_EN.update({
-    "txn_offsets_written": lambda e: (f"group coordinator broker {e['coordinator']} wrote "
-                                      f"{_commit_offsets(e.get('offsets'))} for group {e['group']} into "
-                                      f"__consumer_offsets-{e['offsets_partition']} as a transactional batch of "
-                                      f"producer {e['producer_id']} (epoch {e['producer_epoch']}): pending until "
-                                      f"the transaction ends"),
-    "txn_offsets_completed": lambda e: _txn_offsets_done(e, False),
-    "txn_offsets_superseded": lambda e: (
-        f"group {e['group']}: in __consumer_offsets-{e['offsets_partition']} "
-        + "; ".join(f"{o[0]}-{o[1]} keeps committed offset {o[4]} (record at {o[5]}), not producer "
-                    f"{e['producer_id']}'s {o[2]} (record at {o[3]})" for o in e.get("offsets") or [])
-        + ": the commit record later in the log wins"),
-    "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} replayed the transactional offsets of "
-                                     f"__consumer_offsets-{e['offsets_partition']}: {e['committed']} committed by "
-                                     f"a COMMIT marker"
-                                     + (f"; still pending: {', '.join(e['pending'])}" if e.get("pending") else "")),
-})
-_ZH.update({
-    "txn_offsets_written": lambda e: (f"消费组协调者 broker {e['coordinator']} 把消费组 {e['group']} 的 "
-                                      f"{_commit_offsets(e.get('offsets'))} 作为生产者 {e['producer_id']}"
-                                      f"（epoch {e['producer_epoch']}）的事务批次写入 "
-                                      f"__consumer_offsets-{e['offsets_partition']}：事务结束前处于待定状态"),
-    "txn_offsets_completed": lambda e: _txn_offsets_done(e, True),
-    "txn_offsets_superseded": lambda e: (
-        f"消费组 {e['group']}：__consumer_offsets-{e['offsets_partition']} 中"
-        + "；".join(f"{o[0]}-{o[1]} 保留已提交偏移量 {o[4]}（记录位于 {o[5]}），而不是生产者 {e['producer_id']} 的 "
-                   f"{o[2]}（记录位于 {o[3]}）" for o in e.get("offsets") or [])
-        + "：日志中更靠后的提交记录优先"),
-    "txn_offsets_loaded": lambda e: (f"broker {e['coordinator']} 重放了 __consumer_offsets-{e['offsets_partition']} "
-                                     f"中的事务偏移量：{e['committed']} 个由 COMMIT 标记提交"
-                                     + (f"；仍待定：{'，'.join(e['pending'])}" if e.get("pending") else "")),
-})
+def _txn_superseded_pick(e: Ev, w: _Words) -> dict[str, Any]:
+    return {"group": e["group"], "offsets_partition": e["offsets_partition"], "each": w.clause("items").join(
+        w.clause("superseded", t=o[0], p=o[1], pending=o[2], pending_at=o[3], committed=o[4], committed_at=o[5],
+                 producer_id=e["producer_id"]) for o in e.get("offsets") or [])}
 
-_TABLES = {"en": _EN, "zh": _ZH}
+
+_TRUNCATION_WHY = {
+    False: {"hw": "to its high watermark (the pre-0.11 rule)",
+            "epoch": "to the point where its log diverges from the leader's (leader epoch)",
+            "out_of_range": "because the leader's log ends before its fetch offset",
+            "log_start": "because the leader's log starts after its fetch offset"},
+    True: {"hw": "截到自己的高水位（0.11 之前的规则）", "epoch": "截到与 leader 日志分叉的位置（leader epoch）",
+           "out_of_range": "因为 leader 的日志在它的拉取偏移量之前就结束了",
+           "log_start": "因为 leader 的日志从它的拉取偏移量之后才开始"},
+}
+
+# Follower truncation and offsets committed inside a transaction (engine/cluster/txn_offsets.py).
+LIST_SENTENCES: dict[str, Sentence] = {
+    "replica_truncated": Sentence(
+        lambda e, w: {"broker": e["broker"], "tp": _tp(e), "from_offset": e["from_offset"], "to_offset": e["to_offset"],
+                      "cut": e["from_offset"] - e["to_offset"],
+                      "why": _TRUNCATION_WHY[w.zh].get(e["reason"], e["reason"]),
+                      "detail": w.clause("dash_detail", e.get("detail"), detail=e.get("detail"))},
+        en="broker {broker} truncated {tp} from offset {from_offset} to {to_offset} ({cut} record(s) cut) {why}{detail}",
+        zh="broker {broker} 把 {tp} 从偏移量 {from_offset} 截断到 {to_offset}（截掉 {cut} 条），{why}"),
+    "txn_offsets_completed": Sentence(
+        _txn_offsets_done_pick,
+        en={"unchanged": "group {group}: the COMMIT marker of producer {producer_id} in {where} changed no committed "
+                         "offset (a later commit record in the log wins)",
+            "commit": "group {group}: the COMMIT marker of producer {producer_id} in {where} made the pending offsets "
+                      "committed — committed offset {each}",
+            "abort": "group {group}: the ABORT marker of producer {producer_id} in {where} discarded the pending offsets "
+                     "({each}); the committed offsets stay as they were"},
+        zh={"unchanged": "消费组 {group}：{where} 中生产者 {producer_id} 的 COMMIT 标记没有改变已提交偏移量"
+                         "（日志中更靠后的提交记录优先）",
+            "commit": "消费组 {group}：{where} 中生产者 {producer_id} 的 COMMIT 标记让待定偏移量成为已提交偏移量（{each}）",
+            "abort": "消费组 {group}：{where} 中生产者 {producer_id} 的 ABORT 标记丢弃了待定偏移量（{each}），已提交的偏移量不变"}),
+    "txn_offsets_superseded": Sentence(
+        _txn_superseded_pick,
+        en="group {group}: in __consumer_offsets-{offsets_partition} {each}: the commit record later in the log wins",
+        zh="消费组 {group}：__consumer_offsets-{offsets_partition} 中{each}：日志中更靠后的提交记录优先"),
+}
+
+
+# Cluster, group and transaction kinds whose sentences are one template each. The extractor
+# takes every field once; where a language words a value its own way it asks ``w``.
+PLAIN_SENTENCES: dict[str, Sentence] = {
+    'broker_shutdown': Sentence(
+        lambda e, w: {'broker': e['broker']},
+        en='broker {broker} shut down cleanly',
+        zh='broker {broker} 正常关闭'),
+    'broker_registered': Sentence(
+        lambda e, w: {'controller': e['controller'], 'broker': e['broker'], 'broker_epoch': e['broker_epoch']},
+        en='controller {controller} registered broker {broker} (broker epoch {broker_epoch})',
+        zh='控制器 {controller} 登记了 broker {broker}（broker epoch {broker_epoch}）'),
+    'broker_fenced': Sentence(
+        lambda e, w: {'controller': e['controller'], 'broker': e['broker'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='controller {controller} fenced broker {broker} ({reason_words})',
+        zh='控制器 {controller} 隔离了 broker {broker}（{reason}）'),
+    'controller_changed': Sentence(
+        lambda e, w: {'new': e['new'], 'controller_epoch': e['controller_epoch'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='broker {new} is the active controller (controller epoch {controller_epoch}, {reason_words})',
+        zh='broker {new} 成为活跃控制器（控制器 epoch {controller_epoch}，{reason}）'),
+    'leader_elected': Sentence(
+        lambda e, w: {'chosen': e['chosen'], 'tp': _tp(e), 'leader_epoch': e['leader_epoch'], 'isr': e['isr'], 'rule': w.why(e['rule'])},
+        en='controller elected broker {chosen} leader of {tp} at leader epoch {leader_epoch} ({rule}); ISR {isr}',
+        zh='控制器选举 broker {chosen} 为 {tp} 的 leader，leader epoch {leader_epoch}（{rule}）；ISR {isr}'),
+    'partition_offline': Sentence(
+        lambda e, w: {'tp': _tp(e), 'reason': w.why(e['reason'])},
+        en='{tp} is offline: no replica may lead ({reason})',
+        zh='{tp} 离线：没有副本可以当 leader（{reason}）'),
+    'isr_shrunk': Sentence(
+        lambda e, w: {'tp': _tp(e), 'isr': e['isr'], 'removed': e['removed'], 'reason': w.why(e['reason'])},
+        en='ISR of {tp} shrank to {isr} (removed {removed}: {reason})',
+        zh='{tp} 的 ISR 缩小为 {isr}（移除 {removed}：{reason}）'),
+    'isr_expanded': Sentence(
+        lambda e, w: {'tp': _tp(e), 'isr': e['isr'], 'added': e['added']},
+        en='ISR of {tp} grew to {isr} (added {added})',
+        zh='{tp} 的 ISR 扩大为 {isr}（加入 {added}）'),
+    'alter_partition_sent': Sentence(
+        lambda e, w: {'broker': e['broker'], 'tp': _tp(e), 'proposed_isr': e['proposed_isr']},
+        en='broker {broker} asked the controller to set the ISR of {tp} to {proposed_isr}',
+        zh='broker {broker} 请求控制器把 {tp} 的 ISR 设为 {proposed_isr}'),
+    'alter_partition_rejected': Sentence(
+        lambda e, w: {'broker': e['broker'], 'reason': w.why(e['reason'])},
+        en="controller refused broker {broker}'s ISR change ({reason})",
+        zh='控制器拒绝了 broker {broker} 的 ISR 变更（{reason}）'),
+    'became_leader': Sentence(
+        lambda e, w: {'broker': e['broker'], 'tp': _tp(e), 'leader_epoch': e['leader_epoch'], 'leo': e['leo'], 'high_watermark': e['high_watermark']},
+        en='broker {broker} leads {tp} at epoch {leader_epoch} (LEO {leo}, HW {high_watermark}); epoch cache gets ({leader_epoch}, {leo})',
+        zh='broker {broker} 成为 {tp} 的 leader，epoch {leader_epoch}（LEO {leo}，HW {high_watermark}）；epoch 缓存加入 ({leader_epoch}, {leo})'),
+    'fetch_sent': Sentence(
+        lambda e, w: {'broker': e['broker'], 'leader': e['leader'], 'tp': _tp(e), 'fetch_offset': e['fetch_offset']},
+        en='broker {broker} → broker {leader}: Fetch {tp} from offset {fetch_offset}',
+        zh='broker {broker} → broker {leader}：Fetch {tp}，从偏移量 {fetch_offset} 开始'),
+    'fetch_parked': Sentence(
+        lambda e, w: {'broker': e['broker'], 'follower': e['follower'], 'fetch_offset': e['fetch_offset'], 'max_wait_ms': e['max_wait_ms']},
+        en="broker {broker} parked broker {follower}'s fetch at offset {fetch_offset} (nothing new; waits up to {max_wait_ms} ms)",
+        zh='broker {broker} 暂存 broker {follower} 在偏移量 {fetch_offset} 的拉取（暂无新数据，最多等 {max_wait_ms} 毫秒）'),
+    'remote_leo_updated': Sentence(
+        lambda e, w: {'broker': e['broker'], 'follower': e['follower'], 'old': e['old'], 'new': e['new']},
+        en="broker {broker} notes broker {follower}'s LEO {old} → {new}",
+        zh='broker {broker} 记下 broker {follower} 的 LEO {old} → {new}'),
+    'leo_changed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'role': e['role'], 'old': e['old'], 'new': e['new'], 'reason': w.why(e['reason'])},
+        en='broker {broker} ({role}) LEO {old} → {new} ({reason})',
+        zh='broker {broker}（{role}）LEO {old} → {new}（{reason}）'),
+    'high_watermark_changed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'role': e['role'], 'old': e['old'], 'new': e['new'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='broker {broker} ({role}) HW {old} → {new} ({reason_words})',
+        zh='broker {broker}（{role}）HW {old} → {new}（{reason}）'),
+    'epoch_request_sent': Sentence(
+        lambda e, w: {'broker': e['broker'], 'leader': e['leader'], 'epoch': e['epoch']},
+        en='broker {broker} → broker {leader}: OffsetsForLeaderEpoch — where does epoch {epoch} end?',
+        zh='broker {broker} → broker {leader}：OffsetsForLeaderEpoch——epoch {epoch} 在哪里结束？'),
+    'fetch_diverging': Sentence(
+        lambda e, w: {'broker': e['broker'], 'follower': e['follower'], 'fetch_offset': e['fetch_offset'], 'last_fetched_epoch': e['last_fetched_epoch'], 'end_offset': e['end_offset'], 'epoch': e['epoch']},
+        en='broker {broker} → broker {follower}: its fetch at {fetch_offset} names epoch {last_fetched_epoch}, which here ends at {end_offset} (DivergingEpoch {epoch}); no records, truncate first',
+        zh='broker {broker} → broker {follower}：偏移量 {fetch_offset} 处的拉取声明 epoch {last_fetched_epoch}，它在这里结束于 {end_offset}（DivergingEpoch {epoch}）；不发送记录，先截断'),
+    'replica_fetch_failed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'topic': e['topic'], 'partition': e['partition'], 'fetch_offset': e['fetch_offset'], 'error': e['error'], 'detail': e['detail']},
+        en='broker {broker} stops fetching {topic}-{partition} at {fetch_offset}: {error} ({detail}); the broker goes on',
+        zh='broker {broker} 停止拉取 {topic}-{partition}（偏移量 {fetch_offset}）：{error}（{detail}）；broker 照常运行'),
+    'produce_received': Sentence(
+        lambda e, w: {'broker': e['broker'], 'request_id': e['request_id'], 'records': e['records'], 'acks': e['acks']},
+        en='broker {broker} got produce request {request_id} ({records} record(s), acks={acks})',
+        zh='broker {broker} 收到生产请求 {request_id}（{records} 条消息，acks={acks}）'),
+    'produce_appended': Sentence(
+        lambda e, w: {'broker': e['broker'], 'request_id': e['request_id'], 'base_offset': e['base_offset'], 'last_offset': e['last_offset'], 'leader_epoch': e['leader_epoch']},
+        en='broker {broker} appended request {request_id} at offset(s) {base_offset}–{last_offset}, epoch {leader_epoch}',
+        zh='broker {broker} 把请求 {request_id} 写到偏移量 {base_offset}–{last_offset}，epoch {leader_epoch}'),
+    'produce_waiting': Sentence(
+        lambda e, w: {'request_id': e['request_id'], 'last_offset': e['required_offset'] - 1},
+        en='request {request_id} waits until the HW passes offset {last_offset}',
+        zh='请求 {request_id} 等待 HW 越过偏移量 {last_offset}'),
+    'produce_failed': Sentence(
+        lambda e, w: {'request_id': e['request_id'], 'error': e['error']},
+        en='request {request_id} failed: {error}',
+        zh='请求 {request_id} 失败：{error}'),
+    'consumer_read': Sentence(
+        lambda e, w: {'records': e['records'], 'tp': _tp(e), 'offset': e['offset'], 'high_watermark': e['high_watermark']},
+        en='a consumer read {records} record(s) of {tp} from offset {offset} (HW {high_watermark})',
+        zh='消费者从偏移量 {offset} 读取 {tp} 的 {records} 条消息（HW {high_watermark}）'),
+    'checkpoint_written': Sentence(
+        lambda e, w: {'broker': e['broker'], 'file': e['file']},
+        en='broker {broker} wrote {file}',
+        zh='broker {broker} 写入 {file}'),
+    'link_changed': Sentence(
+        lambda e, w: {'a': w.b(e['a']), 'arrow': '↔' if e['both'] else '→', 'b': w.b(e['b']), 'state': e['state']},
+        en='link {a} {arrow} {b}: {state}',
+        zh='链路 {a} {arrow} {b}：{state}'),
+    'message_dropped': Sentence(
+        lambda e, w: {'api': e['api'], 'src': w.b(e['src']), 'dst': w.b(e['dst']), 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
+        en='{api} from {src} to {dst} dropped ({reason_words})',
+        zh='{src} 发往 {dst} 的 {api} 被丢弃（{reason}）'),
+    'check_acked_record_lost': Sentence(
+        lambda e, w: {'record': e.get('value') or e['digest'], 'offset': e['offset']},
+        en="CHECKER: acknowledged record {record} at offset {offset} is not in the leader's log — lost",
+        zh='检查器：已确认的消息 {record}（偏移量 {offset}）不在 leader 的日志里——丢失'),
+    'check_replicas_diverged': Sentence(
+        lambda e, w: {'brokers': ', '.join(map(str, e['brokers'])), 'offset': e['offset']},
+        en='CHECKER: brokers {brokers} hold different records at offset {offset} — diverged',
+        zh='检查器：broker {brokers} 在偏移量 {offset} 上的消息不同——不一致'),
+    'check_hw_regressed': Sentence(
+        lambda e, w: {'broker': e['broker'], 'old': e['old'], 'new': e['new']},
+        en="CHECKER: broker {broker}'s HW went back {old} → {new}",
+        zh='检查器：broker {broker} 的 HW 倒退了 {old} → {new}'),
+    'check_uncommitted_read': Sentence(
+        lambda e, w: {'offset': e['offset']},
+        en='CHECKER: a consumer read an uncommitted record at offset {offset}',
+        zh='检查器：消费者在偏移量 {offset} 读到了未提交的消息'),
+    'produce_duplicate': Sentence(
+        lambda e, w: {'broker': e['broker'], 'request_id': e['request_id'], 'producer_id': e['producer_id'], 'producer_epoch': e['producer_epoch'], 'base_sequence': e['base_sequence'], 'tp': _tp(e), 'base_offset': e['base_offset'], 'last_offset': e['last_offset']},
+        en="broker {broker} recognised request {request_id} as a duplicate (producer {producer_id}, epoch {producer_epoch}, sequence {base_sequence}) of {tp} and answered with the first write's offsets {base_offset}–{last_offset}, writing nothing",
+        zh='broker {broker} 认出请求 {request_id} 是重复批次（生产者 {producer_id}，epoch {producer_epoch}，序列号 {base_sequence}），用第一次写入的偏移量 {base_offset}–{last_offset} 应答 {tp}，不再写入'),
+    'txn_marker_written': Sentence(
+        lambda e, w: {'broker': e['broker'], 'form': 'commit' if e['commit'] else 'abort',
+                      'producer_id': e['producer_id'], 'offset': e['offset'], 'tp': _tp(e)},
+        en={'commit': 'broker {broker} wrote a COMMIT marker for producer {producer_id} at offset {offset} of {tp}',
+            'abort': 'broker {broker} wrote an ABORT marker for producer {producer_id} at offset {offset} of {tp}'},
+        zh={'commit': 'broker {broker} 在 {tp} 的偏移量 {offset} 写入生产者 {producer_id} 的 COMMIT 标记',
+            'abort': 'broker {broker} 在 {tp} 的偏移量 {offset} 写入生产者 {producer_id} 的 ABORT 标记'}),
+    'timer_task_added': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name'], 'expiration_ms': e['expiration_ms'], 'level': e['level'], 'slot': e['slot'], 'bucket_expiration_ms': e['bucket_expiration_ms']},
+        en='{timer} timer: {name} (due at {expiration_ms} ms) goes into level {level}, bucket {slot} (expires at {bucket_expiration_ms} ms)',
+        zh='{timer} 定时器：{name}（{expiration_ms} ms 到期）放入第 {level} 层第 {slot} 个桶（桶在 {bucket_expiration_ms} ms 到期）'),
+    'timer_bucket_queued': Sentence(
+        lambda e, w: {'timer': e['timer'], 'level': e['level'], 'slot': e['slot'], 'expiration_ms': e['expiration_ms']},
+        en='{timer} timer: level {level} bucket {slot} joins the delay queue, due at {expiration_ms} ms',
+        zh='{timer} 定时器：第 {level} 层第 {slot} 个桶进入延迟队列，{expiration_ms} ms 到期'),
+    'timer_overflow_wheel_created': Sentence(
+        lambda e, w: {'timer': e['timer'], 'level': e['level'], 'tick_ms': e['tick_ms'], 'interval_ms': e['interval_ms']},
+        en='{timer} timer: overflow wheel level {level} created ({tick_ms} ms per bucket, {interval_ms} ms around)',
+        zh='{timer} 定时器：创建第 {level} 层溢出时间轮（每格 {tick_ms} 毫秒，一圈 {interval_ms} 毫秒）'),
+    'timer_bucket_expired': Sentence(
+        lambda e, w: {'timer': e['timer'], 'level': e['level'], 'slot': e['slot'], 'expiration_ms': e['expiration_ms'], 'tasks': e['tasks']},
+        en='{timer} timer: the hand reached level {level} bucket {slot} at {expiration_ms} ms; {tasks} task(s) taken out',
+        zh='{timer} 定时器：指针在 {expiration_ms} ms 走到第 {level} 层第 {slot} 个桶，取出 {tasks} 个任务'),
+    'timer_task_cascaded': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name'], 'from_level': e['from_level'], 'to_level': e['to_level'], 'slot': e['slot']},
+        en='{timer} timer: {name} moves from level {from_level} down to level {to_level}, bucket {slot}',
+        zh='{timer} 定时器：{name} 从第 {from_level} 层降到第 {to_level} 层第 {slot} 个桶'),
+    'timer_task_expired': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name'], 'expiration_ms': e['expiration_ms']},
+        en='{timer} timer: {name} timed out (due at {expiration_ms} ms)',
+        zh='{timer} 定时器：{name} 超时（{expiration_ms} ms 到期）'),
+    'timer_task_cancelled': Sentence(
+        lambda e, w: {'timer': e['timer'], 'name': e['name']},
+        en='{timer} timer: {name} completed before its timeout and left the wheel',
+        zh='{timer} 定时器：{name} 在超时前完成，离开时间轮'),
+    'coordinator_found': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'group': e['group'], 'coordinator': e['coordinator'], 'partition': e['partition']},
+        en='{consumer}: FindCoordinator for group {group} → broker {coordinator} (leader of __consumer_offsets-{partition})',
+        zh='{consumer}：FindCoordinator，消费组 {group} 的协调者是 broker {coordinator}（__consumer_offsets-{partition} 的 leader）'),
+    'sync_group_completed': Sentence(
+        lambda e, w: {'group': e['group'], 'generation': e['generation'],
+                      'assignment': _assignment(e.get('assignment'), w.zh)},
+        en='group {group}: SyncGroup done, generation {generation} is Stable — {assignment}',
+        zh='消费组 {group}：SyncGroup 完成，第 {generation} 代进入 Stable——{assignment}'),
+    'member_removed': Sentence(
+        lambda e, w: {'group': e['group'], 'member': e['member'],
+                      'why': (_REMOVED_WHY_ZH if w.zh else _REMOVED_WHY_EN).get(e['reason'], e['reason'])},
+        en='group {group}: member {member} removed — {why}',
+        zh='消费组 {group}：移除成员 {member}——{why}'),
+    'group_state_changed': Sentence(
+        lambda e, w: {'group': e['group'], 'old_state': e['old_state'], 'new_state': e['new_state'], 'generation': e['generation']},
+        en='group {group}: {old_state} → {new_state} (generation {generation})',
+        zh='消费组 {group}：{old_state} → {new_state}（第 {generation} 代）'),
+    'offset_commit_sent': Sentence(
+        lambda e, w: {'member': e['member'], 'form': 'auto' if e.get('auto') else 'manual',
+                      'offsets': _commit_offsets(e.get('offsets')), 'generation': e['generation']},
+        en={'auto': '{member}: auto-OffsetCommit {offsets} (generation {generation})',
+            'manual': '{member}: OffsetCommit {offsets} (generation {generation})'},
+        zh={'auto': '{member}：自动提交偏移量 {offsets}（第 {generation} 代）',
+            'manual': '{member}：提交偏移量 {offsets}（第 {generation} 代）'}),
+    'offset_commit_failed': Sentence(
+        lambda e, w: {'member': e['member'], 'offsets': _commit_offsets(e.get('offsets')), 'error': e['error']},
+        en='{member}: OffsetCommit {offsets} failed with {error}',
+        zh='{member}：提交偏移量 {offsets} 失败：{error}'),
+    'offsets_loaded': Sentence(
+        lambda e, w: {'coordinator': e['coordinator'], 'offsets_partition': e['offsets_partition'], 'records': e['records'], 'groups': ', '.join(map(str, e.get('groups') or [])) or ('（暂无消费组）' if w.zh else 'no groups yet')},
+        en='broker {coordinator} loaded __consumer_offsets-{offsets_partition} ({records} record(s)) and now coordinates {groups}',
+        zh='broker {coordinator} 加载了 __consumer_offsets-{offsets_partition}（{records} 条记录），现在协调 {groups}'),
+    'consumer_fetched': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'records': e['records'], 'tp': _tp(e), 'offset': e['offset'], 'next_offset': e['next_offset'], 'high_watermark': e['high_watermark']},
+        en='{consumer}: read {records} record(s) of {tp} from offset {offset}, next {next_offset} (high watermark {high_watermark})',
+        zh='{consumer}：从 {tp} 的偏移量 {offset} 读到 {records} 条，下一个 {next_offset}（高水位 {high_watermark}）'),
+    'position_reset': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'tp': _tp(e), 'offset': e['offset'], 'source': (_SOURCE_ZH if w.zh else _SOURCE_EN).get(e['source'], e['source'])},
+        en='{consumer}: starts {tp} at offset {offset} ({source})',
+        zh='{consumer}：从偏移量 {offset} 开始读 {tp}（{source}）'),
+    'partitions_revoked': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'generation': e['generation'],
+                      'partitions': (_parts_zh if w.zh else _parts)(e.get('partitions'))},
+        en='{consumer}: revoked {partitions} (generation {generation})',
+        zh='{consumer}：被收回 {partitions}（第 {generation} 代）'),
+    'consumer_stopped': Sentence(
+        lambda e, w: {'consumer': e['consumer'], 'how': (_STOP_ZH if w.zh else _STOP_EN).get(e['how'], e['how'])},
+        en='{consumer} {how}',
+        zh='{consumer} {how}'),
+    'partitions_added': Sentence(
+        lambda e, w: {'topic': e['topic'], 'old_count': e['old_count'], 'new_count': e['new_count']},
+        en='topic {topic}: partitions {old_count} → {new_count}',
+        zh='主题 {topic}：分区数 {old_count} → {new_count}'),
+    'txn_offsets_written': Sentence(
+        lambda e, w: {'coordinator': e['coordinator'], 'offsets': _commit_offsets(e.get('offsets')), 'group': e['group'], 'offsets_partition': e['offsets_partition'], 'producer_id': e['producer_id'], 'producer_epoch': e['producer_epoch']},
+        en='group coordinator broker {coordinator} wrote {offsets} for group {group} into __consumer_offsets-{offsets_partition} as a transactional batch of producer {producer_id} (epoch {producer_epoch}): pending until the transaction ends',
+        zh='消费组协调者 broker {coordinator} 把消费组 {group} 的 {offsets} 作为生产者 {producer_id}（epoch {producer_epoch}）的事务批次写入 __consumer_offsets-{offsets_partition}：事务结束前处于待定状态'),
+}
+
+
+# Words a sentence adds only when a field says so ("again", "after a clean shutdown"): each
+# language's own, looked up by ``w.clause(name, when, **values)``.
+_CLAUSES = {
+    False: {"again": " again", "after_clean": " after a clean shutdown",
+            "power_loss": " (power loss: un-fsynced bytes lost in {n} file(s))",
+            "truncates_hw": "it truncates to its high watermark first",
+            "asks_epoch": "it asks the leader where its epoch ends first",
+            "fetch_error": "error {error}", "fetch_records": "records {first}–{last}", "fetch_none": "no records",
+            "error": ", error {error}", "answered_for": " (answered for epoch {epoch})", "at_offset": " (offset {offset})",
+            "detail": " ({detail})", "txn_error": " → {error}", "partitions": " [{partitions}]",
+            "reason": " ({reason})", "resumed": "; it finishes {resumed}", "dash_detail": " — {detail}",
+            "owns": "; owns {owned}", "member": " ({member})", "removed": "; removed {removed}",
+            "rejoin": " (rejoin)", "record_at": " at offset {offset})", "record_end": ")",
+            "idle": " — idle, no partition for it", "pending": "; still pending: {pending}",
+            "no_members": "none", "with_assignment": " with the leader's assignment {assignment}",
+            "follower_empty": " (follower, empty)", "list": ", ", "items": "; ",
+            "txn_offset": "{offset} for {t}-{p}",
+            "superseded": "{t}-{p} keeps committed offset {committed} (record at {committed_at}), not producer "
+                          "{producer_id}'s {pending} (record at {pending_at})",
+            "log_of": "{t}-{p} LEO {leo}, HW {hw}", "placed": "partition {p} on brokers {r}",
+            "written_back": "{file} durable up to byte {to}"},
+    True: {"again": "重新", "after_clean": "（上次是正常关闭）",
+           "power_loss": "（断电：{n} 个文件中未刷盘的字节丢失）",
+           "truncates_hw": "它先截断到自己的高水位", "asks_epoch": "它先问 leader 自己的 epoch 在哪里结束",
+           "fetch_error": "错误 {error}", "fetch_records": "消息 {first}–{last}", "fetch_none": "没有消息",
+           "error": "，错误 {error}", "answered_for": "（按 epoch {epoch} 回答）", "at_offset": "（偏移量 {offset}）",
+           "detail": "（{detail}）", "txn_error": " → {error}", "partitions": " [{partitions}]",
+           "reason": "", "resumed": "；继续完成 {resumed}", "dash_detail": "——{detail}",
+           "owns": "；持有 {owned}", "member": "（{member}）", "removed": "；移除 {removed}",
+           "rejoin": "（需重新加入）", "record_at": " 的偏移量 {offset}）", "record_end": "）",
+           "idle": "——空闲，没有分区给它", "pending": "；仍待定：{pending}",
+           "no_members": "无", "with_assignment": "，带上 leader 的分配 {assignment}",
+           "follower_empty": "（跟随者，不带分配）", "list": "，", "items": "；",
+           "txn_offset": "{t}-{p} 为 {offset}",
+           "superseded": "{t}-{p} 保留已提交偏移量 {committed}（记录位于 {committed_at}），而不是生产者 {producer_id} 的 "
+                         "{pending}（记录位于 {pending_at}）",
+           "log_of": "{t}-{p} LEO {leo}，HW {hw}", "placed": "分区 {p} 在 broker {r} 上",
+           "written_back": "{file} 持久化到第 {to} 字节"},
+}
+
+
+def _fetch_answer(e: Ev, w: _Words) -> str:
+    if e["error"]:
+        return w.clause("fetch_error", error=e["error"])
+    if e["records"]:
+        return w.clause("fetch_records", first=e["first_offset"], last=e["last_offset"])
+    return w.clause("fetch_none")
+
+
+def _producer_created_form(e: Ev) -> str:
+    if e["idempotent"] and e["producer_id"] >= 0:
+        return "with_id"
+    return "idempotent" if e["idempotent"] else "plain"
+
+
+# Kinds whose sentences add clauses when a field says so.
+CLAUSE_SENTENCES: dict[str, Sentence] = {
+    "broker_started": Sentence(
+        lambda e, w: {"broker": e["broker"], "again": w.clause("again", e["restart"]),
+                      "clean": w.clause("after_clean", e["clean_shutdown"])},
+        en="broker {broker} started{again}{clean}",
+        zh="broker {broker} {again}启动{clean}"),
+    "broker_crashed": Sentence(
+        lambda e, w: {"broker": e["broker"],
+                      "lost": w.clause("power_loss", e["power_loss"], n=len(e.get("lost_files") or []))},
+        en="broker {broker} crashed{lost}",
+        zh="broker {broker} 崩溃{lost}"),
+    "logs_loaded": Sentence(
+        lambda e, w: {"broker": e["broker"], "logs": w.clause("items").join(
+            w.clause("log_of", t=x["topic"], p=x["partition"], leo=x["leo"], hw=x["high_watermark"])
+            for x in e["logs"])},
+        en="broker {broker} opened its logs: {logs}",
+        zh="broker {broker} 打开日志：{logs}"),
+    "topic_created": Sentence(
+        lambda e, w: {"topic": e["topic"], "partitions": w.clause("items").join(
+            w.clause("placed", p=p, r=", ".join(map(str, r))) for p, r in sorted(e["assignment"].items()))},
+        en="topic {topic} created: {partitions}",
+        zh="创建主题 {topic}：{partitions}"),
+    "became_follower": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("broker", "leader", "leader_epoch", "leo", "high_watermark")},
+                      "tp": _tp(e), "first": w.clause("truncates_hw" if e["truncation"] == "hw" else "asks_epoch")},
+        en="broker {broker} follows broker {leader} for {tp} at epoch {leader_epoch} (LEO {leo}, HW "
+           "{high_watermark}); {first}",
+        zh="broker {broker} 以 epoch {leader_epoch} 跟随 broker {leader}（{tp}，LEO {leo}，HW {high_watermark}）；{first}"),
+    "fetch_answered": Sentence(
+        lambda e, w: {"broker": e["broker"], "follower": e["follower"], "answer": _fetch_answer(e, w),
+                      "high_watermark": e["high_watermark"], "leader_leo": e["leader_leo"]},
+        en="broker {broker} → broker {follower}: {answer}, HW {high_watermark}, leader LEO {leader_leo}",
+        zh="broker {broker} → broker {follower}：{answer}，HW {high_watermark}，leader LEO {leader_leo}"),
+    "fetch_received": Sentence(
+        lambda e, w: {"broker": e["broker"], "records": e["records"], "hw": e["leader_high_watermark"],
+                      "error": w.clause("error", e["error"], error=e["error"])},
+        en="broker {broker} took the fetch response: {records} record(s), leader HW {hw}{error}",
+        zh="broker {broker} 收到拉取响应：{records} 条消息，leader HW {hw}{error}"),
+    "epoch_request_answered": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("broker", "follower", "requested_epoch", "end_offset")},
+                      "answered": w.clause("answered_for", e["epoch"] != e["requested_epoch"], epoch=e["epoch"])},
+        en="broker {broker} → broker {follower}: epoch {requested_epoch} ends at offset {end_offset}{answered}",
+        zh="broker {broker} → broker {follower}：epoch {requested_epoch} 结束于偏移量 {end_offset}{answered}"),
+    "produce_acked": Sentence(
+        lambda e, w: {"request_id": e["request_id"],
+                      "offset": w.clause("at_offset", e["base_offset"] is not None, offset=e["base_offset"])},
+        en="the client was told request {request_id} succeeded{offset}",
+        zh="客户端收到请求 {request_id} 成功的确认{offset}"),
+    "config_changed": Sentence(
+        lambda e, w: {"scope": e["scope"], "target": e["target"],
+                      "changes": w.clause("list").join(f"{k}={v}" for k, v in e["changes"].items())},
+        en="config of {scope} {target} changed: {changes}",
+        zh="{scope} {target} 的配置已修改：{changes}"),
+    "producer_created": Sentence(
+        lambda e, w: {"form": _producer_created_form(e), "name": e["name"], "producer_id": e["producer_id"],
+                      "producer_epoch": e["producer_epoch"]},
+        en={"with_id": "producer {name} created: InitProducerId gave producer id {producer_id}, epoch {producer_epoch}",
+            "idempotent": "producer {name} created (idempotent; its producer id comes with init_transactions)",
+            "plain": "producer {name} created without idempotence (no producer id, no sequence numbers)"},
+        zh={"with_id": "创建生产者 {name}：InitProducerId 分配生产者 id {producer_id}，epoch {producer_epoch}",
+            "idempotent": "创建生产者 {name}（幂等；生产者 id 由 init_transactions 获得）",
+            "plain": "创建生产者 {name}，未开启幂等（没有生产者 id 和序列号）"}),
+    "produce_retried": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("producer", "attempt", "error", "request_id", "backoff_ms", "base_sequence")},
+                      "form": "same_sequence" if e["base_sequence"] >= 0 else "no_sequence"},
+        en={"same_sequence": "producer {producer}: attempt {attempt} failed with {error}; it retries as request "
+                             "{request_id} after {backoff_ms} ms with the same base sequence {base_sequence}",
+            "no_sequence": "producer {producer}: attempt {attempt} failed with {error}; it retries as request "
+                           "{request_id} after {backoff_ms} ms (no sequence number: the leader cannot tell it is a retry)"},
+        zh={"same_sequence": "生产者 {producer}：第 {attempt} 次发送失败（{error}），{backoff_ms} 毫秒后以请求 {request_id} "
+                             "重试，基础序列号仍为 {base_sequence}",
+            "no_sequence": "生产者 {producer}：第 {attempt} 次发送失败（{error}），{backoff_ms} 毫秒后以请求 {request_id} "
+                           "重试（没有序列号：leader 无法识别这是重试）"}),
+    "txn_request": Sentence(
+        lambda e, w: {"producer": e["producer"], "coordinator": e["coordinator"], "tid": e["transactional_id"],
+                      "api": e["api"] if w.zh else _TXN_API.get(e["api"], e["api"]),
+                      "detail": w.clause("detail", e.get("detail"), detail=e.get("detail")),
+                      "error": w.clause("txn_error", e["error"] != "NONE", error=e["error"])},
+        en="producer {producer} → coordinator broker {coordinator}: {api} for {tid}{detail}{error}",
+        zh="生产者 {producer} → 协调者 broker {coordinator}：{api}（{tid}）{detail}{error}"),
+    "txn_state_changed": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("coordinator", "transactional_id", "producer_id", "producer_epoch",
+                                           "old_state", "new_state")},
+                      "partitions": w.clause("partitions", e.get("partitions"),
+                                             partitions=_parts(e.get("partitions"))),
+                      "reason": w.clause("reason", e.get("reason"),
+                                         reason=str(e.get("reason") or "").replace("_", " "))},
+        en="coordinator broker {coordinator}: transaction {transactional_id} (producer {producer_id}, epoch "
+           "{producer_epoch}) {old_state} → {new_state}{partitions}{reason}",
+        zh="协调者 broker {coordinator}：事务 {transactional_id}（生产者 {producer_id}，epoch {producer_epoch}）"
+           "{old_state} → {new_state}{partitions}{reason}"),
+    "txn_loaded": Sentence(
+        lambda e, w: {"broker": e["broker"], "txn_partition": e["txn_partition"], "records": e["records"],
+                      "resumed": w.clause("resumed", e.get("resumed"), resumed=", ".join(e.get("resumed") or []))},
+        en="broker {broker} leads __transaction_state-{txn_partition} and read back {records} record(s){resumed}",
+        zh="broker {broker} 成为 __transaction_state-{txn_partition} 的 leader，读回 {records} 条记录{resumed}"),
+    "run_moved": Sentence(
+        lambda e, w: {"form": "back" if e["how"] == "back" else "at", "step": e["step"]},
+        en={"back": "rewound to step {step} (the engine is as it was after that step)", "at": "the run is at step {step}"},
+        zh={"back": "回到第 {step} 步（引擎恢复到那一步之后的状态）", "at": "运行到第 {step} 步"}),
+    "group_request_failed": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("consumer", "api", "group", "error")},
+                      "detail": w.clause("dash_detail", e.get("detail"), detail=e.get("detail"))},
+        en="{consumer}: {api} to group {group} failed with {error}{detail}",
+        zh="{consumer}：发往消费组 {group} 的 {api} 失败：{error}{detail}"),
+    "join_group_sent": Sentence(
+        lambda e, w: {"consumer": e["consumer"], "coordinator": _coord(e, w.zh), "group": e["group"],
+                      "protocols": ", ".join(map(str, e.get("protocols") or [])) or "-",
+                      "owns": w.clause("owns", e.get("owned"),
+                                       owned=(_parts_zh if w.zh else _parts)(e.get("owned")))},
+        en="{consumer} → {coordinator}: JoinGroup {group} ({protocols}{owns})",
+        zh="{consumer} → {coordinator}：JoinGroup {group}（{protocols}{owns}）"),
+    "rebalance_started": Sentence(
+        lambda e, w: {"group": e["group"], "generation": e["generation"],
+                      "why": (_REBALANCE_WHY_ZH if w.zh else _REBALANCE_WHY_EN).get(e["reason"], e["reason"]),
+                      "member": w.clause("member", e.get("member"), member=e.get("member"))},
+        en="group {group}: rebalance (PreparingRebalance) after generation {generation} — {why}{member}",
+        zh="消费组 {group}：在第 {generation} 代之后开始再均衡（PreparingRebalance）——{why}{member}"),
+    "join_group_completed": Sentence(
+        lambda e, w: {**{k: e[k] for k in ("group", "generation", "protocol", "leader")},
+                      "members": ", ".join(map(str, e.get("members") or [])) or w.clause("no_members"),
+                      "removed": w.clause("removed", e.get("removed"),
+                                          removed=", ".join(map(str, e.get("removed") or [])))},
+        en="group {group}: JoinGroup done — generation {generation}, protocol {protocol}, leader {leader}, members "
+           "{members}{removed}",
+        zh="消费组 {group}：JoinGroup 完成——第 {generation} 代，协议 {protocol}，leader {leader}，成员 {members}{removed}"),
+    "sync_group_sent": Sentence(
+        lambda e, w: {"member": e["member"], "generation": e["generation"],
+                      "assignment": w.clause("with_assignment", assignment=_assignment(e.get("assignment"), w.zh))
+                      if e.get("leader") else w.clause("follower_empty")},
+        en="{member}: SyncGroup generation {generation}{assignment}",
+        zh="{member}：SyncGroup 第 {generation} 代{assignment}"),
+    "heartbeat_answered": Sentence(
+        lambda e, w: {"member": e["member"], "generation": e["generation"], "error": e["error"],
+                      "rejoin": w.clause("rejoin", e.get("error") == "REBALANCE_IN_PROGRESS")},
+        en="{member}: heartbeat, generation {generation} → {error}{rejoin}",
+        zh="{member}：心跳，第 {generation} 代 → {error}{rejoin}"),
+    "offset_committed": Sentence(
+        lambda e, w: {"group": e["group"], "offset": e["offset"], "tp": _tp(e),
+                      "offsets_partition": e["offsets_partition"],
+                      "end": w.clause("record_at", offset=e["record_offset"]) if e.get("record_offset") is not None
+                      else w.clause("record_end")},
+        en="group {group}: committed offset {offset} for {tp} (record in __consumer_offsets-{offsets_partition}{end}",
+        zh="消费组 {group}：{tp} 提交的偏移量为 {offset}（记录写入 __consumer_offsets-{offsets_partition}{end}"),
+    "partitions_assigned": Sentence(
+        lambda e, w: {"consumer": e["consumer"], "generation": e["generation"],
+                      "partitions": (_parts_zh if w.zh else _parts)(e.get("partitions")),
+                      "idle": w.clause("idle", not e.get("partitions"))},
+        en="{consumer}: assigned {partitions} (generation {generation}){idle}",
+        zh="{consumer}：分到 {partitions}（第 {generation} 代）{idle}"),
+    "txn_offsets_loaded": Sentence(
+        lambda e, w: {"coordinator": e["coordinator"], "offsets_partition": e["offsets_partition"],
+                      "committed": e["committed"],
+                      "pending": w.clause("pending", e.get("pending"),
+                                          pending=w.clause("list").join(e.get("pending") or []))},
+        en="broker {coordinator} replayed the transactional offsets of __consumer_offsets-{offsets_partition}: "
+           "{committed} committed by a COMMIT marker{pending}",
+        zh="broker {coordinator} 重放了 __consumer_offsets-{offsets_partition} 中的事务偏移量：{committed} 个由 COMMIT "
+           "标记提交{pending}"),
+}
+
+
+# The kinds written as one extractor and a template per language.
+SENTENCES: dict[str, Sentence] = {**STORAGE_SENTENCES, **CLEANER_SENTENCES, **PLAIN_SENTENCES,
+                                  **CLAUSE_SENTENCES, **LIST_SENTENCES}
+
+# Each language's table: event kind -> its sentence in that language.
+_TABLES: dict[str, dict[str, Callable[[Ev], str]]] = {
+    lang: {kind: partial(sentence.render, lang=lang) for kind, sentence in SENTENCES.items()} for lang in LANGS}
+_EN = _TABLES["en"]
 
 
 def describe(ev: Ev, lang: str = "en") -> str:
@@ -865,8 +1132,8 @@ def describe(ev: Ev, lang: str = "en") -> str:
         if fn is not None:
             try:
                 return fn(ev)
-            except (KeyError, TypeError, ValueError):
-                break  # a field renamed in the engine: the generic text below still says what happened
+            except (KeyError, TypeError, ValueError, AttributeError):
+                break  # a field renamed or retyped in the engine: the generic text below still says what happened
     fields = ", ".join(f"{k}={v}" for k, v in ev.items()
                        if k not in ("kind", "seq", "time_ms", "broker", "topic", "partition"))
     return f"{_where(ev, lang == 'zh')}: {str(kind).replace('_', ' ')} {fields}".rstrip()
@@ -957,8 +1224,9 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
 # ---- commands ------------------------------------------------------------------------------
 
 def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
-    """A command in a few words. Understands a lesson sandbox's commands (``type``) and
-    the replicated cluster's (``cmd``, engine/cluster/commands.py)."""
+    """A command in a few words: one broker's storage commands (engine/storage_commands.py)
+    and the replicated cluster's (engine/cluster/commands.py). A command saved before the
+    envelope became ``cmd`` may still name itself with ``type``."""
     zh = lang == "zh"
     c = cmd.get("cmd") or cmd.get("type")
     if c == "crash" and "broker" not in cmd:      # lesson 7's one broker
@@ -1005,8 +1273,6 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
             return verb.format(b=cmd.get("broker"))
         return f"{c.replace('_', ' ')} broker {cmd.get('broker')}"
     if c == "advance":
-        if "seconds" in cmd:
-            return f"时钟前进 {cmd['seconds']} 秒" if zh else f"jump the clock {cmd['seconds']} s"
         return f"时钟前进 {cmd.get('ms')} 毫秒" if zh else f"advance the clock {cmd.get('ms')} ms"
     if c == "produce":
         if cmd.get("value_size") is not None:   # the storage lessons' form (or a sized engine produce)

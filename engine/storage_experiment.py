@@ -114,15 +114,15 @@ def run_storage_experiment(root: str, messages: int = DEFAULT_MESSAGES) -> Exper
     logs = [Log(disk, d, TOPIC, p, config, scheduler, events, hw_follows_leo=True) for p, d in enumerate(dirs)]
     result = ExperimentResult(str(disk.root), {k: getattr(config, k.replace(".", "_")) for k in (
         *EXPERIMENT_CONFIG, "log.retention.check.interval.ms", "file.delete.delay.ms")}, DEFAULT_START_MS)
-    seen = [0]          # events already reported
+    seen = [0]          # sequence number of the last event reported (the ring is bounded: not an index)
     previous: dict[str, list[tuple[str, int]]] = {}
 
     def listing() -> dict[str, list[tuple[str, int]]]:
         return {d: [(name, disk.size(f"{d}/{name}")) for name in disk.listdir(d)] for d in dirs}
 
     def record(phase: str, title: str, full: bool = False) -> ExperimentStep:
-        new = [env.to_dict() for env in events.envelopes[seen[0]:] if env.event.kind in _REPORTED]
-        seen[0] = len(events.envelopes)
+        new = [env.to_dict() for env in events.since(seen[0]) if env.event.kind in _REPORTED]
+        seen[0] = events.seq
         now = listing()
         shown = now if full else {d: files for d, files in now.items() if files != previous.get(d)}
         previous.update(now)

@@ -124,6 +124,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Instructor accounts (rooms): Django auth; students join rooms without an account.
 LOGIN_URL = "classroom:login"
 LOGIN_REDIRECT_URL = "home"
+# Django's standard checks, applied by ``manage.py createinstructor`` and the admin's password
+# forms (an instructor's password opens every room they run).
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 
 # Login rate limit (django-axes; kafkaviz/classroom/lockout.py): wrong passwords counted per
 # username and per client address, each on its own; at the limit either is locked for the
@@ -227,6 +235,8 @@ KAFKAVIZ_SHARE_DAYS = _int("KAFKAVIZ_SHARE_DAYS", 30)
 KAFKAVIZ_SHARES_PER_VISITOR = _int("KAFKAVIZ_SHARES_PER_VISITOR", 30)
 KAFKAVIZ_SHARES_PER_ADDRESS = _int("KAFKAVIZ_SHARES_PER_ADDRESS", 200)
 
+_MAX_RUN_BYTES = 64 * 1024
+
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
     # one frame per this many ms leaves (about a display's pace).
@@ -268,7 +278,14 @@ KAFKAVIZ_RUNTIME = {
     "INVALID_PER_SECOND": 2.0,  # invalid messages answered; past the burst they are dropped
     "INVALID_BURST": 10,
     "INVALID_CLOSE_AFTER": 200,  # dropped invalid messages in a row before the socket is closed
-    "MAX_MESSAGE_BYTES": 70_000,  # a WebSocket message from the browser (an imported run file: 64 KB)
+    # An exported run (a run file to import, a share, a room's starting run): the one limit, read
+    # wherever it is enforced or shown (the import command and the room form, the share checks,
+    # the page's file picker and its message).
+    "MAX_RUN_BYTES": _MAX_RUN_BYTES,
+    # A WebSocket message from the browser. It must carry an imported run file whole: sending it
+    # as a JSON string doubles at most every character of a valid JSON file (a quote, backslash
+    # or newline), and the command around it is small.
+    "MAX_MESSAGE_BYTES": 2 * _MAX_RUN_BYTES + 4096,
 }
 
 # Rooms (kafkaviz/classroom): wrong join codes one client address may send per minute

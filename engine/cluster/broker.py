@@ -258,6 +258,23 @@ class Broker:
 
     # ---- network endpoint --------------------------------------------------------------
     def receive(self, src: int, msg: Any) -> None:
+        t = type(msg)
+        if t is FetchRequest:
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.handle_fetch(src, msg)
+                return
+        elif t is FetchResponse:
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.fetcher.on_fetch_response(msg)
+            return
+        elif t is ProduceRequest:
+            self.handle_produce(src, msg)
+            return
+        self._receive(src, msg)
+
+    def _receive(self, src: int, msg: Any) -> None:
         if isinstance(msg, FetchRequest):
             part = self.partitions.get((msg.topic, msg.partition))
             if part is None:

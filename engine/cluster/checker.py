@@ -143,6 +143,9 @@ class ConsumedRecord:
     digest: str
 
 
+_WATCHED = ("produce_acked", "produce_failed", "leader_elected", "high_watermark_changed")
+
+
 @dataclass
 class Checker:
     """Collects what clients were told and checks it against replica state.
@@ -175,7 +178,9 @@ class Checker:
     # ---- wiring ----------------------------------------------------------------
     def attach(self, events: EventLog) -> None:
         self._events = events
-        events.subscribe(self._on_event)
+        # Counted for every kind; built and handed over only for the kinds read below.
+        events.count_into(self.event_counts)
+        events.subscribe(self._on_event, kinds=_WATCHED)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -186,8 +191,6 @@ class Checker:
     def _on_event(self, env: Envelope) -> None:
         ev = env.event
         kind = ev.kind
-        counts = self.event_counts
-        counts[kind] = counts.get(kind, 0) + 1
         if kind in ("produce_acked", "produce_failed"):
             outcome = ev.to_dict()
             outcome["time_ms"] = env.time_ms

@@ -8,6 +8,7 @@ event stream (``events.digest()``).
 """
 from __future__ import annotations
 
+import heapq
 import pickle
 import random
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from .controller import Controller
 from .events import (ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, ProducerCreated, ProduceRetried,
                      TopicCreated)
 from .network import Network, ProduceRequest, ProduceResponse
-from .partition import digest
+from .partition import digest, record_digests
 from .producer import RETRIABLE_ERRORS, PendingSend, Producer, check_producer_settings
 
 __all__ = ["Cluster", "ProduceResult", "Client"]
@@ -137,6 +138,13 @@ class Cluster:
         self.produce_results: dict[int, ProduceResult] = {}
         self._pending_produces: dict[int, tuple] = {}
         self._keys: dict[int, bytes | None] = {}
+        # The client's request timeouts, kept lazily: a heap of (due ms, reserved scheduler
+        # counter, request id) and one armed scheduler task at its head. Almost every request is
+        # answered long before its timeout; an entry whose request is answered is dropped when it
+        # reaches the head, and the one that is not runs exactly where a task scheduled with the
+        # request would have (the counter was reserved then).
+        self._client_timeouts: list = []
+        self._client_timer: Any = None
         self._next_request_id = 1
         self.producers: dict[str, Producer] = {}
         self._sends: dict[int, PendingSend] = {}     # request id of an attempt -> the batch it carries
@@ -294,6 +302,10 @@ class Cluster:
         """A coordinator's answer to a transactional producer."""
         from .transactions import transaction_service
         prod = self.producers[name]
+        if hasattr(prod, "on_txn_answer"):
+            # a producer outside the engine (wire/: a real client's connection) takes its own answers
+            prod.on_txn_answer(api, error, result)
+            return
         retriable = error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "CONCURRENT_TRANSACTIONS",
                               "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
         if error in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"):
@@ -381,7 +393,9 @@ class Cluster:
                 raise InvalidRequestError(f"unknown producer {producer!r}; create it first")
         if isinstance(values, (str, bytes)) or values is None:
             values = [values]
-        values = tuple(_as_bytes(v) for v in values)
+        values = tuple(values)
+        if set(map(type, values)) != {bytes}:
+            values = tuple(_as_bytes(v) for v in values)
         if not values:
             raise InvalidRequestError("produce needs at least one record value")
         key = _as_bytes(key)
@@ -442,8 +456,16 @@ class Cluster:
         else:
             # The client's own request.timeout.ms (a little after the broker's, so a broker
             # timeout response wins when it can arrive).
-            self.scheduler.schedule(timeout + 2 * self.config.network_latency_ms + 1, self._client_timeout, rid,
-                                    name="produce-client-timeout")
+            scheduler = self.scheduler
+            entry = (scheduler.now_ms() + timeout + 2 * self.config.network_latency_ms + 1, scheduler.reserve(), rid)
+            heapq.heappush(self._client_timeouts, entry)
+            timer = self._client_timer
+            if timer is not None and entry[:2] < (timer.due_ms, timer.seq):
+                scheduler.cancel(timer)
+                timer = None
+            if timer is None:
+                self._client_timer = scheduler.schedule_reserved(entry[0], entry[1], self._client_timer_fired,
+                                                                 entry[0], entry[1], name="produce-client-timeout")
 
     def _retry(self, rid: int, topic: str, partition: int, acks: int, error: str, values: tuple) -> bool:
         """Attempt ``rid`` failed with ``error``: send the batch again if its producer may."""
@@ -498,9 +520,9 @@ class Cluster:
                 prod.txn_failed = error       # the transaction can no longer commit
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
                                                   broker, sent_ms, self.now_ms(), values, key, attempts)
-        digests = [digest(v, key) for v in values]
+        digests = record_digests(key, values)
         if error is None:
-            self.events.emit(ProduceAcked(rid, broker, topic, partition, acks, base, last, digests))
+            self.events.emit_fields(ProduceAcked, rid, broker, topic, partition, acks, base, last, digests)
         else:
             self.events.emit(ProduceFailed(rid, broker, topic, partition, acks, error, message,
                                            base is not None, digests))
@@ -512,6 +534,20 @@ class Cluster:
         topic, partition, acks, sent, values, _ = pending
         self._finish(resp.request_id, topic, partition, acks, resp.error, resp.message, resp.base_offset,
                      resp.last_offset, resp.broker, sent, values)
+
+    def _client_timer_fired(self, due: int, seq: int) -> None:
+        self._client_timer = None
+        heap = self._client_timeouts
+        if heap and heap[0][0] == due and heap[0][1] == seq:
+            self._client_timeout(heapq.heappop(heap)[2])
+        # Arm at the next request still waiting (the answered ones would do nothing).
+        pending = self._pending_produces
+        while heap and heap[0][2] not in pending:
+            heapq.heappop(heap)
+        if heap and self._client_timer is None:
+            due, seq, _ = heap[0]
+            self._client_timer = self.scheduler.schedule_reserved(due, seq, self._client_timer_fired, due, seq,
+                                                                  name="produce-client-timeout")
 
     def _client_timeout(self, rid: int) -> None:
         pending = self._pending_produces.get(rid)

@@ -25,7 +25,7 @@ from ..errors import BrokerNotAvailableError, InvalidRequestError, UnknownTopicO
 from .partition import record_digest  # re-exported: commands, events and the checker share one digest
 
 __all__ = [
-    "Command", "COMMANDS", "parse_command", "apply_command", "validate_command", "command_to_dict",
+    "Command", "COMMANDS", "field_spec", "parse_command", "apply_command", "validate_command", "command_to_dict",
     "record_digest", "MAX_ADVANCE_MS", "MAX_PRODUCE_COUNT", "MAX_VALUE_SIZE",
     "CreateTopic", "Produce", "Consume", "Crash", "Shutdown", "Restart", "Isolate", "CutLink", "HealLink",
     "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
@@ -56,6 +56,9 @@ def _spec(kind: str, default: Any = dataclasses.MISSING, *, low: float | None = 
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
     return field(default=default, metadata=meta)
+
+
+field_spec = _spec  # public: other worlds' vocabularies declare their fields the same way
 
 
 def _type_name(kind: str) -> str:
@@ -147,11 +150,13 @@ class Command:
 
     cmd: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    # The registry a subclass joins: the cluster's, or another world's (engine/storage_commands.py).
+    vocabulary: ClassVar[dict[str, type["Command"]]] = COMMANDS
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if cls.cmd:
-            COMMANDS[cls.cmd] = cls
+            cls.vocabulary[cls.cmd] = cls
 
     def to_dict(self) -> dict[str, Any]:
         return command_to_dict(self)
@@ -702,16 +707,17 @@ class ConfigureTransactions(Command):
 
 # ---- parsing and applying ------------------------------------------------------------------
 
-def parse_command(data: Any) -> Command:
-    """A command dict (as decoded from JSON) → a validated, frozen :class:`Command`."""
+def parse_command(data: Any, vocabulary: Mapping[str, type[Command]] = COMMANDS) -> Command:
+    """A command dict (as decoded from JSON) → a validated, frozen :class:`Command` of
+    ``vocabulary`` (the cluster's by default)."""
     if not isinstance(data, dict):
         raise InvalidRequestError(f"a command must be a JSON object, got {data!r}")
     name = data.get("cmd")
     if not isinstance(name, str):
         raise InvalidRequestError(f"a command needs a \"cmd\" string field, got {data!r}")
-    cls = COMMANDS.get(name)
+    cls = vocabulary.get(name)
     if cls is None:
-        raise InvalidRequestError(f"unknown command {name!r}; known: {', '.join(sorted(COMMANDS))}")
+        raise InvalidRequestError(f"unknown command {name!r}; known: {', '.join(sorted(vocabulary))}")
     specs = {f.name: f for f in fields(cls)}
     unknown = sorted(k for k in data if k != "cmd" and k not in specs)
     if unknown:

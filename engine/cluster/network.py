@@ -10,11 +10,12 @@ in-flight traffic never arrives. Node ``-1`` is the client.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.clock import Scheduler
-from engine.events import EventLog
+from engine.events import EventLog, _fast_init
 from engine.errors import InvalidRequestError
 
 from .config import CLIENT
@@ -167,6 +168,18 @@ class LeaderAndIsr:
     replicas: tuple
 
 
+def _fast_messages(*classes: type) -> None:
+    """Give each frozen message class an ``__init__`` that writes its fields straight into the
+    instance's ``__dict__`` (a frozen dataclass's own calls ``object.__setattr__`` per field,
+    and every request makes several messages); equality, hashing, pickling stay the dataclass's."""
+    for cls in classes:
+        cls.__init__ = _fast_init(cls, dataclasses.fields(cls))
+
+
+_fast_messages(FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
+               ProduceRequest, ProduceResponse, BrokerHeartbeat, AlterPartitionRequest, LeaderAndIsr)
+
+
 # ---- links --------------------------------------------------------------------------
 
 @dataclass
@@ -194,6 +207,9 @@ class Network:
     sent: int = 0
     delivered: int = 0
     dropped: int = 0
+    # The newest delivery task's (due ms, scheduler counter, items): a message due at the same
+    # instant, sent before anything else was scheduled, joins it (see send).
+    _batch: Any = field(default=None, repr=False, compare=False)
 
     def register(self, node_id: int, node: Any) -> None:
         self.nodes[node_id] = node
@@ -261,18 +277,57 @@ class Network:
 
     # ---- delivery ---------------------------------------------------------------
     def send(self, src: int, dst: int, msg: Any) -> bool:
-        """Queue ``msg``; returns False if it was dropped at once (cut link, random drop)."""
+        """Queue ``msg``; returns False if it was dropped at once (cut link, random drop).
+
+        Messages due at the same instant are one scheduler task when nothing else was scheduled
+        between their sends (the task's items run in send order, so every message is delivered
+        exactly where a task of its own would have run); each keeps its send and delivery time
+        (:meth:`in_flight`)."""
         self.sent += 1
         link = self.links.get((src, dst))
-        if link is not None and link.cut:
-            return self._drop(src, dst, msg, "link_cut", f"link {src}→{dst} is cut")
-        if link is not None and link.drop_probability > 0.0 and self.rng.random() < link.drop_probability:
-            return self._drop(src, dst, msg, "random_drop", f"p={link.drop_probability}")
-        delay = self.latency_ms + (link.delay_ms if link is not None else 0)
-        src_inc = self._incarnation(src)
-        dst_inc = self._incarnation(dst)
-        self.scheduler.schedule(delay, self._deliver, src, dst, src_inc, dst_inc, msg, name=f"net:{msg.api}")
+        if link is not None:
+            if link.cut:
+                return self._drop(src, dst, msg, "link_cut", f"link {src}→{dst} is cut")
+            if link.drop_probability > 0.0 and self.rng.random() < link.drop_probability:
+                return self._drop(src, dst, msg, "random_drop", f"p={link.drop_probability}")
+            delay = self.latency_ms + link.delay_ms
+        else:
+            delay = self.latency_ms
+        nodes = self.nodes
+        node = nodes.get(src)
+        src_inc = getattr(node, "incarnation", 0) if node is not None else -1
+        node = nodes.get(dst)
+        dst_inc = getattr(node, "incarnation", 0) if node is not None else -1
+        scheduler = self.scheduler
+        now = scheduler.clock.now_ms()
+        due = now + delay
+        item = (src, dst, src_inc, dst_inc, msg, now)
+        batch = self._batch
+        if batch is not None and batch[0] == due and batch[1] == scheduler._seq:
+            batch[2].append(item)
+        else:
+            items = [item]
+            task = scheduler.schedule_at(due, self._deliver_all, items, name="net")
+            self._batch = (due, task.seq, items)
         return True
+
+    def _deliver_all(self, items: list) -> None:
+        batch = self._batch
+        if batch is not None and batch[2] is items:
+            self._batch = None          # running: a message sent from here gets a task of its own
+        for src, dst, src_inc, dst_inc, msg, _ in items:
+            self._deliver(src, dst, src_inc, dst_inc, msg)
+
+    def in_flight(self) -> list[dict]:
+        """Every message on its way, in delivery order: ``src``, ``dst``, ``api``, ``sent_ms``,
+        ``deliver_ms`` and the message itself (what a stage draws travelling)."""
+        out = []
+        for task in self.scheduler.pending():
+            if task.fn == self._deliver_all:
+                for src, dst, _, _, msg, sent in task.args[0]:
+                    out.append({"src": src, "dst": dst, "api": msg.api, "sent_ms": sent, "deliver_ms": task.due_ms,
+                                "message": msg})
+        return out
 
     def route(self, src: int, dst: int, api: str, fn: Any, *args: Any) -> bool:
         """Carry a call that is not a :class:`Network` message (the group protocol's

@@ -166,10 +166,14 @@ class Partition:
         return self.log.high_watermark
 
     def now(self) -> int:
-        return self.broker.scheduler.now_ms()
+        return self.broker.cluster.clock.now_ms()
 
     def emit(self, ev: Any) -> None:
         self.broker.events.emit(ev)
+
+    def emit_fields(self, cls: Any, *values: Any) -> None:
+        """``emit(cls(*values))`` without building the event while nobody listens for it."""
+        self.broker.cluster.events.emit_fields(cls, *values)
 
     @property
     def cfg(self):
@@ -187,19 +191,20 @@ class Partition:
         return self.isr
 
     def set_hw(self, new: int, reason: str, isr_leos: dict | None = None) -> bool:
-        old = self.hw
+        log = self.log
+        old = log.high_watermark
         if new == old:
             return False
-        self.log.update_high_watermark(new)
-        if self.hw != old:
-            self.emit(HighWatermarkChanged(self.broker.id, self.topic, self.partition, old, self.hw, self.role,
-                                           reason, isr_leos or {}))
+        hw = log.update_high_watermark(new)
+        if hw != old:
+            self.broker.cluster.events.emit_fields(HighWatermarkChanged, self.broker.id, self.topic, self.partition,
+                                                   old, hw, self.role, reason, isr_leos or {})
             return True
         return False
 
     def leo_changed(self, old: int, reason: str) -> None:
         if self.leo != old:
-            self.emit(LeoChanged(self.broker.id, self.topic, self.partition, old, self.leo, self.role, reason))
+            self.emit_fields(LeoChanged, self.broker.id, self.topic, self.partition, old, self.leo, self.role, reason)
 
     # ---- metadata from the controller ----------------------------------------------
     def apply_state(self, msg: LeaderAndIsr) -> None:
@@ -279,17 +284,29 @@ class Partition:
             return False
         if self.cfg.hw_min_isr_guard and len(self.isr) < self.effective_min_isr():
             return False
+        log = self.log
+        leo = log._log_end_offset
+        hw = log.high_watermark
+        if leo <= hw:
+            return False          # nothing above the HW: the min over the ISR cannot pass it
         now = self.now()
-        leos = {str(self.broker.id): self.leo}
-        candidate = self.leo
-        maximal = set(self.maximal_isr())
-        for rid in sorted(self.remotes):
-            r = self.remotes[rid]
-            eligible = self.broker.cluster.controller.is_eligible(rid)
-            if rid in maximal or (eligible and r.leo >= 0 and self.is_caught_up(r, now)):
-                leos[str(rid)] = r.leo
-                candidate = min(candidate, r.leo)
-        if candidate > self.hw:
+        candidate = leo
+        maximal = self.maximal_isr()
+        eligible = self.broker.cluster.controller.is_eligible
+        lag_max = self.cfg.replica_lag_time_max_ms
+        counted = []
+        remotes = self.remotes
+        for rid in sorted(remotes):
+            r = remotes[rid]
+            if rid in maximal or (eligible(rid) and r.leo >= 0 and
+                                  (r.leo == leo or now - r.last_caught_up_ms <= lag_max)):
+                counted.append(rid)
+                if r.leo < candidate:
+                    candidate = r.leo
+        if candidate > hw:
+            leos = {str(self.broker.id): leo}
+            for rid in counted:
+                leos[str(rid)] = remotes[rid].leo
             self.set_hw(candidate, "isr_leo", leos)
             self.on_hw_increased()
             return True
@@ -311,6 +328,8 @@ class Partition:
 
     def handle_fetch(self, src: int, req: FetchRequest) -> None:
         now = self.now()
+        log = self.log
+        leo = log._log_end_offset
         error = self.error_for_epoch(req.leader_epoch)
         if error is None and req.replica_id not in self.remotes:
             error = "NOT_LEADER_OR_FOLLOWER"
@@ -318,36 +337,38 @@ class Partition:
             error = self.check_last_fetched_epoch(src, req)
             if error == "":
                 return   # answered with DivergingEpoch
-        if error is None and not (self.log.log_start_offset <= req.fetch_offset <= self.leo):
+        fetch_offset = req.fetch_offset
+        if error is None and not (log.log_start_offset <= fetch_offset <= leo):
             error = "OFFSET_OUT_OF_RANGE"
         if error is not None:
             self.respond_fetch(src, req, b"", (), self.hw, error, 0)
             return
         # Capture what goes in the response *before* this fetch moves the remote LEO (§5.1).
-        hw_before = self.hw
+        hw_before = log.high_watermark
         r = self.remotes[req.replica_id]
         old = r.leo
         # lastCaughtUpTime (§5.2)
-        if req.fetch_offset >= self.leo:
+        if fetch_offset >= leo:
             r.last_caught_up_ms = max(r.last_caught_up_ms, now)
-        elif req.fetch_offset >= r.last_fetch_leader_leo:
+        elif fetch_offset >= r.last_fetch_leader_leo:
             r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
-        r.leo = req.fetch_offset
+        r.leo = fetch_offset
         r.last_fetch_ms = now
-        r.last_fetch_leader_leo = self.leo
-        if old != r.leo:
-            self.emit(RemoteLeoUpdated(self.broker.id, req.replica_id, self.topic, self.partition, old, r.leo,
-                                       r.last_caught_up_ms))
-        self.maybe_expand_isr(r)
+        r.last_fetch_leader_leo = leo
+        if old != fetch_offset:
+            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
+                             fetch_offset, r.last_caught_up_ms)
+        if r.broker not in self.isr and self.pending_isr is None:
+            self.maybe_expand_isr(r)
         self.maybe_increment_hw("follower_fetch")
-        if req.fetch_offset < self.leo or req.max_wait_ms <= 0:
+        if fetch_offset < leo or req.max_wait_ms <= 0:
             self.answer_fetch(src, req, hw_before, 0)
             return
         if self.broker.fetch_purgatory.try_complete_else_watch(DelayedFetch(self, src, req, now), [self.key]):
             return
         self.broker.fetch_timer_driver.arm()
-        self.emit(FetchParked(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
-                              req.max_wait_ms))
+        self.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition, fetch_offset,
+                         req.max_wait_ms)
 
     def check_last_fetched_epoch(self, src: int, req: FetchRequest) -> str | None:
         """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
@@ -379,13 +400,19 @@ class Partition:
 
     def respond_fetch(self, src: int, req: FetchRequest, records: bytes, batches: tuple, hw: int,
                       error: str | None, waited_ms: int) -> None:
-        count = sum(b.records_count for b in batches)
-        first = batches[0].base_offset if batches else None
-        last = batches[-1].last_offset if batches else None
-        self.emit(FetchAnswered(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset, count,
-                                first, last, hw, self.leo, self.log.log_start_offset, error, waited_ms))
+        if batches:
+            count = 0
+            for b in batches:
+                count += b.records_count
+            first, last = batches[0].base_offset, batches[-1].last_offset
+        else:
+            count, first, last = 0, None, None
+        log = self.log
+        leo, start = log._log_end_offset, log.log_start_offset
+        self.emit_fields(FetchAnswered, self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                         count, first, last, hw, leo, start, error, waited_ms)
         resp = FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, bytes(records), hw,
-                             self.log.log_start_offset, self.leo, self.leader_epoch, error, req.session)
+                             start, leo, self.leader_epoch, error, req.session)
         self.broker.send(src, resp)
 
     @property
@@ -463,8 +490,8 @@ class Partition:
     # ---- leader: produce ---------------------------------------------------------
     def produce(self, src: int, req: ProduceRequest, records: list) -> None:
         digests = record_digests(req.key, req.values)
-        self.emit(ProduceReceived(req.request_id, self.broker.id, self.topic, self.partition, req.acks,
-                                  len(req.values), digests))
+        self.emit_fields(ProduceReceived, req.request_id, self.broker.id, self.topic, self.partition, req.acks,
+                                  len(req.values), digests)
         if self.role != "leader":
             self.reply_produce(src, req, "NOT_LEADER_OR_FOLLOWER",
                                f"broker {self.broker.id} is not the leader of {self.name}", None, None, False)
@@ -487,8 +514,8 @@ class Partition:
             self.emit(ProduceDuplicate(req.request_id, self.broker.id, self.topic, self.partition, req.producer_id,
                                        req.producer_epoch, req.base_sequence, info.first_offset, info.last_offset))
         else:
-            self.emit(ProduceAppended(req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
-                                      info.last_offset, self.leader_epoch, digests))
+            self.emit_fields(ProduceAppended, req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
+                                      info.last_offset, self.leader_epoch, digests)
             self.leo_changed(old, "append")
             self.wake_parked_fetches()
             # A single-replica ISR commits at once.
@@ -498,8 +525,8 @@ class Partition:
             d = DelayedProduce(self, req, src, info.first_offset, info.last_offset, required)
             if not self.broker.produce_purgatory.try_complete_else_watch(d, [self.key]):
                 self.broker.produce_timer_driver.arm()
-                self.emit(ProduceWaiting(req.request_id, self.broker.id, self.topic, self.partition, required,
-                                         req.timeout_ms))
+                self.emit_fields(ProduceWaiting, req.request_id, self.broker.id, self.topic, self.partition, required,
+                                         req.timeout_ms)
         elif req.acks == 1:
             self.reply_produce(src, req, None, "", info.first_offset, info.last_offset, True)
 

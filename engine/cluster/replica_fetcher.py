@@ -61,7 +61,14 @@ class ReplicaFetcher:
         self.leader_epoch = -1
         self.session = 0
         self.in_flight = False
-        self.task: Any = None        # pending send / timeout
+        self.task: Any = None        # pending send / epoch-request timeout
+        # A fetch's timeout, kept lazily (the issue-23 hot path: most fetches are answered long
+        # before it): ``deadline`` = (due ms, reserved scheduler counter, session) of the newest
+        # fetch, and one armed scheduler task that, when it fires early, re-arms itself at the
+        # deadline with the counter reserved at send time — so it runs exactly where a task
+        # scheduled with the fetch would have, without a push and a cancel per fetch.
+        self.deadline: tuple | None = None
+        self.timer: Any = None
         self.paused = False
         self.delay_ms = 0            # slow follower: wait this long before each fetch
         self.failure: dict | None = None
@@ -77,9 +84,17 @@ class ReplicaFetcher:
         cfg = self.broker.cluster.config
         return cfg.truncation == "epoch" and cfg.fetch_protocol == "diverging_epoch"
 
+    def _drop_timer(self) -> None:
+        self.deadline = None
+        timer = getattr(self, "timer", None)
+        if timer is not None:
+            self.broker.scheduler.cancel(timer)
+            self.timer = None
+
     def stop(self) -> None:
         self.broker.scheduler.cancel(self.task)
         self.task = None
+        self._drop_timer()
         self.state_name = "idle"
         self.failure = None
         self.in_flight = False
@@ -127,8 +142,8 @@ class ReplicaFetcher:
         self.broker.events.emit(ReplicaTruncated(self.broker.id, p.topic, p.partition, old, p.leo, reason, detail))
         p.leo_changed(old, "truncate")
         if p.hw != old_hw:
-            self.broker.events.emit(HighWatermarkChanged(self.broker.id, p.topic, p.partition, old_hw, p.hw,
-                                                         p.role, "truncate", {}))
+            self.broker.events.emit_fields(HighWatermarkChanged, self.broker.id, p.topic, p.partition, old_hw, p.hw,
+                                                         p.role, "truncate", {})
 
     def start_over_at(self, offset: int, detail: str) -> None:
         """Drop the whole log and start it empty at ``offset`` (Kafka's truncateFullyAndStartAt)."""
@@ -144,6 +159,7 @@ class ReplicaFetcher:
         p = self.p
         self.broker.scheduler.cancel(self.task)
         self.task = None
+        self._drop_timer()
         self.in_flight = False
         self.session += 1
         self.state_name = "failed"
@@ -161,11 +177,14 @@ class ReplicaFetcher:
                                                    self.on_timeout, session, name="fetch-timeout")
 
     def schedule_next(self, delay_ms: int) -> None:
-        self.broker.scheduler.cancel(self.task)
+        scheduler = self.p.broker.scheduler
+        if self.task is not None:
+            scheduler.cancel(self.task)
+        self.deadline = None
         self.in_flight = False
         delay = delay_ms + self.delay_ms
         if delay > 0:
-            self.task = self.broker.scheduler.schedule(delay, self.send_next, self.session, name="fetch-backoff")
+            self.task = scheduler.schedule(delay, self.send_next, self.session, name="fetch-backoff")
         else:
             self.task = None
             self.send_next(self.session)
@@ -195,20 +214,38 @@ class ReplicaFetcher:
         if self.paused or self.leader is None:
             return
         p = self.p
-        cfg = self.broker.cluster.config
+        broker = p.broker
+        cfg = broker.cluster.config
         latest = p.log.leader_epoch_cache.latest_epoch
         # LastFetchedEpoch exists from Fetch v12 on; the older protocols send none.
         last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
-        session = self._next_session()
+        self.session = session = self.session + 1
         self.in_flight = True
-        self.broker.events.emit(FetchSent(self.broker.id, self.leader, p.topic, p.partition, p.leo, last_epoch,
-                                          self.leader_epoch))
-        self.broker.send(self.leader, FetchRequest(self.broker.id, p.topic, p.partition, p.leo, last_epoch,
-                                                   self.leader_epoch, cfg.replica_fetch_wait_max_ms,
-                                                   cfg.replica_fetch_max_bytes, session))
+        leo = p.log._log_end_offset
+        broker.events.emit_fields(FetchSent, broker.id, self.leader, p.topic, p.partition, leo, last_epoch,
+                                  self.leader_epoch)
+        broker.send(self.leader, FetchRequest(broker.id, p.topic, p.partition, leo, last_epoch, self.leader_epoch,
+                                              cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes, session))
         # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
-        self.task = self.broker.scheduler.schedule(cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms,
-                                                   self.on_timeout, session, name="fetch-timeout")
+        scheduler = broker.scheduler
+        due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
+        self.deadline = (due, scheduler.reserve(), session)
+        if self.timer is None:
+            self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
+
+    def on_timer(self) -> None:
+        """The armed fetch timer fired: re-arm it at the newest fetch's deadline, or time that fetch out."""
+        self.timer = None
+        deadline = self.deadline
+        if deadline is None:
+            return
+        due, seq, session = deadline
+        scheduler = self.p.broker.scheduler
+        if due > scheduler.now_ms():
+            self.timer = scheduler.schedule_reserved(due, seq, self.on_timer, name="fetch-timeout")
+            return
+        self.deadline = None
+        self.on_timeout(session)
 
     def on_timeout(self, session: int) -> None:
         if session != self.session or not self.in_flight:
@@ -274,9 +311,12 @@ class ReplicaFetcher:
         if resp.session != self.session or self.state_name != "fetching":
             return
         p = self.p
-        cfg = self.broker.cluster.config
-        self.broker.scheduler.cancel(self.task)
-        self.task = None
+        broker = p.broker
+        cfg = broker.cluster.config
+        if self.task is not None:
+            broker.scheduler.cancel(self.task)
+            self.task = None
+        self.deadline = None
         self.in_flight = False
         if self.paused:
             return   # a stuck fetcher thread: whatever was in flight is not applied
@@ -288,7 +328,8 @@ class ReplicaFetcher:
             self._received(resp, 0, resp.error)
             self.schedule_next(cfg.replica_fetch_backoff_ms)
             return
-        if resp.fetch_offset != p.leo:
+        log = p.log
+        if resp.fetch_offset != log._log_end_offset:
             self.schedule_next(0)   # our log moved under the request (truncation); refetch
             return
         if resp.diverging_epoch >= 0:
@@ -301,19 +342,20 @@ class ReplicaFetcher:
                 return        # failed, or retrying after the backoff
             count = appended
         # Follower HW = min(leader HW, own LEO); it only moves forward.
-        new_hw = min(resp.high_watermark, p.leo)
+        leo = log._log_end_offset
+        new_hw = min(resp.high_watermark, leo)
         self._received(resp, count, None)
-        if new_hw > p.hw:
-            p.set_hw(new_hw, "leader_hw", {"leader": resp.high_watermark, "own_leo": p.leo})
+        if new_hw > log.high_watermark:
+            p.set_hw(new_hw, "leader_hw", {"leader": resp.high_watermark, "own_leo": leo})
         # Retention/DeleteRecords on the leader move the follower's log start too (bounded by its HW).
-        if p.log.log_start_offset < resp.log_start_offset <= p.hw:
-            p.log.delete_records(resp.log_start_offset)
+        if log.log_start_offset < resp.log_start_offset <= log.high_watermark:
+            log.delete_records(resp.log_start_offset)
         self.schedule_next(0)
 
     def _received(self, resp: FetchResponse, count: int, error: str | None) -> None:
         p = self.p
-        self.broker.events.emit(FetchReceived(self.broker.id, resp.leader_id, p.topic, p.partition,
-                                              resp.fetch_offset, count, resp.high_watermark, error))
+        p.broker.events.emit_fields(FetchReceived, p.broker.id, resp.leader_id, p.topic, p.partition,
+                                    resp.fetch_offset, count, resp.high_watermark, error)
 
     def append(self, resp: FetchResponse) -> int | None:
         """Append the fetched batches; the number of records, or None when nothing was

@@ -394,13 +394,14 @@ class Checkpoint:
     @classmethod
     def take(cls, step: int, cluster: Any, checker: Checker, store: BlockStore) -> "Checkpoint":
         events = cluster.events
-        ring = events.envelopes
-        events.envelopes = []          # the history is not part of a checkpoint
+        # The history is not part of a checkpoint; its rows stay rows (nothing is formatted).
+        ring, first_row = events._ring, events._first_row
+        events._ring, events._first_row = [], None
         try:
             state = zlib.compress(pickle.dumps({"cluster": cluster, "checker": checker},
                                                protocol=pickle.HIGHEST_PROTOCOL), 1)
         finally:
-            events.envelopes = ring
+            events._ring, events._first_row = ring, first_row
         files = {rel: (image.size, image.is_dir, store.put(image.data))
                  for rel, image in cluster.disk.capture().items()}
         return cls(step, state, files, dict(cluster.disk._durable))
@@ -465,7 +466,7 @@ class ReplicaReader:
         # the dict are only ever appended to; a reset replaces them, so the checker can tell
         # "same log, more records" (same objects) from "something changed" (new objects).
         self._cache: dict = {}
-        events.subscribe(self._on_event)
+        events.subscribe(self._on_event, kinds=self._RESET)
 
     def _on_event(self, env: Any) -> None:
         ev = env.event

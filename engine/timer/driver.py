@@ -20,6 +20,7 @@ class TimerDriver:
         self.timer = timer
         self.scheduler = scheduler
         self.name = name
+        self._task_name = f"{name} tick"
         self.task: Any = None
 
     def arm(self) -> None:
@@ -31,7 +32,7 @@ class TimerDriver:
         if task is not None and not task.cancelled and task.due_ms <= due:
             return
         self.scheduler.cancel(task)
-        self.task = self.scheduler.schedule_at(due, self.tick, name=f"{self.name} tick")
+        self.task = self.scheduler.schedule_at(due, self.tick, name=self._task_name)
 
     def tick(self) -> None:
         self.task = None

@@ -95,8 +95,9 @@ class DelayedOperationPurgatory:
                 break
             self.watchers.setdefault(key, []).append(op)
             self._watched_since_purge += 1
-        # The condition may have become true while the watchers were added.
-        if op.completed or op.try_complete():
+        # Kafka checks again here: on its threads the condition may have become true while the
+        # watchers were added. Here nothing runs between the two, so the first check stands.
+        if op.completed:
             return True
         op._timer = self.timer
         op.timer_task = self.timer.add(op.delay_ms, op._expire, name=f"{self.name}:{op.name}")

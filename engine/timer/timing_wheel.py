@@ -111,7 +111,9 @@ class TimingWheel:
         self.wheel_size = wheel_size
         self.interval_ms = tick_ms * wheel_size
         self.level = level
-        self.buckets = [TimerTaskList(level, i) for i in range(wheel_size)]
+        # Buckets are made the first time a task lands in their slot (a broker makes two timers
+        # and their overflow wheels each time it starts; most slots are never used).
+        self.buckets: list = [None] * wheel_size
         # Rounded down to a multiple of tick_ms, as Kafka does.
         self.current_time_ms = start_ms - start_ms % tick_ms
         self.queue = queue
@@ -128,7 +130,10 @@ class TimingWheel:
             return False
         if expiration < self.current_time_ms + self.interval_ms:
             virtual_id = expiration // self.tick_ms
-            bucket = self.buckets[virtual_id % self.wheel_size]
+            slot = virtual_id % self.wheel_size
+            bucket = self.buckets[slot]
+            if bucket is None:
+                bucket = self.buckets[slot] = TimerTaskList(self.level, slot)
             bucket.add(task)
             task.level = self.level
             if bucket.set_expiration(virtual_id * self.tick_ms):
@@ -291,7 +296,7 @@ class SystemTimer:
         for wheel in self.wheel.levels():
             buckets = []
             for b in wheel.buckets:
-                if b.tasks:
+                if b is not None and b.tasks:
                     buckets.append({"slot": b.slot, "expiration_ms": b.expiration_ms,
                                     "tasks": [[t.id, t.name, t.expiration_ms] for t in b.tasks.values()]})
             levels.append({"level": wheel.level, "tick_ms": wheel.tick_ms, "wheel_size": wheel.wheel_size,

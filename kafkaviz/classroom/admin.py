@@ -5,8 +5,9 @@ from .models import Member, Room
 
 class MemberInline(admin.TabularInline):
     model = Member
-    fields = ("name", "granted", "joined", "last_seen")
-    readonly_fields = ("joined", "last_seen")
+    # Who is connected is not a column: it is the members' socket leases (the presenter's roster shows it).
+    fields = ("name", "granted", "removed", "joined", "last_seen")
+    readonly_fields = ("removed", "joined", "last_seen")
     extra = 0
 
 

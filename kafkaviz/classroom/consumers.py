@@ -16,7 +16,8 @@ room sandbox's, which stays the instructor's: a watcher's flood cannot refuse th
 instructor's commands.
 
 **Removing a member.** The instructor sends ``{"type": "remove", "member": <id>}``: the
-member leaves the roster, its answers are dropped, its sockets get ``removed`` and are
+member leaves the roster, its answers are dropped (every watcher gets the new ``spread``
+of each question it had answered), its sockets get ``removed`` and are
 closed, and its session cannot join the room again (its row stays, marked removed, so
 its address's joins still count it). A browser with a fresh session can join again under
 a new name, in plain sight on the roster.
@@ -30,6 +31,7 @@ is the engine's, in the frames; nothing here decides it.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -39,8 +41,9 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
+from kafkaviz.live.leases import lease_seconds
 from kafkaviz.live.router import get_router
-from kafkaviz.live.validation import CommandError
+from kafkaviz.live.validation import CommandError, command_name
 
 from kafkaviz.lessons.content import load_content
 
@@ -59,8 +62,8 @@ ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
 def _type_of(content: Any) -> str | None:
-    """A message's ``type`` if it is a string (anything else is the runtime's to refuse)."""
-    ctype = content.get("type") if isinstance(content, dict) else None
+    """A message's command (``cmd``, or ``type``) if it is a string (anything else is the runtime's to refuse)."""
+    ctype = command_name(content)
     return ctype if isinstance(ctype, str) else None
 
 
@@ -88,6 +91,8 @@ class RoomConsumer(LessonConsumer):
     lesson_slug: str = ""
     member_key: str | None = None      # this socket's place among its member's sockets
     room_released: bool = False
+    roster_shown: list[dict[str, Any]] | None = None     # the last roster this (instructor's) socket sent
+    roster_refresh: asyncio.Task | None = None
 
     # ---- hooks of LessonConsumer -----------------------------------------------------
     async def resolve_sandbox(self) -> tuple[str, str] | None:
@@ -150,10 +155,11 @@ class RoomConsumer(LessonConsumer):
             return
         for group in self._groups():
             await self.channel_layer.group_add(group, self.channel_name)
-        await database_sync_to_async(self._presence)(+1)
+        await database_sync_to_async(self._seen)()
         await self._seed()
         if self.instructor:
             await self.send_json({"type": "roster", "members": await self._roster()})
+            self.roster_refresh = asyncio.ensure_future(self._refresh_roster_forever())
         else:
             await self.send_json({"type": "control", "granted": await database_sync_to_async(self._granted)()})
         for question, counts in (await database_sync_to_async(self._spreads)()).items():
@@ -169,6 +175,8 @@ class RoomConsumer(LessonConsumer):
         if self.room_released or self.released:
             return
         self.room_released = True
+        if self.roster_refresh is not None and self.roster_refresh is not asyncio.current_task():
+            self.roster_refresh.cancel()
         try:
             if self.member_key is not None:
                 key, self.member_key = self.member_key, None
@@ -177,7 +185,7 @@ class RoomConsumer(LessonConsumer):
                 for group in self._groups():
                     await self.channel_layer.group_discard(group, self.channel_name)
                 await self._save()
-                await database_sync_to_async(self._presence)(-1)
+                await database_sync_to_async(self._seen)()
                 await self.broadcast_roster()
         except Exception as exc:  # noqa: BLE001 - leaving must never fail the disconnect
             log_problem("room presence failed", exc, sandbox=self.sandbox_id)
@@ -255,12 +263,17 @@ class RoomConsumer(LessonConsumer):
                 '"%(type)s" takes the member\'s id: {"type": "%(type)s", "member": 12}.'), type="remove"),
                 "member", "remove"))
             return
-        name = await database_sync_to_async(self._set_removed)(member)
-        if name is None:
+        removed = await database_sync_to_async(self._set_removed)(member)
+        if removed is None:
             await self.send_error(CommandError("not_found", self.tr(_("No such student in this room.")), "member",
                                                "remove"))
             return
+        name, spreads = removed
         await self.channel_layer.group_send(f"{self.room_group}.member.{member}", {"type": "room.removed"})
+        # Their answers are gone: the class's spread no longer counts them.
+        for question, counts in spreads.items():
+            await self.channel_layer.group_send(self.room_group, {"type": "room.spread", "question": question,
+                                                                  "counts": counts})
         await self.broadcast_roster()
         await self.send_json({"type": "ack", "command": "remove",
                               "text": self.tr(_("%(name)s was removed from the room."), name=name)})
@@ -268,6 +281,8 @@ class RoomConsumer(LessonConsumer):
     async def send_json(self, content: Any, close: bool = False) -> None:
         if self.first_seq is None and isinstance(content, dict) and content.get("snapshot"):
             self.first_seq = content.get("frame_seq")      # 0: nothing has happened in this sandbox yet
+        if isinstance(content, dict) and content.get("type") == "roster":
+            self.roster_shown = content["members"]
         await super().send_json(content, close)
 
     async def _seed(self) -> None:
@@ -311,6 +326,23 @@ class RoomConsumer(LessonConsumer):
         for member, count in zip(members, counts):
             member["connected"] = count > 0
         return members
+
+    async def _refresh_roster_forever(self) -> None:
+        """A member whose sockets died with their process (``kill -9``) leaves no
+        ``disconnect()`` and so no roster broadcast: its leases just lapse. So an
+        instructor's socket looks again every ``LEASE_SECONDS / 4`` and sends the roster
+        when it changed: "connected" is right within the lease time, with nothing to send
+        while nothing changes."""
+        while True:
+            await asyncio.sleep(max(0.05, lease_seconds() / 4))
+            try:
+                members = await self._roster()
+                if members != self.roster_shown:
+                    await self.send_json({"type": "roster", "members": members})
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the next look tries again; the socket may be gone
+                log_problem("roster refresh failed", exc, sandbox=self.sandbox_id)
 
     async def broadcast_roster(self) -> None:
         members = await self._roster()
@@ -368,18 +400,27 @@ class RoomConsumer(LessonConsumer):
         Member.objects.filter(pk=row.pk).update(granted=granted)
         return row.name
 
-    def _set_removed(self, member: int) -> str | None:
+    def _set_removed(self, member: int) -> tuple[str, dict[str, list[int]]] | None:
+        """Mark the member removed and drop its answers: its name, and the new spread of
+        every question it had answered (all zeros when it was the only one)."""
         row = Member.objects.filter(pk=member, room_id=self.room_id, removed=False).first()
         if row is None:
             return None
         Member.objects.filter(pk=row.pk).update(removed=True, granted=False)
+        answered = set(Answer.objects.filter(member_id=row.pk).values_list("question", flat=True))
         Answer.objects.filter(member_id=row.pk).delete()
-        return row.name
+        lesson = load_content(self.lesson_slug)
+        spreads: dict[str, list[int]] = {}
+        for question in sorted(answered):
+            prediction = lesson.prediction_for(question) if lesson is not None else None
+            if prediction is not None:
+                spreads[question] = self._counts(question, len(prediction.choices))
+        return row.name, spreads
 
-    def _presence(self, delta: int) -> None:
-        """When the member was last seen. Who is connected is not kept here: it is the
-        member's live socket leases (``member_place``), which no skipped disconnect leaves
-        behind (``Member.connections`` is no longer written)."""
+    def _seen(self) -> None:
+        """When the member was last seen. Who is connected is not kept in the database: it
+        is the member's live socket leases (``member_place``), which no skipped disconnect
+        leaves behind."""
         if self.member_id is not None:
             Member.objects.filter(pk=self.member_id).update(last_seen=timezone.now())
 
@@ -389,6 +430,10 @@ class RoomConsumer(LessonConsumer):
             return None
         Answer.objects.update_or_create(member_id=self.member_id, question=question,
                                         defaults={"room_id": self.room_id, "choice": choice})
+        return self._counts(question, n_choices)
+
+    def _counts(self, question: str, n_choices: int) -> list[int]:
+        """The class's answers to one question: students per choice."""
         counts = [0] * n_choices
         for picked in Answer.objects.filter(room_id=self.room_id, question=question).values_list("choice", flat=True):
             if picked < n_choices:

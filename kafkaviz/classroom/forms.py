@@ -5,6 +5,7 @@ import re
 import unicodedata
 
 from django import forms
+from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from .models import CODE_LENGTH, normalise_code
@@ -39,4 +40,5 @@ class JoinForm(forms.Form):
 class NewRoomForm(forms.Form):
     lesson = forms.SlugField(max_length=64)
     # The instructor's current run (the export format), filled in by the lesson page.
-    run = forms.CharField(required=False, max_length=64 * 1024, widget=forms.HiddenInput)
+    run = forms.CharField(required=False, max_length=settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"],
+                          widget=forms.HiddenInput)

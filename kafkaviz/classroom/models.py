@@ -5,8 +5,9 @@ lesson whose sandbox it runs, and the sandbox id (server-generated, like a learn
 A :class:`Member` is a student who joined under a display name; the browser holds a
 random token for it in its signed session (no account). Whether a member may run
 commands (``granted``) and when it was last seen (``last_seen``) live in the database
-(who is connected is a lease per socket, kafkaviz/live/leases.py), so every server process sees the same answer: a revoke is seen by the
-next command whichever process the student's socket is in.
+(who is connected is not: it is a lease per socket, kafkaviz/live/leases.py), so every
+server process sees the same answer: a revoke is seen by the next command whichever
+process the student's socket is in.
 """
 from __future__ import annotations
 
@@ -75,9 +76,6 @@ class Member(models.Model):
     name = models.CharField(max_length=40)
     token = models.CharField(max_length=32, unique=True, default=new_member_token, editable=False)
     granted = models.BooleanField(default=False)
-    # No longer written: who is connected is the member's live socket leases (consumers.member_place),
-    # which a skipped disconnect() cannot leave behind. Kept to spare a migration.
-    connections = models.IntegerField(default=0)
     # A keyed hash of the client address it joined from (never the address itself): joins
     # per address and room are limited (``KAFKAVIZ_ROOM_JOINS_PER_ADDRESS``).
     address = models.CharField(max_length=16, blank=True, default="", editable=False)

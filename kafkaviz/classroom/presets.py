@@ -1,8 +1,9 @@
 """Fault presets of the presenter view: the one home of what each button sends.
 
-A preset is data: a key (its keyboard shortcut), words, and the commands it sends, in
-the lesson kind's own command vocabulary (for the replication kind that is the
-engine's, ``engine/cluster/commands.py``, through ``kafkaviz/live/replication.py``).
+A preset is data: a key (its keyboard shortcut), words, and the commands it sends, as
+engine commands (``{"cmd": ...}``: ``engine/cluster/commands.py`` for a cluster,
+``engine/storage_commands.py`` for one broker's storage; docs/commands.md), or a page
+control of the kind (``load`` a scenario).
 A few fields name a role instead of a broker, because who leads changes during a
 class: ``$leader`` (the leader of the partition the diagrams show), ``$controller``
 (the active controller) and ``$follower`` (a live replica of that partition that is not
@@ -21,6 +22,9 @@ from typing import Any
 
 from django.utils.translation import gettext, gettext_lazy as _
 
+from engine.cluster.commands import COMMANDS
+from engine.storage_commands import STORAGE_COMMANDS
+
 from kafkaviz.live.validation import CommandError, validate_command
 
 __all__ = ["Preset", "PRESETS", "presets_for", "ROLES"]
@@ -35,33 +39,39 @@ class Preset:
     label: Any                     # lazy translation
     explain: Any
     do: tuple[dict[str, Any], ...]
+    world: str = "cluster"          # whose engine commands it sends: "cluster" or "storage" (one broker)
+
+
+# A world's command vocabulary: "advance" or "produce" is a command of both, meaning different things.
+VOCABULARIES = {"cluster": COMMANDS, "storage": STORAGE_COMMANDS}
 
 
 PRESETS: tuple[Preset, ...] = (
     Preset("kill-leader", "Shift+K", _("Kill the leader"),
            _("Hard-crash the broker that leads the partition: unflushed data is lost and it stays down."),
-           ({"type": "crash", "broker": "$leader"},)),
+           ({"cmd": "crash", "broker": "$leader"},)),
     Preset("cut-leader-controller", "Shift+X", _("Cut the leader from the controller"),
            _("Drop every message between the partition's leader and the active controller."),
-           ({"type": "cut_link", "a": "$leader", "b": "$controller", "both": True},)),
+           ({"cmd": "cut_link", "a": "$leader", "b": "$controller", "both": True},)),
     Preset("slow-follower", "Shift+W", _("Slow a follower"),
            _("Delay each fetch of a follower by 2 s, past replica.lag.time.max.ms, so it drops out of the ISR."),
-           ({"type": "slow_follower", "broker": "$follower", "delay_ms": 2000},)),
+           ({"cmd": "slow_follower", "broker": "$follower", "delay_ms": 2000},)),
     Preset("unclean-election", "Shift+E", _("Unclean election"),
            _("Start the engine's unclean-election scenario: an out-of-sync replica becomes leader."),
-           ({"type": "load", "scenario": "unclean-election-loss", "truncation": "epoch"},)),
+           ({"cmd": "load", "scenario": "unclean-election-loss", "truncation": "epoch"},)),
     Preset("kip101-loss", "Shift+L", _("KIP-101: data loss"),
            _("Start KIP-101 scenario 1 under high-watermark truncation: an acknowledged record is lost."),
-           ({"type": "load", "scenario": "kip101-data-loss", "truncation": "hw"},)),
+           ({"cmd": "load", "scenario": "kip101-data-loss", "truncation": "hw"},)),
     Preset("kip101-divergence", "Shift+D", _("KIP-101: divergence"),
            _("Start KIP-101 scenario 2 under high-watermark truncation: replicas end with different logs."),
-           ({"type": "load", "scenario": "kip101-divergence", "truncation": "hw"},)),
+           ({"cmd": "load", "scenario": "kip101-divergence", "truncation": "hw"},)),
     Preset("heal-all", "Shift+H", _("Heal every link"),
            _("Restore every cut, delayed or lossy link."),
-           ({"type": "heal_all"},)),
+           ({"cmd": "heal_all"},)),
     Preset("fill-disk", "Shift+F", _("Fill the disk to retention"),
-           _("Send 50 messages, then jump the clock 10 s so the retention check runs."),
-           ({"type": "produce", "partition": 0, "count": 50, "value_size": 100}, {"type": "advance", "seconds": 10})),
+           _("Send 50 messages, then advance the clock 10 s (10000 ms) so the retention check runs."),
+           ({"cmd": "produce", "partition": 0, "count": 50, "value_size": 100}, {"cmd": "advance", "ms": 10000}),
+           world="storage"),
 )
 
 
@@ -79,9 +89,12 @@ def presets_for(specs: dict[str, Any]) -> list[dict[str, Any]]:
         reason = ""
         for cmd in preset.do:
             try:
-                validate_command(specs, _placeholder_free(cmd))
+                spec, _values = validate_command(specs, _placeholder_free(cmd))
+                engine = spec.extra.get("engine")
+                if engine is not None and engine.vocabulary is not VOCABULARIES[preset.world]:
+                    raise CommandError("unknown_type", f"{cmd['cmd']} is another world's command")
             except CommandError as exc:
-                reason = (gettext("This lesson's sandbox has no “%(type)s” command.") % {"type": cmd["type"]}
+                reason = (gettext("This lesson's sandbox has no “%(type)s” command.") % {"type": cmd["cmd"]}
                           if exc.code == "unknown_type" else
                           gettext("Not in this lesson: %(why)s") % {"why": exc})
                 break

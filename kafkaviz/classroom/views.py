@@ -17,6 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES, load_content
+from kafkaviz.lessons.diagrams import diagram_assets
 from kafkaviz.lessons.views import live_context
 from kafkaviz.live.kinds import get_kind
 from kafkaviz.live.runtime import COMMON_COMMANDS
@@ -183,7 +184,8 @@ def present(request: HttpRequest, code: str) -> HttpResponse:
         specs = {**COMMON_COMMANDS, **get_kind(content.kind).command_specs(content.scenario)}
         context["room_data"]["presets"] = presets = presets_for(specs)
         diagrams = list(content.diagrams) + ([] if "timeline" in content.diagrams else ["timeline"])
-        context.update(join_url=join_url, qr_svg=_qr_svg(join_url), presets=presets, diagrams=diagrams)
+        context.update(join_url=join_url, qr_svg=_qr_svg(join_url), presets=presets, diagrams=diagrams,
+                       diagram_assets=diagram_assets(diagrams))
         return render(request, "classroom/present.html", context)
 
 

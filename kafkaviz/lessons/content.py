@@ -27,6 +27,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from kafkaviz.live.checks import CheckError, validate_check
 
+from .diagrams import DIAGRAMS
+
 __all__ = ["LessonContent", "Step", "Task", "Question", "Prediction", "Source", "load_content", "content_slugs",
            "render_markup", "LANGUAGES", "DJANGO_LANG", "ContentError"]
 
@@ -236,8 +238,9 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
         w = f"{where} steps[{i}]"
         sid = _need(s, "id", str, w)
         do = _need(s, "do", list, w)
-        if not all(isinstance(c, dict) and isinstance(c.get("type"), str) for c in do):
-            raise ContentError(f"{w}: every entry of 'do' must be a table with a 'type'")
+        if not all(isinstance(c, dict) and isinstance(c.get("cmd"), str) and "type" not in c for c in do):
+            raise ContentError(f"{w}: every entry of 'do' must be an engine command, a table with a 'cmd' "
+                               "(docs/commands.md)")
         steps.append(Step(sid, tuple(do), by_id("steps", sid).get("say") or _need(s, "say", str, w)))
         if "predict" in s:
             predictions[sid] = _prediction(s["predict"], by_id("steps", sid).get("predict"), f"{w}.predict")
@@ -273,10 +276,14 @@ def load_content(slug: str, lang: str = "en") -> LessonContent | None:
         notes[key] = o.get("say") or _need(n, "say", str, w)
         if "predict" in n:
             predictions[key] = _prediction(n["predict"], o.get("predict"), f"{w}.predict")
+    diagrams = tuple(base.get("diagrams", ()))
+    undeclared = [d for d in diagrams if d not in DIAGRAMS]
+    if undeclared:
+        raise ContentError(f"{where}: diagrams {undeclared} are not declared in kafkaviz/lessons/diagrams.py")
     return LessonContent(
         slug=slug, lang=lang, number=_need(base, "number", int, where), title=text("title"),
         summary=text("summary"), explanation=text("explanation"), kind=base.get("kind"),
-        diagrams=tuple(base.get("diagrams", ())), sources=sources, scenario=dict(base.get("scenario") or {}),
+        diagrams=diagrams, sources=sources, scenario=dict(base.get("scenario") or {}),
         steps=tuple(steps), tasks=tuple(tasks), quiz=tuple(quiz), text=ui_text, notes=notes,
         predictions=predictions, languages=_languages(slug))
 

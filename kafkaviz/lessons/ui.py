@@ -362,7 +362,7 @@ def ui_strings() -> dict[str, str]:
         "pd_file_title": _("{name}, {size} bytes"),
         "pd_file_title_deleted": _("{name}, {size} bytes, renamed to .deleted"),
         "pd_other": _("other"),
-        "sp_too_big": _("⚠ {name}: more than 64 KB."),
+        "sp_too_big": _("⚠ {name}: more than {kb} KB."),
         "tl_cell_title": _("offset {offset}: {what}, producer id {pid}, epoch {epoch}, sequence {seq}"),
         "tl_marker_of": _("{control} marker"),
         "tl_by_retry": _("written by a retry of request {id}"),

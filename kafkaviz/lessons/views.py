@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import translation
@@ -18,6 +19,7 @@ from kafkaviz.live.models import SHARE_ID_RE
 
 from .catalogue import LESSONS, Lesson, get_lesson
 from .content import DJANGO_LANG, LANGUAGES, LessonContent, load_content
+from .diagrams import diagram_assets
 from .ui import ui_strings
 
 
@@ -54,6 +56,22 @@ def config_rows(config: dict[str, object]) -> list[dict[str, object]]:
     """(Kafka name, this sandbox's value, Kafka's default) for the settings table."""
     defaults = _defaults()
     return [{"name": name, "value": value, "default": defaults.get(name, "—")} for name, value in config.items()]
+
+
+def clock_jumps(config: dict[str, object]) -> list[dict[str, object]]:
+    """The clock jumps a storage lesson's time form offers, from its own settings (Kafka's
+    default where it sets none): one retention check, past file.delete.delay.ms, and past
+    retention.ms (plus the check that notices it), the last chosen first."""
+    def ms(name: str) -> int:
+        return int(config.get(name, _defaults().get(name, -1)))  # type: ignore[call-overload]
+
+    check, delay, retention = ms("log.retention.check.interval.ms"), ms("file.delete.delay.ms"), ms("retention.ms")
+    jumps = {"check": check, "file.delete.delay.ms": delay}
+    if retention >= 0:
+        jumps["retention.ms"] = retention + check
+    out = [{"rule": rule, "ms": value, "seconds": f"{value / 1000:g}", "selected": rule == "retention.ms"}
+           for rule, value in jumps.items() if value > 0]
+    return sorted(out, key=lambda j: j["ms"])
 
 
 def _commands(content: LessonContent) -> dict[str, dict[str, object]]:
@@ -104,11 +122,14 @@ def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, o
     learner's own, or a room's: ``kafkaviz/classroom``)."""
     context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
                                   "available_langs": content.languages, "ws_path": ws_path,
-                                  "stage_diagrams": stage_diagrams(content.diagrams)}
+                                  "stage_diagrams": stage_diagrams(content.diagrams),
+                                  "diagram_assets": diagram_assets(content.diagrams)}
     context["commands"] = commands = _commands(content)
     context.update(_cluster_context(content, commands))
     context["config_rows"] = config_rows(content.scenario.get("config") or {})
-    context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+    context["clock_jumps"] = clock_jumps(content.scenario.get("config") or {})
+    context["page_data"] = {**content.page_data(), "ui": ui_strings(),
+                            "max_run_bytes": settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]}
     return context
 
 
@@ -139,6 +160,7 @@ def lesson(request: HttpRequest, slug: str) -> HttpResponse:
                 context["room_data"] = {"role": "opener", "ui": room_strings()}
         else:
             context["stage_diagrams"] = stage_diagrams(content.diagrams)
+            context["diagram_assets"] = diagram_assets(content.diagrams)
             context["config_rows"] = config_rows(content.scenario.get("config") or {})
             context["page_data"] = {**content.page_data(), "ui": ui_strings()}
         shared = request.GET.get("run", "")

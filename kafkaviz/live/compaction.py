@@ -15,14 +15,16 @@ and the offset map it built.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.log.cleaner import LogCleaner
 from engine.records import SimpleRecord
 
-from .kinds import command
+from engine.storage_commands import Advance, Clean, Delete, Put
+
+from .kinds import handles
 from .segments import KEY_MAX, SegmentsSandbox
-from .validation import CommandError, Field
+from .validation import CommandError
 
 __all__ = ["CompactionSandbox"]
 
@@ -36,6 +38,8 @@ def _text(b: bytes | None) -> str | None:
 
 class CompactionSandbox(SegmentsSandbox):
     """One compacted partition and its cleaner."""
+
+    name: ClassVar[str] = "compaction"
 
     def open(self) -> None:
         super().open()
@@ -56,25 +60,26 @@ class CompactionSandbox(SegmentsSandbox):
         self.messages_sent += 1
         return info
 
-    @command(Field("key", "str", "Key", required=True, max_length=KEY_MAX, pattern=r"[!-~]+",
-                   pattern_help="must be printable ASCII without spaces"),
-             Field("value", "str", "Value", required=True, max_length=VALUE_MAX, pattern=r"[ -~]+",
-                   pattern_help="may only hold printable ASCII characters"),
-             help="Write key=value (a record with a key, as a compacted topic requires).")
-    def put(self, key: str, value: str) -> str:
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
+        key = {"max_length": KEY_MAX, "pattern": r"[!-~]+", "pattern_help": "must be printable ASCII without spaces"}
+        return {**super().narrow(scenario), "put": {"key": key, "value": {"max_length": VALUE_MAX}},
+                "delete": {"key": key}}
+
+    @handles(Put)
+    def put(self, cmd: Put) -> str:
+        key, value = cmd.key, cmd.value
         info = self._write(key, value.encode())
         return f"Wrote {key}={value} at offset {info.first_offset}."
 
-    @command(Field("key", "str", "Key", required=True, max_length=KEY_MAX, pattern=r"[!-~]+",
-                   pattern_help="must be printable ASCII without spaces"),
-             help="Delete a key: write a tombstone (the key with a null value).")
-    def delete(self, key: str) -> str:
+    @handles(Delete)
+    def delete(self, cmd: Delete) -> str:
+        key = cmd.key
         info = self._write(key, None)
         return f"Wrote a tombstone for {key} at offset {info.first_offset}."
 
-    @command(help="Run the cleaner thread once now: it cleans the log only if its dirty ratio is above "
-                  "min.cleanable.dirty.ratio.")
-    def clean(self) -> str:
+    @handles(Clean)
+    def clean(self, cmd: Clean) -> str:
         log = self.logs[0]
         before = self._segments()
         seq = self.events.seq
@@ -91,14 +96,13 @@ class CompactionSandbox(SegmentsSandbox):
                 f"{result.records_before} → {result.records_after} records; the cleaner point is now "
                 f"{self.cleaner.first_dirty_offset(log)}.")
 
-    def advance(self, seconds: int) -> str:
+    @handles(Advance)
+    def advance(self, cmd: Advance) -> str:
         before = self._segments()
         seq = self.events.seq
-        text = super().advance(seconds)
+        text = super().advance(cmd)
         self._remember(before, seq)
         return text
-
-    advance._command = SegmentsSandbox.advance._command     # type: ignore[attr-defined]
 
     def _remember(self, before: list[dict[str, Any]], seq: int) -> None:
         """If a cleaning pass ran since event ``seq``: keep the segments as they were and the

@@ -40,7 +40,7 @@ from .router import get_router
 from .runtime import COMMON_COMMANDS, SANDBOX_ID_RE, TokenBucket, group_name
 from .sessions import SESSION_KEY, sandbox_id_from_session, visitor_id
 from .shares import ShareLimitReached, store_run
-from .validation import CommandError, validate_command
+from .validation import CommandError, command_name, validate_command
 
 log = logging.getLogger("kafkaviz.consumers")
 
@@ -263,7 +263,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         if refusal is not None:
             await self.send_error(refusal)
             return
-        if isinstance(content, dict) and content.get("type") == "share":
+        if command_name(content) == "share":
             await self.share(content)
             return
         try:

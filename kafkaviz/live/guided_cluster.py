@@ -2,7 +2,7 @@
 guided steps (lessons 14 and 15), where ``replication`` plays a named engine scenario.
 
 A lesson's ``[[steps]]`` hold the engine's own commands (``engine/cluster/commands.py``,
-the same vocabulary as ``replication``: ``{type = "produce", producer = "safe", ...}``);
+the same vocabulary as ``replication``: ``{cmd = "produce", producer = "safe", ...}``);
 their fields and bounds are generated from the engine's metadata
 (:func:`~kafkaviz.live.replication.engine_command_spec`). Rewind is the base class's
 replay: a fresh :class:`engine.cluster.run.Run` with the lesson's seed and config, the
@@ -33,7 +33,7 @@ Scenario keys (from the lesson file):
 from __future__ import annotations
 
 import shutil
-from typing import Any
+from typing import Any, ClassVar
 
 from engine import narration
 from engine.cluster.commands import command_to_dict, parse_command
@@ -53,6 +53,8 @@ ISOLATIONS = ("read_uncommitted", "read_committed")
 
 class GuidedClusterSandbox(SandboxKind):
     """A cluster whose guided steps come from the lesson file; rewind by replay."""
+
+    name: ClassVar[str] = "guided-cluster"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -12,29 +12,27 @@ lookup's own event, the segment files), so replaying the steps rebuilds it exact
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine import narration
 from engine.log.layout import segment_layout
 
-from .kinds import command
+from engine.storage_commands import LookupOffset, LookupTime, SelectSegment, SetIndexInterval
+
+from .kinds import handles
 from .segments import SegmentsSandbox
-from .validation import CommandError, Field
+from .validation import CommandError
 
 __all__ = ["InsideSegmentSandbox", "DEFAULT_INTERVALS"]
 
 DEFAULT_INTERVALS = (64, 128, 256, 512, 1024, 4096)
 MAX_SEGMENTS_SHOWN = 12
-OFFSET_MAX = 10**12 - 1
-
-
-def _interval_fields(scenario: dict) -> tuple[Field, ...]:
-    choices = tuple(scenario.get("interval_choices") or DEFAULT_INTERVALS)
-    return (Field("bytes", "int", "index.interval.bytes", required=True, choices=choices),)
 
 
 class InsideSegmentSandbox(SegmentsSandbox):
     """One partition; lookups by offset and by timestamp, each replayed step by step."""
+
+    name: ClassVar[str] = "inside-segment"
 
     def open(self) -> None:
         super().open()
@@ -42,10 +40,17 @@ class InsideSegmentSandbox(SegmentsSandbox):
         self.lookups: list[dict[str, Any]] = []
         self.selected: int | None = None
 
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
+        out = super().narrow(scenario)
+        out["set_index_interval"] = {"bytes": {"choices": tuple(scenario.get("interval_choices")
+                                                                or DEFAULT_INTERVALS)}}
+        return out
+
     # ---- commands ----------------------------------------------------------
-    @command(Field("offset", "int", "Offset", required=True, min=0, max=OFFSET_MAX),
-             help="Find the batch holding an offset, as a fetch does.")
-    def lookup_offset(self, offset: int) -> str:
+    @handles(LookupOffset)
+    def lookup_offset(self, cmd: LookupOffset) -> str:
+        offset = cmd.offset
         log = self.plog
         if not log.log_end_offset:
             raise CommandError("invalid", "The log is empty: produce some messages first.", "offset", "lookup_offset")
@@ -57,9 +62,9 @@ class InsideSegmentSandbox(SegmentsSandbox):
         return (f"Offset {offset} is in the batch at position {data.position} of {data.segment:020d}.log "
                 f"({len(lk['probes'])} index probe(s), {len(lk['scan'])} batch(es) scanned).")
 
-    @command(Field("timestamp", "int", "Timestamp (ms)", required=True, min=0, max=OFFSET_MAX),
-             help="Find the first offset with a timestamp >= the target (ListOffsets).")
-    def lookup_time(self, timestamp: int) -> str:
+    @handles(LookupTime)
+    def lookup_time(self, cmd: LookupTime) -> str:
+        timestamp = cmd.timestamp
         if not self.plog.log_end_offset:
             raise CommandError("invalid", "The log is empty: produce some messages first.", "timestamp", "lookup_time")
         found = self.plog.offset_for_timestamp(timestamp)
@@ -69,16 +74,17 @@ class InsideSegmentSandbox(SegmentsSandbox):
                     "(a consumer resetting by time would go to the log end).")
         return f"The first record with timestamp >= {timestamp} is offset {found.offset} (timestamp {found.timestamp})."
 
-    @command(_interval_fields, help="Change how many bytes go between .index entries (new entries only).")
-    def set_index_interval(self, bytes: int) -> str:  # noqa: A002 - the form field's name
+    @handles(SetIndexInterval)
+    def set_index_interval(self, cmd: SetIndexInterval) -> str:
+        bytes = cmd.bytes  # noqa: A001 - the command's field name
         self.config = self.config.replace(index_interval_bytes=bytes)
         self.plog.update_config(self.config)
         return (f"index.interval.bytes is now {bytes}: from the next append, an .index entry is written once more "
                 f"than {bytes} bytes went in since the last one. Existing entries stay.")
 
-    @command(Field("segment", "int", "Segment base offset", required=True, min=0, max=OFFSET_MAX),
-             help="Show another segment in the diagram.")
-    def select_segment(self, segment: int) -> str:
+    @handles(SelectSegment)
+    def select_segment(self, cmd: SelectSegment) -> str:
+        segment = cmd.segment
         if segment not in [s.base_offset for s in self.plog.segments]:
             raise CommandError("invalid", f"There is no segment {segment}.", "segment", "select_segment")
         self.selected = segment

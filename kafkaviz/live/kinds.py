@@ -14,14 +14,21 @@ commands, same events, so rebuilding the engine and replaying the first k steps 
 exactly the state the learner saw at step k. A kind whose engine has snapshots
 (``replication``) overrides :meth:`goto`.
 
-A kind registers by being listed once, in :data:`SANDBOX_KINDS`. Its commands are
-methods decorated with :func:`command`; the decorator binds the method to the
-command's spec, so the runtime calls ``spec.handler(kind, **values)`` -- no lookup by
-name. See docs/web.md ("Adding a sandbox kind").
+A kind registers by declaring its ``name`` (the lesson file's ``kind``): the class joins
+:data:`SANDBOX_KINDS` when its module is imported, and the app imports every kind module
+when it starts (``apps.py``). Its commands are the
+engine's (``engine/storage_commands.py``, ``engine/cluster/commands.py``): a method
+decorated with :func:`handles` runs one engine command class, and gets the parsed,
+frozen command; the form fields and their limits come from that class's field metadata
+(:func:`~kafkaviz.live.validation.command_fields`), narrowed only by the demo host's caps
+(:data:`STORAGE_CAPS`) and the world's shape (:meth:`SandboxKind.narrow`). A page-only
+control (a view, a scenario choice) is a method decorated with :func:`command` and its
+own :class:`Field`s. Either way the runtime calls ``spec.handler(kind, **values)`` -- no
+lookup by name. See docs/web.md ("Adding a sandbox kind").
 """
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -30,24 +37,21 @@ from engine.clock import Scheduler, VirtualClock
 from engine.events import Envelope, Event, EventLog, event
 from engine import narration
 
+from engine.cluster.commands import Command
+from engine.storage_commands import STORAGE_COMMANDS, parse_storage_command
+
+from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from .checks import TaskTracker, evaluate
-from .validation import CommandError, CommandSpec, Field, validate_command
+from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
-__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING"]
+__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "handles", "RunMoved", "STEPPING",
+           "STORAGE_CAPS", "STORAGE_TEXT"]
 
-# name -> "module:Class". The one place a kind is listed.
-SANDBOX_KINDS: dict[str, str] = {
-    "segments": "kafkaviz.live.segments:SegmentsSandbox",
-    "replication": "kafkaviz.live.replication:ReplicationSandbox",
-    "topic": "kafkaviz.live.topic:TopicSandbox",
-    "inside-segment": "kafkaviz.live.inside_segment:InsideSegmentSandbox",
-    "retention": "kafkaviz.live.retention:RetentionSandbox",
-    "compaction": "kafkaviz.live.compaction:CompactionSandbox",
-    "page-cache": "kafkaviz.live.page_cache:PageCacheSandbox",
-    "guided-cluster": "kafkaviz.live.guided_cluster:GuidedClusterSandbox",
-}
+# name -> class; each kind joins when its class is defined (its ``name``).
+SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
 
 MAX_EVIDENCE = 6  # sentences under a prediction's outcome (the step's narration has the rest)
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded
@@ -84,6 +88,49 @@ def command(*fields: Field | Callable[[dict], tuple[Field, ...]], help: str = ""
     return wrap
 
 
+def handles(command_cls: type[Command]) -> Callable[[Callable], Callable]:
+    """Mark a kind's method as the runner of an engine command class; the method takes
+    the parsed command (``def produce(self, cmd: Produce) -> str``)."""
+
+    def wrap(fn: Callable) -> Callable:
+        fn._handles = command_cls
+        return fn
+
+    return wrap
+
+
+# The demo host's caps on one storage command (its only web-side policy: the engine's
+# bounds are the field metadata). A storage world is cheap; these keep one command short.
+STORAGE_CAPS = {"count": 50, "ms": 3_600_000, "value_size": 2_000, "max_records": 50,
+                "retention_bytes": 100_000, "retention_ms": 86_400_000}
+STORAGE_TEXT = TextRule(40, r"[ -~]*", gettext_lazy("may only hold printable ASCII characters"))
+STORAGE_LABELS = {"count": gettext_lazy("Number of messages"), "value_size": gettext_lazy("Value size (bytes)"),
+                  "partition": gettext_lazy("Partition"), "key": gettext_lazy("Key"), "value": gettext_lazy("Value"),
+                  "ms": gettext_lazy("Jump (ms)"), "offset": gettext_lazy("Offset"),
+                  "timestamp": gettext_lazy("Timestamp (ms)"), "consumer": gettext_lazy("Consumer"),
+                  "segment": gettext_lazy("Segment base offset"), "key_mode": gettext_lazy("Keys")}
+
+
+def _storage_caps() -> dict[str, int]:
+    return {**STORAGE_CAPS, "count": settings.KAFKAVIZ_RUNTIME.get("MAX_MESSAGES_PER_COMMAND", STORAGE_CAPS["count"])}
+
+
+def engine_values(command_cls: type[Command], values: dict[str, Any]) -> dict[str, Any]:
+    """A form's cleaned values as the engine command's fields: an optional field left
+    blank is left out (the engine's default applies)."""
+    optional = {f.name for f in dataclasses.fields(command_cls) if f.metadata.get("kind", "").endswith("?")}
+    return {k: v for k, v in values.items() if not (k in optional and v in (None, ""))}
+
+
+def _storage_spec(command_cls: type[Command], fn: Callable, fields: tuple[Field, ...]) -> CommandSpec:
+    name = command_cls.cmd
+
+    def run(kind: "SandboxKind", **values: Any) -> str:
+        return fn(kind, parse_storage_command({"cmd": name, **engine_values(command_cls, values)}))
+
+    return CommandSpec(name, fields, handler=run, help=command_cls.summary, extra={"engine": command_cls})
+
+
 # The stepping commands every kind understands (handled by the base class).
 STEPPING = ("step", "back", "seek")
 
@@ -102,10 +149,15 @@ class SandboxKind:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "name" in vars(cls) and cls.name:
+            SANDBOX_KINDS[cls.name] = cls
         handlers = dict(getattr(cls, "_handlers", {}))
         for attr in vars(cls).values():
             if callable(attr) and hasattr(attr, "_command"):
                 handlers[attr._command[0]] = (attr, *attr._command[1:])
+            elif callable(attr) and hasattr(attr, "_handles"):
+                assert STORAGE_COMMANDS.get(attr._handles.cmd) is attr._handles, attr._handles
+                handlers[attr._handles.cmd] = (attr, attr._handles)
         cls._handlers = handlers
 
     def __init__(self, data_dir: Path, *, seed: int, limits: Limits, lesson: Any,
@@ -139,12 +191,26 @@ class SandboxKind:
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
         """Every command this kind accepts for a lesson's scenario, handlers bound."""
         specs = {}
-        for cname, (fn, fields, help_text) in cls._handlers.items():
+        narrow = cls.narrow(scenario)
+        for cname, (fn, *decl) in cls._handlers.items():
+            if len(decl) == 1:          # an engine storage command (@handles): its fields come from the engine
+                fields = command_fields(decl[0], caps=_storage_caps(), narrow=narrow.get(cname),
+                                        text=STORAGE_TEXT, labels=STORAGE_LABELS)
+                specs[cname] = _storage_spec(decl[0], fn, fields)
+                continue
+            fields, help_text = decl
             if len(fields) == 1 and callable(fields[0]) and not isinstance(fields[0], Field):
                 fields = tuple(fields[0](scenario))
             specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
         specs.update(_stepping_specs())
         return specs
+
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
+        """Command → field → form attributes the world's shape fixes (a partition below
+        the topic's count, a value that fits a segment), or None for an optional field the
+        world has no use for; overridden by kinds."""
+        return {}
 
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
         """Run one validated command: stepping, or the learner's own (recorded as a step)."""
@@ -156,7 +222,9 @@ class SandboxKind:
         before = self.position
         self.tracker.own = True
         text = spec.handler(self, **values)
-        self.log[self.position:] = [{"id": None, "do": [{"type": spec.type, **values}], "scripted": False}]
+        engine_cls = spec.extra.get("engine")
+        own = {"cmd": spec.type, **(engine_values(engine_cls, values) if engine_cls else values)}
+        self.log[self.position:] = [{"id": None, "do": [own], "scripted": False}]
         self._step_done(before, "command")
         return text
 
@@ -265,6 +333,7 @@ class SandboxKind:
         for i, e in enumerate(log):
             if not isinstance(e, dict) or not isinstance(e.get("do"), list) or not 1 <= len(e["do"]) <= 10:
                 raise CommandError("invalid", f"Step {i + 1} of the run must list 1 to 10 commands.", command="import")
+            e = {**e, "do": [legacy_command(c) for c in e["do"]]}
             for cmd in e["do"]:
                 spec, _values = validate_command(self.commands, cmd)
                 if spec.type in STEPPING:
@@ -313,7 +382,7 @@ class SandboxKind:
         if lo is None:
             return []
         hi = self.step_seqs[self.position]
-        return [env.to_dict() for env in self.events.envelopes if lo < env.seq <= hi]
+        return [env.to_dict() for env in self.events.between(lo, hi)]
 
     def run_state(self) -> dict[str, Any]:
         says = {s.id: s.say for s in self.lesson.steps}
@@ -380,6 +449,20 @@ class SandboxKind:
         return st
 
 
+def legacy_command(cmd: Any) -> Any:
+    """A command of a run exported before the storage lessons spoke the engine's vocabulary
+    (``{"type": "advance", "seconds": 5}``) as it is now (``{"cmd": "advance", "ms": 5000}``),
+    so old share links and files still open; anything else is returned as it is."""
+    if not isinstance(cmd, dict) or "cmd" in cmd or not isinstance(cmd.get("type"), str):
+        return cmd
+    out = {"cmd": cmd["type"], **{k: v for k, v in cmd.items() if k != "type"}}
+    seconds = out.get("seconds")
+    if out["cmd"] == "advance" and isinstance(seconds, int) and not isinstance(seconds, bool) and "ms" not in out:
+        del out["seconds"]
+        out["ms"] = seconds * 1000
+    return out
+
+
 def _checked_run(run: Any, max_steps: int) -> tuple[list, int]:
     if not isinstance(run, dict) or not isinstance(run.get("log"), list) or not isinstance(run.get("step"), int) \
             or isinstance(run.get("step"), bool):
@@ -401,8 +484,7 @@ def _stepping_specs() -> dict[str, CommandSpec]:
 
 
 def get_kind(name: str) -> type[SandboxKind]:
-    where = SANDBOX_KINDS.get(name)
-    if where is None:
+    kind = SANDBOX_KINDS.get(name)
+    if kind is None:
         raise KeyError(f"no sandbox kind {name!r}; known: {', '.join(sorted(SANDBOX_KINDS))}")
-    module, cls = where.split(":")
-    return getattr(importlib.import_module(module), cls)
+    return kind

@@ -17,7 +17,7 @@ from django.utils import timezone
 __all__ = ["SharedRun", "new_share_id", "SHARE_ID_RE", "MAX_RUN_BYTES", "share_cutoff"]
 
 SHARE_ID_RE = r"[A-Za-z0-9_-]{8}"
-MAX_RUN_BYTES = 64 * 1024
+MAX_RUN_BYTES = settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]
 
 
 def new_share_id() -> str:

@@ -10,15 +10,17 @@ shows is derived in the command handlers, so replaying the steps rebuilds it exa
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.config import LONG_MAX, LogConfig
 from engine.disk import Disk
 from engine.page_cache import StandaloneBroker
 from engine.records import SimpleRecord
 
-from .kinds import SandboxKind, command
-from .validation import CommandError, Field
+from engine.storage_commands import Advance, Crash, Fetch, Flush, Produce, Restart, SetFlush, Writeback
+
+from .kinds import SandboxKind, handles
+from .validation import CommandError
 
 __all__ = ["PageCacheSandbox"]
 
@@ -29,6 +31,8 @@ MS_PER_MESSAGE = 100
 
 class PageCacheSandbox(SandboxKind):
     """One broker, one partition; faults that show where the bytes are."""
+
+    name: ClassVar[str] = "page-cache"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -45,11 +49,16 @@ class PageCacheSandbox(SandboxKind):
         self.broker = StandaloneBroker(self.disk, sc.get("topic", "payments"), self.config, self.scheduler,
                                        self.events, page_size=int(sc.get("page_size", 4096)))
 
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
+        return {"produce": {"partition": None, "key": None, "key_mode": None},   # one partition, no keys
+                "set_flush": {"flush_messages": {"choices": FLUSH_MESSAGES_CHOICES},
+                              "flush_ms": {"choices": FLUSH_MS_CHOICES}}}
+
     # ---- commands ----------------------------------------------------------
-    @command(Field("count", "int", "Number of messages", required=True, min=1, max=40),
-             Field("value_size", "int", "Value size (bytes)", required=True, min=1, max=2000),
-             help="Append messages (acks=1: acknowledged once in the leader's page cache).")
-    def produce(self, count: int, value_size: int) -> str:
+    @handles(Produce)
+    def produce(self, cmd: Produce) -> str:
+        count, value_size = cmd.count, cmd.value_size
         log = self._log("produce")
         if self.messages_sent + count > self.limits.max_messages:
             raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} messages; press Reset.",
@@ -70,29 +79,28 @@ class PageCacheSandbox(SandboxKind):
         last = self.broker.log.log_end_offset - 1
         return f"Appended and acknowledged offsets {first}–{last} (acks=1: in the page cache, not yet on disk)."
 
-    @command(Field("seconds", "int", "Jump", required=True, min=1, max=3600),
-             help="Move the virtual clock; flush.ms and the checkpoint task run when due.")
-    def advance(self, seconds: int) -> str:
-        ran = self.scheduler.advance(seconds * 1000)
-        return f"Clock moved {seconds} s; {ran} scheduled task(s) ran."
+    @handles(Advance)
+    def advance(self, cmd: Advance) -> str:
+        ran = self.scheduler.advance(cmd.ms)
+        return f"Clock moved {cmd.ms / 1000:g} s; {ran} scheduled task(s) ran."
 
-    @command(help="fsync the log now (what flush.messages / flush.ms do).")
-    def flush(self) -> str:
+    @handles(Flush)
+    def flush(self, cmd: Flush) -> str:
         self._log("flush")
         self.broker.flush()
         return f"fsync done: everything below offset {self.broker.log.recovery_point} is on disk."
 
-    @command(help="The OS writes whole dirty pages back on its own.")
-    def writeback(self) -> str:
+    @handles(Writeback)
+    def writeback(self, cmd: Writeback) -> str:
         self._log("writeback")
         moved = self.broker.writeback()
         if not moved:
             return "No whole dirty page to write back."
         return "The kernel wrote back " + ", ".join(f"{m['file']} up to byte {m['to']}" for m in moved) + "."
 
-    @command(Field("power_loss", "bool", "Power loss (the OS goes down too)", default=True),
-             help="Kill the broker; with power loss the page cache is lost.")
-    def crash(self, power_loss: bool = True) -> str:
+    @handles(Crash)
+    def crash(self, cmd: Crash) -> str:
+        power_loss = cmd.power_loss
         self._log("crash")
         leo = self.broker.log.log_end_offset
         lost_files = self.broker.crash(power_loss)
@@ -102,8 +110,8 @@ class PageCacheSandbox(SandboxKind):
             (", ".join(f"{f['file']} {f['size_before']} → {f['size_after']} B" for f in lost_files) or "no bytes lost") + \
             ". Restart the broker to run recovery."
 
-    @command(help="Start the broker: recovery runs.")
-    def restart(self) -> str:
+    @handles(Restart)
+    def restart(self, cmd: Restart) -> str:
         if self.broker.alive:
             raise CommandError("invalid", "The broker is running.", None, "restart")
         seq = self.events.seq
@@ -122,10 +130,9 @@ class PageCacheSandbox(SandboxKind):
         return (f"Recovered: the log ends at offset {log.log_end_offset}"
                 + (f"; {lost} acknowledged record(s) are gone." if lost else "; nothing acknowledged was lost."))
 
-    @command(Field("flush_messages", "int", "flush.messages (0: never)", required=True, choices=FLUSH_MESSAGES_CHOICES),
-             Field("flush_ms", "int", "flush.ms (0: never)", required=True, choices=FLUSH_MS_CHOICES),
-             help="fsync every N messages / every T ms (0: never, Kafka's default).")
-    def set_flush(self, flush_messages: int, flush_ms: int) -> str:
+    @handles(SetFlush)
+    def set_flush(self, cmd: SetFlush) -> str:
+        flush_messages, flush_ms = cmd.flush_messages, cmd.flush_ms
         self.config = self.config.replace(flush_interval_messages=flush_messages or LONG_MAX,
                                           flush_interval_ms=flush_ms or LONG_MAX)
         self.broker.config = self.config
@@ -133,9 +140,9 @@ class PageCacheSandbox(SandboxKind):
             self.broker.log.update_config(self.config)
         return (f"flush.messages={flush_messages or 'never'}, flush.ms={flush_ms or 'never'}.")
 
-    @command(Field("offset", "int", "Offset", required=True, min=0, max=10**12 - 1),
-             help="A consumer fetch: the byte range the broker sends with sendfile.")
-    def fetch(self, offset: int) -> str:
+    @handles(Fetch)
+    def fetch(self, cmd: Fetch) -> str:
+        offset = cmd.offset
         log = self._log("fetch")
         if offset >= log.log_end_offset:
             raise CommandError("invalid", f"Offset {offset} is past the log end ({log.log_end_offset}).", "offset", "fetch")

@@ -26,10 +26,9 @@ Scenario keys (from the lesson file):
 """
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -43,7 +42,7 @@ from engine.cluster.scenarios import Scenario, Step, get_scenario
 from .group_views import deliveries, group_view, lag_series, protocol_steps
 from .kinds import MAX_STEPS, SandboxKind, command
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
-from .validation import CommandError, CommandSpec, Field, validate_command
+from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
 __all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
 
@@ -56,43 +55,20 @@ SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
 # heartbeat events).
 WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
             "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 99, "a": 99, "b": 99}
-_FIELD_KINDS = {"int": "int", "int?": "int", "str": "str", "str?": "str", "topic": "str", "bool": "bool"}
+CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
 
 
 def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | None:
     """A :class:`CommandSpec` for engine command ``name``, its fields generated from the
-    engine's field metadata; optional fields a form cannot send (lists, objects) are left
-    out, and a command needing one is not offered (None).
+    engine's field metadata (:func:`~kafkaviz.live.validation.command_fields`); a command
+    needing a field a form cannot send is not offered (None).
     ``defaults`` fills fields the page leaves out (the lesson's topic)."""
     cls = ENGINE_COMMANDS[name]
-    fields = []
-    for f in dataclasses.fields(cls):
-        meta = f.metadata
-        kind = meta.get("kind", "")
-        if kind == "acks":
-            fields.append(Field(f.name, "str", "acks", default="all", choices=("all", "-1", "0", "1")))
-            continue
-        web_kind = _FIELD_KINDS.get(kind)
-        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-        if web_kind is None:
-            if has_default:
-                continue      # a list or object a form cannot send: the engine's default applies
-            return None
-        default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else None)
-        high = meta.get("high")
-        cap = WEB_CAPS.get(f.name)
-        if web_kind == "int" and cap is not None:
-            high = cap if high is None else min(high, cap)
-        fields.append(Field(f.name, web_kind, f.name.replace("_", " "), default=default,
-                            required=not has_default and f.name not in defaults,
-                            min=int(meta["low"]) if web_kind == "int" and meta.get("low") is not None else None,
-                            max=int(high) if web_kind == "int" and high is not None else None,
-                            max_length=40 if web_kind == "str" else None,
-                            pattern=r"[A-Za-z0-9._-]*" if web_kind == "str" else None,
-                            pattern_help="may only hold letters, digits, '.', '_' and '-'",
-                            choices=meta.get("choices")))
-    return CommandSpec(name, tuple(fields), handler=lambda kind, **values: kind.engine(name, values),
-                       help=cls.summary)
+    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT)
+    if fields is None:
+        return None
+    return CommandSpec(name, fields, handler=lambda kind, **values: kind.engine(name, values),
+                       help=cls.summary, extra={"engine": cls})
 
 
 def _load_fields(scenario: dict) -> tuple[Field, ...]:
@@ -157,6 +133,8 @@ def script_ends(script: list[dict[str, Any]]) -> list[int]:
 
 class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
+
+    name: ClassVar[str] = "replication"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -474,7 +452,7 @@ class ReplicationSandbox(SandboxKind):
         if pos == 0 or len(self.step_seqs) <= pos:
             return []
         lo, hi = self.step_seqs[pos - 1], self.step_seqs[pos]
-        return [env.to_dict() for env in self.run.cluster.events.envelopes if lo < env.seq <= hi]
+        return [env.to_dict() for env in self.run.cluster.events.between(lo, hi)]
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run

@@ -12,11 +12,13 @@ virtual time) and after every command, so replaying the steps rebuilds it exactl
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from .kinds import command
+from engine.storage_commands import Advance, DeleteRecords, Produce, SetRetention
+
+from .kinds import handles
 from .segments import SegmentsSandbox
-from .validation import CommandError, Field
+from .validation import CommandError
 
 __all__ = ["RetentionSandbox", "MAX_HISTORY"]
 
@@ -25,6 +27,8 @@ MAX_HISTORY = 600     # samples kept for the chart; older ones are thinned, neve
 
 class RetentionSandbox(SegmentsSandbox):
     """One partition under retention; partition 0 is the one the chart follows."""
+
+    name: ClassVar[str] = "retention"
 
     def open(self) -> None:
         super().open()
@@ -45,24 +49,21 @@ class RetentionSandbox(SegmentsSandbox):
             half = len(h) // 2
             self.history = h[:half:2] + h[half:]
 
-    def produce(self, *args: Any, **kwargs: Any) -> str:
-        text = super().produce(*args, **kwargs)
+    @handles(Produce)
+    def produce(self, cmd: Produce) -> str:
+        text = super().produce(cmd)
         self._sample()
         return text
 
-    def advance(self, seconds: int) -> str:
-        text = super().advance(seconds)
+    @handles(Advance)
+    def advance(self, cmd: Advance) -> str:
+        text = super().advance(cmd)
         self._sample()
         return text
 
-    # the base class's commands keep their specs; these re-bind the overriding methods
-    produce._command = SegmentsSandbox.produce._command          # type: ignore[attr-defined]
-    advance._command = SegmentsSandbox.advance._command          # type: ignore[attr-defined]
-
-    @command(Field("offset", "int", "Delete records before offset (-1: the high watermark)", required=True,
-                   min=-1, max=10**12 - 1),
-             help="DeleteRecords: move the log start offset up; whole segments below it go at the next check.")
-    def delete_records(self, offset: int) -> str:
+    @handles(DeleteRecords)
+    def delete_records(self, cmd: DeleteRecords) -> str:
+        offset = cmd.offset
         log = self.logs[0]
         before = log.log_start_offset
         if offset != -1 and offset < before:
@@ -76,10 +77,9 @@ class RetentionSandbox(SegmentsSandbox):
         return (f"Log start offset {before} → {new}. Records below {new} can no longer be read; the segments wholly "
                 "below it go at the next retention check.")
 
-    @command(Field("retention_bytes", "int", "retention.bytes (-1: no limit)", required=True, min=-1, max=100_000),
-             Field("retention_ms", "int", "retention.ms (-1: no limit)", required=True, min=-1, max=86_400_000),
-             help="Change retention.bytes and retention.ms; the next retention check uses them.")
-    def set_retention(self, retention_bytes: int, retention_ms: int) -> str:
+    @handles(SetRetention)
+    def set_retention(self, cmd: SetRetention) -> str:
+        retention_bytes, retention_ms = cmd.retention_bytes, cmd.retention_ms
         self.config = self.config.replace(retention_bytes=retention_bytes, retention_ms=retention_ms)
         for log in self.logs:
             log.update_config(self.config)

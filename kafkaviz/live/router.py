@@ -40,7 +40,7 @@ from collections import Counter
 from typing import Any
 
 from .runtime import READ_ONLY_COMMANDS, Runtime, get_runtime
-from .validation import CommandError
+from .validation import CommandError, command_name
 
 log = logging.getLogger("kafkaviz.router")
 
@@ -489,7 +489,7 @@ class RedisRouter(LocalRouter):
     async def _command_here(self, sid: str, args: dict[str, Any]) -> Any:
         message = args.get("message")
         result = await self.runtime.command(sid, message, str(args.get("budget") or ""))
-        if not (isinstance(message, dict) and message.get("type") in READ_ONLY_COMMANDS):
+        if command_name(message) not in READ_ONLY_COMMANDS:
             await self._save(sid)           # a read-only command changed nothing worth keeping again
         return result
 

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from engine.errors import KafkaError
 
+from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
@@ -61,7 +62,8 @@ COMMON_COMMANDS: dict[str, CommandSpec] = {
     "mode": CommandSpec("mode", (Field("step", "bool", "Step mode", default=False),),
                         help="Step mode: one frame per engine event."),
     "export": CommandSpec("export", (), help="The run as JSON (seed, lesson, command log, step)."),
-    "import": CommandSpec("import", (Field("run", "str", "Run file", required=True, max_length=64 * 1024),),
+    "import": CommandSpec("import", (Field("run", "str", "Run file", required=True,
+                                           max_length=settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]),),
                           help="Replace the run with an exported one."),
     "share": CommandSpec("share", (), help="Store the run under a short id and get its link."),
     "open_shared": CommandSpec("open_shared", (Field("id", "str", "Share id", required=True, max_length=8,

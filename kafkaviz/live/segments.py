@@ -4,11 +4,14 @@
 
 Scenario keys (from the lesson file): ``topic``, ``partitions``, ``ms_per_message``
 (each message sent moves the virtual clock, so timestamps differ and the periodic
-retention check runs now and then), ``max_jump_seconds`` and ``config`` (Kafka names).
+retention check runs now and then) and ``config`` (Kafka names).
+
+Its commands are the engine's storage commands ``produce`` and ``advance``
+(``engine/storage_commands.py``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.config import LogConfig
 from engine.disk import Disk
@@ -16,12 +19,12 @@ from engine.log.log import Log
 from engine.records import SimpleRecord
 from engine.records.batch import BATCH_OVERHEAD
 
-from django.conf import settings
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from engine.storage_commands import Advance, Produce
 
-from .kinds import SandboxKind, command
-from .validation import CommandError, Field
+from django.utils.translation import gettext as _
+
+from .kinds import SandboxKind, handles
+from .validation import CommandError
 
 __all__ = ["SegmentsSandbox", "max_value_size", "KEY_MAX"]
 
@@ -36,23 +39,10 @@ def max_value_size(scenario: dict) -> int:
     return max(1, min(config.segment_bytes, config.max_message_bytes) - BATCH_OVERHEAD - KEY_MAX - _RECORD_OVERHEAD)
 
 
-def _produce_fields(scenario: dict) -> tuple[Field, ...]:
-    return (
-        Field("partition", "int", gettext_lazy("Partition"), default=0, min=0, max=scenario.get("partitions", 1) - 1),
-        Field("count", "int", gettext_lazy("Number of messages"), required=True, min=1,
-              max=settings.KAFKAVIZ_RUNTIME.get("MAX_MESSAGES_PER_COMMAND", 50)),
-        Field("value_size", "int", gettext_lazy("Value size (bytes)"), default=100, min=1, max=max_value_size(scenario)),
-        Field("key", "str", gettext_lazy("Key"), default="", max_length=KEY_MAX, pattern=r"[ -~]*",
-              pattern_help=gettext_lazy("may only hold printable ASCII characters")),
-    )
-
-
-def _advance_fields(scenario: dict) -> tuple[Field, ...]:
-    return (Field("seconds", "int", gettext_lazy("Jump"), required=True, min=1, max=scenario.get("max_jump_seconds", 3600)),)
-
-
 class SegmentsSandbox(SandboxKind):
     """The partitions of one topic on one broker, replication factor 1."""
+
+    name: ClassVar[str] = "segments"
 
     def open(self) -> None:
         sc = self.scenario
@@ -70,9 +60,20 @@ class SegmentsSandbox(SandboxKind):
         super().__init__(*args, **kwargs)
         self.open()
 
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
+        return {"produce": {"partition": {"default": 0, "min": 0, "max": scenario.get("partitions", 1) - 1},
+                            "value_size": {"max": max_value_size(scenario)},
+                            "key": {"default": "", "max_length": KEY_MAX}, "key_mode": None}}
+
     # ---- commands ----------------------------------------------------------
-    @command(_produce_fields, help="Send messages, each in its own batch (like linger.ms=0).")
-    def produce(self, partition: int, count: int, value_size: int, key: str = "") -> str:
+    @handles(Produce)
+    def produce(self, cmd: Produce) -> str:
+        count, value_size, key = cmd.count, cmd.value_size, cmd.key or ""
+        partition = 0 if cmd.partition is None or cmd.partition < 0 else cmd.partition
+        if partition >= len(self.logs):
+            raise CommandError("invalid", f"Partition {partition} does not exist: the topic has {len(self.logs)}.",
+                               "partition", "produce")
         if self.messages_sent + count > self.limits.max_messages:
             raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} messages and has "
                                f"{self.messages_sent}; press Reset to start over.", "count", "produce")
@@ -95,11 +96,11 @@ class SegmentsSandbox(SandboxKind):
         where = _("offset %(a)s") % {"a": first} if first == last else _("offsets %(a)s–%(b)s") % {"a": first, "b": last}
         return _("Sent %(n)s message(s) to partition %(p)s: %(where)s.") % {"n": count, "p": partition, "where": where}
 
-    @command(_advance_fields, help="Move the virtual clock forward; due tasks (retention, deletes) run.")
-    def advance(self, seconds: int) -> str:
+    @handles(Advance)
+    def advance(self, cmd: Advance) -> str:
         # Move one due task at a time and end a frame after each, so a long jump shows
         # every phase (renamed to .deleted, then removed) rather than only the end.
-        target = self.clock.now_ms() + seconds * 1000
+        target = self.clock.now_ms() + cmd.ms
         ran = 0
         while True:
             due = self.scheduler.next_due_ms()
@@ -109,7 +110,7 @@ class SegmentsSandbox(SandboxKind):
             self.cut_frame()
         ran += self.scheduler.advance(target - self.clock.now_ms())
         return _("Clock moved %(s)s s to %(t).1f s; %(n)s scheduled task(s) ran.") % {
-            "s": seconds, "t": self.clock.now_ms() / 1000, "n": ran}
+            "s": f"{cmd.ms / 1000:g}", "t": self.clock.now_ms() / 1000, "n": ran}
 
     # ---- state -------------------------------------------------------------
     def kind_state(self) -> dict[str, Any]:

@@ -9,14 +9,16 @@ Scenario keys: ``topic``, ``partitions``, ``batch_size`` (the producer's batch.s
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.config import LogConfig
 from engine.disk import Disk
 from engine.topic import Producer, SimpleConsumer, Topic
 
-from .kinds import SandboxKind, command
-from .validation import CommandError, Field
+from engine.storage_commands import Poll, Produce, Rewind
+
+from .kinds import SandboxKind, handles
+from .validation import CommandError
 
 __all__ = ["TopicSandbox"]
 
@@ -24,19 +26,10 @@ SHOWN_RECORDS = 60        # per partition / per consumer, newest kept in the fra
 SHOWN_PLACEMENTS = 40
 
 
-def _produce_fields(scenario: dict) -> tuple[Field, ...]:
-    return (
-        Field("count", "int", "Number of messages", required=True, min=1, max=40),
-        Field("key_mode", "str", "Keys", default="none", choices=("none", "fixed", "cycle")),
-        Field("key", "str", "Key", default="user-1", max_length=24, pattern=r"[ -~]*",
-              pattern_help="may only hold printable ASCII characters"),
-        Field("partition", "int", "Partition (-1: let the partitioner choose)", default=-1, min=-1,
-              max=int(scenario.get("partitions", 3)) - 1),
-    )
-
-
 class TopicSandbox(SandboxKind):
     """A topic, a producer and consumers A and B (see module docstring)."""
+
+    name: ClassVar[str] = "topic"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -55,10 +48,17 @@ class TopicSandbox(SandboxKind):
         self.messages_sent = 0
         self.placements: list[dict[str, Any]] = []
 
+    @classmethod
+    def narrow(cls, scenario: dict) -> dict[str, dict[str, dict[str, Any] | None]]:
+        return {"produce": {"partition": {"default": -1, "max": int(scenario.get("partitions", 3)) - 1},
+                            "key": {"default": "user-1", "max_length": 24},
+                            "key_mode": {"default": "none"}, "value_size": None}}   # values are order-N
+
     # ---- commands ----------------------------------------------------------
-    @command(_produce_fields, help="Send messages; the default partitioner places them, then linger.ms sends "
-                                   "what is left in the open batches.")
-    def produce(self, count: int, key_mode: str = "none", key: str = "user-1", partition: int = -1) -> str:
+    @handles(Produce)
+    def produce(self, cmd: Produce) -> str:
+        count, key_mode, key = cmd.count, cmd.mode(), cmd.key or ""
+        partition = -1 if cmd.partition is None else cmd.partition
         if self.messages_sent + count > self.limits.max_messages:
             raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} messages and has "
                                f"{self.messages_sent}; press Reset to start over.", "count", "produce")
@@ -82,18 +82,17 @@ class TopicSandbox(SandboxKind):
         where = ", ".join(f"{n} to partition {p}" for p, n in sorted(placed.items()))
         return f"Sent {count} message(s): {where}."
 
-    @command(Field("consumer", "str", "Consumer", required=True, choices=("A", "B")),
-             Field("max_records", "int", "max.poll.records", default=3, min=1, max=50),
-             help="One poll: fetch from the consumer's partitions in turn.")
-    def poll(self, consumer: str, max_records: int = 3) -> str:
+    @handles(Poll)
+    def poll(self, cmd: Poll) -> str:
+        consumer, max_records = cmd.consumer, cmd.max_records
         got = self.consumers[consumer].poll(max_records)
         if not got:
             return f"Consumer {consumer}: nothing new (it has read up to the high watermark of every partition)."
         return f"Consumer {consumer} got " + ", ".join(f"{v} (p{p}@{o})" for p, o, _, v in got) + "."
 
-    @command(Field("consumer", "str", "Consumer", required=True, choices=("A", "B")),
-             help="Seek the consumer back to the start of every partition.")
-    def rewind(self, consumer: str) -> str:
+    @handles(Rewind)
+    def rewind(self, cmd: Rewind) -> str:
+        consumer = cmd.consumer
         c = self.consumers[consumer]
         for p in c.assignment:
             c.seek(p, self.topic.logs[p].log_start_offset)

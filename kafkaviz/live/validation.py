@@ -1,23 +1,31 @@
 """Validation of the commands browsers send over the WebSocket.
 
-A command is a JSON object with a ``type`` and flat fields. Forms send every value as
-a string, so integers arrive as digit strings; each :class:`Field` converts and
-range-checks its value and produces a message a person can act on. Extra keys that
-htmx adds (``HEADERS``) are ignored; any other unknown key is an error, so typos
-do not pass silently.
+A command is a JSON object with a ``cmd`` (the engine's envelope key) and flat fields.
+Forms send every value as a string, so integers arrive as digit strings; each
+:class:`Field` converts and range-checks its value and produces a message a person can
+act on. Extra keys that htmx adds (``HEADERS``) are ignored; any other unknown key is an
+error, so typos do not pass silently. (``type`` is still read when there is no ``cmd``:
+the socket's own messages and runs shared before the switch carry it.)
+
+An engine command's fields are not written here: :func:`command_fields` derives them
+from the engine's field metadata (``engine/cluster/commands.py``,
+``engine/storage_commands.py``), narrowed only by the demo host's caps and the world's
+shape.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from django.utils.translation import gettext as _
 
-__all__ = ["Field", "CommandSpec", "CommandError", "validate_command", "IGNORED_KEYS"]
+__all__ = ["Field", "CommandSpec", "CommandError", "validate_command", "command_name", "command_fields", "TextRule",
+           "IGNORED_KEYS"]
 
-# htmx's ws extension adds the request headers under this key.
-IGNORED_KEYS = frozenset({"HEADERS", "type"})
+# htmx's ws extension adds the request headers under HEADERS; cmd/type name the command.
+IGNORED_KEYS = frozenset({"HEADERS", "type", "cmd"})
 
 
 class CommandError(Exception):
@@ -108,11 +116,11 @@ class CommandSpec:
 def validate_command(specs: dict[str, CommandSpec], message: Any) -> tuple[CommandSpec, dict[str, Any]]:
     """Return the spec and the cleaned values, or raise :class:`CommandError`."""
     if not isinstance(message, dict):
-        raise CommandError("invalid", "A command must be a JSON object with a \"type\".")
-    ctype = message.get("type")
+        raise CommandError("invalid", "A command must be a JSON object with a \"cmd\".")
+    ctype = command_name(message)
     if not isinstance(ctype, str) or not ctype:
-        raise CommandError("unknown_type", "A command needs a \"type\" naming what to do; "
-                           f"known types: {', '.join(sorted(specs))}.")
+        raise CommandError("unknown_type", "A command needs a \"cmd\" naming what to do; "
+                           f"known commands: {', '.join(sorted(specs))}.")
     spec = specs.get(ctype)
     if spec is None:
         raise CommandError("unknown_type", f"Unknown command type {_show(ctype)}; known types: "
@@ -124,6 +132,70 @@ def validate_command(specs: dict[str, CommandSpec], message: Any) -> tuple[Comma
                            f"Known: {', '.join(sorted(known)) or 'none'}.", unknown[0], ctype)
     values = {f.name: f.clean(message.get(f.name), ctype) for f in spec.fields}
     return spec, values
+
+
+def command_name(message: Any) -> str | None:
+    """The name of the command ``message`` asks for: its ``cmd`` (or, legacy, ``type``);
+    None when there is no such string."""
+    if not isinstance(message, dict):
+        return None
+    name = message["cmd"] if "cmd" in message else message.get("type")
+    return name if isinstance(name, str) else None
+
+
+_FIELD_KINDS = {"int": "int", "int?": "int", "str": "str", "str?": "str", "topic": "str", "bool": "bool"}
+
+
+@dataclass(frozen=True)
+class TextRule:
+    """What a form's text field may hold (the engine takes any string; a demo host does not)."""
+
+    max_length: int
+    pattern: str
+    help: str
+
+
+def command_fields(cls: type, *, defaults: Mapping[str, Any] | None = None, caps: Mapping[str, int] | None = None,
+                   narrow: Mapping[str, Mapping[str, Any] | None] | None = None, text: TextRule,
+                   labels: Mapping[str, Any] | None = None) -> tuple[Field, ...] | None:
+    """The form fields of engine command ``cls``, from its field metadata: kind, default,
+    bounds and choices. ``caps`` lowers a numeric field's maximum (the demo host's policy);
+    ``narrow`` replaces attributes of one field (the world's shape: its partitions, its
+    segment size), or leaves an optional field out (None) where the world has no use for it;
+    ``defaults`` fills fields the page leaves out. Optional fields a form
+    cannot send (lists, objects) are left out; a command needing one gives None."""
+    defaults, caps, narrow, labels = defaults or {}, caps or {}, narrow or {}, labels or {}
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata
+        kind = meta.get("kind", "")
+        if kind == "acks":
+            out.append(Field(f.name, "str", "acks", default="all", choices=("all", "-1", "0", "1")))
+            continue
+        web_kind = _FIELD_KINDS.get(kind)
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        if web_kind is None:
+            if has_default:
+                continue      # a list or object a form cannot send: the engine's default applies
+            return None
+        if f.name in narrow and narrow[f.name] is None:
+            assert has_default, f"{cls.__name__}.{f.name} is required; a world cannot leave it out"
+            continue          # a field this world has no use for: the form refuses it as unknown
+        default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else None)
+        low, high = meta.get("low"), meta.get("high")
+        cap = caps.get(f.name)
+        if web_kind == "int" and cap is not None:
+            high = cap if high is None else min(high, cap)
+        attrs: dict[str, Any] = dict(
+            default=default, required=not has_default and f.name not in defaults,
+            min=int(low) if web_kind == "int" and low is not None else None,
+            max=int(high) if web_kind == "int" and high is not None else None,
+            max_length=text.max_length if web_kind == "str" else None,
+            pattern=text.pattern if web_kind == "str" else None,
+            pattern_help=text.help, choices=meta.get("choices"))
+        attrs.update(narrow.get(f.name, {}))
+        out.append(Field(f.name, web_kind, labels.get(f.name, f.name.replace("_", " ")), **attrs))
+    return tuple(out)
 
 
 def _to_int(raw: Any) -> int | None:

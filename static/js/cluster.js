@@ -366,7 +366,7 @@
     document.addEventListener("click", function (e) {
       const btn = e.target.closest && e.target.closest("button[data-type]");
       if (!btn || !btn.form) return;
-      const input = btn.form.querySelector('input[name="type"]');
+      const input = btn.form.querySelector('input[name="cmd"]');
       if (input) input.value = btn.dataset.type;
     }, true);
     document.addEventListener("keydown", function (e) {

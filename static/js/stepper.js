@@ -2,7 +2,8 @@
  * speed, the scrubber (any step), reset, the narration of the current step (the
  * lesson's intro sentence, then what the engine did, generated from its events), and
  * the keyboard shortcuts (listed on the "?" overlay). Buttons declare their key with
- * aria-keyshortcuts; this file presses them. */
+ * aria-keyshortcuts; this file presses them (never on a room's page watched without control:
+ * see watching()). */
 (function () {
   "use strict";
 
@@ -119,6 +120,14 @@
   };
   KV.stepper = { update: function (frame) { update(frame); openShared(frame); }, seek: seek, setPlaying: setPlaying };
 
+  // A room's student without control (#room-banner[data-control="watching"], set by room.js)
+  // may not change the room's cluster: the server refuses it ("forbidden"). So the shortcuts
+  // that would send a command do nothing, and the "?" list hides them, until control is given.
+  function watching() {
+    const banner = $("room-banner");
+    return !!banner && banner.dataset.control === "watching";
+  }
+
   function toggleKeys() {
     const d = $("keys-dialog");
     if (!d) return;
@@ -134,7 +143,8 @@
     if (file) file.addEventListener("change", function () {
       const f = file.files && file.files[0];
       if (!f) return;
-      if (f.size > 64 * 1024) { $("import-error").textContent = KV.t("sp_too_big", { name: f.name }); return; }
+      const max = KV.data.max_run_bytes;
+      if (f.size > max) { $("import-error").textContent = KV.t("sp_too_big", { name: f.name, kb: Math.floor(max / 1024) }); return; }
       f.text().then(function (text) { $("import-run").value = text; $("import-form").requestSubmit(); file.value = ""; });
     });
     const keys = $("keys-button");
@@ -151,6 +161,8 @@
     const d = $("keys-dialog");
     if (e.key === "?") { e.preventDefault(); toggleKeys(); return; }
     if (d && d.open) return;
+    // Only the speed (which sends nothing) is left to a watcher; Space, arrows and the rest scroll as usual.
+    if (watching() && e.key !== "+" && e.key !== "-" && e.key !== "=") return;
     if (e.target && e.target.type === "range" && ["ArrowLeft", "ArrowRight", "Home", "End"].indexOf(e.key) >= 0) return;
     if (e.target && e.target.type === "radio" && (e.key.indexOf("Arrow") === 0 || e.key === " ")) return;
     let handled = true;

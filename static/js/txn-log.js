@@ -205,7 +205,7 @@
   document.addEventListener("click", function (e) {
     const btn = e.target.closest && e.target.closest("form[data-multi] button[data-type]");
     if (!btn) return;
-    const input = btn.form.querySelector('input[name="type"]');
+    const input = btn.form.querySelector('input[name="cmd"]');
     if (input) input.value = btn.dataset.type;
   }, true);
 })();

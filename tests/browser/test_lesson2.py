@@ -109,10 +109,10 @@ def test_try_it_through_the_forms_and_a_quiz_answer_points_at_the_diagram(page: 
     task = page.locator('[data-task="third-segment"]')
     expect(task).to_have_class(re.compile(r"\bdone\b"))
     expect(task.locator(".task-status")).to_have_text("✓ Done")
-    page.select_option("select[name=seconds]", "65")
+    page.select_option("select[name=ms]", "65000")
     page.click("#advance-button")
     expect(page.locator('[data-task="retention-delete"]')).to_have_class(re.compile(r"\bdone\b"))
-    page.select_option("select[name=seconds]", "30")
+    page.select_option("select[name=ms]", "30000")
     page.click("#advance-button")
     expect(page.locator('[data-task="file-removed"]')).to_have_class(re.compile(r"\bdone\b"))
     # The learner's own commands are steps of the run too.

@@ -131,3 +131,59 @@ def test_a_class_watches_the_instructor_break_the_cluster(browser: Browser, room
     finally:
         teacher_ctx.close()
         student_ctx.close()
+
+
+def test_a_watchers_shortcuts_send_nothing_until_control_is_given(browser: Browser, room_server):
+    """A watcher's page hides Step, Back, Reset and Play; its keyboard shortcuts for them
+    (and for the diagram's command buttons) must do nothing either, rather than send a
+    command the server answers with "forbidden", and the "?" list must not offer them."""
+    teacher_ctx, student_ctx = browser.new_context(), browser.new_context()
+    teacher, student = teacher_ctx.new_page(), student_ctx.new_page()
+    try:
+        log_in(teacher, room_server)
+        teacher.goto(room_server + "/lessons/sandbox/")
+        expect(teacher.locator("#conn-status")).to_have_attribute("data-state", "open")
+        teacher.click("#open-room-button")
+        teacher.wait_for_url("**/rooms/*/present")
+        code = teacher.locator(".join-code").inner_text().strip()
+        wait_for(teacher, "KV.lastFrame && KV.lastFrame.state.run")
+        step = teacher.evaluate("() => KV.lastFrame.state.run.step")
+
+        student.goto(f"{room_server}/r/{code}")
+        student.fill("#id_name", "Ada")
+        student.click("button[type=submit]")
+        expect(student.locator("#conn-status")).to_have_attribute("data-state", "open")
+        expect(student.locator("#room-banner")).to_have_attribute("data-control", "watching")
+        wait_for(student, "KV.lastFrame && KV.lastFrame.state.run")
+        # Every command the page sends: forms through htmx's ws extension, the rest through KV.socket.
+        student.evaluate("""() => { window.sentTypes = []; const s = KV.socket, send = s.send.bind(s);
+            s.send = function (m) { const o = JSON.parse(m); window.sentTypes.push(o.cmd || o.type); send(m); };
+            document.body.addEventListener("htmx:wsBeforeSend",
+                function (e) { const o = JSON.parse(e.detail.message); window.sentTypes.push(o.cmd || o.type); }); }""")
+        student.locator("body").click(position={"x": 5, "y": 5})
+        for key in ("ArrowRight", "ArrowLeft", "Space", "Home", "End", "Shift+R", "t", "c"):
+            student.keyboard.press(key)
+        student.wait_for_timeout(500)
+        assert student.evaluate("() => window.sentTypes") == []
+        expect(student.locator("[role=alert]", has_text="Only the instructor")).to_have_count(0)
+        assert teacher.evaluate("() => KV.lastFrame.state.run.step") == step
+
+        # "?" still opens the list; it says why the command keys are missing.
+        student.keyboard.press("?")
+        expect(student.locator("#keys-dialog")).to_be_visible()
+        expect(student.locator("#keys-dialog .keys-watching")).to_be_visible()
+        expect(student.locator("#keys-dialog", has_text="Run the next step")).to_have_count(1)     # in the DOM ...
+        expect(student.locator("#keys-dialog dd", has_text="Run the next step")).to_be_hidden()  # ... not shown
+        expect(student.locator("#keys-dialog dd", has_text="Show or hide this list")).to_be_visible()
+        student.keyboard.press("Escape")
+
+        # Control given: the same key steps the room.
+        teacher.locator(".roster-member", has_text="Ada").locator(".roster-toggle").click()
+        expect(student.locator("#room-banner")).to_have_attribute("data-control", "granted")
+        student.locator("body").click(position={"x": 5, "y": 5})
+        student.keyboard.press("ArrowRight")
+        wait_for(teacher, f"KV.lastFrame.state.run.step === {step + 1}")
+        assert student.evaluate("() => window.sentTypes") == ["step"]
+    finally:
+        teacher_ctx.close()
+        student_ctx.close()

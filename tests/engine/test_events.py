@@ -184,3 +184,44 @@ def test_a_pickle_with_flat_rows_loads_as_the_same_stream():
     _mixed(old, other, 600, fields=True)
     _mixed(log, clock, 600, fields=True)
     assert old.digest() == log.digest() and old.envelopes == log.envelopes
+
+
+def test_since_and_between_bisect_the_ring_and_see_what_it_keeps():
+    clock = VirtualClock()
+    log = EventLog(clock, keep=5)
+    for i in range(12):
+        log.emit(ThingHappened(str(i)))
+    assert [e.seq for e in log.envelopes] == [8, 9, 10, 11, 12]
+    assert [e.seq for e in log.since(9)] == [10, 11, 12]
+    assert [e.seq for e in log.between(2, 9)] == [8, 9]
+    assert log.between(12, 20) == [] and log.since(0) == log.envelopes
+
+
+def test_a_default_event_log_is_bounded_and_its_digest_covers_everything():
+    from engine.events import DEFAULT_KEEP
+    clock = VirtualClock()
+    bounded, full = EventLog(clock), EventLog(clock, keep=None)
+    for i in range(DEFAULT_KEEP + 700):
+        bounded.emit_fields(OneField, str(i))
+        full.emit_fields(OneField, str(i))
+    assert len(bounded.envelopes) == DEFAULT_KEEP and bounded.envelopes[-1].seq == DEFAULT_KEEP + 700
+    assert len(full.envelopes) == DEFAULT_KEEP + 700
+    assert bounded.digest() == full.digest()
+
+
+def test_a_listener_of_some_kinds_sees_only_those_and_counters_count_every_kind():
+    clock = VirtualClock()
+    log = EventLog(clock)
+    seen, counts = [], {}
+    log.subscribe(seen.append, kinds=("test_one_field",))
+    log.count_into(counts)
+    log.emit_fields(ThingHappened, "a", ())
+    log.emit_fields(OneField, "b")
+    log.emit(ThingHappened("c"))
+    assert [e.event.where for e in seen] == ["b"]
+    assert counts == {"test_thing_happened": 2, "test_one_field": 1}
+    plain = EventLog(VirtualClock())
+    plain.emit(ThingHappened("a", ()))
+    plain.emit(OneField("b"))
+    plain.emit(ThingHappened("c"))
+    assert log.digest() == plain.digest()

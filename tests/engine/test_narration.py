@@ -119,3 +119,41 @@ def test_chinese_sentences_say_the_engine_reason_in_chinese(kind, field):
 def test_a_command_label_names_what_the_command_does(cmd, en, zh):
     # The step list and a learner's own step show these; "None bytes" or a bare "consumer join" said nothing.
     assert narration.command_label(cmd) == en and narration.command_label(cmd, "zh") == zh
+
+
+# ---- one extractor, a template per language ------------------------------------------------
+
+@pytest.mark.parametrize("kind", sorted(narration.SENTENCES))
+def test_a_sentence_has_a_template_for_every_language_and_form(kind):
+    """One extractor per kind, and each language's template (or one per form) beside it."""
+    sentence = narration.SENTENCES[kind]
+    en, zh = sentence.en, sentence.zh
+    assert type(en) is type(zh), kind
+    if not isinstance(en, str):
+        assert set(en) == set(zh), f"{kind}: a form worded in one language only"
+
+
+@pytest.mark.parametrize("kind", sorted(set(narration.SENTENCES) & set(EVENT_TYPES)))
+def test_a_sentences_languages_read_the_same_fields(kind):
+    """One extractor: the table of each language calls the same one, so both sentences
+    come from the same values (a field renamed in the engine breaks both at once)."""
+    ev = sample(EVENT_TYPES[kind])
+    values = narration.SENTENCES[kind].pick(ev, narration._WORDS["en"])
+    assert set(values) == set(narration.SENTENCES[kind].pick(ev, narration._WORDS["zh"]))
+    assert narration.describe(ev, "en") == narration.SENTENCES[kind].render(ev, "en")
+    assert narration.describe(ev, "zh") == narration.SENTENCES[kind].render(ev, "zh")
+
+
+def test_the_cleaners_reason_reads_in_the_sentences_own_language():
+    """The English table once glossed the reason with the Chinese one: one extractor per kind
+    asks the language for its words."""
+    ev = {"kind": "cleaner_check", "partition": 0, "clean_bytes": 0, "dirty_bytes": 371, "ratio": 1.0,
+          "min_cleanable_ratio": 0.5, "first_dirty_offset": 0, "first_uncleanable_offset": 5, "chosen": True,
+          "reason": "dirty ratio above min.cleanable.dirty.ratio"}
+    assert narration.describe(ev).endswith("clean it: dirty ratio above min.cleanable.dirty.ratio")
+    assert narration.describe(ev, "zh").endswith("清理它：脏比例高于 min.cleanable.dirty.ratio")
+
+
+def test_every_kind_is_one_sentence():
+    """No kind is worded by a function of its own per language any more."""
+    assert set(narration._TABLES["en"]) == set(narration._TABLES["zh"]) == set(narration.SENTENCES)

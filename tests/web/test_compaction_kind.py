@@ -59,23 +59,23 @@ def test_a_keyless_record_is_refused_and_nothing_is_appended(tmp_path):
     kind = make_kind(tmp_path)
     leo = kind.logs[0].log_end_offset
     with pytest.raises(KafkaError, match="(?i)key"):
-        send(kind, {"type": "produce", "count": 1, "value_size": 10})
+        send(kind, {"cmd": "produce", "count": 1, "value_size": 10})
     assert kind.logs[0].log_end_offset == leo
     with pytest.raises(CommandError):
-        send(kind, {"type": "put", "key": "two words", "value": "x"})
+        send(kind, {"cmd": "put", "key": "two words", "value": "x"})
     assert kind.logs[0].log_end_offset == leo
     kind.close()
 
 
 def test_clean_now_says_why_it_did_not_clean(tmp_path):
     kind = make_kind(tmp_path)
-    assert send(kind, {"type": "clean"}).startswith("Nothing to clean")
+    assert send(kind, {"cmd": "clean"}).startswith("Nothing to clean")
     for i in range(11):                              # two full segments of distinct keys, one in the active
-        send(kind, {"type": "put", "key": f"k{i}", "value": "1"})
-    send(kind, {"type": "clean"})                   # nothing to drop, but the cleaner point moves to 10
+        send(kind, {"cmd": "put", "key": f"k{i}", "value": "1"})
+    send(kind, {"cmd": "clean"})                   # nothing to drop, but the cleaner point moves to 10
     for i in range(6):
-        send(kind, {"type": "put", "key": f"n{i}", "value": "1"})
-    text = send(kind, {"type": "clean"})
+        send(kind, {"cmd": "put", "key": f"n{i}", "value": "1"})
+    text = send(kind, {"cmd": "clean"})
     assert text.startswith("Not cleaned: dirty ratio 0.") and "min.cleanable.dirty.ratio 0.5" in text
     kind.close()
 
@@ -87,16 +87,16 @@ async def test_compaction_over_the_websocket(runtime):
     assert first["state"]["compaction"]["segments"][0]["records"] == []
     got = []
     for n in (1, 2):
-        await comm.send_json_to({"type": "step"})
+        await comm.send_json_to({"cmd": "step"})
         got += await replies_until(comm, lambda m, n=n: m["type"] == "frame" and m["state"]["run"]["step"] == n)
     kinds = [e["kind"] for m in got if m["type"] == "frame" for e in m["events"]]
     assert {"cleaner_check", "offset_map_filled", "segments_cleaned", "cleaner_swap_step",
             "cleaner_point_moved"} <= set(kinds)
     assert last_state(got)["compaction"]["cleaner_point"] == 5
-    await comm.send_json_to({"type": "put", "key": "two words", "value": "x"})
+    await comm.send_json_to({"cmd": "put", "key": "two words", "value": "x"})
     err = (await replies_until(comm, lambda m: m["type"] == "error"))[-1]
     assert err["field"] == "key"
-    await comm.send_json_to({"type": "delete", "key": "apple"})
+    await comm.send_json_to({"cmd": "delete", "key": "apple"})
     ack = (await replies_until(comm, lambda m: m["type"] == "ack"))[-1]
     assert "tombstone for apple" in ack["text"]
     await comm.disconnect()
@@ -108,10 +108,10 @@ async def test_step_mode_shows_the_swap_files_one_event_at_a_time(runtime):
     """In step mode every event is a frame with the state right after it: mid-pass the
     directory holds the .cleaned and then .swap files, and the state is still readable."""
     comm, _ = await open_lesson("compaction")
-    await comm.send_json_to({"type": "mode", "step": True})
+    await comm.send_json_to({"cmd": "mode", "step": True})
     got = []
     for n in (1, 2):
-        await comm.send_json_to({"type": "step"})
+        await comm.send_json_to({"cmd": "step"})
         got += await replies_until(comm, lambda m, n=n: m["type"] == "frame" and m["state"]["run"]["step"] == n,
                                    timeout=20)
     frames = [m for m in got if m["type"] == "frame" and m["events"]]

@@ -7,6 +7,7 @@ import re
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 
 from kafkaviz.asgi import application
 
@@ -103,14 +104,14 @@ async def test_enough_produces_roll_a_segment_with_a_twenty_digit_name(runtime, 
 
 
 @pytest.mark.parametrize("message, code, needle", [
-    ({"type": "fly"}, "unknown_type", "Unknown command type 'fly'"),
-    ({"no": "type"}, "unknown_type", "needs a \"type\""),
-    ({"type": "produce", "count": "lots"}, "invalid", "Number of messages must be a whole number"),
-    ({"type": "produce", "count": "0"}, "invalid", "between 1 and 50"),
-    ({"type": "produce", "partition": "7"}, "invalid", "Partition must be between 0 and 1"),
-    ({"type": "produce", "count": "1", "key": "ключ"}, "invalid", "printable ASCII"),
-    ({"type": "produce", "colour": "red"}, "invalid", "Unknown field(s) for produce: 'colour'"),
-    ({"type": "advance", "seconds": ""}, "invalid", "Jump is required"),
+    ({"cmd": "fly"}, "unknown_type", "Unknown command type 'fly'"),
+    ({"no": "cmd"}, "unknown_type", "needs a \"cmd\""),
+    ({"cmd": "produce", "count": "lots"}, "invalid", "Number of messages must be a whole number"),
+    ({"cmd": "produce", "count": "0"}, "invalid", "between 1 and 50"),
+    ({"cmd": "produce", "partition": "7"}, "invalid", "Partition must be between 0 and 1"),
+    ({"cmd": "produce", "count": "1", "key": "ключ"}, "invalid", "printable ASCII"),
+    ({"cmd": "produce", "colour": "red"}, "invalid", "Unknown field(s) for produce: 'colour'"),
+    ({"cmd": "advance", "ms": ""}, "invalid", "Jump (ms) is required"),
 ])
 async def test_invalid_message_gets_an_error_and_the_connection_still_works(runtime, ws_headers, message, code,
                                                                                needle):
@@ -128,7 +129,8 @@ async def test_non_json_and_oversized_messages_get_errors(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
     await comm.send_to(text_data="{not json")
     assert (await comm.receive_json_from(timeout=5))["message"] == "That message is not valid JSON."
-    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * 80000 + '"}')
+    oversize = settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"] + 1
+    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * oversize + '"}')
     error = await comm.receive_json_from(timeout=5)
     assert error["code"] == "too_large"
     await comm.disconnect()
@@ -171,7 +173,7 @@ async def test_command_rate_quota_gives_a_clear_error(runtime, runtime_settings,
     runtime_settings["COMMANDS_PER_SECOND"] = 0.01
     comm, _ = await connect(ws_headers)
     for _ in range(3):
-        await comm.send_json_to({"type": "advance", "seconds": "1"})
+        await comm.send_json_to({"cmd": "advance", "ms": "1000"})
     got = await replies_until(comm, lambda m: m["type"] == "error")
     assert got[-1]["code"] == "rate_limited" and "at most 0.01 per second" in got[-1]["message"]
     await comm.disconnect()

@@ -137,7 +137,7 @@ async def test_sync_sends_the_whole_state_again(runtime, ws_headers):
 # ---- the corpus ------------------------------------------------------------------
 
 VALID = [{"type": "produce", "partition": "0", "count": "1", "value_size": "10", "key": "k"},
-         {"type": "advance", "seconds": "1"}, {"type": "mode", "step": "false"}, {"type": "sync"}]
+         {"cmd": "advance", "ms": "1000"}, {"type": "mode", "step": "false"}, {"type": "sync"}]
 ODD_VALUES = [None, True, False, 0, -1, 2**63, -2**63, 1e308, float("nan"), "", " ", "0x10", "1e3", "١٢", "\u0000",
               "\ud7ff", "../../etc/passwd", "<script>", "'; DROP TABLE x;--", [], {}, [1, [2, [3]]], {"a": {"b": {}}},
               "9" * 40, "\n", "💥" * 10]

@@ -12,8 +12,9 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from kafkaviz.asgi import application
-from kafkaviz.classroom.consumers import MAX_SOCKETS_PER_MEMBER
+from kafkaviz.classroom.consumers import MAX_SOCKETS_PER_MEMBER, member_place
 from kafkaviz.live.leases import live_sockets
+from kafkaviz.live.router import get_router
 
 from .framing import TrackedCommunicator
 from .test_rooms import close_thread_connections, fast_hashing, headers, setup  # noqa: F401 - fixtures
@@ -151,6 +152,29 @@ async def test_a_student_whose_tabs_were_killed_is_never_locked_out_of_the_room(
         msg = await t.receive_json_from(timeout=10)
         if msg["type"] == "roster" and [m["connected"] for m in msg["members"]] == [False]:
             break
+    await t.disconnect()
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_the_roster_drops_a_student_whose_process_died_within_the_lease_time(short_leases):
+    """A student's socket in a process killed with ``kill -9``: no disconnect(), no roster
+    broadcast, only a lease nobody renews. The instructor's roster must say "offline"
+    once it lapses, though nobody joins or leaves to trigger a broadcast."""
+    teacher, room, _student = await setup()
+    ada = await sync_to_async(lambda: room.members.get().pk)()
+    # The dead process's socket: a place taken and never renewed (no live socket holds it here).
+    assert await get_router().take_place(member_place(ada), "socket-of-a-killed-process", MAX_SOCKETS_PER_MEMBER)
+    t = TrackedCommunicator(application, f"/ws/rooms/{room.code}/", headers=headers(teacher))
+    assert (await t.connect())[0]
+    started, seen = time.monotonic(), []
+    while not seen or seen[-1] != [False]:
+        msg = await t.receive_json_from(timeout=LEASE * 4)
+        if msg["type"] == "roster":
+            seen.append([m["connected"] for m in msg["members"]])
+    assert seen[0] == [True]                              # shown connected while the lease runs
+    assert time.monotonic() - started < LEASE * 3         # and offline within about the lease time
+    assert await t.receive_nothing(timeout=LEASE)         # nothing more while nothing changes
     await t.disconnect()
 
 

@@ -52,7 +52,7 @@ def _load_bad(tmp_path, monkeypatch, body: str, zh: str | None = None):
         content_mod.load_content.cache_clear()
 
 
-STEP = '[[steps]]\nid = "s1"\ndo = [{ type = "produce" }]\nsay = "x"\n'
+STEP = '[[steps]]\nid = "s1"\ndo = [{ cmd = "produce" }]\nsay = "x"\n'
 
 
 def test_a_prediction_with_a_bad_check_is_refused_naming_the_place(tmp_path, monkeypatch):

@@ -244,3 +244,24 @@ def test_closing_a_room_says_so_on_the_next_page():
     assert response.redirect_chain[-1][0] == "/lessons/leader-epoch/"
     assert f"Room {room.code} is closed." in response.content.decode()
     assert teacher.get(f"/rooms/{room.code}/present").status_code == 410
+
+
+def test_members_have_no_connection_counter_and_the_migrations_match_the_models():
+    """Who is connected is the members' socket leases, never a column a skipped disconnect()
+    leaves high (issue 19): the column is gone, and no model change waits for a migration."""
+    assert "connections" not in {f.name for f in Member._meta.get_fields()}
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+@pytest.mark.parametrize("password, why", [
+    ("short", "too short"),
+    ("password123", "too common"),
+    ("83749261057", "entirely numeric"),
+    ("teacher22", "too similar"),
+])
+def test_createinstructor_refuses_a_weak_password_in_one_line(monkeypatch, password, why):
+    monkeypatch.setenv("WEAK_PASSWORD", password)
+    with pytest.raises(CommandError, match=why) as caught:
+        call_command("createinstructor", "teacher", password_env="WEAK_PASSWORD", stdout=open(os.devnull, "w"))
+    assert "\n" not in str(caught.value)
+    assert not get_user_model().objects.filter(username="teacher").exists()

@@ -90,3 +90,25 @@ async def test_the_instructor_does_not_vote(runtime):
     assert err["code"] == "forbidden"
     assert await sync_to_async(Answer.objects.count)() == 0
     await t_comm.disconnect()
+
+
+async def test_removing_a_student_sends_every_watcher_the_spread_without_their_answer(runtime):
+    teacher, room, ada, bob = await room_of_two()
+    t_comm, _ = await connect(teacher, room)
+    a_comm, _ = await connect(ada, room)
+    b_comm, _ = await connect(bob, room)
+    await t_comm.send_json_to({"type": "step"})
+    await until(t_comm, lambda m: m.get("type") == "frame" and (m["state"].get("prediction") or {}).get("upcoming"))
+    await a_comm.send_json_to({"type": "predict", "question": QUESTION, "choice": 0})
+    await spread(t_comm, [1, 0, 0])
+    await b_comm.send_json_to({"type": "predict", "question": QUESTION, "choice": 2})
+    await spread(t_comm, [1, 0, 1])
+    await spread(b_comm, [1, 0, 1])
+
+    ada_id = await sync_to_async(lambda: room.members.get(name="Ada").pk)()
+    await t_comm.send_json_to({"type": "remove", "member": ada_id})
+    await spread(t_comm, [0, 0, 1])          # the projector drops Ada's pick at once
+    await spread(b_comm, [0, 0, 1])          # and so does every other watcher's page
+    assert await sync_to_async(Answer.objects.filter(room=room).count)() == 1
+    for comm in (t_comm, a_comm, b_comm):
+        await comm.disconnect()

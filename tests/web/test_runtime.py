@@ -94,7 +94,7 @@ async def test_rapid_commands_are_coalesced_into_a_bounded_number_of_frames(tmp_
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
     for _ in range(20):
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
     sb = rt.sandboxes[sid]
     assert len(sent) == 1                      # the first command flushed at once
     assert sb.flush_handle is not None         # one timer holds the other 19
@@ -114,10 +114,10 @@ async def test_step_mode_publishes_every_event_as_its_own_frame(tmp_path):
     rt, sent, _ = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
-    await rt.command(sid, {"type": "mode", "step": "true"})
+    await rt.command(sid, {"cmd": "mode", "step": "true"})
     sent.clear()
     before = rt.sandboxes[sid].engine.events.seq
-    await rt.command(sid, {"type": "produce", "count": "3"})
+    await rt.command(sid, {"cmd": "produce", "count": "3"})
     after = rt.sandboxes[sid].engine.events.seq
     frames = [m["frame"] for _, m in sent if m["frame"]["events"][0]["kind"] != "run_moved"]
     assert len(frames) == after - before > 3
@@ -131,7 +131,7 @@ async def test_frames_go_to_the_sandbox_group_only(tmp_path):
     a, b = new_sandbox_id(), new_sandbox_id()
     await rt.attach(a, "segments")
     await rt.attach(b, "segments")
-    await rt.command(a, {"type": "produce", "count": "1"})
+    await rt.command(a, {"cmd": "produce", "count": "1"})
     assert {group for group, _ in sent} == {f"sandbox.{a}"}
     rt.close_all()
 
@@ -166,7 +166,7 @@ async def test_idle_sandboxes_are_reclaimed_and_their_data_removed(tmp_path):
     assert rt.reap_idle() == [sid]
     assert sid not in rt.sandboxes and not (tmp_path / "data" / sid).exists()
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "produce"})
+        await rt.command(sid, {"cmd": "produce"})
     assert err.value.code == "not_found"
 
 
@@ -196,7 +196,7 @@ async def test_disk_quota_refuses_produce_with_a_clear_message(tmp_path):
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "produce", "count": "50", "value_size": "100"})
+        await rt.command(sid, {"cmd": "produce", "count": "50", "value_size": "100"})
     assert err.value.code == "quota" and "5000 bytes of disk" in err.value.message
     assert rt.sandboxes[sid].engine.logs[0].log_end_offset == 0
     rt.close_all()
@@ -207,13 +207,13 @@ async def test_jump_clock_runs_retention_marks_deleted_then_removes(tmp_path):
     rt, _, _ = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
-    await rt.command(sid, {"type": "produce", "count": "12"})
-    await rt.command(sid, {"type": "advance", "seconds": "65"})
+    await rt.command(sid, {"cmd": "produce", "count": "12"})
+    await rt.command(sid, {"cmd": "advance", "ms": "65000"})
     state = rt.sandboxes[sid].engine.state()
     names = [f["name"] for f in state["partitions"][0]["files"]]
     assert "00000000000000000000.log.deleted" in names
     assert state["partitions"][0]["log_start_offset"] == 12
-    await rt.command(sid, {"type": "advance", "seconds": "30"})
+    await rt.command(sid, {"cmd": "advance", "ms": "30000"})
     names = [f["name"] for f in rt.sandboxes[sid].engine.state()["partitions"][0]["files"]]
     assert not [n for n in names if n.endswith(".deleted")]
     assert {t["id"]: t["done"] for t in rt.sandboxes[sid].engine.state()["tasks"]} == \
@@ -228,9 +228,9 @@ async def test_a_long_clock_jump_shows_deleted_files_before_they_go(tmp_path):
     rt, sent, _ = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
-    await rt.command(sid, {"type": "produce", "count": "12"})
+    await rt.command(sid, {"cmd": "produce", "count": "12"})
     sent.clear()
-    await rt.command(sid, {"type": "advance", "seconds": "120"})
+    await rt.command(sid, {"cmd": "advance", "ms": "120000"})
     await rt.flush(rt.sandboxes[sid])
     frames = [m["frame"] for _, m in sent]
     with_deleted = [i for i, f in enumerate(frames)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from engine.storage_commands import Advance, Produce
 from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.replication import ReplicationSandbox
@@ -31,8 +32,8 @@ def test_segments_quota_equals_du_after_producing(tmp_path):
     box = segments_box(tmp_path / "box")
     try:
         for i in range(12):
-            box.produce(i % 2, 5, 120, "k")
-            box.advance(1)
+            box.produce(Produce(partition=i % 2, count=5, value_size=120, key="k"))
+            box.advance(Advance(ms=1000))
         assert len(box.logs[0].segments) >= 3          # rolls happened: fresh preallocated indexes exist
         quota = box.state()["disk_bytes"]
         assert quota == box.disk.usage_bytes()

@@ -31,7 +31,7 @@ def run(kind, message):
 def test_lesson1_same_key_same_partition_and_offsets_count_from_zero(tmp_path):
     """Seed 001 ordering + seed-claims #113: keyed records go to murmur2(key) % partitions."""
     k = make("topic", tmp_path)
-    run(k, {"type": "produce", "count": "6", "key_mode": "fixed", "key": "user-1"})
+    run(k, {"cmd": "produce", "count": "6", "key_mode": "fixed", "key": "user-1"})
     parts = [p for p in k.state()["partitions"] if p["records"]]
     assert len(parts) == 1 and [r[0] for r in parts[0]["records"]] == list(range(6))
     assert k.state()["tasks"][0] == {"id": "same-key", "done": True, "progress": ""}
@@ -41,7 +41,7 @@ def test_lesson1_keyless_records_stick_then_switch_kip480(tmp_path):
     """Seed 001 says keyless records go round-robin one by one; since Kafka 2.4 (KIP-480) a
     whole batch fills one partition first."""
     k = make("topic", tmp_path)
-    run(k, {"type": "produce", "count": "20", "key_mode": "none"})
+    run(k, {"cmd": "produce", "count": "20", "key_mode": "none"})
     placements = k.state()["placements"]
     runs = []
     for pl in placements:
@@ -55,11 +55,11 @@ def test_lesson1_keyless_records_stick_then_switch_kip480(tmp_path):
 def test_lesson1_two_consumers_order_per_partition_only(tmp_path):
     """Seed 001: order is guaranteed only within a partition."""
     k = make("topic", tmp_path)
-    run(k, {"type": "produce", "count": "12", "key_mode": "cycle"})
-    run(k, {"type": "produce", "count": "12", "key_mode": "none"})
+    run(k, {"cmd": "produce", "count": "12", "key_mode": "cycle"})
+    run(k, {"cmd": "produce", "count": "12", "key_mode": "none"})
     for _ in range(12):
-        run(k, {"type": "poll", "consumer": "A", "max_records": "3"})
-        run(k, {"type": "poll", "consumer": "B", "max_records": "3"})
+        run(k, {"cmd": "poll", "consumer": "A", "max_records": "3"})
+        run(k, {"cmd": "poll", "consumer": "B", "max_records": "3"})
     st = k.state()
     assert st["orders_differ"] and st["tasks"][2]["done"]
     a, b = st["consumers"]
@@ -70,12 +70,12 @@ def test_lesson1_two_consumers_order_per_partition_only(tmp_path):
 def test_lesson1_bad_input_is_refused_and_changes_nothing(tmp_path):
     k = make("topic", tmp_path)
     with pytest.raises(CommandError) as e:
-        run(k, {"type": "produce", "count": "5", "key_mode": "fixed", "key": ""})
+        run(k, {"cmd": "produce", "count": "5", "key_mode": "fixed", "key": ""})
     assert e.value.field == "key"
     with pytest.raises(CommandError):
-        run(k, {"type": "poll", "consumer": "C"})
+        run(k, {"cmd": "poll", "consumer": "C"})
     with pytest.raises(CommandError):
-        run(k, {"type": "produce", "count": "500"})
+        run(k, {"cmd": "produce", "count": "500"})
     assert k.messages_sent == 0
 
 
@@ -84,8 +84,8 @@ def test_lesson3_offset_lookup_picks_segment_probes_index_then_scans(tmp_path):
     """Seed 000 §1.2's six steps; seed 001 lookup #1-#3: floor by file name, binary search in the
     sparse .index (largest entry <= target), then scan the .log from that position."""
     k = make("inside-segment", tmp_path)
-    run(k, {"type": "produce", "count": "40", "value_size": "100"})
-    run(k, {"type": "lookup_offset", "offset": "19"})
+    run(k, {"cmd": "produce", "count": "40", "value_size": "100"})
+    run(k, {"cmd": "lookup_offset", "offset": "19"})
     st = k.state()
     lk = st["lookup"]
     assert lk["mode"] == "offset" and lk["segment"] == max(b for b in lk["candidates"] if b <= 19)
@@ -102,28 +102,28 @@ def test_lesson3_offset_lookup_picks_segment_probes_index_then_scans(tmp_path):
 def test_lesson3_index_interval_changes_density_of_new_entries(tmp_path):
     """Seed 001 seg #6: one entry per index.interval.bytes of messages."""
     k = make("inside-segment", tmp_path)
-    run(k, {"type": "set_index_interval", "bytes": "4096"})
-    run(k, {"type": "produce", "count": "12", "value_size": "100"})
+    run(k, {"cmd": "set_index_interval", "bytes": "4096"})
+    run(k, {"cmd": "produce", "count": "12", "value_size": "100"})
     sparse = len(k.state()["layout"]["offset_index"])
     k2 = make("inside-segment", tmp_path / "b")
-    run(k2, {"type": "set_index_interval", "bytes": "64"})
-    run(k2, {"type": "produce", "count": "12", "value_size": "100"})
+    run(k2, {"cmd": "set_index_interval", "bytes": "64"})
+    run(k2, {"cmd": "produce", "count": "12", "value_size": "100"})
     dense = len(k2.state()["layout"]["offset_index"])
     assert sparse == 0 and dense >= 10
     assert k2.state()["tasks"][2]["done"]
     with pytest.raises(CommandError):
-        run(k2, {"type": "set_index_interval", "bytes": "100"})   # not one of the offered values
+        run(k2, {"cmd": "set_index_interval", "bytes": "100"})   # not one of the offered values
 
 
 def test_lesson4_time_lookup_four_steps_between_entries_and_past_the_end(tmp_path):
     """Seed 002 §1.2's four steps; seed-claims #32: step 2 takes the largest entry <= target
     (the seed says >=); #34: every record has a timestamp, so the answer is exact."""
     k = make("inside-segment", tmp_path, slug="time-index")
-    run(k, {"type": "produce", "count": "30", "value_size": "100"})
-    run(k, {"type": "select_segment", "segment": "0"})
+    run(k, {"cmd": "produce", "count": "30", "value_size": "100"})
+    run(k, {"cmd": "select_segment", "segment": "0"})
     ti = k.state()["layout"]["time_index"]
     target = ti[1][0] + 50                                  # between entries 1 and 2
-    run(k, {"type": "lookup_time", "timestamp": str(target)})
+    run(k, {"cmd": "lookup_time", "timestamp": str(target)})
     lk = k.state()["lookup"]
     assert lk["mode"] == "timestamp" and lk["time_probes"]
     assert all(p[3] != target for p in lk["time_probes"])
@@ -131,7 +131,7 @@ def test_lesson4_time_lookup_four_steps_between_entries_and_past_the_end(tmp_pat
         b[1] for b in k.state()["layout"]["batches"] if b[3] >= target)
     tasks = {t["id"]: t["done"] for t in k.state()["tasks"]}
     assert tasks["time-between"]
-    text = run(k, {"type": "lookup_time", "timestamp": str(10**9)})
+    text = run(k, {"cmd": "lookup_time", "timestamp": str(10**9)})
     assert "-1" in text and k.state()["lookup"]["offset"] == -1
     assert {t["id"]: t["done"] for t in k.state()["tasks"]}["time-past-end"]
 
@@ -139,12 +139,12 @@ def test_lesson4_time_lookup_four_steps_between_entries_and_past_the_end(tmp_pat
 def test_lesson3_lookup_outside_the_log_is_a_clear_error(tmp_path):
     k = make("inside-segment", tmp_path)
     with pytest.raises(CommandError, match="empty"):
-        run(k, {"type": "lookup_offset", "offset": "0"})
-    run(k, {"type": "produce", "count": "3", "value_size": "100"})
+        run(k, {"cmd": "lookup_offset", "offset": "0"})
+    run(k, {"cmd": "produce", "count": "3", "value_size": "100"})
     with pytest.raises(CommandError, match="0–2"):
-        run(k, {"type": "lookup_offset", "offset": "7"})
+        run(k, {"cmd": "lookup_offset", "offset": "7"})
     with pytest.raises(CommandError):
-        run(k, {"type": "produce", "count": "1", "value_size": "5000"})
+        run(k, {"cmd": "produce", "count": "1", "value_size": "5000"})
 
 
 # ---- lesson 5: retention ------------------------------------------------------------------
@@ -153,15 +153,15 @@ def test_lesson5_three_rules_active_segment_kept_deleted_then_gone(tmp_path):
     offset (DeleteRecords) removes segments below it; .deleted first, removed after the delay;
     the active segment is never deleted."""
     k = make("retention", tmp_path)
-    run(k, {"type": "produce", "count": "20", "value_size": "100"})
-    run(k, {"type": "advance", "seconds": "5"})
+    run(k, {"cmd": "produce", "count": "20", "value_size": "100"})
+    run(k, {"cmd": "advance", "ms": "5000"})
     deleted = lambda: [e.reason for e in k.events.of_kind("segment_deleted")]  # noqa: E731
     assert deleted() == ["retention:size"]
     assert any(f["deleted"] for f in k.state()["partitions"][0]["files"])
-    run(k, {"type": "delete_records", "offset": "14"})
-    run(k, {"type": "advance", "seconds": "5"})
+    run(k, {"cmd": "delete_records", "offset": "14"})
+    run(k, {"cmd": "advance", "ms": "5000"})
     assert deleted().count("retention:log_start_offset") == 1
-    run(k, {"type": "advance", "seconds": "70"})
+    run(k, {"cmd": "advance", "ms": "70000"})
     st = k.state()
     assert deleted().count("retention:time") >= 1
     assert len(st["partitions"][0]["segments"]) == 1 and st["partitions"][0]["active_segment"] == st["partitions"][0]["log_end_offset"]
@@ -173,20 +173,20 @@ def test_lesson5_three_rules_active_segment_kept_deleted_then_gone(tmp_path):
 
 def test_lesson5_delete_records_bounds(tmp_path):
     k = make("retention", tmp_path)
-    run(k, {"type": "produce", "count": "5", "value_size": "100"})
+    run(k, {"cmd": "produce", "count": "5", "value_size": "100"})
     with pytest.raises(Exception, match="high watermark"):
-        run(k, {"type": "delete_records", "offset": "9"})
-    run(k, {"type": "delete_records", "offset": "3"})
+        run(k, {"cmd": "delete_records", "offset": "9"})
+    run(k, {"cmd": "delete_records", "offset": "3"})
     with pytest.raises(CommandError, match="forward"):
-        run(k, {"type": "delete_records", "offset": "1"})
+        run(k, {"cmd": "delete_records", "offset": "1"})
     assert k.state()["partitions"][0]["log_start_offset"] == 3
 
 
 def test_lesson5_history_is_bounded(tmp_path):
     k = make("retention", tmp_path)
     for _ in range(10):
-        run(k, {"type": "produce", "count": "40", "value_size": "50"})
-        run(k, {"type": "advance", "seconds": "60"})
+        run(k, {"cmd": "produce", "count": "40", "value_size": "50"})
+        run(k, {"cmd": "advance", "ms": "60000"})
     assert len(k.history) <= 600
     assert len(json.dumps(k.state())) < 60_000
 
@@ -196,12 +196,12 @@ def test_lesson7_power_loss_loses_unflushed_and_recovery_cuts_the_torn_batch(tmp
     """Seed 001 flush: Kafka leaves flushing to the OS (flush.messages/flush.ms default to never);
     a power loss loses what was not fsync'd; recovery keeps every whole batch before the damage."""
     k = make("page-cache", tmp_path)
-    run(k, {"type": "produce", "count": "12", "value_size": "300"})
-    run(k, {"type": "writeback"})
-    run(k, {"type": "crash", "power_loss": "true"})
+    run(k, {"cmd": "produce", "count": "12", "value_size": "300"})
+    run(k, {"cmd": "writeback"})
+    run(k, {"cmd": "crash", "power_loss": "true"})
     with pytest.raises(CommandError, match="down"):
-        run(k, {"type": "produce", "count": "1", "value_size": "10"})
-    run(k, {"type": "restart"})
+        run(k, {"cmd": "produce", "count": "1", "value_size": "10"})
+    run(k, {"cmd": "restart"})
     st = k.state()
     assert st["crashes"][-1]["lost_records"] >= 1 and st["crashes"][-1]["recovery_cut"]["to"] < 4096
     assert st["log"]["log_end_offset"] < 12
@@ -211,18 +211,18 @@ def test_lesson7_power_loss_loses_unflushed_and_recovery_cuts_the_torn_batch(tmp
 
 def test_lesson7_flush_messages_one_loses_nothing_and_fetch_names_the_sendfile_range(tmp_path):
     k = make("page-cache", tmp_path)
-    run(k, {"type": "set_flush", "flush_messages": "1", "flush_ms": "0"})
-    run(k, {"type": "produce", "count": "5", "value_size": "200"})
+    run(k, {"cmd": "set_flush", "flush_messages": "1", "flush_ms": "0"})
+    run(k, {"cmd": "produce", "count": "5", "value_size": "200"})
     assert all(f["durable"] == f["size"] for f in k.state()["files"] if f["name"].endswith(".log"))
-    run(k, {"type": "fetch", "offset": "2"})
+    run(k, {"cmd": "fetch", "offset": "2"})
     fetch = k.state()["fetch"]
     batches = k.state()["log"]["batches"]
     assert fetch["position"] == batches[2][0] and fetch["length"] == sum(b[3] for b in batches[2:])
-    run(k, {"type": "crash", "power_loss": "true"})
-    run(k, {"type": "restart"})
+    run(k, {"cmd": "crash", "power_loss": "true"})
+    run(k, {"cmd": "restart"})
     assert k.state()["crashes"][-1]["lost_records"] == 0
     with pytest.raises(CommandError):
-        run(k, {"type": "set_flush", "flush_messages": "3", "flush_ms": "0"})
+        run(k, {"cmd": "set_flush", "flush_messages": "3", "flush_ms": "0"})
 
 
 # ---- every storage lesson's guided steps, forwards and back -------------------------------
@@ -235,14 +235,14 @@ def test_guided_steps_run_to_the_end_and_back_to_the_same_states(slug, tmp_path)
     kind = get_kind(lesson.kind)(d, seed=7, limits=Limits(5000, 50_000_000), lesson=lesson)
     states = [json.loads(json.dumps(kind.kind_state()))]
     for i in range(len(lesson.steps)):
-        run(kind, {"type": "step"})
+        run(kind, {"cmd": "step"})
         states.append(json.loads(json.dumps(kind.kind_state())))
     with pytest.raises(CommandError):
-        run(kind, {"type": "step"})
+        run(kind, {"cmd": "step"})
     for i in range(len(lesson.steps) - 1, -1, -1):
-        run(kind, {"type": "back"})
+        run(kind, {"cmd": "back"})
         assert json.loads(json.dumps(kind.kind_state())) == states[i], f"step {i} after going back"
-    run(kind, {"type": "seek", "step": str(len(lesson.steps))})
+    run(kind, {"cmd": "seek", "step": str(len(lesson.steps))})
     assert json.loads(json.dumps(kind.kind_state())) == states[-1]
     kind.close()
 
@@ -256,7 +256,7 @@ def _walk(slug, tmp_path):
     ids = [s.id for s in lesson.steps]
 
     def at(step_id):
-        run(kind, {"type": "seek", "step": str(ids.index(step_id) + 1)})
+        run(kind, {"cmd": "seek", "step": str(ids.index(step_id) + 1)})
         return kind.kind_state()
     return kind, at
 
@@ -356,3 +356,13 @@ def test_lookup_steps_are_worded_from_the_event_in_both_languages(tmp_path):
     assert "gives offset 16 to start from" in en[len(lk["time_probes"]) + 1]["text"]
     assert en[-1]["text"] == "Answer: offset 18 (timestamp 1900), read from position 680 of 00000000000000000014.log."
     assert zh[-1]["text"].startswith("答案：偏移量 18")
+
+
+def test_a_run_exported_before_the_switch_still_opens(tmp_path):
+    """Share links and files made when the storage lessons said {"type": "advance", "seconds": 5}."""
+    k = make("retention", tmp_path)
+    old = {"log": [{"id": None, "do": [{"type": "produce", "count": 20, "value_size": 100}], "scripted": False},
+                   {"id": None, "do": [{"type": "advance", "seconds": 5}], "scripted": False}], "step": 2}
+    k.import_run(old)
+    assert k.position == 2 and k.clock.now_ms() == 20 * 100 + 5000
+    assert k.export_run()["log"][1]["do"] == [{"cmd": "advance", "ms": 5000}]

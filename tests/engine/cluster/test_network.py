@@ -138,3 +138,25 @@ def test_bad_link_arguments_raise_and_change_nothing():
     with pytest.raises(InvalidRequestError):
         net.set_drop_probability(0, 1, 1.5)
     assert net.faults() == before and events.seq == 0
+
+
+def test_messages_due_at_one_instant_are_one_task_delivered_in_send_order():
+    net, sched, _, nodes = make()
+    net.send(0, 1, hb(0))
+    net.send(2, 1, hb(2))
+    assert len(sched.pending()) == 1
+    assert [(m["src"], m["dst"], m["sent_ms"], m["deliver_ms"]) for m in net.in_flight()] == [(0, 1, 0, 5), (2, 1, 0, 5)]
+    sched.advance(5)
+    assert [src for src, _ in nodes[1].got] == [0, 2] and net.in_flight() == []
+
+
+def test_a_task_scheduled_between_two_sends_keeps_them_apart_so_order_is_unchanged():
+    net, sched, _, nodes = make()
+    order = []
+    nodes[1].receive = lambda src, msg: order.append(("msg", src))
+    net.send(0, 1, hb(0))
+    sched.schedule(5, order.append, ("task",))
+    net.send(2, 1, hb(2))
+    assert len(sched.pending()) == 3
+    sched.advance(5)
+    assert order == [("msg", 0), ("task",), ("msg", 2)]

@@ -161,3 +161,14 @@ def test_state_is_plain_json_with_per_replica_logs(tmp_path):
     assert rep["role"] == "follower" and rep["leo"] == 1 and rep["high_watermark"] == 1
     assert rep["epoch_cache"] == [[0, 0]]
     assert st["controller"]["active"] == 0 and st["controller"]["controller_epoch"] == 1
+
+
+def test_a_follower_whose_fetch_is_lost_fetches_again_after_request_timeout_plus_max_wait(tmp_path):
+    c = make(tmp_path, brokers=2, rf=2, **{"request.timeout.ms": 700, "replica.fetch.wait.max.ms": 300})
+    c.advance(1000)
+    c.network.cut(0, 1, both=False)           # the leader's answers to broker 1 are lost from here on
+    seq = c.events.seq
+    c.advance(5000)
+    sent = [e.time_ms for e in c.events.since(seq) if e.event.kind == "fetch_sent" and e.event.broker == 1]
+    assert len(sent) >= 3
+    assert {b - a for a, b in zip(sent[1:], sent[2:])} == {700 + 300}

@@ -166,7 +166,7 @@ def test_command_log_skips_blank_and_comment_lines():
 
 
 @pytest.mark.parametrize("text, message", [
-    ('{"cmd": "advance", "ms": 1}\nnot json\n', "line 2: not JSON"),
+    ('{"cmd": "advance", "ms": 1}\nnot json\n', "line 2 is not valid JSON"),
     ('{"cmd": "advance", "ms": -1}\n', "line 1: advance: field 'ms' must be at least 0"),
     ('{"seed": "x"}\n', "line 1: seed must be an integer"),
     ('{"seed": 1, "colour": 2}\n', "line 1: a header takes seed and config"),

@@ -1,5 +1,6 @@
 """``manage.py createinstructor USERNAME [--password-env VAR]``: an instructor account
-(a user in the ``instructors`` group); without ``--password-env`` the password is asked."""
+(a user in the ``instructors`` group); without ``--password-env`` the password is asked.
+The password must pass ``AUTH_PASSWORD_VALIDATORS``; one that does not is refused in one line."""
 from __future__ import annotations
 
 import getpass
@@ -45,9 +46,13 @@ class Command(BaseCommand):
         user = User.objects.filter(username=username).first() or User(username=username, email=email)
         try:
             user.full_clean(exclude=["password"])
+        except ValidationError as exc:
+            raise CommandError("Username refused: " + " ".join(exc.messages)) from None
+        try:
+            # settings.AUTH_PASSWORD_VALIDATORS: length, common, numeric, like the username.
             validate_password(password, user)
         except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
+            raise CommandError("Password refused: " + " ".join(exc.messages)) from None
         user.set_password(password)
         user.save()
         group, _ = Group.objects.get_or_create(name=INSTRUCTORS_GROUP)

@@ -1,0 +1,68 @@
+"""The diagrams a lesson may list (its TOML's ``diagrams``), each with the files it needs.
+
+This is the one manifest: the lesson page and the room's presenter page load exactly the
+scripts and stylesheets declared here, in the head, once each, for the diagrams they
+show; a test checks that every diagram a lesson names has an entry whose files exist.
+Adding a diagram is its template, its script, and a line here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+__all__ = ["Diagram", "DIAGRAMS", "diagram_assets"]
+
+# Shared by the storage and group pictures (cells, bars, chips).
+_STORAGE_CSS = "css/diagrams-storage.css"
+_GROUPS_CSS = "css/diagrams-groups.css"
+
+
+@dataclass(frozen=True)
+class Diagram:
+    """One picture: ``template`` is its block (the page includes it through the
+    ``diagram_template`` filter), ``scripts`` and ``styles`` are static paths the page loads
+    for it."""
+
+    name: str
+    template: str
+    scripts: tuple[str, ...]
+    styles: tuple[str, ...] = ()
+
+
+def _diagram(name: str, *extra_scripts: str, styles: tuple[str, ...] = ()) -> Diagram:
+    """A diagram whose block is ``diagrams/<name>.html``, drawn by ``js/<name>.js`` (and any
+    extra scripts it leans on)."""
+    return Diagram(name, f"diagrams/{name}.html", (f"js/{name}.js", *extra_scripts), styles)
+
+
+DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (
+    _diagram("cluster", "js/flow.js"),          # flow.js draws the messages travelling between brokers
+    _diagram("compaction", styles=(_STORAGE_CSS, _GROUPS_CSS)),
+    _diagram("consumer-group", styles=(_STORAGE_CSS, _GROUPS_CSS)),
+    _diagram("epoch-cache"),
+    _diagram("hw-calc", styles=(_STORAGE_CSS,)),
+    _diagram("lag-chart", styles=(_STORAGE_CSS, _GROUPS_CSS)),
+    _diagram("page-cache", styles=(_STORAGE_CSS,)),
+    _diagram("partition-dir"),
+    _diagram("produce-results", styles=(_STORAGE_CSS,)),
+    _diagram("replica-lanes"),
+    _diagram("replication-chart"),
+    _diagram("retention-chart", styles=(_STORAGE_CSS,)),
+    _diagram("segment-strip", styles=(_STORAGE_CSS,)),
+    _diagram("step-timeline"),
+    _diagram("timeline"),
+    _diagram("timing-wheel"),
+    _diagram("topic-view", styles=(_STORAGE_CSS,)),
+    _diagram("txn-log"),
+)}
+
+
+def diagram_assets(names: Iterable[str]) -> dict[str, list[str]]:
+    """The scripts and stylesheets of these diagrams, in their order, each once: every
+    diagram's own script first, then the helpers (flow.js animates what the pictures drew,
+    so its handlers run after theirs). An unknown name is a KeyError: a lesson file naming
+    a diagram nobody declared must not render."""
+    found = [DIAGRAMS[name] for name in names]
+    scripts = dict.fromkeys([d.scripts[0] for d in found] + [s for d in found for s in d.scripts[1:]])
+    styles = dict.fromkeys(s for d in found for s in d.styles)
+    return {"scripts": list(scripts), "styles": list(styles)}

@@ -1,0 +1,357 @@
+"""The listener: one loopback port per engine broker, speaking Kafka's protocol.
+
+:class:`WireServer` owns an engine :class:`~engine.cluster.Cluster` whose virtual clock
+starts at the wall clock's epoch time and then follows it at speed 1 (:class:`Pacer`:
+the scheduler is run up to "now" whenever a request arrives and whenever its next task
+falls due). The wall clock is read here, never in ``engine/``.
+
+Each request is handled where it arrives, in order per connection; every decoded request
+is appended to the :class:`Recorder` with its virtual arrival time, the connection's node
+and broker, so a run can be replayed: the same requests injected at the same virtual
+times into a cluster built from the same seed give the same event stream (the scheduler
+is deterministic and nothing else enters it; :mod:`wire.replay`).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.clock import VirtualClock
+from engine.cluster import Cluster
+from engine.cluster.config import ClusterConfig
+from engine.disk import Disk
+from engine.errors import KafkaError
+from engine.events import EventLog
+
+from .protocol import (MAX_FRAME_BYTES, ProtocolError, Unsupported, encode_response, frame_size, parse_request,
+                       unsupported_response)
+from .session import FIRST_NODE_ID, Session
+
+__all__ = ["WireServer", "Pacer", "Recorder", "wall_ms"]
+
+log = logging.getLogger("wire")
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Pacer:
+    """Moves the engine's clock with the wall clock (speed 1, no jumps: every task runs at
+    its own due time, in order, as the wall clock passes it)."""
+
+    def __init__(self, cluster: Cluster, clock: Callable[[], int] = wall_ms) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def catch_up(self) -> int:
+        """Run everything due up to the wall clock's now; return the virtual now."""
+        sched = self.cluster.scheduler
+        target = self.clock()
+        # ">=": tasks due right now run too (a zero-latency network delivers in the same ms).
+        while target >= sched.now_ms() and (sched.next_due_ms() or target + 1) <= target:
+            try:
+                sched.run_until(target)
+            except Exception:   # an engine bug must not stop the clock for every client
+                log.exception("engine task failed at %d ms", sched.now_ms())
+        if target > sched.now_ms():
+            sched.clock.advance_to(target)
+        return sched.now_ms()
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        sched = self.cluster.scheduler
+        while True:
+            self.catch_up()
+            due = sched.next_due_ms()
+            delay = 0.05 if due is None else min(0.05, max(0.0, (due - self.clock()) / 1000))
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), delay)
+            except asyncio.TimeoutError:
+                pass
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self.run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+
+class Recorder:
+    """Every decoded request with its virtual arrival time, in arrival order, plus the
+    opening and closing of connections: JSON lines (``path``) and/or kept in memory."""
+
+    def __init__(self, path: Path | None = None, keep: bool = True) -> None:
+        self.entries: list[dict] = []
+        self.keep = keep
+        self._file = open(path, "a", encoding="utf-8") if path is not None else None
+
+    def add(self, entry: dict) -> None:
+        if self.keep:
+            self.entries.append(entry)
+        if self._file is not None:
+            self._file.write(json.dumps(entry, separators=(",", ":")) + "\n")
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class _Gone(Exception):
+    """The connection's broker died or the client went away while a request waited."""
+
+
+class WireServer:
+    """``brokers`` engine brokers, each listening on ``host:port + id``."""
+
+    def __init__(self, data_dir: str | Path, brokers: int = 3, host: str = "127.0.0.1", port: int = 9092,
+                 seed: int = 0, start_ms: int | None = None, clock: Callable[[], int] = wall_ms,
+                 auto_create_topics: bool = True, num_partitions: int = 1, default_replication_factor: int = 1,
+                 network_latency_ms: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES,
+                 record_path: Path | None = None, max_connections_per_address: int = 100,
+                 connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None,
+                 max_requests_per_second_per_address: float = 10_000.0, checker: bool = False) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.host, self.base_port = host, port
+        self.clock = clock
+        start = clock() if start_ms is None else start_ms
+        self.start_ms = start
+        self.seed = seed
+        self.cluster_config = dict(cluster_config or {})
+        self.config = ClusterConfig.from_mapping({"brokers": brokers, "network_latency_ms": network_latency_ms,
+                                                  **(cluster_config or {})})
+        events = EventLog(VirtualClock(start), keep=100_000)
+        self.cluster = Cluster(Disk(self.data_dir / "cluster"), self.config, seed=seed, events=events)
+        self.auto_create_topics = auto_create_topics
+        self.num_partitions = num_partitions
+        self.default_replication_factor = default_replication_factor
+        self.max_frame_bytes = max_frame_bytes
+        self.max_connections_per_address = max_connections_per_address
+        self.connections_max_idle_ms = connections_max_idle_ms     # Kafka's connections.max.idle.ms
+        # A token bucket per client address (burst: one second's worth). A client over it is
+        # slowed, not cut off, as Kafka's request quotas mute a channel for the throttle time.
+        self.request_rate = max_requests_per_second_per_address
+        self._buckets: dict[str, list[float]] = {}      # address -> [tokens, wall seconds]
+        self.endpoints: dict[int, tuple[str, int]] = {}
+        self.recorder = Recorder(record_path)
+        # The engine's checker (engine/cluster/checker.py), told of every record a client was
+        # acknowledged: check() then finds acknowledged records lost, diverged replicas, HW
+        # regressions. Off by default: it decodes every acknowledged batch.
+        self.checker = None
+        if checker:
+            from engine.cluster.checker import Checker
+            self.checker = Checker()
+            self.checker.attach(events)
+        self.pacer = Pacer(self.cluster, clock)
+        self._servers: list[asyncio.base_events.Server] = []
+        self._sessions: dict[int, tuple[Session, asyncio.StreamWriter]] = {}
+        self._peers: dict[int, str] = {}       # node id -> client address, of live connections
+        self._next_node = FIRST_NODE_ID
+        self._tasks: set[asyncio.Task] = set()
+        # SyncGroup: the leader's assignment bytes per (group, generation, member), handed to
+        # each member as sent (the coordinator keeps only the partitions)
+        self.assignments: dict[tuple[str, int, str], bytes] = {}
+
+    def settings(self) -> dict:
+        """What a replay needs to build the same cluster (:func:`wire.replay.replay`)."""
+        return {"brokers": len(self.cluster.brokers), "seed": self.seed, "start_ms": self.start_ms,
+                "network_latency_ms": self.config.network_latency_ms, "num_partitions": self.num_partitions,
+                "default_replication_factor": self.default_replication_factor,
+                "auto_create_topics": self.auto_create_topics, "cluster_config": self.cluster_config}
+
+    # ---- engine helpers -------------------------------------------------------------
+    def next_request_id(self) -> int:
+        rid = self.cluster._next_request_id
+        self.cluster._next_request_id += 1
+        return rid
+
+    def auto_create(self, name: str) -> str | None:
+        """Kafka's auto.create.topics.enable: num.partitions, default.replication.factor."""
+        alive = sum(1 for b in self.cluster.brokers.values() if b.alive)
+        try:
+            self.cluster.create_topic(name, self.num_partitions, max(1, min(self.default_replication_factor, alive)))
+        except KafkaError as exc:
+            return getattr(exc, "name", "INVALID_TOPIC_EXCEPTION")
+        self.recorder.add({"t": self.cluster.now_ms(), "kind": "auto_create", "topic": name,
+                           "partitions": self.num_partitions})
+        return None
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int, config: dict | None = None,
+                     assignment: dict | None = None, via_request: bool = False) -> None:
+        """The operator's or (``via_request``) a CreateTopics request's topic, recorded; a replay
+        makes the latter again from the request itself."""
+        self.cluster.create_topic(name, partitions, replication_factor, config, assignment)
+        self.recorder.add({"t": self.cluster.now_ms(), "kind": "create_topic", "topic": name,
+                           "partitions": partitions, "replication_factor": replication_factor,
+                           "config": config or {},
+                           "assignment": {str(k): v for k, v in assignment.items()} if assignment else None,
+                           "via_request": via_request})
+
+    def check(self, final: bool = False) -> list[dict]:
+        """The checker's new findings against the cluster now (needs ``checker=True``)."""
+        from engine.cluster.run import cluster_views
+        return self.checker.check(cluster_views(self.cluster), final=final)
+
+    def note_acked(self, topic: str, partition: int, base_offset: int, acks: int, request_id: int,
+                   records: bytes) -> None:
+        """A client was told ``records`` (its batch bytes) were written from ``base_offset``."""
+        if self.checker is None:
+            return
+        from engine.cluster.checker import AckedRecord
+        from engine.cluster.partition import record_digest
+        from engine.records import iter_batches
+        rows = []
+        for _, batch in iter_batches(records, verify_crc=False):
+            rows.extend(AckedRecord(topic, partition, base_offset + len(rows), record_digest(r.key, r.value), acks,
+                                    request_id) for r in batch.records)
+        self.checker.note_acked(rows)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{h}:{p}" for _, (h, p) in sorted(self.endpoints.items()))
+
+    # ---- lifecycle ------------------------------------------------------------------
+    async def start(self) -> None:
+        for b in sorted(self.cluster.brokers):
+            srv = await asyncio.start_server(lambda r, w, b=b: self._serve(b, r, w), self.host,
+                                             self.base_port + b if self.base_port else 0, limit=1 << 16)
+            port = srv.sockets[0].getsockname()[1]
+            self.endpoints[b] = (self.host, port)
+            self._servers.append(srv)
+        # Answers carry the endpoints (Metadata, FindCoordinator): a replay needs them too.
+        self.recorder.add({"t": self.cluster.now_ms(), "kind": "listen",
+                           "endpoints": {str(b): [h, p] for b, (h, p) in sorted(self.endpoints.items())},
+                           "settings": self.settings()})
+        self.pacer.start()
+
+    async def stop(self) -> None:
+        for srv in self._servers:
+            srv.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for srv in self._servers:
+            await srv.wait_closed()
+        await self.pacer.stop()
+        self.recorder.close()
+
+    # ---- connections ----------------------------------------------------------------
+    async def _serve(self, broker_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        node_id = self._next_node
+        self._next_node += 1
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        now = self.pacer.catch_up()
+        peer = (writer.get_extra_info("peername") or ("?",))[0]
+        # Counted from the live connections themselves, so nothing but a live socket holds a place.
+        if not self.cluster.brokers[broker_id].alive or \
+                sum(1 for a in self._peers.values() if a == peer) >= self.max_connections_per_address:
+            writer.close()
+            return
+        session = Session(self, broker_id, node_id)
+        self._sessions[node_id] = (session, writer)
+        self._peers[node_id] = peer
+        self.recorder.add({"t": now, "kind": "connect", "node": node_id, "broker": broker_id})
+        try:
+            await self._loop(session, reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError, _Gone):
+            pass
+        except ProtocolError as exc:
+            log.info("closing connection %s: %s", node_id, exc)
+        except asyncio.CancelledError:
+            pass       # the listener is stopping (a cancelled handler task upsets asyncio's stream callback)
+        finally:
+            session.close()
+            self._sessions.pop(node_id, None)
+            self._peers.pop(node_id, None)
+            if peer not in self._peers.values():
+                self._buckets.pop(peer, None)     # the bucket lives as long as a connection from there
+            self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
+            writer.close()
+
+    async def _loop(self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                head = await asyncio.wait_for(reader.readexactly(4), self.connections_max_idle_ms / 1000)
+            except asyncio.TimeoutError:
+                log.info("closing idle connection %s", session.node.id)
+                return
+            size = frame_size(head, self.max_frame_bytes)
+            frame = await reader.readexactly(size)
+            wait = self._take_token(self._peers.get(session.node.id, "?"))
+            if wait > 0:
+                await asyncio.sleep(wait)
+            now = self.pacer.catch_up()
+            if not self.cluster.brokers[session.broker_id].alive:
+                return                      # the broker process is gone: its sockets are too
+            try:
+                req = parse_request(frame)
+            except Unsupported as exc:
+                self.recorder.add({"t": now, "kind": "unsupported", "node": session.node.id,
+                                   "api_key": exc.api_key, "version": exc.version})
+                answer = unsupported_response(exc)
+                if answer is None:
+                    raise ProtocolError(str(exc)) from None
+                writer.write(answer)
+                await writer.drain()
+                continue
+            self.recorder.add({"t": now, "kind": "request", "node": session.node.id, "broker": session.broker_id,
+                               "api_key": req.api_key, "version": req.api_version,
+                               "correlation_id": req.correlation_id,
+                               "frame": base64.b64encode(frame).decode("ascii")})
+            done = loop.create_future()
+
+            def reply(body: dict | None, done=done) -> None:
+                if not done.done():
+                    done.set_result(body)
+            session.dispatch(req, reply)
+            if req.api_key == 0 and req.body["acks"] == 0:
+                reply(None)                 # acks=0: the client expects no answer at all
+            self.pacer.catch_up()           # what is due now (with zero latency, the whole answer)
+            self.pacer.kick()
+            body = await self._answer(session, reader, done)
+            if body is not None:
+                writer.write(encode_response(req.api_key, req.api_version, req.correlation_id, body))
+                await writer.drain()
+
+    def _take_token(self, peer: str) -> float:
+        """Seconds to wait before this address's next request may be handled."""
+        now = time.monotonic()
+        bucket = self._buckets.setdefault(peer, [self.request_rate, now])
+        bucket[0] = min(self.request_rate, bucket[0] + (now - bucket[1]) * self.request_rate)
+        bucket[1] = now
+        bucket[0] -= 1
+        return 0.0 if bucket[0] >= 0 else -bucket[0] / self.request_rate
+
+    async def _answer(self, session: Session, reader: asyncio.StreamReader, done: asyncio.Future) -> Any:
+        """Wait for a request's answer; give up when the broker dies (Kafka's sockets die with
+        its process) or the client hangs up (a lost message is otherwise never answered)."""
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(done), 0.5)
+            except asyncio.TimeoutError:
+                if not self.cluster.brokers[session.broker_id].alive or reader.at_eof():
+                    raise _Gone() from None
