@@ -42,15 +42,17 @@ TIMED_CLICK = """async ([button, target]) => {
 }"""
 
 
-# In the page: click, resolve with ms until a message token is on the cluster picture with its
-# animation running (flow.js), or with null when the step sent nothing (within 1.5 s).
+# In the page: click, resolve with ms until a message token of this click is on the cluster
+# picture with its animation running (flow.js), or with null when the step sent nothing
+# (within 1.5 s). Tokens already there (an earlier step's, still in flight) do not count.
 TIMED_TOKEN = """async (button) => {
   const layer = document.getElementById("cl-flow");
+  const before = new Set(layer.children);
   const t0 = performance.now();
   const done = new Promise(resolve => {
     const timer = setTimeout(() => { obs.disconnect(); resolve(null); }, 1500);
     const obs = new MutationObserver(() => {
-      const moving = Array.from(layer.querySelectorAll("[data-flow]")).some(n =>
+      const moving = Array.from(layer.querySelectorAll("[data-flow]")).some(n => !before.has(n) &&
         n.getAnimations().some(a => a.playState === "running" && (a.currentTime || 0) >= 0 && !(a.effect.getTiming().delay > 0)));
       if (moving) { clearTimeout(timer); obs.disconnect(); resolve(performance.now() - t0); }
     });

@@ -308,6 +308,12 @@ def ui_strings() -> dict[str, str]:
         "le_lane_text": _("{role}, {isr}, log {log}, LEO {leo}, HW {hw}"),
         "le_ghost_title": _("offset {offset}: {value} was cut from this log by truncation"),
         "le_truncated": _("truncated from offset {from} to {to}"),
+        # Why a follower cut its log (the engine's replica_truncated reasons).
+        "le_reason_hw": _("to its HW"),
+        "le_reason_epoch": _("by leader epoch"),
+        "le_reason_diverging_epoch": _("diverging epoch"),
+        "le_reason_out_of_range": _("offset out of range"),
+        "le_reason_log_start": _("below the log start"),
         "le_arrow_lost": _("{label} ({broker} is down: lost)"),
         "le_arrow_desc": _("{from} to {to}: {label}"),
         "le_summary": _("leader: {leader} · epoch {epoch} · ISR [{isr}] · HW {hw}"),

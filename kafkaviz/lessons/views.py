@@ -104,7 +104,9 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
 
 # The pictures the other diagrams of a lesson explain: whichever a lesson lists, these go on
 # the stage (beside the controls and the step's sentence), the cluster first.
-_STAGE_PARTNERS = ("replica-lanes", "consumer-group", "txn-log")
+# The cluster's broker boxes hold their replica lanes themselves (LEO, HW, epoch, ISR), so the
+# full lanes (acknowledged, lost and truncated records, the requests) follow below the stage.
+_STAGE_PARTNERS = ("consumer-group", "txn-log")
 
 
 def stage_diagrams(diagrams: tuple[str, ...] | list[str]) -> list[str]:

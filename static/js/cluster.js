@@ -10,6 +10,9 @@
   let TOP = 36;
   let CLIENT_W = 230;
   let BOX_W = 150, BOX_H = 112, W = 560, perRow = 3;
+  // With the replica lanes (lessons 8-11, the sandbox) a broker's box holds its lane: a cell
+  // per record (value, leader epoch), the HW and the LEO marked under it.
+  const LANE_Y = 84, CELL_H = 30, BOX_H_PLAIN = 112, BOX_H_LANE = 160;
   const el = KV.el;
   const $ = function (id) { return document.getElementById(id); };
 
@@ -106,8 +109,8 @@
         nums = "LEO " + lane.leo + " HW " + lane.high_watermark + (lane.leader_epoch !== null && lane.leader_epoch !== undefined ? " e" + lane.leader_epoch : "");
         isr = st.partition ? (inIsr ? KV.t("in_isr") : KV.t("not_in_isr")) : "";
       }
-      return { role: role, nums: nums, isr: isr, records: lane && lane.records ? lane.records.map(function (r) { return r.epoch; }) : null,
-        hw: lane ? lane.high_watermark : null };
+      return { role: role, nums: nums, isr: isr, records: lane && lane.alive && lane.records ? lane.records : null,
+        hw: lane ? lane.high_watermark : null, leo: lane ? lane.leo : null };
     }
     const parts = (st.partitions || []).filter(function (p) { return (p.replicas || []).some(function (r) { return r.broker === b.id; }); });
     const leads = parts.filter(function (p) { return p.leader === b.id; }).map(function (p) { return "p" + p.partition; });
@@ -119,6 +122,53 @@
     return { role: role, nums: nums, isr: isr, records: null, hw: null };
   }
 
+  // The replica's log in the box: the newest records that fit, a cell each (value over its
+  // epoch, tinted by the epoch), a line at the HW and the LEO's empty slot, both named
+  // under the lane. Records older than the first cell shown are counted ("…3").
+  function drawLane(g, h) {
+    g.replaceChildren();
+    if (!h.records) return;
+    const left = 10, room = BOX_W - 2 * left;
+    const slots = h.records.length + 1;               // the records and the LEO's empty slot
+    const cw = Math.max(18, Math.min(36, Math.floor(room / Math.max(slots, 4))));
+    const fit = Math.max(1, Math.floor(room / cw) - 1);
+    const cut = h.records.length > fit;                // older records than the box holds: "…" before them
+    const show = h.records.slice(-(cut ? fit - 1 : fit)), first = show.length ? show[0].offset : h.leo;
+    const x0 = left + (cut ? cw : 0);
+    const xOf = function (offset) { return x0 + (offset - first) * cw; };
+    show.forEach(function (r) {
+      const c = el("g", { class: "cl-cell" + (r.acked ? " cl-acked" : "") });
+      c.append(el("rect", { x: xOf(r.offset), y: LANE_Y, width: cw - 3, height: CELL_H, rx: 3, class: "cl-rec epoch-" + (r.epoch % 4) }));
+      // The record's value when it fits the cell (m1), else its offset (a squeezed word is unreadable).
+      const value = String(r.value || r.digest || "");
+      const word = value.length * 6.6 <= cw - 4 ? value : String(r.offset);
+      const v = el("text", { x: xOf(r.offset) + (cw - 3) / 2, y: LANE_Y + 13, "text-anchor": "middle", class: "cl-cell-value" }, word);
+      c.append(v, el("text", { x: xOf(r.offset) + (cw - 3) / 2, y: LANE_Y + 25, "text-anchor": "middle", class: "cl-cell-epoch" }, "e" + r.epoch + (r.acked ? "✓" : "")));
+      c.append(el("title", {}, KV.t(r.acked ? "le_cell_title_acked" : "le_cell_title", { offset: r.offset, value: r.value || r.digest, epoch: r.epoch })));
+      g.append(c);
+      // Measured by its characters (a monospace font), not getComputedTextLength: no layout per cell.
+      if (v.textContent.length * 6.7 > cw - 6) { v.setAttribute("textLength", cw - 6); v.setAttribute("lengthAdjust", "spacingAndGlyphs"); }
+    });
+    if (h.leo !== null && h.leo !== undefined && h.leo >= first) {
+      g.append(el("rect", { x: xOf(h.leo), y: LANE_Y, width: cw - 3, height: CELL_H, rx: 3, class: "cl-leo-slot" }));
+    }
+    if (cut) g.append(el("text", { x: left + (cw - 3) / 2, y: LANE_Y + 19, "text-anchor": "middle", class: "cl-lane-more" }, "…"));
+    const marks = [];
+    if (h.hw !== null && h.hw !== undefined && h.hw >= first) {
+      g.append(el("path", { d: "M" + (xOf(h.hw) - 1.5) + "," + (LANE_Y - 4) + " v" + (CELL_H + 8), class: "cl-hw-mark" }));
+      marks.push({ x: xOf(h.hw) - 1.5, text: h.hw === h.leo ? "HW·LEO" : "HW", cls: "cl-lane-hw" });
+    }
+    if (h.leo !== null && h.leo !== undefined && h.leo >= first && h.leo !== h.hw) {
+      marks.push({ x: xOf(h.leo) + (cw - 3) / 2, text: "LEO", cls: "cl-lane-leo" });
+    }
+    // Two labels closer than their width: the second goes a line lower.
+    marks.forEach(function (m, i) {
+      const y = LANE_Y + CELL_H + 12 + (i && Math.abs(m.x - marks[0].x) < 30 ? 11 : 0);
+      const t = el("text", { x: Math.max(left, Math.min(BOX_W - left, m.x)), y: y, "text-anchor": "middle", class: "cl-lane-mark " + m.cls }, "▲" + m.text);
+      g.append(t);
+    });
+  }
+
   function coordinates(st, id) {
     if (st.group && st.group.coordinator === id) return "◆ " + KV.t("cl_group_coordinator");
     if ((st.transactions || []).some(function (t) { return t.coordinator === id; })) return "◆ " + KV.t("cl_txn_coordinator");
@@ -127,6 +177,7 @@
 
   function draw(container, st) {
     const brokers = st.brokers || [];
+    BOX_H = st.lanes ? BOX_H_LANE : BOX_H_PLAIN;
     W = Math.max(320, Math.min(980, container.clientWidth || 560));
     // Room above the boxes for a second badge when the controller's broker also coordinates.
     TOP = brokers.some(function (b) { return b.controller && coordinates(st, b.id); }) ? 62 : 36;
@@ -207,10 +258,14 @@
         return n;
       });
       g.setAttribute("transform", "translate(" + p.x + "," + p.y + ")");
+      g.querySelector(".cl-box").setAttribute("height", BOX_H);
+      g.querySelector(".cl-inc").setAttribute("y", BOX_H - 8);
       g.setAttribute("class", "cl-broker " + (b.alive ? "up" : "down") + (BOX_W < 130 ? " cl-narrow" : ""));
       g.querySelector(".cl-box").setAttribute("width", BOX_W);
       g.querySelector(".cl-cross").setAttribute("d", "M0,0 L" + BOX_W + "," + BOX_H + " M" + BOX_W + ",0 L0," + BOX_H);
-      const texts = g.querySelectorAll("text");
+      // The box's own lines and its two badges' words (not the lane's cell texts).
+      const texts = Array.prototype.slice.call(g.querySelectorAll(":scope > text")).concat(
+        [g.querySelector(".cl-controller").querySelector("text"), g.querySelector(".cl-coordinator").querySelector("text")]);
       texts[0].textContent = KV.brokerName(b.id);
       texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
         (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "");
@@ -218,17 +273,7 @@
       texts[2].textContent = h.role;
       texts[3].textContent = h.nums;
       texts[4].textContent = [h.isr, b.incarnation !== undefined ? KV.t("started_times", { n: b.incarnation }) : ""].filter(Boolean).join(" · ");
-      // The replica's log in small: a square per record, tinted by its epoch, the HW a line.
-      const mini = g.querySelector(".cl-mini");
-      mini.replaceChildren();
-      if (h.records && h.records.length) {
-        const show = h.records.slice(-Math.max(1, Math.floor((BOX_W - 20) / 11)));
-        const first = h.records.length - show.length;
-        show.forEach(function (e, i) {
-          mini.append(el("rect", { x: 10 + i * 11, y: 82, width: 9, height: 9, class: "cl-rec epoch-" + (e % 4) }));
-        });
-        if (h.hw !== null && h.hw >= first) mini.append(el("path", { d: "M" + (9 + (h.hw - first) * 11) + ",79 v15", class: "cl-hw-mark" }));
-      }
+      drawLane(g.querySelector(".cl-mini"), h);
       // A line longer than a narrow box is squeezed to fit it, never cut off.
       for (let i = 0; i < 5; i++) {
         texts[i].removeAttribute("textLength");
@@ -253,8 +298,10 @@
       };
       const cw = fit(ctl), kw = fit(coord);
       const side = cw && kw && cw + kw + 6 <= BOX_W + 20;
-      ctl.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 : BOX_W / 2 - cw / 2) + ",-28)");
-      coord.setAttribute("transform", "translate(" + (side ? BOX_W / 2 - (cw + kw + 6) / 2 + cw + 6 : BOX_W / 2 - kw / 2) + "," +
+      // Within the picture: a badge wider than a phone's box would start left of the first one.
+      const within = function (x, w) { return Math.max(2 - p.x, Math.min(W - 2 - p.x - w, x)); };
+      ctl.setAttribute("transform", "translate(" + within(side ? BOX_W / 2 - (cw + kw + 6) / 2 : BOX_W / 2 - cw / 2, cw) + ",-28)");
+      coord.setAttribute("transform", "translate(" + within(side ? BOX_W / 2 - (cw + kw + 6) / 2 + cw + 6 : BOX_W / 2 - kw / 2, kw) + "," +
         (cw && kw && !side ? -54 : -28) + ")");
       if (what) desc.push(KV.brokerName(b.id) + ": " + what);
       desc.push(KV.brokerName(b.id) + ": " + (b.alive ? KV.t("up") : KV.t("down")) + (b.fenced ? ", " + KV.t("fenced") : "") +
@@ -276,6 +323,8 @@
     const text = $("cluster-text");
     if (text) text.textContent = desc.join(" · ");
     KV.clusterRoute = function (a, b) { return route(pos, a, b); };
+    KV.clusterNode = function (id) { return pos[id] || null; };
+    KV.clusterWidth = W;
   }
 
   // The broker pickers list every broker of the lesson's scenarios; offer only those of the

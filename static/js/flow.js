@@ -10,6 +10,21 @@
 (function () {
   "use strict";
   const FLIGHT_MS = 750, SLOT_MS = 260, MAX_SPAN_MS = 3200, REST_MS = 1100, MAX_TOKENS = 30;
+  // Tokens resting at one receiver at the same time queue away from its box, a row each,
+  // so every label stays readable; at most MAX_QUEUE rows (without motion, only the newest
+  // token of each kind per link, and the newest MAX_QUEUE per receiver, are shown).
+  const ROW_PX = 20, MAX_QUEUE = 4;
+  const held = {};
+  // The schedule across frames: a step's later frames (a long command cut into phases) play
+  // after its earlier ones, in virtual-time order; a new step (a click) drops what the old
+  // step had not started yet, so its own first token moves at once.
+  const chain = { step: undefined, next: 0 };
+  const LAYER_MAX = 2 * MAX_TOKENS;
+
+  function notStarted(node) {
+    const a = node.getAnimations()[0];
+    return !!a && (a.currentTime || 0) < a.effect.getTiming().delay;
+  }
   const el = KV.el;
   const $ = function (id) { return document.getElementById(id); };
   // Who coordinates a group or a transactional id, and who leads a partition: learned from
@@ -115,8 +130,49 @@
   }
   function tr(p) { return "translate(" + p.x.toFixed(1) + "px," + p.y.toFixed(1) + "px)"; }
 
+  function tokenWidth(tok) { return Math.round(tok.label.length * 6.7 + 10); }
+
+  // Without motion every token rests at once: the newest of each kind on each link, then the
+  // newest MAX_QUEUE per receiver (virtual-time order is kept).
+  function newestOnly(tokens) {
+    const seen = {}, perTo = {}, keep = [];
+    for (let i = tokens.length - 1; i >= 0; i--) {
+      const t = tokens[i], key = t.from + ">" + t.to + ":" + t.flow;
+      if (t.drop === undefined && (seen[key] || (perTo[t.to] || 0) >= MAX_QUEUE)) continue;
+      seen[key] = true;
+      if (t.drop === undefined) perTo[t.to] = (perTo[t.to] || 0) + 1;
+      keep.push(t);
+    }
+    return keep.reverse();
+  }
+
+  // The row a token rests in at its receiver: the lowest one no other token holds while it is
+  // there ([arrive, leave] in wall-clock ms from the frame's start).
+  function queueRow(held, tok, arrive, leave) {
+    const busy = (held[tok.to] || (held[tok.to] = [])).filter(function (h) { return h.arrive < leave && arrive < h.leave; })
+      .map(function (h) { return h.row; });
+    let row = 0;
+    while (busy.indexOf(row) >= 0 && row < MAX_QUEUE - 1) row++;
+    held[tok.to].push({ arrive: arrive, leave: leave, row: row });
+    return row;
+  }
+
+  // The rest point: just off the receiver's box, `row` rows further (down under a broker, up
+  // above the client), and every point kept inside the picture so no label is cut off.
+  function rowPoint(p, to, row) {
+    const box = KV.clusterNode && KV.clusterNode(to);
+    if (!box) return p;
+    const away = p.y >= box.y + box.h / 2 ? 1 : -1;
+    return { x: p.x, y: p.y + away * (ROW_PX / 2 + 1 + row * ROW_PX) };   // just off the box, then row by row
+  }
+  function inside(p, w) {
+    const W = KV.clusterWidth || 0;
+    if (!W) return p;
+    return { x: Math.max(w / 2 + 2, Math.min(W - w / 2 - 2, p.x)), y: p.y };
+  }
+
   function tokenNode(tok) {
-    const w = Math.round(tok.label.length * 6.7 + 10);
+    const w = tokenWidth(tok);
     const g = el("g", { class: "flow-token " + tok.cls, "data-flow": tok.flow, "data-from": tok.from, "data-to": tok.to, "data-time": tok.t });
     g.append(el("rect", { x: -w / 2, y: -9, width: w, height: 18, rx: 9 }), el("text", { x: 0, y: 4, "text-anchor": "middle" }, tok.label));
     return g;
@@ -125,13 +181,26 @@
   function play(frame) {
     const layer = $("cl-flow");
     if (!layer || !KV.clusterRoute) return;
-    const tokens = tokensOf(frame);
+    const reduced = KV.reducedMotion();
+    const all = tokensOf(frame);
+    const tokens = reduced ? newestOnly(all) : all;
+    const now = performance.now();
+    const step = ((frame.state || {}).run || {}).step;
+    if (step !== undefined && step !== chain.step) {
+      Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n)) n.remove(); });
+      chain.step = step;
+      chain.next = now;
+    }
     if (!tokens.length) return;
     // Tokens still in flight finish (a step's frames can follow each other within 30 ms);
-    // those resting without motion give way to the new ones; never more than MAX_TOKENS.
+    // those resting without motion give way to the new ones; never more than LAYER_MAX.
     layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
-    while (layer.children.length > MAX_TOKENS) layer.firstChild.remove();
-    const reduced = KV.reducedMotion();
+    Object.keys(held).forEach(function (k) { held[k] = held[k].filter(function (h) { return h.leave !== Infinity; }); });
+    while (layer.children.length > LAYER_MAX) layer.firstChild.remove();
+    const base = Math.max(0, chain.next - now);
+    // Rows held at each receiver, by wall-clock time, across frames (a step's frames can
+    // follow each other within 30 ms, and their tokens rest together).
+    Object.keys(held).forEach(function (k) { held[k] = held[k].filter(function (h) { return h.leave > now; }); });
     const speed = Number(($("speed") || {}).value || 1);
     const times = Array.from(new Set(tokens.map(function (t) { return t.t; }))).sort(function (a, b) { return a - b; });
     const slot = Math.min(SLOT_MS, MAX_SPAN_MS / Math.max(times.length, 1)) / speed;
@@ -144,32 +213,45 @@
       const dx = r0[2].x - r0[0].x, dy = r0[2].y - r0[0].y, len = Math.hypot(dx, dy) || 1;
       const side = (tok.cls.indexOf("flow-answer") >= 0 ? 8 : -8) * (tok.from < tok.to ? 1 : -1);
       const r = r0.map(function (q) { return { x: q.x - dy / len * side, y: q.y + dx / len * side }; });
-      const node = tokenNode(tok);
-      const end = at(r, tok.drop === undefined ? 1 : tok.drop);
+      const node = tokenNode(tok), w = tokenWidth(tok);
+      const fin = function (p) { return inside(p, w); };
+      let end = at(r, tok.drop === undefined ? 1 : tok.drop);
       layer.append(node);
+      // At rest a token leaves its side of the link for a row of the receiver's queue.
       if (reduced) {
         // No motion: the token is at its receiver (or where it fell) until the next frame.
-        node.style.transform = tr(end);
+        if (tok.drop === undefined) end = rowPoint(r0[2], tok.to, queueRow(held, tok, now, Infinity));
+        node.style.transform = tr(fin(end));
         node.classList.add("flow-still");
         return;
       }
-      const delay = times.indexOf(tok.t) * slot;
-      const frames = [0, 0.25, 0.5, 0.75].map(function (f) { return { transform: tr(at(r, f * (tok.drop === undefined ? 1 : tok.drop))), opacity: 1 }; });
-      frames.push({ transform: tr(end), opacity: 1 });
-      if (tok.drop !== undefined) frames.push({ transform: tr({ x: end.x, y: end.y + 46 }), opacity: 0 });
-      else frames.push({ transform: tr(end), opacity: 0 });
-      [0, 0.15, 0.3, 0.45, 0.6, 1].forEach(function (o, i) { frames[i].offset = o; });
+      const delay = base + times.indexOf(tok.t) * slot;
+      chain.next = Math.max(chain.next, now + delay + slot);
       const total = flight / 0.6;     // the flight is the first 60 %; then it rests (or falls) and fades
-      node.style.transform = tr(r[0]);
+      const duration = total + (tok.drop !== undefined ? 0 : REST_MS / speed);
+      if (tok.drop === undefined) end = rowPoint(r0[2], tok.to, queueRow(held, tok, now + delay + 0.45 * duration, now + delay + duration));
+      const frames = [0, 0.25, 0.5, 0.75].map(function (f) { return { transform: tr(fin(at(r, f * (tok.drop === undefined ? 1 : tok.drop)))), opacity: 1 }; });
+      frames.push({ transform: tr(fin(end)), opacity: 1 });
+      if (tok.drop !== undefined) frames.push({ transform: tr(fin({ x: end.x, y: end.y + 46 })), opacity: 0 });
+      else frames.push({ transform: tr(fin(end)), opacity: 0 });
+      [0, 0.15, 0.3, 0.45, 0.6, 1].forEach(function (o, i) { frames[i].offset = o; });
+      node.style.transform = tr(fin(r[0]));
       node.style.opacity = "0";
-      const anim = node.animate(frames, { duration: total + (tok.drop !== undefined ? 0 : REST_MS / speed), delay: delay, easing: "linear", fill: "both" });
+      const anim = node.animate(frames, { duration: duration, delay: delay, easing: "linear", fill: "both" });
       anim.onfinish = function () { node.remove(); };
     });
   }
 
   KV.register("flow", {
     update: function (_node, frame) {
-      if (frame.snapshot || frame.reset) { const layer = $("cl-flow"); if (layer) layer.replaceChildren(); return; }
+      if (frame.snapshot || frame.reset) {
+        const layer = $("cl-flow");
+        if (layer) layer.replaceChildren();
+        Object.keys(held).forEach(function (k) { delete held[k]; });
+        chain.step = undefined;
+        chain.next = 0;
+        return;
+      }
       play(frame);
     },
   });

@@ -233,7 +233,7 @@
             g.append(gc);
           }
           g.append(el("text", { x: LABEL_W + cut.from * CELL_W + 6, y: sy + 16, class: "le-cut-label" },
-            "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.join(", ") + ")"));
+            "✂ " + cut.from + " → " + cut.to + " (" + cut.reasons.map(function (r) { return KV.t("le_reason_" + r); }).join(", ") + ")"));
           text.push(KV.t("le_truncated", { from: cut.from, to: cut.to }));
         }
         // LEO above the lane, HW below: both sit on the boundary before their offset.

@@ -229,3 +229,61 @@ def test_a_produced_batch_travels_into_the_active_segment(browser: Browser, live
         assert token["running"] and token["label"] and token["segment"] in token["active"], token
     finally:
         ctx.close()
+
+
+# Each broker's lane as drawn in its box, and as the state has it.
+LANES = """() => KV.lastFrame.state.lanes.filter((l) => l.alive).map((l) => {
+  const g = document.getElementById("cl-broker-" + l.broker), box = g.querySelector(".cl-box").getBoundingClientRect();
+  const cells = Array.from(g.querySelectorAll(".cl-cell"));
+  return { broker: l.broker, records: l.records.map((r) => r.value), drawn: cells.map((c) => c.querySelector(".cl-cell-value").textContent),
+    inside: cells.every((c) => { const r = c.getBoundingClientRect(); return r.left >= box.left && r.right <= box.right && r.bottom <= box.bottom; }),
+    hw: !!g.querySelector(".cl-hw-mark") === (l.high_watermark >= (l.records[0] || {offset: 0}).offset) };
+})"""
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_brokers_hold_their_replica_lanes_on_the_stage(browser: Browser, live_server_url, size):
+    # Issue 17 item 2: one picture -- each broker's box holds its replica's records (value,
+    # epoch), its HW; the full lanes follow below the stage.
+    ctx, page, errors = fresh(browser, size, reduced=True)
+    try:
+        open_lesson(page, live_server_url, "replication")
+        for _ in range(8):
+            step(page)
+        assert page.locator("#stage #replica-lanes").count() == 0
+        expect(page.locator("#replica-lanes")).to_be_attached()
+        lanes = page.evaluate(LANES)
+        assert lanes and any(lane["records"] for lane in lanes), lanes
+        for lane in lanes:
+            # Lesson 8 has three records: every one fits in a box, at both widths.
+            assert lane["drawn"] == lane["records"] and lane["inside"] and lane["hw"], lane
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+# Tokens at rest, by receiver: pairs whose labels overlap, and any label outside the picture.
+CROWD = """() => {
+  const svg = document.querySelector("#cluster svg").getBoundingClientRect();
+  const toks = Array.from(document.querySelectorAll("#cl-flow [data-flow]:not(.flow-dropped)")).map((n) => ({ to: n.dataset.to, r: n.getBoundingClientRect() }));
+  let overlaps = 0;
+  toks.forEach((a, i) => toks.slice(i + 1).forEach((b) => {
+    if (a.to === b.to && a.r.left < b.r.right && b.r.left < a.r.right && a.r.top < b.r.bottom && b.r.top < a.r.bottom) overlaps++;
+  }));
+  return { n: toks.length, overlaps, outside: toks.filter((t) => t.r.left < svg.left - 1 || t.r.right > svg.right + 1).length };
+}"""
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_tokens_resting_at_one_receiver_queue_rather_than_cover_each_other(browser: Browser, live_server_url, size):
+    # Lesson 9, step 3 sends dozens of fetches and answers to the leader and the client.
+    ctx, page, _ = fresh(browser, size, reduced=True)
+    try:
+        open_lesson(page, live_server_url, "isr-and-acks")
+        for _ in range(3):
+            step(page)
+        wait_for(page, "document.querySelectorAll('#cl-flow [data-flow]').length > 1")
+        crowd = page.evaluate(CROWD)
+        assert crowd["n"] > 1 and crowd["overlaps"] == 0 and crowd["outside"] == 0, crowd
+    finally:
+        ctx.close()
