@@ -51,7 +51,7 @@ class Axis:
         return value
 
 
-_SCHEDULES = ("random", "random+slow") + tuple(SCENARIO_PREFIX + n for n in sorted(SCENARIOS))
+_SCHEDULES = ("mixed", "targeted", "random", "random+slow") + tuple(SCENARIO_PREFIX + n for n in sorted(SCENARIOS))
 
 AXES: dict[str, Axis] = {a.name: a for a in (
     Axis("rf", ("1", "2", "3"), "3", "replication factor of the topic (3 brokers)"),
@@ -61,10 +61,12 @@ AXES: dict[str, Axis] = {a.name: a for a in (
          aliases=(("0", "false"), ("1", "true"), ("no", "false"), ("yes", "true"))),
     Axis("truncation", ("hw", "epoch"), "epoch",
          "follower truncation: hw (before Kafka 0.11) or epoch (KIP-101/279)"),
-    Axis("schedule", _SCHEDULES, "random",
-         "random: seeded fault schedule (crash, clean shutdown, restart, isolate, one- and two-way cuts); "
-         "random+slow: the same plus a slow follower; scenario:NAME: a named scenario"),
-    Axis("steps", ("4", "8", "12", "16", "24", "32"), "8", "random actions per fault schedule"),
+    Axis("schedule", _SCHEDULES, "mixed",
+         "mixed: each seed draws a targeted schedule (3 in 4) or a uniform random one, with a client writing "
+         "throughout; targeted: a fault aimed at one window a setting is about (engine/lab/schedules.py); "
+         "random: the uniform seeded fault schedule (crash, clean shutdown, restart, isolate, one- and two-way "
+         "cuts); random+slow: the same plus a slow follower; scenario:NAME: a named scenario"),
+    Axis("steps", ("4", "8", "12", "16", "24", "32"), "8", "random actions per uniform random fault schedule"),
     Axis("retries", ("0", "1", "3"), "0",
          "times a producer re-sends a failed request (no idempotence: re-sends can duplicate)"),
 )}
