@@ -41,18 +41,42 @@ class Metric:
     sentence: Callable[[list, list], str]       # (cells shown, axes named) -> one sentence
 
 
+def unacknowledged(cell: dict) -> bool:
+    """acks=0: the producer is never told a record was written, so no loss can be counted."""
+    return cell["axes"].get("acks") == "0"
+
+
+def _share(n: int, d: int) -> str:
+    return f"{n} of {d}"
+
+
 def _loss_sentence(cells: list, axes: list) -> str:
-    runs = sum(c["runs"] for c in cells)
-    bad = [c for c in cells if c["runs_with_loss"]]
-    if not bad:
-        return (f"No run lost an acknowledged record: in all {runs} runs shown, every record a producer was told "
-                f"was written survived the faults.")
-    worst = max(bad, key=lambda c: (c["runs_with_loss"] / c["runs"], c["lost"]))
-    safe = [c for c in cells if not c["runs_with_loss"] and c["acked"]]
-    tail = f" Cells that lost nothing include {_label(safe[0], axes)}." if safe else ""
-    return (f"Acknowledged records were lost in {sum(c['runs_with_loss'] for c in bad)} of {runs} runs; worst is "
-            f"{_label(worst, axes)}: {worst['runs_with_loss']} of {worst['runs']} runs lost {worst['lost']} of "
-            f"{worst['acked']} acknowledged records (worst seed {worst['worst']['seed']}).{tail}")
+    counted = [c for c in cells if not unacknowledged(c)]
+    blind = [c for c in cells if unacknowledged(c)]
+    parts = []
+    if counted:
+        runs = sum(c["runs"] for c in counted)
+        bad = sorted((c for c in counted if c["runs_with_loss"]),
+                     key=lambda c: (-c["runs_with_loss"] / c["runs"], -c["lost"], c["cell"]))
+        safe = [c for c in counted if not c["runs_with_loss"]]
+        if not bad:
+            parts.append(f"No run lost an acknowledged record: in all {runs} runs, every record a producer was told "
+                         f"was written survived the faults.")
+        else:
+            lossy = "; ".join(f"{_label(c, axes)} in {_share(c['runs_with_loss'], c['runs'])} runs "
+                              f"({_share(c['lost'], c['acked'])} acknowledged records)" for c in bad[:4])
+            more = f"; and {len(bad) - 4} more cells" if len(bad) > 4 else ""
+            parts.append(f"Acknowledged records were lost with {lossy}{more}.")
+            if safe:
+                names = ", ".join(_label(c, axes) for c in safe[:3])
+                more = f" and {len(safe) - 3} more cells" if len(safe) > 3 else ""
+                parts.append(f"None was lost with {names}{more}, over the same fault schedules.")
+    if blind:
+        sent = sum(c["sent"] for c in blind)
+        missing = sum(c["missing_at_end"] for c in blind)
+        parts.append(f"acks=0 is not acknowledged, so loss cannot be counted: {_share(missing, sent)} records sent "
+                     f"with acks=0 were missing at the end.")
+    return " ".join(parts)
 
 
 def _diverged_sentence(cells: list, axes: list) -> str:
@@ -68,11 +92,17 @@ def _diverged_sentence(cells: list, axes: list) -> str:
 def _unavailable_sentence(cells: list, axes: list) -> str:
     runs = sum(c["runs"] for c in cells)
     mean = sum(c["unavailable_ms_mean"] * c["runs"] for c in cells) / runs if runs else 0
-    worst = max(cells, key=lambda c: c["unavailable_ms_mean"])
-    return (f"A write could not succeed (no live leader, or fewer in-sync replicas than min.insync.replicas "
-            f"under acks=all) for {mean:.3g} ms of virtual time per run on average; longest with "
-            f"{_label(worst, axes)} ({worst['unavailable_ms_mean']:.3g} ms per run, at most "
-            f"{worst['unavailable_ms_max']} ms).")
+    worst = max(cells, key=lambda c: (c["unavailable_ms_mean"], c["cell"]))
+    best = min(cells, key=lambda c: (c["unavailable_ms_mean"], c["cell"]))
+    tail = (f"; shortest with {_label(best, axes)} ({_ms(best['unavailable_ms_mean'])} ms per run)"
+            if best is not worst else "")
+    return (f"Seen from the client, the partition refused or did not answer writes for {_ms(mean)} ms of virtual "
+            f"time per run on average; longest with {_label(worst, axes)} ({_ms(worst['unavailable_ms_mean'])} ms "
+            f"per run, at most {worst['unavailable_ms_max']} ms){tail}.")
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.0f}"
 
 
 def _dup_sentence(cells: list, axes: list) -> str:
@@ -88,13 +118,15 @@ def _dup_sentence(cells: list, axes: list) -> str:
 
 METRICS: tuple = (
     Metric("loss", "Runs that lost acknowledged records", "% of runs",
-           lambda c: _pct(c["runs_with_loss"], c["runs"]),
-           lambda c: f"{_pct(c['runs_with_loss'], c['runs']):g}%<br>{c['lost']}/{c['acked']} lost", _loss_sentence),
+           lambda c: None if unacknowledged(c) else _pct(c["runs_with_loss"], c["runs"]),
+           lambda c: (f"not acknowledged<br>{c['missing_at_end']}/{c['sent']} missing at end" if unacknowledged(c)
+                      else f"{_pct(c['runs_with_loss'], c['runs']):g}%<br>{c['lost']}/{c['acked']} lost"),
+           _loss_sentence),
     Metric("diverged", "Runs whose replicas diverged", "% of runs",
            lambda c: _pct(c["runs_diverged"], c["runs"]),
            lambda c: f"{_pct(c['runs_diverged'], c['runs']):g}%", _diverged_sentence),
-    Metric("unavailable", "Virtual time unavailable for writes", "ms per run",
-           lambda c: c["unavailable_ms_mean"], lambda c: f"{c['unavailable_ms_mean']:.3g} ms",
+    Metric("unavailable", "Time the client could not write", "ms per run",
+           lambda c: c["unavailable_ms_mean"], lambda c: f"{_ms(c['unavailable_ms_mean'])} ms",
            _unavailable_sentence),
     Metric("duplicates", "Records a consumer saw twice", "% of runs",
            lambda c: _pct(c["runs_with_duplicates"], c["runs"]),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import os
 import shutil
@@ -36,7 +37,8 @@ from typing import Any, Callable, Iterator
 
 from engine.lab.grid import AXES, Grid, cell_id
 from engine.lab.logscan import NotALogDirError, find_partition_dirs, scan_rows, segment_files
-from engine.lab.runs import CELL_FIGURES, ROW_FIELDS, WORST_FIELDS, cell_figures, run_partition
+from engine.lab.runs import (CELL_FIGURES, FIGURE_DEFINITIONS, ROW_FIELDS, WORST_FIELDS, cell_axes, cell_figures, run_indices,
+                             run_partition, worst_run_log)
 
 __all__ = ["LabError", "check_java", "master_url", "spark_session", "sweep", "sweep_without_spark", "analyze",
            "partial_dir", "progress_path", "read_summary"]
@@ -45,7 +47,7 @@ ENGINE_DIR = Path(__file__).resolve().parents[2] / "engine"
 SUMMARY = "summary.json"
 PROGRESS = "progress.json"
 WORST_COLUMNS = ("run", "seed", "lost", "lost_at_end", "diverged", "unavailable_ms", "duplicates",
-                 "first_loss_step", "event_digest", "command_log")
+                 "first_loss_step", "event_digest")
 
 
 class LabError(Exception):
@@ -256,9 +258,9 @@ def _progress_writer(tmp: Path, callback: Callable[[dict], None] | None) -> Call
 # ---- the durability lab --------------------------------------------------------------------------
 
 def _row_schema() -> Any:
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
-    types = {"string": StringType(), "long": LongType()}
+    types = {"string": StringType(), "long": LongType(), "int": IntegerType(), "boolean": BooleanType()}
     return StructType([StructField(n, types[t], True) for n, t in ROW_FIELDS])
 
 
@@ -266,46 +268,93 @@ def _triples(grid: Grid) -> list[tuple]:
     return [(spec.cell, spec.run, spec.seed) for spec in grid.specs()]
 
 
+RUNS_PER_TASK = 12      # ~0.2 s of engine work: small enough for smooth progress, big enough
+                        # that a task's fixed cost (a few ms in a reused Python worker) is noise
+MAX_TASKS = 400
+
+
 def _slices(n: int, parallelism: int) -> int:
-    # Enough tasks for a live progress bar and an even spread; few enough that the
-    # per-task overhead stays small against ~15 ms per run.
-    return max(1, min(n, max(4 * parallelism, n // 40)))
+    return max(1, min(n, max(2 * parallelism, min(MAX_TASKS, n // RUNS_PER_TASK))))
+
+
+def _files(n_cells: int, parallelism: int) -> int:
+    # One Parquet file per cell (a cell's rows go to one write task), at most a few per core.
+    return max(1, min(n_cells, 4 * parallelism))
+
+
+def engine_version() -> str:
+    """A digest of the engine's source: two summaries with the same one ran the same engine."""
+    global _ENGINE_VERSION
+    if _ENGINE_VERSION is None:
+        h = hashlib.sha256()
+        for f in sorted(ENGINE_DIR.rglob("*.py")):
+            h.update(f.relative_to(ENGINE_DIR).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+        _ENGINE_VERSION = "sha256:" + h.hexdigest()[:16]
+    return _ENGINE_VERSION
+
+
+_ENGINE_VERSION: str | None = None
+
+
+def figure_definitions() -> dict:
+    return {"cell": {k: dict(v) for k, v in FIGURE_DEFINITIONS.items()},
+            "time": "virtual milliseconds of the engine's clock, not wall time",
+            "axes": {a.name: a.doc for a in AXES.values()}}
 
 
 def _summary(grid: Grid, cells: list[dict], engine: str, timing: dict, extra: dict | None = None) -> dict:
     by_id = {c["cell"]: c for c in cells}
     ordered = [by_id[cell_id(c)] for c in grid.cells if cell_id(c) in by_id]
-    return {"kind": "sweep", "version": 1, "engine": engine,
+    return {"kind": "sweep", "version": 2, "engine": engine, "engine_version": engine_version(),
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "grid": grid.to_dict(), "axes": grid.axes, "all_axes": list(AXES),
-            "figures": [name for name, _, _ in CELL_FIGURES], "cells": ordered, "timing": timing,
-            **(extra or {})}
+            "figures": [name for name, _, _ in CELL_FIGURES], "definitions": figure_definitions(),
+            "row_schema": [{"name": n, "type": t} for n, t in ROW_FIELDS],
+            "cells": ordered, "timing": timing, **(extra or {})}
+
+
+def _attach_worst_logs(cells: list[dict]) -> None:
+    """Each cell's worst run with its command log, rebuilt by replaying it (and checked)."""
+    import tempfile as _tf
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with _tf.TemporaryDirectory(prefix="kafkaviz-lab-worst-", dir=base) as scratch:
+        for c in cells:
+            w = c["worst"]
+            w["command_log"] = worst_run_log(c["cell"], w["run"], w["seed"], w["event_digest"], scratch)
 
 
 def sweep(grid: Grid, out: Path, *, spark: Any = None, master: str | None = None,
           progress: Callable[[dict], None] | None = None) -> dict:
     """Run ``grid`` on Spark; write ``out/runs`` (Parquet, partitioned by the grid's axes)
-    and ``out/summary.json``. Returns the summary."""
+    and ``out/summary.json``. Returns the summary.
+
+    Only run indices travel to executors (``engine.lab.runs.run_indices`` rebuilds each spec
+    there); tasks hold :data:`RUNS_PER_TASK` runs or more; rows are repartitioned by cell
+    before the write, so each cell is one file whatever the number of runs."""
     out = Path(out)
     with _result_dir(out) as tmp:
         t0 = time.monotonic()
         with _session(spark, master) as s:
             t_started = time.monotonic()
             sc = s.sparkContext
-            triples = _triples(grid)
+            total = len(grid.cells) * grid.runs
             report = _progress_writer(tmp, progress)
             group = f"kafkaviz-lab-{uuid.uuid4().hex[:12]}"
-            rdd = sc.parallelize(triples, _slices(len(triples), sc.defaultParallelism)).mapPartitions(run_partition)
-            df = s.createDataFrame(rdd, _row_schema())
+            play = functools.partial(run_indices, grid.cells, grid.runs, grid.seed)
+            rdd = sc.parallelize(range(total), _slices(total, sc.defaultParallelism)).mapPartitions(play)
+            df = s.createDataFrame(rdd, _row_schema(), verifySchema=False)
+            df = df.repartition(_files(len(grid.cells), sc.defaultParallelism), "cell")
             writer = df.write.partitionBy(*grid.axes) if grid.axes else df.write
-            with _Tracker(sc, group, len(triples), report) as tracker:
+            with _Tracker(sc, group, total, report) as tracker:
                 writer.parquet(str(tmp / "runs"))
                 report(tracker.snapshot())
             t_runs = time.monotonic()
-            cells = _aggregate(s.read.parquet(str(tmp / "runs")))
+            cells = _aggregate(s.read.schema(_row_schema()).parquet(str(tmp / "runs")))
+            _attach_worst_logs(cells)
             timing = {"startup_s": round(t_started - t0, 3), "runs_s": round(t_runs - t_started, 3),
                       "aggregate_s": round(time.monotonic() - t_runs, 3),
-                      "runs_per_s": round(len(triples) / max(t_runs - t_started, 1e-9), 2)}
+                      "runs_per_s": round(total / max(t_runs - t_started, 1e-9), 2)}
             extra = {"master": sc.master, "spark_version": s.version, "default_parallelism": sc.defaultParallelism}
         summary = _summary(grid, cells, "spark", timing, extra)
         _finish(tmp, out, summary)
@@ -328,10 +377,10 @@ def _aggregate(runs: Any) -> list[dict]:
     aggs.append(F.min(F.struct(*key, *[F.col(c) for c in WORST_COLUMNS])).alias("worst"))
     means = {name for name, how, _ in CELL_FIGURES if how == "mean"}
     cells = []
-    for r in runs.groupBy("cell", *AXES).agg(*aggs).collect():
+    for r in runs.groupBy("cell").agg(*aggs).collect():
         d = r.asDict(recursive=True)
         worst = {k: d["worst"][k] for k in WORST_COLUMNS}
-        cell = {"cell": d["cell"], "axes": {a: d[a] for a in AXES}}
+        cell = {"cell": d["cell"], "axes": cell_axes(d["cell"])}
         for name, _, _ in CELL_FIGURES:
             cell[name] = round(d[name], 3) if name in means else int(d[name])
         cell["worst"] = worst
@@ -361,7 +410,8 @@ def sweep_without_spark(grid: Grid, out: Path, *, progress: Callable[[dict], Non
         by_cell: dict[str, list] = {}
         for row in rows:
             by_cell.setdefault(row["cell"], []).append(row)
-        cells = [{"cell": cid, "axes": {a: rs[0][a] for a in AXES}, **cell_figures(rs)} for cid, rs in by_cell.items()]
+        cells = [{"cell": cid, "axes": cell_axes(cid), **cell_figures(rs)} for cid, rs in by_cell.items()]
+        _attach_worst_logs(cells)
         timing = {"startup_s": 0.0, "runs_s": round(t_runs - t0, 3), "aggregate_s": round(time.monotonic() - t_runs, 3),
                   "runs_per_s": round(len(triples) / max(t_runs - t0, 1e-9), 2)}
         summary = _summary(grid, cells, "python", timing)

@@ -65,7 +65,9 @@ class Command(BaseCommand):
         sw.add_argument("--preset", choices=sorted(PRESETS), default=None)
         sw.add_argument("--axis", action="append", default=[], metavar="NAME=V1,V2",
                         help=f"vary an axis (repeatable); axes: {', '.join(AXES)}")
-        sw.add_argument("--runs", type=int, default=20, help="runs per cell (seeds SEED .. SEED+RUNS-1)")
+        sw.add_argument("--runs", type=int, default=None,
+                        help="runs per cell (seeds SEED .. SEED+RUNS-1); default: the preset's (acks, truncation, "
+                             "unclean: 100), otherwise 20")
         sw.add_argument("--seed", type=int, default=0, help="first seed")
         sw.add_argument("--master", default=None, help="Spark master URL (default: SPARK_MASTER_URL or local[*])")
         sw.add_argument("--out", default=None, help="new directory for the results")
