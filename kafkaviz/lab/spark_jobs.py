@@ -209,6 +209,7 @@ class _Tracker:
         tracker = self.sc.statusTracker()
         jobs = tracker.getJobIdsForGroup(self.group)
         total = done = active = failed = stages = 0
+        first = None          # the stage that plays the runs: the group's first (lowest id)
         for j in jobs:
             info = tracker.getJobInfo(j)
             if info is None:
@@ -222,9 +223,15 @@ class _Tracker:
                 done += st.numCompletedTasks
                 active += st.numActiveTasks
                 failed += st.numFailedTasks
+                if first is None or s < first.stageId:
+                    first = st
+        runs_done = self.total_runs * first.numCompletedTasks // first.numTasks if first and first.numTasks else 0
+        # Never step back (a stage list can briefly shrink between two polls).
+        self._runs_done = runs_done = max(runs_done, getattr(self, "_runs_done", 0))
+        writing = bool(first) and first.numCompletedTasks == first.numTasks and done < total
         return {"jobs": len(jobs), "stages": stages, "tasks_total": total, "tasks_done": done,
                 "tasks_active": active, "tasks_failed": failed, "runs_total": self.total_runs,
-                "runs_done": (self.total_runs * done // total) if total else 0}
+                "runs_done": runs_done, "phase": "writing" if writing else "runs"}
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every_s):
