@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -126,6 +127,28 @@ def master_url(master: str | None = None) -> str:
     return master or os.environ.get("SPARK_MASTER_URL") or "local[*]"
 
 
+CONNECT_TIMEOUT_S = 4.0
+
+
+def check_master(master: str) -> None:
+    """For a standalone master (``spark://host:port[,host:port]``), LabError unless one of its
+    addresses accepts a connection within a few seconds: Spark itself would retry for a minute
+    and then fail with a message that never says it could not connect."""
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+                return
+        except (OSError, ValueError) as exc:
+            reasons.append(f"{hostport}: {exc.strerror or exc}" if isinstance(exc, OSError) else
+                           f"{hostport}: not host:port")
+    raise LabError(f"could not connect to the Spark master {master} ({'; '.join(reasons)}): is it running, and "
+                   f"is --master (or SPARK_MASTER_URL) right? Or use local[*] or --no-spark")
+
+
 def _engine_zip() -> str:
     """A zip of the engine package for executors (cached per process)."""
     global _ZIP
@@ -142,14 +165,38 @@ def _engine_zip() -> str:
 _ZIP: str | None = None
 
 
-def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: dict | None = None) -> Any:
+def env_archive_conf(master: str, archive: str | None) -> dict:
+    """Spark settings that ship the packed environment (``lab pack-env``) to a cluster's
+    executors and run their Python from it; none for a local master, whose executors are
+    this process's threads and run this Python."""
+    from .pack_env import ARCHIVE_ALIAS, EXECUTOR_PYTHON
+
+    archive = archive or os.environ.get("KAFKAVIZ_LAB_ENV_ARCHIVE") or None
+    if not archive or master.startswith("local"):
+        return {}
+    path = Path(archive).resolve()
+    if not path.is_file():
+        raise LabError(f"the environment archive {archive} does not exist: make it with "
+                       f"`python manage.py lab pack-env --out {archive}`")
+    return {"spark.archives": f"{path.as_uri()}#{ARCHIVE_ALIAS}", "spark.pyspark.python": EXECUTOR_PYTHON,
+            "spark.executorEnv.LD_LIBRARY_PATH": f"./{ARCHIVE_ALIAS}/lib",
+            "spark.executorEnv.PYTHONNOUSERSITE": "1"}
+
+
+def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: dict | None = None,
+                  env_archive: str | None = None) -> Any:
     """A SparkSession for the lab (created, or the active one): executors run this
-    Python, the UI is off, partition columns stay strings, and the engine is shipped."""
+    Python (or, on a cluster, the packed one of ``env_archive``), the UI is off,
+    partition columns stay strings, and the engine is shipped."""
     check_java()
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise LabError("pyspark is not installed: pip install -r requirements.txt (or use --no-spark)") from None
+    check_master(master_url(master))
+    shipped = env_archive_conf(master_url(master), env_archive)
+    if shipped:
+        os.environ["PYSPARK_PYTHON"] = shipped["spark.pyspark.python"]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -163,7 +210,8 @@ def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: di
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
                .config("spark.driver.bindAddress", bind).config("spark.driver.host", host))
-    for k, v in (conf or {}).items():
+    builder = builder.config("spark.python.worker.reuse", "true").config("spark.pyspark.driver.python", sys.executable)
+    for k, v in {**shipped, **(conf or {})}.items():
         builder = builder.config(k, v)
     try:
         spark = builder.getOrCreate()
@@ -183,11 +231,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextmanager
-def _session(spark: Any, master: str | None) -> Iterator[Any]:
+def _session(spark: Any, master: str | None, env_archive: str | None = None) -> Iterator[Any]:
     if spark is not None:
         yield spark
         return
-    own = spark_session(master)
+    own = spark_session(master, env_archive=env_archive)
     try:
         yield own
     finally:
@@ -332,7 +380,7 @@ def _attach_worst_logs(cells: list[dict]) -> None:
 
 
 def sweep(grid: Grid, out: Path, *, spark: Any = None, master: str | None = None,
-          progress: Callable[[dict], None] | None = None) -> dict:
+          progress: Callable[[dict], None] | None = None, env_archive: str | None = None) -> dict:
     """Run ``grid`` on Spark; write ``out/runs`` (Parquet, partitioned by the grid's axes)
     and ``out/summary.json``. Returns the summary.
 
@@ -342,7 +390,7 @@ def sweep(grid: Grid, out: Path, *, spark: Any = None, master: str | None = None
     out = Path(out)
     with _result_dir(out) as tmp:
         t0 = time.monotonic()
-        with _session(spark, master) as s:
+        with _session(spark, master, env_archive) as s:
             t_started = time.monotonic()
             sc = s.sparkContext
             total = len(grid.cells) * grid.runs
@@ -362,10 +410,18 @@ def sweep(grid: Grid, out: Path, *, spark: Any = None, master: str | None = None
             timing = {"startup_s": round(t_started - t0, 3), "runs_s": round(t_runs - t_started, 3),
                       "aggregate_s": round(time.monotonic() - t_runs, 3),
                       "runs_per_s": round(total / max(t_runs - t_started, 1e-9), 2)}
-            extra = {"master": sc.master, "spark_version": s.version, "default_parallelism": sc.defaultParallelism}
+            extra = {"master": sc.master, "spark_version": s.version, "default_parallelism": sc.defaultParallelism,
+                     "executor_python": _executor_python(sc)}
         summary = _summary(grid, cells, "spark", timing, extra)
         _finish(tmp, out, summary)
     return summary
+
+
+def _executor_python(sc: Any) -> dict:
+    """Which Python an executor ran (the packed environment's, on a cluster given one)."""
+    path, version = sc.parallelize([0], 1).map(
+        lambda _: (__import__("sys").executable, __import__("sys").version.split()[0])).first()
+    return {"executable": path, "version": version}
 
 
 def _aggregate(runs: Any) -> list[dict]:

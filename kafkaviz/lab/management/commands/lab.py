@@ -57,7 +57,7 @@ class Command(BaseCommand):
     help = "The durability lab (sweep) and log analytics (analyze), on Spark."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        sub = parser.add_subparsers(dest="action", metavar="{sweep,analyze}", parser_class=CommandParser)
+        sub = parser.add_subparsers(dest="action", metavar="{sweep,analyze,pack-env}", parser_class=CommandParser)
         sub.required = True
         sw = sub.add_parser("sweep", help="run a grid of seeded engine runs",
                             description="Run a grid of seeded engine runs (presets or --axis) and write "
@@ -73,6 +73,13 @@ class Command(BaseCommand):
         sw.add_argument("--out", default=None, help="new directory for the results")
         sw.add_argument("--no-spark", action="store_true", help="run in this process without Spark")
         sw.add_argument("--quiet", action="store_true", help="no progress bar")
+        sw.add_argument("--env-archive", default=None, metavar="FILE",
+                        help="on a cluster, ship this packed Python (lab pack-env) to the executors "
+                             "(default: KAFKAVIZ_LAB_ENV_ARCHIVE)")
+        pk = sub.add_parser("pack-env", help="pack a self-contained Python for Spark executors",
+                            description="Write a tar.gz holding this Python, its standard library, the engine "
+                                        "and its codecs, for --env-archive (spark.archives).")
+        pk.add_argument("--out", required=True, help="the archive to write (a new file)")
         an = sub.add_parser("analyze", help="figures of a directory of Kafka partition directories",
                             description="Decode every batch of every segment under LOGDIR and write "
                                         "per-partition and per-segment figures (Parquet + summary.json).")
@@ -86,6 +93,8 @@ class Command(BaseCommand):
         try:
             if opts["action"] == "sweep":
                 self.sweep(opts)
+            elif opts["action"] == "pack-env":
+                self.pack_env(opts)
             else:
                 self.analyze(opts)
         except (LabError, GridError) as exc:
@@ -102,7 +111,7 @@ class Command(BaseCommand):
             summary = sj.sweep_without_spark(grid, out, progress=bar)
         else:
             sj.check_java()
-            summary = sj.sweep(grid, out, master=opts["master"], progress=bar)
+            summary = sj.sweep(grid, out, master=opts["master"], progress=bar, env_archive=opts["env_archive"])
         self._print_sweep(summary, out)
 
     def _print_sweep(self, summary: dict, out: Path) -> None:
@@ -117,6 +126,16 @@ class Command(BaseCommand):
                               f"{c['runs_with_loss']}/{c['runs']}; diverged {c['runs_diverged']}; "
                               f"unavailable {c['unavailable_ms_mean']} ms/run; duplicates {c['duplicates']}; "
                               f"worst seed {c['worst']['seed']}")
+
+    def pack_env(self, opts: dict) -> None:
+        from kafkaviz.lab.pack_env import pack_environment
+
+        try:
+            made = pack_environment(Path(opts["out"]))
+        except FileExistsError as exc:
+            raise CommandError(f"{exc}; give --out a new file") from None
+        self.stdout.write(f"{made['path']}: Python {made['python']}, the engine and {', '.join(made['distributions'])}; "
+                          f"{made['files']} files, {made['bytes'] / 1e6:.1f} MB")
 
     def analyze(self, opts: dict) -> None:
         from kafkaviz.lab import spark_jobs as sj
