@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from engine.lab.grid import AXES, Grid, cell_id
-from engine.lab.logscan import NotALogDirError, find_partition_dirs, scan_rows, segment_files
+from engine.lab.logscan import NotALogDirError, find_partition_dirs, scan_paths, segment_files
 from engine.lab.runs import (CELL_FIGURES, FIGURE_DEFINITIONS, ROW_FIELDS, WORST_FIELDS, cell_axes, cell_figures, run_indices,
                              run_partition, worst_run_log)
 
@@ -507,6 +507,9 @@ def _scan_schema() -> Any:
     ])
 
 
+SUMMARY_ROWS = 5000
+
+
 def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = None) -> dict:
     """Figures of every partition and segment under ``logdir``; ``out/segments``,
     ``out/partitions``, ``out/problems`` (Parquet) and ``out/summary.json``."""
@@ -523,17 +526,23 @@ def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = 
             t_started = time.monotonic()
             sc = s.sparkContext
             schema = _scan_schema()
-            uris = ",".join(Path(f).as_uri() for f in files)
-            rdd = sc.binaryFiles(uris, minPartitions=max(1, min(len(files), 4 * sc.defaultParallelism)))
+            # Paths, not bytes, travel to executors; each maps its files (scan_paths), so no file is
+            # read whole into memory, on the executor or in the JVM. Executors must see the same paths.
             names = [f.name for f in schema.fields]
-            scanned = s.createDataFrame(rdd.mapPartitions(functools.partial(scan_rows, names=names)), schema).cache()
+            paths = sc.parallelize(sorted(files, key=os.path.getsize, reverse=True),
+                                   max(1, min(len(files), 4 * sc.defaultParallelism)))
+            scanned = s.createDataFrame(paths.mapPartitions(functools.partial(scan_paths, names=names)),
+                                        schema).cache()
             segments, parts, problems = (f.cache() for f in _analytics_frames(scanned))
             segments.write.parquet(str(tmp / "segments"))
             parts.write.parquet(str(tmp / "partitions"))
             problems.write.parquet(str(tmp / "problems"))
-            seg_rows = [r.asDict(recursive=True) for r in segments.orderBy("partition_dir", "base_offset").collect()]
-            part_rows = [r.asDict(recursive=True) for r in parts.orderBy("partition_dir").collect()]
-            prob_rows = [r.asDict(recursive=True) for r in problems.orderBy("file", "position").collect()]
+            # The page shows at most SUMMARY_ROWS segments and damaged places; the Parquet has them all.
+            seg_rows = [r.asDict(recursive=True) for r in
+                        segments.orderBy("partition_dir", "base_offset").limit(SUMMARY_ROWS).toLocalIterator()]
+            part_rows = [r.asDict(recursive=True) for r in parts.orderBy("partition_dir").toLocalIterator()]
+            prob_rows = [r.asDict(recursive=True) for r in
+                         problems.orderBy("file", "position").limit(SUMMARY_ROWS).toLocalIterator()]
             for f in (scanned, segments, parts, problems):
                 f.unpersist()
             elapsed = time.monotonic() - t_started

@@ -17,6 +17,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from engine.lab.grid import AXES, PRESETS, GridError, make_grid, parse_axis_option
 from kafkaviz.lab.conf import lab_settings
 
+# The presets lessons link to (/lab/latest/<preset>/), in the order their results are computed.
+LESSON_PRESETS = ("truncation", "acks", "unclean")
+
 
 def _default_out(kind: str) -> Path:
     root = Path(lab_settings()["DIR"])
@@ -76,6 +79,11 @@ class Command(BaseCommand):
         sw.add_argument("--env-archive", default=None, metavar="FILE",
                         help="on a cluster, ship this packed Python (lab pack-env) to the executors "
                              "(default: KAFKAVIZ_LAB_ENV_ARCHIVE)")
+        pc = sub.add_parser("precompute", help="compute the sweeps lessons link to, when missing or stale",
+                            description="For each preset a lesson links to (/lab/latest/<preset>/), run it at its "
+                                        "defaults unless a finished sweep of it from this engine is already in the "
+                                        "lab directory; one job after another, listed on /lab/ as they run.")
+        pc.add_argument("--no-spark", action="store_true", help="run the sweeps without Spark")
         pk = sub.add_parser("pack-env", help="pack a self-contained Python for Spark executors",
                             description="Write a tar.gz holding this Python, its standard library, the engine "
                                         "and its codecs, for --env-archive (spark.archives).")
@@ -93,6 +101,8 @@ class Command(BaseCommand):
         try:
             if opts["action"] == "sweep":
                 self.sweep(opts)
+            elif opts["action"] == "precompute":
+                self.precompute(opts)
             elif opts["action"] == "pack-env":
                 self.pack_env(opts)
             else:
@@ -126,6 +136,29 @@ class Command(BaseCommand):
                               f"{c['runs_with_loss']}/{c['runs']}; diverged {c['runs_diverged']}; "
                               f"unavailable {c['unavailable_ms_mean']} ms/run; duplicates {c['duplicates']}; "
                               f"worst seed {c['worst']['seed']}")
+
+    def precompute(self, opts: dict) -> None:
+        from engine.lab.grid import default_runs
+        from kafkaviz.lab import jobs, spark_jobs as sj
+
+        version = sj.engine_version()
+        no_spark = opts["no_spark"]
+        if not no_spark:
+            try:
+                sj.check_java()
+            except sj.LabError as exc:
+                self.stderr.write(f"{exc}; computing without Spark")
+                no_spark = True
+        for preset in LESSON_PRESETS:
+            have = [j for j in jobs.list_jobs() if j.kind == "sweep" and j.state == "done"
+                    and j.summary["grid"].get("preset") == preset and j.summary.get("engine_version") == version
+                    and j.summary["grid"]["runs"] >= default_runs(preset)]
+            if have:
+                self.stdout.write(f"{preset}: {have[0].name} is up to date")
+                continue
+            args = ["--preset", preset, "--quiet"] + (["--no-spark"] if no_spark else [])
+            job = jobs.spawn_and_wait("sweep", args, preset=preset)
+            self.stdout.write(f"{preset}: {job.name} {job.state}" + (f" ({job.error})" if job.error else ""))
 
     def pack_env(self, opts: dict) -> None:
         from kafkaviz.lab.pack_env import pack_environment
