@@ -5,17 +5,19 @@ Both jobs take a SparkSession (``local[*]`` by default, any master through ``--m
 (``.<name>.partial``), renamed to ``out`` only when everything is written: a reader never
 sees half a result, and a failed job leaves nothing where the result is expected.
 
-* :func:`sweep`: the grid's runs are an RDD of (cell, run, seed) triples; executors play
-  them with ``engine.lab.runs.run_partition`` (the same code ``--no-spark`` calls), the rows
-  become a DataFrame written as Parquet partitioned by the grid's axes, and the per-cell
-  figures (``engine.lab.runs.CELL_FIGURES``) are a DataFrame aggregation of that Parquet.
-* :func:`analyze`: the segment files are read with ``binaryFiles``; executors decode them with
-  ``engine.lab.logscan.scan_file``; per-segment and per-partition figures (including distinct
+* :func:`sweep`: the grid's runs are an RDD of run indices; executors rebuild each spec and
+  play it with ``engine.lab.runs.run_indices`` (the same code ``--no-spark`` calls), the rows
+  become a DataFrame, repartitioned by cell and written as Parquet partitioned by the grid's
+  axes, and the per-cell figures (``engine.lab.runs.CELL_FIGURES``) are a DataFrame
+  aggregation of that Parquet.
+* :func:`analyze`: executors map the segment files (``engine.lab.logscan.scan_paths``) and
+  decode them with ``engine.lab.logscan.scan_file``; per-segment and per-partition figures (including distinct
   keys and what compaction would remove, from each key's latest segment) are
   DataFrame aggregations, written as Parquet.
 
-Executors import only ``engine`` (shipped to them as a zip), so a standalone cluster needs
-the repository's requirements installed on its workers, not the repository itself.
+Executors import only ``engine`` (shipped to them as a zip) and its codec libraries; on a
+cluster, ``env_archive`` (``lab pack-env``, :mod:`kafkaviz.lab.pack_env`) ships the Python they
+run too, so a worker needs Spark and Java only.
 """
 from __future__ import annotations
 
