@@ -10,9 +10,7 @@ Python workers, plus a small warm-up sweep) is timed apart from the grid. Goals:
 * ``local[2]`` >= 1.5x ``--no-spark`` on the same two cores (and reported against ``local[1]``).
 
 Runs per second are wall-clock figures; on a shared machine they move with the load, which is why
-they are paired. The CPU cost per run is measured too, over this process and all its descendants (the
-JVM, Spark's Python daemon and workers; from /proc): it is what Spark adds whatever the load. Note that
-Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled`` = 1) shares the CPU between
+they are paired. Note that Linux's autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled`` = 1) shares the CPU between
 sessions, not processes: on a busy machine a ``local[2]`` job gets the same share as ``--no-spark``, so
 the wall-clock speed-up only shows when the two cores are otherwise idle.
 
@@ -40,28 +38,6 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def tree_cpu_s() -> float:
-    """CPU seconds (user + system) so far of this process and every live descendant (Spark's
-    JVM, its Python daemon and workers), read from /proc."""
-    tick = os.sysconf("SC_CLK_TCK")
-    procs = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        rest = text[text.rindex(")") + 2:].split()
-        procs[int(stat.parent.name)] = (int(rest[1]), (int(rest[11]) + int(rest[12])) / tick)
-    mine, grew = {os.getpid()}, True
-    while grew:
-        grew = False
-        for pid, (ppid, _) in procs.items():
-            if ppid in mine and pid not in mine:
-                mine.add(pid)
-                grew = True
-    return sum(procs[p][1] for p in mine if p in procs)
-
-
 def _out(tmp: Path, name: str) -> Path:
     return tmp / f"{name.replace('[', '').replace(']', '')}-{time.monotonic_ns()}"
 
@@ -77,20 +53,17 @@ def spark_turn(master: str, grid, tmp: Path) -> dict:
     sweep(make_grid("truncation", runs=2 * spark.sparkContext.defaultParallelism, seed=10_000),
           _out(tmp, "warm"), spark=spark)
     t1 = time.perf_counter()
-    c0 = tree_cpu_s()
     summary = sweep(grid, _out(tmp, master), spark=spark)
-    cpu = tree_cpu_s() - c0
     spark.stop()
     return {"startup_s": t1 - t0, "runs_s": summary["timing"]["runs_s"],
-            "aggregate_s": summary["timing"]["aggregate_s"], "cpu_s": cpu}
+            "aggregate_s": summary["timing"]["aggregate_s"]}
 
 
 def plain_turn(grid, tmp: Path) -> dict:
     from kafkaviz.lab.spark_jobs import sweep_without_spark
 
-    c0 = tree_cpu_s()
     t = sweep_without_spark(grid, _out(tmp, "plain"))["timing"]
-    return {"startup_s": 0.0, "runs_s": t["runs_s"], "aggregate_s": t["aggregate_s"], "cpu_s": tree_cpu_s() - c0}
+    return {"startup_s": 0.0, "runs_s": t["runs_s"], "aggregate_s": t["aggregate_s"]}
 
 
 def make_logdir(root: Path, mb: int) -> int:
@@ -158,14 +131,9 @@ def bench_sweeps(grid, total: int, tmp: Path, rounds: int) -> None:
             res = turns[n]()
             got[n].append(res)
             print(f"  round {r + 1} {n:<10}: {total / res['runs_s']:7.1f} runs/s ({res['runs_s']:.1f} s; "
-                  f"{1000 * res['cpu_s'] / total:.1f} ms CPU per run; start-up {res['startup_s']:.1f} s, "
-                  f"aggregation {res['aggregate_s']:.1f} s)  load {load()}", flush=True)
+                  f"start-up {res['startup_s']:.1f} s, aggregation {res['aggregate_s']:.1f} s)  load {load()}",
+                  flush=True)
     per = {n: [x["runs_s"] / total for x in got[n]] for n in names}
-    cpu = {n: [x["cpu_s"] / total for x in got[n]] for n in names}
-    print_figure(figure("per-run CPU cost, Spark local[2] (JVM + Python workers + driver) / in-process",
-                        [a / b for a, b in zip(cpu["local[2]"], cpu["--no-spark"])], "x", "<= 1.5x", at_most=1.5))
-    print_figure(figure("per-run CPU cost, Spark local[1] / in-process",
-                        [a / b for a, b in zip(cpu["local[1]"], cpu["--no-spark"])], "x", "<= 1.5x", at_most=1.5))
     print_figure(figure("per-run wall time, Spark local[1] / in-process", [a / b for a, b in
                         zip(per["local[1]"], per["--no-spark"])], "x", "<= 1.5x", at_most=1.5))
     print_figure(figure("runs/s, local[2] / --no-spark", [b / a for a, b in zip(per["local[2]"], per["--no-spark"])],
