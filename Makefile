@@ -31,6 +31,8 @@ migrate: deps
 ## Serve the app with daphne (ASGI: pages and WebSockets) on http://$(HOST):$(PORT)/ (development)
 run: migrate
 	@echo "kafkaviz is starting: open http://$(HOST):$(PORT)/"
+	@# The lab results lessons link to, computed in the background at the first start (then kept).
+	$(DEV_ENV) setsid $(BIN)/python manage.py lab precompute >/dev/null 2>&1 &
 	$(DEV_ENV) $(BIN)/python -m daphne -b $(HOST) -p $(PORT) kafkaviz.asgi:application
 
 ## Production, locally: Redis and PostgreSQL (started in a temp dir unless REDIS_URL /

@@ -22,7 +22,7 @@ from ..cluster.scenarios import SCENARIOS
 from ..errors import InvalidRequestError
 
 __all__ = ["Axis", "AXES", "PRESETS", "GridError", "Grid", "RunSpec", "make_grid", "parse_axis_option",
-           "cell_settings", "NOT_APPLICABLE", "MAX_RUNS", "SCENARIO_PREFIX"]
+           "cell_settings", "NOT_APPLICABLE", "MAX_RUNS", "SCENARIO_PREFIX", "PRESET_RUNS", "default_runs"]
 
 NOT_APPLICABLE = "-"          # an axis a named scenario fixes itself (its own assignment, its own steps)
 SCENARIO_PREFIX = "scenario:"
@@ -51,7 +51,7 @@ class Axis:
         return value
 
 
-_SCHEDULES = ("random", "random+slow") + tuple(SCENARIO_PREFIX + n for n in sorted(SCENARIOS))
+_SCHEDULES = ("mixed", "targeted", "random", "random+slow") + tuple(SCENARIO_PREFIX + n for n in sorted(SCENARIOS))
 
 AXES: dict[str, Axis] = {a.name: a for a in (
     Axis("rf", ("1", "2", "3"), "3", "replication factor of the topic (3 brokers)"),
@@ -61,10 +61,12 @@ AXES: dict[str, Axis] = {a.name: a for a in (
          aliases=(("0", "false"), ("1", "true"), ("no", "false"), ("yes", "true"))),
     Axis("truncation", ("hw", "epoch"), "epoch",
          "follower truncation: hw (before Kafka 0.11) or epoch (KIP-101/279)"),
-    Axis("schedule", _SCHEDULES, "random",
-         "random: seeded fault schedule (crash, clean shutdown, restart, isolate, one- and two-way cuts); "
-         "random+slow: the same plus a slow follower; scenario:NAME: a named scenario"),
-    Axis("steps", ("4", "8", "12", "16", "24", "32"), "8", "random actions per fault schedule"),
+    Axis("schedule", _SCHEDULES, "mixed",
+         "mixed: each seed draws a targeted schedule (3 in 4) or a uniform random one, with a client writing "
+         "throughout; targeted: a fault aimed at one window a setting is about (engine/lab/schedules.py); "
+         "random: the uniform seeded fault schedule (crash, clean shutdown, restart, isolate, one- and two-way "
+         "cuts); random+slow: the same plus a slow follower; scenario:NAME: a named scenario"),
+    Axis("steps", ("4", "8", "12", "16", "24", "32"), "8", "random actions per uniform random fault schedule"),
     Axis("retries", ("0", "1", "3"), "0",
          "times a producer re-sends a failed request (no idempotence: re-sends can duplicate)"),
 )}
@@ -80,6 +82,16 @@ PRESETS: dict[str, dict[str, tuple]] = {
     "full": {"rf": ("2", "3"), "acks": ("0", "1", "all"), "min_isr": ("1", "2"), "unclean": ("false", "true"),
              "truncation": ("hw", "epoch"), "schedule": _SCHEDULES, "retries": ("0", "1")},
 }
+
+
+# Runs per cell when a sweep names a preset and no --runs: enough for each preset's lesson to show
+# (tests/lab/test_lessons_at_defaults.py), few enough to finish in well under a minute on 2 cores.
+PRESET_RUNS: dict[str, int] = {"acks": 100, "truncation": 100, "unclean": 100, "full": 5}
+DEFAULT_RUNS = 20
+
+
+def default_runs(preset: str | None) -> int:
+    return PRESET_RUNS.get(preset or "", DEFAULT_RUNS)
 
 
 @dataclass(frozen=True)
@@ -150,10 +162,12 @@ def parse_axis_option(text: str) -> tuple[str, tuple]:
 
 
 def make_grid(preset: str | None = None, axes: Mapping[str, Iterable[str]] | None = None, *,
-              runs: int = 20, seed: int = 0) -> Grid:
+              runs: int | None = None, seed: int = 0) -> Grid:
     """The grid of a preset (or none: every axis at its default) with ``axes`` replacing
-    or adding axes. Raises :class:`GridError` for an unknown preset, axis or value, or a
-    grid without runs."""
+    or adding axes; ``runs`` per cell defaults to the preset's (:data:`PRESET_RUNS`).
+    Raises :class:`GridError` for an unknown preset, axis or value, or a grid without runs."""
+    if runs is None:
+        runs = default_runs(preset if preset in PRESETS else None)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise GridError(f"--runs must be at least 1, got {runs!r}: the grid would be empty")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:

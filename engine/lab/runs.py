@@ -38,30 +38,42 @@ from typing import Any, Iterable
 from ..cluster.run import Run, dump_command_log, make_config
 from ..cluster.scenarios import FAULT_CONFIG, SCENARIOS, fault_schedule
 from ..errors import BrokerNotAvailableError, KafkaError, LeaderNotAvailableError, OffsetOutOfRangeError
-from .grid import AXES, SCENARIO_PREFIX, RunSpec, cell_id, cell_settings
+from .grid import AXES, NOT_APPLICABLE, SCENARIO_PREFIX, RunSpec, cell_id, cell_settings
+from .schedules import steady_producer, targeted_schedule, window_of
 
-__all__ = ["build_run", "run_spec", "run_many", "run_partition", "row_tuple", "unavailable_ms", "ROW_FIELDS", "CELL_FIGURES",
-           "cell_figures", "worst_key", "TOPIC"]
+__all__ = ["build_run", "run_spec", "run_many", "run_partition", "row_tuple", "client_unavailable_ms", "ROW_FIELDS",
+           "CELL_FIGURES", "cell_figures", "worst_key", "schedule_kind", "TOPIC", "TARGETED_SHARE", "AXIS_TYPES",
+           "typed_axes", "cell_axes", "worst_run_log", "run_indices", "FIGURE_DEFINITIONS"]
 
 TOPIC = "t"
 # Refused because of the moment the command came, not because it is wrong: skipped.
 _MOMENTARY = (LeaderNotAvailableError, BrokerNotAvailableError, OffsetOutOfRangeError)
 _SKIPPABLE = ("consume", "slow_follower")
 SETTLE_MS = 1500
+TARGETED_SHARE = 0.75     # of a "mixed" schedule's seeds: the rest are uniform random
 
 # (name, type) of every row; types are Spark SQL type names. Axis columns come first.
-ROW_FIELDS: tuple = tuple((a, "string") for a in AXES) + (
+# Axis columns are typed as the axis is (AXIS_TYPES): numbers as int, flags as boolean, the rest as
+# strings; an axis a named scenario fixes itself is null.
+AXIS_TYPES: dict = {"rf": "int", "acks": "string", "min_isr": "int", "unclean": "boolean", "truncation": "string",
+                    "schedule": "string", "steps": "int", "retries": "int"}
+ROW_FIELDS: tuple = tuple((a, AXIS_TYPES.get(a, "string")) for a in AXES) + (
     ("cell", "string"), ("run", "long"), ("seed", "long"),
+    ("window", "string"), ("sent", "long"), ("missing_at_end", "long"),
     ("acked", "long"), ("lost", "long"), ("lost_at_end", "long"), ("diverged", "long"),
     ("hw_regressed", "long"), ("uncommitted_reads", "long"), ("unavailable_ms", "long"),
     ("duplicates", "long"), ("consumed", "long"), ("produce_requests", "long"), ("produce_failed", "long"),
     ("retries_sent", "long"), ("commands", "long"), ("time_ms", "long"), ("events", "long"),
-    ("event_digest", "string"), ("first_loss_step", "long"), ("command_log", "string"),
+    ("event_digest", "string"), ("first_loss_step", "long"),
 )
+# Not in a row: a run's command log is rebuilt from its spec when needed (the worst run of each
+# cell), rather than carried through Spark and Parquet for every run.
 
 # Per-cell figures: (name, how, row field). how: sum | max | mean | runs_positive (runs where field > 0).
 CELL_FIGURES: tuple = (
     ("runs", "count", "run"),
+    ("sent", "sum", "sent"),
+    ("missing_at_end", "sum", "missing_at_end"),
     ("acked", "sum", "acked"),
     ("lost", "sum", "lost"),
     ("lost_at_end", "sum", "lost_at_end"),
@@ -73,6 +85,29 @@ CELL_FIGURES: tuple = (
     ("runs_with_duplicates", "runs_positive", "duplicates"),
     ("produce_failed", "sum", "produce_failed"),
 )
+
+# What each per-cell figure means and its unit (written into every summary.json).
+FIGURE_DEFINITIONS: dict[str, dict[str, str]] = {
+    "runs": {"unit": "runs", "definition": "runs in the cell (one seeded fault schedule each)"},
+    "sent": {"unit": "records", "definition": "distinct records the client sent, whatever the answer"},
+    "missing_at_end": {"unit": "records", "definition": "records sent that a consumer reading the whole partition "
+                       "at the end did not find (acknowledged or not; the only loss figure acks=0 allows)"},
+    "acked": {"unit": "records", "definition": "records the client was told were written (never with acks=0)"},
+    "lost": {"unit": "records", "definition": "acknowledged records the checker found missing from the leader's "
+             "log at some point of the run (check_acked_record_lost)"},
+    "lost_at_end": {"unit": "records", "definition": "acknowledged records not in the final leader's log"},
+    "runs_with_loss": {"unit": "runs", "definition": "runs in which at least one acknowledged record was lost"},
+    "runs_diverged": {"unit": "runs", "definition": "runs whose live replicas held different records below "
+                      "both high watermarks"},
+    "unavailable_ms_mean": {"unit": "ms of virtual time per run", "definition": "time the client could not write: "
+                            "from sending a request that failed or got no answer to sending the next one that "
+                            "succeeded (or the end of the run), mean over runs"},
+    "unavailable_ms_max": {"unit": "ms of virtual time", "definition": "the longest such time in one run"},
+    "duplicates": {"unit": "records", "definition": "extra copies a final consumer read (a re-sent request that "
+                   "had been written)"},
+    "runs_with_duplicates": {"unit": "runs", "definition": "runs in which a consumer read a record twice"},
+    "produce_failed": {"unit": "requests", "definition": "produce requests answered with an error or not at all"},
+}
 
 # The worst run of a cell: most records lost, then diverged, then unavailable, then
 # duplicates; the lowest seed breaks ties. A row's key sorts ascending, worst first.
@@ -94,8 +129,14 @@ def build_run(spec: RunSpec) -> tuple[int, dict, list[dict]]:
         scenario = SCENARIOS[schedule[len(SCENARIO_PREFIX):]]
         config = dict(scenario.config, truncation=s["truncation"])
         return spec.seed, config, _scenario_commands(scenario.commands(), s)
-    cmds = fault_schedule(spec.seed, acks=s["acks"], min_isr=s["min_isr"], unclean=s["unclean"],
-                          steps=s["steps"], brokers=FAULT_CONFIG["brokers"])
+    kind = schedule_kind(schedule, spec.seed)
+    if kind == "random":
+        cmds = fault_schedule(spec.seed, acks=s["acks"], min_isr=s["min_isr"], unclean=s["unclean"],
+                              steps=s["steps"], brokers=FAULT_CONFIG["brokers"])
+    else:
+        cmds = targeted_schedule(spec.seed, acks=s["acks"], min_isr=s["min_isr"], unclean=s["unclean"])
+    if schedule in ("mixed", "targeted"):
+        cmds = steady_producer(cmds, s["acks"])
     first = dict(cmds[0])
     first["assignment"] = [first["assignment"][0][:s["rf"]]]
     first["replication_factor"] = s["rf"]
@@ -103,6 +144,13 @@ def build_run(spec: RunSpec) -> tuple[int, dict, list[dict]]:
     if schedule == "random+slow":
         cmds = _with_slow_follower(cmds, spec.seed)
     return spec.seed, config, cmds
+
+
+def schedule_kind(schedule: str, seed: int) -> str:
+    """"random" (the uniform fault schedule) or "targeted" for a run of this schedule axis value."""
+    if schedule == "mixed":
+        return "targeted" if random.Random(f"mixed-{seed}").random() < TARGETED_SHARE else "random"
+    return "targeted" if schedule == "targeted" else "random"
 
 
 def _scenario_commands(cmds: list[dict], s: dict) -> list[dict]:
@@ -137,12 +185,13 @@ def _with_slow_follower(cmds: list[dict], seed: int) -> list[dict]:
 
 # ---- playing a run --------------------------------------------------------------------------
 
-def run_spec(spec: RunSpec, scratch: str) -> dict[str, Any]:
-    """Play one run in a fresh directory under ``scratch`` (removed afterwards); its row."""
+def run_spec(spec: RunSpec, scratch: str, *, with_log: bool = False) -> dict[str, Any]:
+    """Play one run in a fresh directory under ``scratch`` (removed afterwards); its row
+    (plus ``command_log``, the applied commands as replayable JSONL, with ``with_log``)."""
     tag = hashlib.sha1(spec.cell_id().encode()).hexdigest()[:12]
     root = os.path.join(scratch, f"run-{os.getpid()}-{tag}-{spec.run}")
     try:
-        return _play(spec, root)
+        return _play(spec, root, with_log)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -152,7 +201,7 @@ def run_many(specs: Iterable[RunSpec], scratch: str) -> Iterable[dict[str, Any]]
         yield run_spec(spec, scratch)
 
 
-def _play(spec: RunSpec, root: str) -> dict[str, Any]:
+def _play(spec: RunSpec, root: str, with_log: bool = False) -> dict[str, Any]:
     s = cell_settings(spec.settings)
     seed, config, cmds = build_run(spec)
     run = Run(seed, make_config(config), root, snapshot_every=10**9)
@@ -162,14 +211,19 @@ def _play(spec: RunSpec, root: str) -> dict[str, Any]:
     first_loss: int | None = None
     sent = 0
 
+    sends: list[tuple[int, int]] = []       # (virtual ms sent, request id) of every produce request
+
     def apply(c: dict) -> bool:
         nonlocal first_loss
+        sent_at = run.cluster.scheduler.now_ms()
         try:
             run.apply(c)
         except _MOMENTARY:
             if c["cmd"] not in _SKIPPABLE and c["cmd"] != "produce":
                 raise
             return False
+        if c["cmd"] == "produce":
+            sends.append((sent_at, run.results[-1]["request_id"]))
         if first_loss is None and any(f["kind"] == "check_acked_record_lost" for f in run.checker.findings):
             first_loss = run.position
         return True
@@ -207,7 +261,10 @@ def _play(spec: RunSpec, root: str) -> dict[str, Any]:
         apply({"cmd": "advance", "ms": SETTLE_MS})
     consumed = _final_consume(run, apply)
     run.finish()
-    return _row(spec, run, config, consumed, first_loss, sent)
+    row = _row(spec, run, config, consumed, first_loss, sent, sends)
+    if with_log:
+        row["command_log"] = dump_command_log(run.log, seed=run.seed, config=config)
+    return row
 
 
 def _final_consume(run: Run, apply) -> list[dict]:
@@ -218,7 +275,7 @@ def _final_consume(run: Run, apply) -> list[dict]:
 
 
 def _row(spec: RunSpec, run: Run, config: dict, consumed: list[dict], first_loss: int | None,
-         sent: int) -> dict[str, Any]:
+         sent: int, sends: list[tuple[int, int]]) -> dict[str, Any]:
     findings = run.checker.findings
     kinds = Counter(f["kind"] for f in findings)
     lost = {(f["topic"], f["partition"], f["offset"], f["digest"]) for f in findings
@@ -227,67 +284,64 @@ def _row(spec: RunSpec, run: Run, config: dict, consumed: list[dict], first_loss
     lost_at_end = sum(1 for p in summary["partitions"] for a in p["acknowledged"] if a["present"] is False)
     seen = Counter(r["digest"] for r in consumed)
     requests = run.checker.requests.values()
-    created = next(c for c in run.log if c["cmd"] == "create_topic")
-    min_isr = int((created.get("config") or {}).get("min.insync.replicas", run.config.log.min_insync_replicas))
-    acks_all = any(r["acks"] == -1 for r in requests)
-    row: dict[str, Any] = dict(spec.cell)
+    values = {v for r in requests for v in r["values"]}
+    read = {r["value"] for r in consumed}
+    row: dict[str, Any] = typed_axes(spec.cell)
     row.update({
-        "cell": cell_id(spec.cell), "run": spec.run, "seed": spec.seed,
+        "cell": cell_id(spec.cell), "run": spec.run, "seed": spec.seed, "window": _window(spec),
+        "sent": len(values), "missing_at_end": len(values - read),
         "acked": len(run.checker.acked), "lost": len(lost), "lost_at_end": lost_at_end,
         "diverged": kinds["check_replicas_diverged"], "hw_regressed": kinds["check_hw_regressed"],
         "uncommitted_reads": kinds["check_uncommitted_read"],
-        "unavailable_ms": unavailable_ms(run.cluster.events.envelopes, TOPIC, 0, acks_all, min_isr,
-                                         run.cluster.scheduler.now_ms()),
+        "unavailable_ms": client_unavailable_ms(sends, _outcomes(run.cluster.events.envelopes),
+                                                run.cluster.scheduler.now_ms()),
         "duplicates": sum(n - 1 for n in seen.values()), "consumed": len(consumed),
         "produce_requests": len(run.checker.requests),
         "produce_failed": sum(1 for r in requests if r["outcome"] and r["outcome"]["kind"] == "produce_failed"),
         "retries_sent": sent, "commands": run.position, "time_ms": run.cluster.scheduler.now_ms(),
         "events": run.cluster.events.seq, "event_digest": run.event_digest(),
         "first_loss_step": first_loss,
-        "command_log": dump_command_log(run.log, seed=run.seed, config=config),
     })
     return row
 
 
-def unavailable_ms(envelopes: Iterable[Any], topic: str, partition: int, acks_all: bool, min_isr: int,
-                   end_ms: int) -> int:
-    """Virtual milliseconds, from the topic's creation to ``end_ms``, in which a write to
-    the partition could not succeed: the controller has no leader, its leader is down, or
-    (``acks_all``) the ISR is smaller than ``min.insync.replicas``. Read from the event
-    stream; network cuts between the client and the leader are not counted."""
-    alive: set = set()
-    leader = None
-    isr: tuple = ()
-    started_at = None
-    last = 0
-    total = 0
+def _window(spec: RunSpec) -> str:
+    """What kind of fault schedule the run played: a targeted window, "random", or the scenario."""
+    schedule = spec.settings["schedule"]
+    if schedule.startswith(SCENARIO_PREFIX):
+        return schedule[len(SCENARIO_PREFIX):]
+    if schedule_kind(schedule, spec.seed) == "targeted":
+        return window_of(spec.seed)
+    return "random"
+
+
+def _outcomes(envelopes: Iterable[Any]) -> dict[int, tuple[str, int]]:
+    """request id -> (produce_acked | produce_failed, virtual ms the client learnt it)."""
+    out: dict[int, tuple[str, int]] = {}
     for env in envelopes:
-        ev = env.event
-        kind = ev.kind
-        if started_at is not None:
-            down = leader is None or leader not in alive or (acks_all and len(isr) < min_isr)
-            if down:
-                total += env.time_ms - last
-            last = env.time_ms
-        if kind == "broker_started":
-            alive.add(ev.broker)
-        elif kind in ("broker_crashed", "broker_shutdown"):
-            alive.discard(ev.broker)
-        elif kind == "topic_created":
-            if ev.topic == topic and started_at is None:
-                started_at = last = env.time_ms
-        elif getattr(ev, "topic", None) != topic or getattr(ev, "partition", None) != partition:
-            continue
-        elif kind == "leader_elected":
-            leader, isr = ev.chosen, tuple(ev.isr)
-        elif kind == "partition_offline":
-            leader, isr = None, tuple(ev.isr)
-        elif kind in ("isr_shrunk", "isr_expanded"):
-            isr = tuple(ev.isr)
-    if started_at is not None:
-        down = leader is None or leader not in alive or (acks_all and len(isr) < min_isr)
-        if down:
-            total += max(0, end_ms - last)
+        kind = env.event.kind
+        if kind in ("produce_acked", "produce_failed") and env.event.request_id not in out:
+            out[env.event.request_id] = (kind, env.time_ms)
+    return out
+
+
+def client_unavailable_ms(sends: Iterable[tuple[int, int]], outcomes: dict, end_ms: int) -> int:
+    """Virtual milliseconds in which the partition could not take the client's writes, as the
+    client saw it: from the sending of a request that failed (an error, or no answer at all)
+    to the sending of the next request that succeeded, or to ``end_ms``. A run whose
+    requests all succeed is never unavailable, whatever the brokers went through meanwhile."""
+    total = 0
+    down_since = None
+    for sent_at, rid in sorted(sends):
+        kind = outcomes.get(rid, ("none", None))[0]
+        if kind == "produce_acked":
+            if down_since is not None:
+                total += sent_at - down_since
+                down_since = None
+        elif down_since is None:
+            down_since = sent_at
+    if down_since is not None:
+        total += max(0, end_ms - down_since)
     return total
 
 
@@ -312,11 +366,48 @@ def cell_figures(rows: list[dict]) -> dict[str, Any]:
             raise AssertionError(how)
     worst = min(rows, key=worst_key)
     out["worst"] = {k: worst[k] for k in ("run", "seed", "lost", "lost_at_end", "diverged", "unavailable_ms",
-                                          "duplicates", "first_loss_step", "event_digest", "command_log")}
+                                          "duplicates", "first_loss_step", "event_digest")}
     return out
 
 
 # ---- executor entry points (Spark's mapPartitions, and --no-spark) -------------------------
+
+def typed_axes(cell: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """A cell's axis values as row columns: ints, booleans and strings (None where not applicable)."""
+    out: dict[str, Any] = {}
+    for a, v in cell:
+        t = AXIS_TYPES.get(a, "string")
+        if v == NOT_APPLICABLE:
+            out[a] = None
+        elif t == "int":
+            out[a] = int(v)
+        elif t == "boolean":
+            out[a] = v == "true"
+        else:
+            out[a] = v
+    return out
+
+
+def cell_axes(cell: str) -> dict[str, str]:
+    """The canonical axis values of a cell id (``acks=all,min_isr=2,…``)."""
+    return dict(part.split("=", 1) for part in cell.split(","))
+
+
+def worst_run_log(cell: str, run: int, seed: int, event_digest: str, scratch: str) -> str:
+    """The command log of a cell's worst run, rebuilt by playing its spec again; the replay
+    must reach the same event digest as the row did (a run is a function of its spec)."""
+    spec = RunSpec(tuple(cell_axes(cell).items()), run, seed)
+    row = run_spec(spec, scratch, with_log=True)
+    if row["event_digest"] != event_digest:
+        raise AssertionError(f"run {cell} seed {seed} did not replay: digest {row['event_digest']} != {event_digest}")
+    return row["command_log"]
+
+
+def run_indices(cells: tuple, runs: int, seed: int, indices: Iterable[int]) -> Iterable[tuple]:
+    """Rows of runs given by their index in the grid (``cell * runs + run``): what a Spark
+    task receives, so only integers travel to executors and each spec is rebuilt there."""
+    return run_partition((cells[i // runs], i % runs, seed + i % runs) for i in indices)
+
 
 def row_tuple(row: dict) -> tuple:
     """A row in :data:`ROW_FIELDS` order (how it travels to Spark)."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from engine.lab.grid import AXES
 
@@ -41,64 +43,115 @@ class Metric:
     sentence: Callable[[list, list], str]       # (cells shown, axes named) -> one sentence
 
 
+def unacknowledged(cell: dict) -> bool:
+    """acks=0: the producer is never told a record was written, so no loss can be counted."""
+    return cell["axes"].get("acks") == "0"
+
+
+def _share(n: int, d: int) -> str:
+    return _("%(n)s of %(d)s") % {"n": n, "d": d}
+
+
+def _sep() -> str:
+    return _("; ")
+
+
 def _loss_sentence(cells: list, axes: list) -> str:
-    runs = sum(c["runs"] for c in cells)
-    bad = [c for c in cells if c["runs_with_loss"]]
-    if not bad:
-        return (f"No run lost an acknowledged record: in all {runs} runs shown, every record a producer was told "
-                f"was written survived the faults.")
-    worst = max(bad, key=lambda c: (c["runs_with_loss"] / c["runs"], c["lost"]))
-    safe = [c for c in cells if not c["runs_with_loss"] and c["acked"]]
-    tail = f" Cells that lost nothing include {_label(safe[0], axes)}." if safe else ""
-    return (f"Acknowledged records were lost in {sum(c['runs_with_loss'] for c in bad)} of {runs} runs; worst is "
-            f"{_label(worst, axes)}: {worst['runs_with_loss']} of {worst['runs']} runs lost {worst['lost']} of "
-            f"{worst['acked']} acknowledged records (worst seed {worst['worst']['seed']}).{tail}")
+    counted = [c for c in cells if not unacknowledged(c)]
+    blind = [c for c in cells if unacknowledged(c)]
+    parts = []
+    if counted:
+        runs = sum(c["runs"] for c in counted)
+        bad = sorted((c for c in counted if c["runs_with_loss"]),
+                     key=lambda c: (-c["runs_with_loss"] / c["runs"], -c["lost"], c["cell"]))
+        safe = [c for c in counted if not c["runs_with_loss"]]
+        if not bad:
+            parts.append(_("No run lost an acknowledged record: in all %(runs)s runs, every record a producer was "
+                           "told was written survived the faults.") % {"runs": runs})
+        else:
+            lossy = _sep().join(_("%(cell)s in %(runs)s runs (%(records)s acknowledged records)") % {
+                "cell": _label(c, axes), "runs": _share(c["runs_with_loss"], c["runs"]),
+                "records": _share(c["lost"], c["acked"])} for c in bad[:4])
+            if len(bad) > 4:
+                lossy += _sep() + _("and %(n)s more cells") % {"n": len(bad) - 4}
+            parts.append(_("Acknowledged records were lost with %(cells)s.") % {"cells": lossy})
+            if safe:
+                names = _(", ").join(_label(c, axes) for c in safe[:3])
+                if len(safe) > 3:
+                    names += _(" and %(n)s more cells") % {"n": len(safe) - 3}
+                parts.append(_("None was lost with %(cells)s, over the same fault schedules.") % {"cells": names})
+    if blind:
+        sent = sum(c["sent"] for c in blind)
+        missing = sum(c["missing_at_end"] for c in blind)
+        parts.append(_("acks=0 is not acknowledged, so loss cannot be counted: %(share)s records sent with acks=0 "
+                       "were missing at the end.") % {"share": _share(missing, sent)})
+    return " ".join(parts)
 
 
 def _diverged_sentence(cells: list, axes: list) -> str:
     runs = sum(c["runs"] for c in cells)
     n = sum(c["runs_diverged"] for c in cells)
     if not n:
-        return f"In all {runs} runs shown the replicas agreed below the high watermark at the end."
-    worst = max(cells, key=lambda c: c["runs_diverged"] / c["runs"])
-    return (f"Replicas ended up holding different records below the high watermark in {n} of {runs} runs, most "
-            f"often with {_label(worst, axes)} ({worst['runs_diverged']} of {worst['runs']}).")
+        return _("In all %(runs)s runs shown the replicas agreed below the high watermark at the end.") % {
+            "runs": runs}
+    worst = max(cells, key=lambda c: (c["runs_diverged"] / c["runs"], c["cell"]))
+    return _("Replicas ended up holding different records below the high watermark in %(share)s runs, most often "
+             "with %(cell)s (%(worst)s).") % {"share": _share(n, runs), "cell": _label(worst, axes),
+                                             "worst": _share(worst["runs_diverged"], worst["runs"])}
 
 
 def _unavailable_sentence(cells: list, axes: list) -> str:
     runs = sum(c["runs"] for c in cells)
     mean = sum(c["unavailable_ms_mean"] * c["runs"] for c in cells) / runs if runs else 0
-    worst = max(cells, key=lambda c: c["unavailable_ms_mean"])
-    return (f"A write could not succeed (no live leader, or fewer in-sync replicas than min.insync.replicas "
-            f"under acks=all) for {mean:.3g} ms of virtual time per run on average; longest with "
-            f"{_label(worst, axes)} ({worst['unavailable_ms_mean']:.3g} ms per run, at most "
-            f"{worst['unavailable_ms_max']} ms).")
+    worst = max(cells, key=lambda c: (c["unavailable_ms_mean"], c["cell"]))
+    best = min(cells, key=lambda c: (c["unavailable_ms_mean"], c["cell"]))
+    text = _("Seen from the client, the partition refused or did not answer writes for %(mean)s ms of virtual "
+             "time per run on average; longest with %(cell)s (%(cell_mean)s ms per run, at most %(max)s ms)") % {
+        "mean": _ms(mean), "cell": _label(worst, axes), "cell_mean": _ms(worst["unavailable_ms_mean"]),
+        "max": worst["unavailable_ms_max"]}
+    if best is not worst:
+        text += _sep() + _("shortest with %(cell)s (%(cell_mean)s ms per run)") % {
+            "cell": _label(best, axes), "cell_mean": _ms(best["unavailable_ms_mean"])}
+    return text + _(".")
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.0f}"
 
 
 def _dup_sentence(cells: list, axes: list) -> str:
     n = sum(c["runs_with_duplicates"] for c in cells)
     runs = sum(c["runs"] for c in cells)
     if not n:
-        return (f"No consumer saw a record twice in {runs} runs (duplicates come from a producer re-sending a "
-                f"request that was in fact written: vary the retries axis to see them).")
-    worst = max(cells, key=lambda c: c["duplicates"])
-    return (f"A consumer saw {sum(c['duplicates'] for c in cells)} records twice, in {n} of {runs} runs: a producer "
-            f"re-sent requests that had been written after all; most with {_label(worst, axes)}.")
+        return _("No consumer saw a record twice in %(runs)s runs (duplicates come from a producer re-sending a "
+                 "request that was in fact written: vary the retries setting to see them).") % {"runs": runs}
+    worst = max(cells, key=lambda c: (c["duplicates"], c["cell"]))
+    return _("A consumer saw %(dups)s records twice, in %(share)s runs: a producer re-sent requests that had been "
+             "written after all; most with %(cell)s.") % {"dups": sum(c["duplicates"] for c in cells),
+                                                        "share": _share(n, runs), "cell": _label(worst, axes)}
+
+
+def _loss_text(c: dict) -> str:
+    if unacknowledged(c):
+        return _("not acknowledged<br>%(missing)s/%(sent)s missing at end") % {"missing": c["missing_at_end"],
+                                                                              "sent": c["sent"]}
+    return _("%(pct)s%%<br>%(lost)s/%(acked)s lost") % {"pct": f"{_pct(c['runs_with_loss'], c['runs']):g}",
+                                                        "lost": c["lost"], "acked": c["acked"]}
 
 
 METRICS: tuple = (
-    Metric("loss", "Runs that lost acknowledged records", "% of runs",
-           lambda c: _pct(c["runs_with_loss"], c["runs"]),
-           lambda c: f"{_pct(c['runs_with_loss'], c['runs']):g}%<br>{c['lost']}/{c['acked']} lost", _loss_sentence),
-    Metric("diverged", "Runs whose replicas diverged", "% of runs",
+    Metric("loss", gettext_lazy("Runs that lost acknowledged records"), gettext_lazy("percent of runs"),
+           lambda c: None if unacknowledged(c) else _pct(c["runs_with_loss"], c["runs"]), _loss_text,
+           _loss_sentence),
+    Metric("diverged", gettext_lazy("Runs whose replicas diverged"), gettext_lazy("percent of runs"),
            lambda c: _pct(c["runs_diverged"], c["runs"]),
            lambda c: f"{_pct(c['runs_diverged'], c['runs']):g}%", _diverged_sentence),
-    Metric("unavailable", "Virtual time unavailable for writes", "ms per run",
-           lambda c: c["unavailable_ms_mean"], lambda c: f"{c['unavailable_ms_mean']:.3g} ms",
+    Metric("unavailable", gettext_lazy("Time the client could not write"), gettext_lazy("ms per run"),
+           lambda c: c["unavailable_ms_mean"], lambda c: f"{_ms(c['unavailable_ms_mean'])} ms",
            _unavailable_sentence),
-    Metric("duplicates", "Records a consumer saw twice", "% of runs",
+    Metric("duplicates", gettext_lazy("Records a consumer saw twice"), gettext_lazy("percent of runs"),
            lambda c: _pct(c["runs_with_duplicates"], c["runs"]),
-           lambda c: f"{c['duplicates']} dup.", _dup_sentence),
+           lambda c: _("%(n)s dup.") % {"n": c["duplicates"]}, _dup_sentence),
 )
 
 
@@ -184,18 +237,19 @@ def build_panels(name: str, summary: dict, view: dict) -> list[dict]:
                     row.append({"text": m.text(cell).replace("<br>", " · "), "url": url,
                                 "label": _label(cell, named)})
                 z.append(zr), text.append(tr), urls.append(ur), rows.append({"y": yv, "cells": row})
-            title = f"{facet} = {fv}" if facet else m.title
+            title = f"{facet} = {fv}" if facet else str(m.title)
             fig = go.Figure(go.Heatmap(
                 z=z, x=[f"{x}={v}" if x else "" for v in xs], y=[f"{y}={v}" if y else "" for v in ys],
                 text=text, texttemplate="%{text}", customdata=urls, colorscale="Cividis", zmin=0,
-                colorbar={"title": {"text": m.unit}},
-                hovertemplate="%{x}, %{y}<br>" + m.unit + ": %{z}<br>click: the worst run<extra></extra>"))
+                colorbar={"title": {"text": str(m.unit)}},
+                hovertemplate="%{x}, %{y}<br>" + str(m.unit) + ": %{z}<br>" + _("click: the worst run")
+                + "<extra></extra>"))
             fig.update_layout(title={"text": title}, height=140 + 70 * len(ys), margin={"l": 90, "r": 20, "t": 50,
                                                                                        "b": 40},
                               xaxis={"type": "category"}, yaxis={"type": "category", "autorange": "reversed"})
             maps.append({"id": f"fig-{m.key}-{i}", "facet": fv, "title": title, "figure": json.loads(fig.to_json()),
                          "columns": xs, "rows": rows, "x": x, "y": y})
-        panels.append({"key": m.key, "title": m.title, "unit": m.unit,
-                       "sentence": m.sentence(shown, named) if shown else "No cell of this sweep matches this view.",
+        panels.append({"key": m.key, "title": str(m.title), "unit": str(m.unit),
+                       "sentence": m.sentence(shown, named) if shown else _("No cell of this sweep matches this view."),
                        "maps": maps})
     return panels

@@ -136,7 +136,19 @@ def running() -> list[Job]:
     return [j for j in list_jobs() if j.state == "running"]
 
 
-def launch(kind: str, args: list[str]) -> str:
+def latest_of_preset(preset: str) -> Job | None:
+    """The newest finished sweep of ``preset``, else a sweep of it still running."""
+    found = list_jobs()
+    for job in found:
+        if job.kind == "sweep" and job.state == "done" and job.summary["grid"].get("preset") == preset:
+            return job
+    for job in found:
+        if job.kind == "sweep" and job.state == "running" and job.meta.get("preset") == preset:
+            return job
+    return None
+
+
+def launch(kind: str, args: list[str], preset: str | None = None) -> str:
     """Start ``manage.py lab <kind> ARGS --out <lab dir>/<name>`` in the background."""
     conf = lab_settings()
     if not conf["LAUNCH"]:
@@ -148,10 +160,10 @@ def launch(kind: str, args: list[str]) -> str:
         busy = running()
         if busy:
             raise JobError(f"Another lab job ({busy[0].name}) is still running; wait for it to finish.")
-        return _spawn(root, kind, args, conf)
+        return _spawn(root, kind, args, conf, preset)
 
 
-def _spawn(root: Path, kind: str, args: list[str], conf: dict) -> str:
+def _spawn(root: Path, kind: str, args: list[str], conf: dict, preset: str | None = None) -> str:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     name = f"{'sweep' if kind == 'sweep' else 'analytics'}-{stamp}-{secrets.token_hex(2)}"
     cmd = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "lab", kind, *args,
@@ -162,7 +174,22 @@ def _spawn(root: Path, kind: str, args: list[str], conf: dict) -> str:
         proc = subprocess.Popen(cmd, cwd=settings.BASE_DIR, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     _CHILDREN[proc.pid] = proc
-    meta: dict[str, Any] = {"kind": kind, "args": args, "pid": proc.pid,
+    meta: dict[str, Any] = {"kind": kind, "args": args, "pid": proc.pid, "preset": preset,
                             "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
     (root / f".{name}.job.json").write_text(json.dumps(meta))
     return name
+
+
+def spawn_and_wait(kind: str, args: list[str], preset: str | None = None) -> Job | None:
+    """Start a job as :func:`launch` does (the server's own, so whatever ``LAUNCH`` says, and
+    after any running job) and wait for it to end; the job as it ended."""
+    import time
+
+    root = lab_dir()
+    while running():
+        time.sleep(2)
+    with open(root / ".launch.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        name = _spawn(root, kind, args, lab_settings(), preset)
+    _CHILDREN[_read_json(root / f".{name}.job.json")["pid"]].wait()
+    return get_job(name)

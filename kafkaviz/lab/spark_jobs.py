@@ -5,25 +5,29 @@ Both jobs take a SparkSession (``local[*]`` by default, any master through ``--m
 (``.<name>.partial``), renamed to ``out`` only when everything is written: a reader never
 sees half a result, and a failed job leaves nothing where the result is expected.
 
-* :func:`sweep`: the grid's runs are an RDD of (cell, run, seed) triples; executors play
-  them with ``engine.lab.runs.run_partition`` (the same code ``--no-spark`` calls), the rows
-  become a DataFrame written as Parquet partitioned by the grid's axes, and the per-cell
-  figures (``engine.lab.runs.CELL_FIGURES``) are a DataFrame aggregation of that Parquet.
-* :func:`analyze`: the segment files are read with ``binaryFiles``; executors decode them with
-  ``engine.lab.logscan.scan_file``; per-segment and per-partition figures (including distinct
+* :func:`sweep`: the grid's runs are an RDD of run indices; executors rebuild each spec and
+  play it with ``engine.lab.runs.run_indices`` (the same code ``--no-spark`` calls), the rows
+  become a DataFrame, repartitioned by cell and written as Parquet partitioned by the grid's
+  axes, and the per-cell figures (``engine.lab.runs.CELL_FIGURES``) are a DataFrame
+  aggregation of that Parquet.
+* :func:`analyze`: executors map the segment files (``engine.lab.logscan.scan_paths``) and
+  decode them with ``engine.lab.logscan.scan_file``; per-segment and per-partition figures (including distinct
   keys and what compaction would remove, from each key's latest segment) are
   DataFrame aggregations, written as Parquet.
 
-Executors import only ``engine`` (shipped to them as a zip), so a standalone cluster needs
-the repository's requirements installed on its workers, not the repository itself.
+Executors import only ``engine`` (shipped to them as a zip) and its codec libraries; on a
+cluster, ``env_archive`` (``lab pack-env``, :mod:`kafkaviz.lab.pack_env`) ships the Python they
+run too, so a worker needs Spark and Java only.
 """
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -35,8 +39,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from engine.lab.grid import AXES, Grid, cell_id
-from engine.lab.logscan import NotALogDirError, find_partition_dirs, scan_rows, segment_files
-from engine.lab.runs import CELL_FIGURES, ROW_FIELDS, WORST_FIELDS, cell_figures, run_partition
+from engine.lab.logscan import NotALogDirError, find_partition_dirs, scan_paths, segment_files
+from engine.lab.runs import (CELL_FIGURES, FIGURE_DEFINITIONS, ROW_FIELDS, WORST_FIELDS, cell_axes, cell_figures, run_indices,
+                             run_partition, worst_run_log)
 
 __all__ = ["LabError", "check_java", "master_url", "spark_session", "sweep", "sweep_without_spark", "analyze",
            "partial_dir", "progress_path", "read_summary"]
@@ -45,7 +50,7 @@ ENGINE_DIR = Path(__file__).resolve().parents[2] / "engine"
 SUMMARY = "summary.json"
 PROGRESS = "progress.json"
 WORST_COLUMNS = ("run", "seed", "lost", "lost_at_end", "diverged", "unavailable_ms", "duplicates",
-                 "first_loss_step", "event_digest", "command_log")
+                 "first_loss_step", "event_digest")
 
 
 class LabError(Exception):
@@ -124,6 +129,28 @@ def master_url(master: str | None = None) -> str:
     return master or os.environ.get("SPARK_MASTER_URL") or "local[*]"
 
 
+CONNECT_TIMEOUT_S = 4.0
+
+
+def check_master(master: str) -> None:
+    """For a standalone master (``spark://host:port[,host:port]``), LabError unless one of its
+    addresses accepts a connection within a few seconds: Spark itself would retry for a minute
+    and then fail with a message that never says it could not connect."""
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for hostport in master[len("spark://"):].split(","):
+        host, _, port = hostport.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+                return
+        except (OSError, ValueError) as exc:
+            reasons.append(f"{hostport}: {exc.strerror or exc}" if isinstance(exc, OSError) else
+                           f"{hostport}: not host:port")
+    raise LabError(f"could not connect to the Spark master {master} ({'; '.join(reasons)}): is it running, and "
+                   f"is --master (or SPARK_MASTER_URL) right? Or use local[*] or --no-spark")
+
+
 def _engine_zip() -> str:
     """A zip of the engine package for executors (cached per process)."""
     global _ZIP
@@ -140,14 +167,38 @@ def _engine_zip() -> str:
 _ZIP: str | None = None
 
 
-def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: dict | None = None) -> Any:
+def env_archive_conf(master: str, archive: str | None) -> dict:
+    """Spark settings that ship the packed environment (``lab pack-env``) to a cluster's
+    executors and run their Python from it; none for a local master, whose executors are
+    this process's threads and run this Python."""
+    from .pack_env import ARCHIVE_ALIAS, EXECUTOR_PYTHON
+
+    archive = archive or os.environ.get("KAFKAVIZ_LAB_ENV_ARCHIVE") or None
+    if not archive or master.startswith("local"):
+        return {}
+    path = Path(archive).resolve()
+    if not path.is_file():
+        raise LabError(f"the environment archive {archive} does not exist: make it with "
+                       f"`python manage.py lab pack-env --out {archive}`")
+    return {"spark.archives": f"{path.as_uri()}#{ARCHIVE_ALIAS}", "spark.pyspark.python": EXECUTOR_PYTHON,
+            "spark.executorEnv.LD_LIBRARY_PATH": f"./{ARCHIVE_ALIAS}/lib",
+            "spark.executorEnv.PYTHONNOUSERSITE": "1"}
+
+
+def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: dict | None = None,
+                  env_archive: str | None = None) -> Any:
     """A SparkSession for the lab (created, or the active one): executors run this
-    Python, the UI is off, partition columns stay strings, and the engine is shipped."""
+    Python (or, on a cluster, the packed one of ``env_archive``), the UI is off,
+    partition columns stay strings, and the engine is shipped."""
     check_java()
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise LabError("pyspark is not installed: pip install -r requirements.txt (or use --no-spark)") from None
+    check_master(master_url(master))
+    shipped = env_archive_conf(master_url(master), env_archive)
+    if shipped:
+        os.environ["PYSPARK_PYTHON"] = shipped["spark.pyspark.python"]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -161,7 +212,8 @@ def spark_session(master: str | None = None, app: str = "kafkaviz-lab", conf: di
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
                .config("spark.driver.bindAddress", bind).config("spark.driver.host", host))
-    for k, v in (conf or {}).items():
+    builder = builder.config("spark.python.worker.reuse", "true").config("spark.pyspark.driver.python", sys.executable)
+    for k, v in {**shipped, **(conf or {})}.items():
         builder = builder.config(k, v)
     try:
         spark = builder.getOrCreate()
@@ -181,11 +233,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 @contextmanager
-def _session(spark: Any, master: str | None) -> Iterator[Any]:
+def _session(spark: Any, master: str | None, env_archive: str | None = None) -> Iterator[Any]:
     if spark is not None:
         yield spark
         return
-    own = spark_session(master)
+    own = spark_session(master, env_archive=env_archive)
     try:
         yield own
     finally:
@@ -207,6 +259,7 @@ class _Tracker:
         tracker = self.sc.statusTracker()
         jobs = tracker.getJobIdsForGroup(self.group)
         total = done = active = failed = stages = 0
+        first = None          # the stage that plays the runs: the group's first (lowest id)
         for j in jobs:
             info = tracker.getJobInfo(j)
             if info is None:
@@ -220,9 +273,15 @@ class _Tracker:
                 done += st.numCompletedTasks
                 active += st.numActiveTasks
                 failed += st.numFailedTasks
+                if first is None or s < first.stageId:
+                    first = st
+        runs_done = self.total_runs * first.numCompletedTasks // first.numTasks if first and first.numTasks else 0
+        # Never step back (a stage list can briefly shrink between two polls).
+        self._runs_done = runs_done = max(runs_done, getattr(self, "_runs_done", 0))
+        writing = bool(first) and first.numCompletedTasks == first.numTasks and done < total
         return {"jobs": len(jobs), "stages": stages, "tasks_total": total, "tasks_done": done,
                 "tasks_active": active, "tasks_failed": failed, "runs_total": self.total_runs,
-                "runs_done": (self.total_runs * done // total) if total else 0}
+                "runs_done": runs_done, "phase": "writing" if writing else "runs"}
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every_s):
@@ -256,9 +315,9 @@ def _progress_writer(tmp: Path, callback: Callable[[dict], None] | None) -> Call
 # ---- the durability lab --------------------------------------------------------------------------
 
 def _row_schema() -> Any:
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
-    types = {"string": StringType(), "long": LongType()}
+    types = {"string": StringType(), "long": LongType(), "int": IntegerType(), "boolean": BooleanType()}
     return StructType([StructField(n, types[t], True) for n, t in ROW_FIELDS])
 
 
@@ -266,50 +325,105 @@ def _triples(grid: Grid) -> list[tuple]:
     return [(spec.cell, spec.run, spec.seed) for spec in grid.specs()]
 
 
+RUNS_PER_TASK = 12      # ~0.2 s of engine work: small enough for smooth progress, big enough
+                        # that a task's fixed cost (a few ms in a reused Python worker) is noise
+MAX_TASKS = 400
+
+
 def _slices(n: int, parallelism: int) -> int:
-    # Enough tasks for a live progress bar and an even spread; few enough that the
-    # per-task overhead stays small against ~15 ms per run.
-    return max(1, min(n, max(4 * parallelism, n // 40)))
+    return max(1, min(n, max(2 * parallelism, min(MAX_TASKS, n // RUNS_PER_TASK))))
+
+
+def _files(n_cells: int, parallelism: int) -> int:
+    # One Parquet file per cell (a cell's rows go to one write task), at most a few per core.
+    return max(1, min(n_cells, 4 * parallelism))
+
+
+def engine_version() -> str:
+    """A digest of the engine's source: two summaries with the same one ran the same engine."""
+    global _ENGINE_VERSION
+    if _ENGINE_VERSION is None:
+        h = hashlib.sha256()
+        for f in sorted(ENGINE_DIR.rglob("*.py")):
+            h.update(f.relative_to(ENGINE_DIR).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+        _ENGINE_VERSION = "sha256:" + h.hexdigest()[:16]
+    return _ENGINE_VERSION
+
+
+_ENGINE_VERSION: str | None = None
+
+
+def figure_definitions() -> dict:
+    return {"cell": {k: dict(v) for k, v in FIGURE_DEFINITIONS.items()},
+            "time": "virtual milliseconds of the engine's clock, not wall time",
+            "axes": {a.name: a.doc for a in AXES.values()}}
 
 
 def _summary(grid: Grid, cells: list[dict], engine: str, timing: dict, extra: dict | None = None) -> dict:
     by_id = {c["cell"]: c for c in cells}
     ordered = [by_id[cell_id(c)] for c in grid.cells if cell_id(c) in by_id]
-    return {"kind": "sweep", "version": 1, "engine": engine,
+    return {"kind": "sweep", "version": 2, "engine": engine, "engine_version": engine_version(),
             "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "grid": grid.to_dict(), "axes": grid.axes, "all_axes": list(AXES),
-            "figures": [name for name, _, _ in CELL_FIGURES], "cells": ordered, "timing": timing,
-            **(extra or {})}
+            "figures": [name for name, _, _ in CELL_FIGURES], "definitions": figure_definitions(),
+            "row_schema": [{"name": n, "type": t} for n, t in ROW_FIELDS],
+            "cells": ordered, "timing": timing, **(extra or {})}
+
+
+def _attach_worst_logs(cells: list[dict]) -> None:
+    """Each cell's worst run with its command log, rebuilt by replaying it (and checked)."""
+    import tempfile as _tf
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with _tf.TemporaryDirectory(prefix="kafkaviz-lab-worst-", dir=base) as scratch:
+        for c in cells:
+            w = c["worst"]
+            w["command_log"] = worst_run_log(c["cell"], w["run"], w["seed"], w["event_digest"], scratch)
 
 
 def sweep(grid: Grid, out: Path, *, spark: Any = None, master: str | None = None,
-          progress: Callable[[dict], None] | None = None) -> dict:
+          progress: Callable[[dict], None] | None = None, env_archive: str | None = None) -> dict:
     """Run ``grid`` on Spark; write ``out/runs`` (Parquet, partitioned by the grid's axes)
-    and ``out/summary.json``. Returns the summary."""
+    and ``out/summary.json``. Returns the summary.
+
+    Only run indices travel to executors (``engine.lab.runs.run_indices`` rebuilds each spec
+    there); tasks hold :data:`RUNS_PER_TASK` runs or more; rows are repartitioned by cell
+    before the write, so each cell is one file whatever the number of runs."""
     out = Path(out)
     with _result_dir(out) as tmp:
         t0 = time.monotonic()
-        with _session(spark, master) as s:
+        with _session(spark, master, env_archive) as s:
             t_started = time.monotonic()
             sc = s.sparkContext
-            triples = _triples(grid)
+            total = len(grid.cells) * grid.runs
             report = _progress_writer(tmp, progress)
             group = f"kafkaviz-lab-{uuid.uuid4().hex[:12]}"
-            rdd = sc.parallelize(triples, _slices(len(triples), sc.defaultParallelism)).mapPartitions(run_partition)
-            df = s.createDataFrame(rdd, _row_schema())
+            play = functools.partial(run_indices, grid.cells, grid.runs, grid.seed)
+            rdd = sc.parallelize(range(total), _slices(total, sc.defaultParallelism)).mapPartitions(play)
+            df = s.createDataFrame(rdd, _row_schema(), verifySchema=False)
+            df = df.repartition(_files(len(grid.cells), sc.defaultParallelism), "cell")
             writer = df.write.partitionBy(*grid.axes) if grid.axes else df.write
-            with _Tracker(sc, group, len(triples), report) as tracker:
+            with _Tracker(sc, group, total, report) as tracker:
                 writer.parquet(str(tmp / "runs"))
                 report(tracker.snapshot())
             t_runs = time.monotonic()
-            cells = _aggregate(s.read.parquet(str(tmp / "runs")))
+            cells = _aggregate(s.read.schema(_row_schema()).parquet(str(tmp / "runs")))
+            _attach_worst_logs(cells)
             timing = {"startup_s": round(t_started - t0, 3), "runs_s": round(t_runs - t_started, 3),
                       "aggregate_s": round(time.monotonic() - t_runs, 3),
-                      "runs_per_s": round(len(triples) / max(t_runs - t_started, 1e-9), 2)}
-            extra = {"master": sc.master, "spark_version": s.version, "default_parallelism": sc.defaultParallelism}
+                      "runs_per_s": round(total / max(t_runs - t_started, 1e-9), 2)}
+            extra = {"master": sc.master, "spark_version": s.version, "default_parallelism": sc.defaultParallelism,
+                     "executor_python": _executor_python(sc)}
         summary = _summary(grid, cells, "spark", timing, extra)
         _finish(tmp, out, summary)
     return summary
+
+
+def _executor_python(sc: Any) -> dict:
+    """Which Python an executor ran (the packed environment's, on a cluster given one)."""
+    path, version = sc.parallelize([0], 1).map(
+        lambda _: (__import__("sys").executable, __import__("sys").version.split()[0])).first()
+    return {"executable": path, "version": version}
 
 
 def _aggregate(runs: Any) -> list[dict]:
@@ -328,10 +442,10 @@ def _aggregate(runs: Any) -> list[dict]:
     aggs.append(F.min(F.struct(*key, *[F.col(c) for c in WORST_COLUMNS])).alias("worst"))
     means = {name for name, how, _ in CELL_FIGURES if how == "mean"}
     cells = []
-    for r in runs.groupBy("cell", *AXES).agg(*aggs).collect():
+    for r in runs.groupBy("cell").agg(*aggs).collect():
         d = r.asDict(recursive=True)
         worst = {k: d["worst"][k] for k in WORST_COLUMNS}
-        cell = {"cell": d["cell"], "axes": {a: d[a] for a in AXES}}
+        cell = {"cell": d["cell"], "axes": cell_axes(d["cell"])}
         for name, _, _ in CELL_FIGURES:
             cell[name] = round(d[name], 3) if name in means else int(d[name])
         cell["worst"] = worst
@@ -361,7 +475,8 @@ def sweep_without_spark(grid: Grid, out: Path, *, progress: Callable[[dict], Non
         by_cell: dict[str, list] = {}
         for row in rows:
             by_cell.setdefault(row["cell"], []).append(row)
-        cells = [{"cell": cid, "axes": {a: rs[0][a] for a in AXES}, **cell_figures(rs)} for cid, rs in by_cell.items()]
+        cells = [{"cell": cid, "axes": cell_axes(cid), **cell_figures(rs)} for cid, rs in by_cell.items()]
+        _attach_worst_logs(cells)
         timing = {"startup_s": 0.0, "runs_s": round(t_runs - t0, 3), "aggregate_s": round(time.monotonic() - t_runs, 3),
                   "runs_per_s": round(len(triples) / max(t_runs - t0, 1e-9), 2)}
         summary = _summary(grid, cells, "python", timing)
@@ -394,6 +509,9 @@ def _scan_schema() -> Any:
     ])
 
 
+SUMMARY_ROWS = 5000
+
+
 def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = None) -> dict:
     """Figures of every partition and segment under ``logdir``; ``out/segments``,
     ``out/partitions``, ``out/problems`` (Parquet) and ``out/summary.json``."""
@@ -410,17 +528,23 @@ def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = 
             t_started = time.monotonic()
             sc = s.sparkContext
             schema = _scan_schema()
-            uris = ",".join(Path(f).as_uri() for f in files)
-            rdd = sc.binaryFiles(uris, minPartitions=max(1, min(len(files), 4 * sc.defaultParallelism)))
+            # Paths, not bytes, travel to executors; each maps its files (scan_paths), so no file is
+            # read whole into memory, on the executor or in the JVM. Executors must see the same paths.
             names = [f.name for f in schema.fields]
-            scanned = s.createDataFrame(rdd.mapPartitions(functools.partial(scan_rows, names=names)), schema).cache()
+            paths = sc.parallelize(sorted(files, key=os.path.getsize, reverse=True),
+                                   max(1, min(len(files), 4 * sc.defaultParallelism)))
+            scanned = s.createDataFrame(paths.mapPartitions(functools.partial(scan_paths, names=names)),
+                                        schema).cache()
             segments, parts, problems = (f.cache() for f in _analytics_frames(scanned))
             segments.write.parquet(str(tmp / "segments"))
             parts.write.parquet(str(tmp / "partitions"))
             problems.write.parquet(str(tmp / "problems"))
-            seg_rows = [r.asDict(recursive=True) for r in segments.orderBy("partition_dir", "base_offset").collect()]
-            part_rows = [r.asDict(recursive=True) for r in parts.orderBy("partition_dir").collect()]
-            prob_rows = [r.asDict(recursive=True) for r in problems.orderBy("file", "position").collect()]
+            # The page shows at most SUMMARY_ROWS segments and damaged places; the Parquet has them all.
+            seg_rows = [r.asDict(recursive=True) for r in
+                        segments.orderBy("partition_dir", "base_offset").limit(SUMMARY_ROWS).toLocalIterator()]
+            part_rows = [r.asDict(recursive=True) for r in parts.orderBy("partition_dir").toLocalIterator()]
+            prob_rows = [r.asDict(recursive=True) for r in
+                         problems.orderBy("file", "position").limit(SUMMARY_ROWS).toLocalIterator()]
             for f in (scanned, segments, parts, problems):
                 f.unpersist()
             elapsed = time.monotonic() - t_started

@@ -8,17 +8,51 @@ import os
 import tempfile
 from pathlib import Path
 
+import functools
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_safe, require_POST
 
-from engine.lab.grid import AXES, PRESETS, GridError, make_grid
+from engine.lab.grid import AXES, PRESETS, GridError, default_runs, make_grid
+from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 from engine.lab.logscan import NotALogDirError, find_partition_dirs
 
 from . import jobs
 from .conf import lab_settings
 from .figures import axis_values, build_panels, choose_view
+
+
+# What each preset is about, in a student's words (the form's "Which settings").
+PRESET_LABELS = {
+    "acks": gettext_lazy("acks and min.insync.replicas (lesson 9)"),
+    "truncation": gettext_lazy("high-watermark or leader-epoch truncation (lesson 10)"),
+    "unclean": gettext_lazy("unclean leader election (lesson 11)"),
+    "full": gettext_lazy("every combination (a big grid, better run from a shell)"),
+}
+
+
+def _lang(request: HttpRequest) -> str:
+    lang = request.GET.get("lang", "en")
+    return lang if lang in LANGUAGES else "en"
+
+
+def in_language(view):
+    """Render the view in the page's language (``?lang=zh``), as the lesson pages do."""
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        lang = _lang(request)
+        request.lab_lang = lang
+        with translation.override(DJANGO_LANG[lang]):
+            response = view(request, *args, **kwargs)
+            if hasattr(response, "render") and not getattr(response, "is_rendered", True):
+                response.render()
+            return response
+    return wrapped
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -44,30 +78,34 @@ def _own_sandboxes(request: HttpRequest) -> list[tuple[str, str]]:
 def _home_context(request: HttpRequest, **extra: object) -> dict:
     conf = lab_settings()
     sandboxes = _own_sandboxes(request)
-    return {"presets": {k: {a: list(v) for a, v in p.items()} for k, p in PRESETS.items()},
+    return {"preset_choices": [{"name": k, "label": PRESET_LABELS.get(k, k)} for k in PRESETS],
             "axes": list(AXES.values()), "jobs": jobs.list_jobs(), "launch": conf["LAUNCH"],
-            "max_runs": conf["MAX_RUNS"], "log_roots": conf["LOG_ROOTS"], "sandboxes": sandboxes,
-            "form": {"preset": "", "runs": 20, "seed": 0, "axes": {}, "logdir": ""}, **extra}
+            "max_runs": conf["MAX_RUNS"], "sandboxes": sandboxes, "lang": getattr(request, "lab_lang", "en"),
+            "form": {"preset": "acks", "runs": default_runs("acks"), "seed": 0, "axes": {}, "logdir": ""}, **extra}
 
 
 @require_safe
+@in_language
 def home(request: HttpRequest) -> HttpResponse:
     context = _home_context(request)
     if request.GET.get("preset") in PRESETS:
         context["form"]["preset"] = request.GET["preset"]
+        context["form"]["runs"] = default_runs(request.GET["preset"])
     return render(request, "lab/home.html", context)
 
 
 @require_safe
 def latest(request: HttpRequest, preset: str) -> HttpResponse:
-    """The newest finished sweep of a preset (what lessons link to), or the form with that
-    preset chosen when there is none yet."""
+    """The newest finished sweep of a preset (what lessons link to); while the first one is
+    still being computed (``lab precompute`` at the server's first start), its progress;
+    the form with that preset chosen when there is neither."""
     if preset not in PRESETS:
         raise Http404("no such preset")
-    for job in jobs.list_jobs():
-        if job.kind == "sweep" and job.state == "done" and job.summary["grid"].get("preset") == preset:
-            return redirect("lab:sweep", name=job.name)
-    return redirect(f"{reverse('lab:home')}?preset={preset}#sweep-h")
+    lang = "?lang=zh" if _lang(request) == "zh" else ""
+    found = jobs.latest_of_preset(preset)
+    if found is not None:
+        return redirect(reverse("lab:sweep", args=[found.name]) + lang)
+    return redirect(f"{reverse('lab:home')}?preset={preset}{lang.replace('?', '&')}#sweep-h")
 
 
 def _refuse(request: HttpRequest, message: str, status: int, form: dict) -> HttpResponse:
@@ -75,6 +113,7 @@ def _refuse(request: HttpRequest, message: str, status: int, form: dict) -> Http
 
 
 @require_POST
+@in_language
 def launch_sweep(request: HttpRequest) -> HttpResponse:
     preset = request.POST.get("preset") or None
     axes = {a: request.POST.getlist(f"axis_{a}") for a in AXES if request.POST.getlist(f"axis_{a}")}
@@ -83,7 +122,7 @@ def launch_sweep(request: HttpRequest) -> HttpResponse:
     try:
         runs, seed = int(request.POST.get("runs", "20")), int(request.POST.get("seed", "0"))
     except ValueError:
-        return _refuse(request, "Runs per cell and the first seed must be whole numbers.", 400, form)
+        return _refuse(request, _("The number of runs and the first seed must be whole numbers."), 400, form)
     try:
         grid = make_grid(preset, axes, runs=runs, seed=seed)
     except GridError as exc:
@@ -91,17 +130,17 @@ def launch_sweep(request: HttpRequest) -> HttpResponse:
     total = len(grid.cells) * grid.runs
     limit = lab_settings()["MAX_RUNS"]
     if total > limit:
-        return _refuse(request, f"This grid has {total} runs; a sweep started here may have at most {limit}. "
-                                f"Use fewer runs per cell or fewer axis values.", 400, form)
+        return _refuse(request, _("This experiment has %(total)s runs; one started here may have at most %(limit)s. "
+                                  "Choose fewer runs or fewer settings.") % {"total": total, "limit": limit}, 400, form)
     args = (["--preset", preset] if preset else []) + [x for a, v in axes.items() for x in ("--axis", f"{a}={','.join(v)}")]
     args += ["--runs", str(runs), "--seed", str(seed), "--quiet"]
     if request.POST.get("no_spark"):
         args.append("--no-spark")
     try:
-        name = jobs.launch("sweep", args)
+        name = jobs.launch("sweep", args, preset=preset)
     except jobs.JobError as exc:
         return _refuse(request, str(exc), 409 if "running" in str(exc) else 403, form)
-    return redirect("lab:sweep", name=name)
+    return redirect(reverse("lab:sweep", args=[name]) + ("?lang=zh" if request.lab_lang == "zh" else ""))
 
 
 def _allowed_logdir(path: str) -> Path:
@@ -110,15 +149,22 @@ def _allowed_logdir(path: str) -> Path:
     real = Path(os.path.realpath(path))
     roots = [Path(os.path.realpath(r)) for r in lab_settings()["LOG_ROOTS"]]
     if not any(real == r or r in real.parents for r in roots):
-        raise ValueError(f"Only log directories under {', '.join(str(r) for r in roots)} may be analysed here.")
+        raise ValueError(_("Only log directories under the roots this server allows may be analysed here "
+                           "(KAFKAVIZ_LAB_LOG_ROOTS)."))
     find_partition_dirs(str(real))
     return real
 
 
 @require_POST
+@in_language
 def launch_analytics(request: HttpRequest) -> HttpResponse:
     path = request.POST.get("logdir", "").strip()
     form = {"preset": "", "runs": 20, "seed": 0, "axes": {}, "logdir": path}
+    if not path and request.POST.get("sandbox"):
+        # One of this browser's own sandboxes, named by its lesson: the path never reaches the page.
+        path = dict(_own_sandboxes(request)).get(request.POST["sandbox"], "")
+        if not path:
+            return _refuse(request, _("That sandbox is not one of yours, or it has no data yet."), 400, form)
     try:
         real = _allowed_logdir(path)
     except (ValueError, NotALogDirError) as exc:
@@ -138,9 +184,10 @@ def _job_or_404(name: str, kind: str) -> jobs.Job:
 
 
 @require_safe
+@in_language
 def sweep(request: HttpRequest, name: str) -> HttpResponse:
     job = _job_or_404(name, "sweep")
-    context: dict = {"job": job}
+    context: dict = {"job": job, "lang": request.lab_lang}
     if job.state == "done":
         view = choose_view(job.summary, request.GET)
         context.update(view=view, panels=build_panels(name, job.summary, view),
@@ -152,11 +199,12 @@ def sweep(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_safe
+@in_language
 def progress(request: HttpRequest, name: str) -> HttpResponse:
     job = jobs.get_job(name)
     if job is None:
         raise Http404("no such lab job")
-    response = render(request, "lab/progress.html", {"job": job})
+    response = render(request, "lab/progress.html", {"job": job, "lang": request.lab_lang})
     if job.state != "running":
         response["HX-Refresh"] = "true"   # the page reloads into its result or its error
     return response

@@ -70,3 +70,20 @@ def test_a_sweep_without_out_lands_in_the_lab_directory_under_a_name_the_page_li
     call_command("lab", "sweep", "--runs", "1", "--no-spark", "--quiet")
     (made,) = [j.name for j in jobs.list_jobs()]
     assert jobs.get_job(made).state == "done"
+
+
+def test_an_unreachable_master_is_one_line_saying_so_within_ten_seconds(tmp_path):
+    import socket
+    import time
+
+    with socket.socket() as s:            # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "manage.py", "lab", "sweep", "--runs", "1", "--master",
+                           f"spark://127.0.0.1:{port}", "--out", str(tmp_path / "o")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - t < 10
+    line = _one_line_failure(proc)
+    assert f"could not connect to the Spark master spark://127.0.0.1:{port}" in line
+    assert not (tmp_path / "o").exists() and not (tmp_path / ".o.partial").exists()

@@ -1,6 +1,8 @@
 """Scale out, for real: a standalone Spark master and one worker, started from the pyspark
-package's own launcher (``bin/spark-class``) on loopback, run a small grid through
-``manage.py lab sweep --master spark://…``; the results equal the --no-spark run's. Both
+package's own launcher (``bin/spark-class``) on loopback in a fresh directory, with no Python
+named for them, run a small grid through ``manage.py lab sweep --master spark://… --env-archive``:
+the executors run the packed Python of ``lab pack-env`` and the results equal the --no-spark run's.
+The master's REST submission server (port 6066 by default, unauthenticated) is off. Both
 processes are stopped by their process ids."""
 import json
 import os
@@ -50,24 +52,31 @@ def stop(proc):
             proc.wait()
 
 
+# What the README's standalone-master command passes: no REST submission server.
+MASTER_OPTS = "-Dspark.master.rest.enabled=false"
+
+
 @pytest.fixture
 def standalone(tmp_path):
-    port, ui, wui = free_port(), free_port(), free_port()
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(tmp_path), SPARK_WORKER_DIR=str(tmp_path / "work"),
-               PYSPARK_PYTHON=sys.executable)
+    port, ui, wui, rest = free_port(), free_port(), free_port(), free_port()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(tmp_path), SPARK_WORKER_DIR=str(tmp_path / "work"),
+               SPARK_MASTER_OPTS=f"{MASTER_OPTS} -Dspark.master.rest.port={rest}")
     log = open(tmp_path / "daemons.log", "wb")
     master = subprocess.Popen([spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                               "--port", str(port), "--webui-port", str(ui)],
+                               "--port", str(port), "--webui-port", str(ui)], cwd=fresh,
                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     procs = [master]
     try:
         wait_for_port(port, master)
         worker = subprocess.Popen([spark_class(), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                                    "--cores", "2", "--memory", "1g", "--webui-port", str(wui),
-                                   f"spark://127.0.0.1:{port}"],
+                                   f"spark://127.0.0.1:{port}"], cwd=fresh,
                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         procs.append(worker)
-        yield f"spark://127.0.0.1:{port}", master, worker
+        yield f"spark://127.0.0.1:{port}", master, worker, rest
     finally:
         for p in reversed(procs):
             stop(p)
@@ -79,16 +88,24 @@ def lab(*args, env=None):
                           env=env or os.environ.copy(), timeout=300)
 
 
-def test_a_grid_runs_on_a_standalone_master_and_worker_with_the_same_results(standalone, tmp_path):
-    url, master, worker = standalone
-    args = ["sweep", "--axis", "truncation=hw,epoch", "--runs", "4", "--seed", "306", "--quiet"]
-    on_cluster = lab(*args, "--master", url, "--out", str(tmp_path / "cluster"))
+def test_a_grid_runs_on_a_standalone_master_and_worker_from_a_packed_environment_with_the_same_results(
+        standalone, tmp_path):
+    url, master, worker, rest = standalone
+    packed = lab("pack-env", "--out", str(tmp_path / "env.tar.gz"))
+    assert packed.returncode == 0, packed.stderr[-2000:]
+    args = ["sweep", "--axis", "truncation=hw,epoch", "--runs", "4", "--seed", "0", "--quiet"]
+    on_cluster = lab(*args, "--master", url, "--env-archive", str(tmp_path / "env.tar.gz"),
+                     "--out", str(tmp_path / "cluster"))
     assert on_cluster.returncode == 0, on_cluster.stderr[-2000:]
     plain = lab(*args, "--no-spark", "--out", str(tmp_path / "plain"))
     assert plain.returncode == 0, plain.stderr[-2000:]
     summary = json.loads((tmp_path / "cluster" / "summary.json").read_text())
     assert summary["master"] == url and summary["engine"] == "spark"
+    # The executors ran the packed interpreter, unpacked in their own working directory.
+    assert summary["executor_python"]["executable"].endswith("/environment/bin/python3")
+    assert str(tmp_path / "work") in summary["executor_python"]["executable"]
     assert summary["cells"] == json.loads((tmp_path / "plain" / "summary.json").read_text())["cells"]
-    hw = next(c for c in summary["cells"] if c["axes"]["truncation"] == "hw")
-    assert hw["lost"] > 0                        # seed 308 (it loses under HW truncation) is in 306..309
     assert master.poll() is None and worker.poll() is None
+    # No REST submission server: nothing listens on its port.
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", rest)) != 0

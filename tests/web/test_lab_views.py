@@ -55,8 +55,12 @@ def test_a_sweep_shows_a_heatmap_per_metric_with_a_sentence_computed_from_its_ce
     assert (fig["data"][0]["x"], fig["data"][0]["y"]) == (["acks=1", "acks=all"], ["truncation=hw", "truncation=epoch"])
     sentence = re.search(r'id="metric-loss".*?class="sentence">([^<]*)', html, re.S).group(1)
     summary = json.loads((sweep_dir / finished / "summary.json").read_text())
-    lost_runs = sum(c["runs_with_loss"] for c in summary["cells"])
-    assert lost_runs > 0 and f"lost in {lost_runs} of 120 runs" in sentence
+    lossy = [c for c in summary["cells"] if c["runs_with_loss"]]
+    assert lossy
+    for c in lossy:
+        label = f"acks={c['axes']['acks']}, truncation={c['axes']['truncation']}"
+        assert (f"{label} in {c['runs_with_loss']} of {c['runs']} runs ({c['lost']} of {c['acked']} acknowledged "
+                f"records)") in sentence
     assert "vendor/plotly-cartesian-4.1.1.min.js" in html and "js/lab.js" in html
 
 
@@ -158,5 +162,68 @@ def test_the_analytics_form_offers_this_browsers_own_sandboxes_only(lab, setting
     (tmp_path / "data" / sid).mkdir(parents=True)
     (tmp_path / "data" / "someone-elses-sandbox").mkdir()
     html = client.get("/lab/").content.decode()
-    assert f"{tmp_path / 'data' / sid}" in html and "your sandbox of segments" in html
+    assert '<option value="segments">your sandbox of segments</option>' in html
     assert "someone-elses-sandbox" not in html
+    # No server path on the page: not the sandbox's, not the allowed roots.
+    assert str(tmp_path) not in html and sid not in html
+    r = client.post("/lab/analytics/", {"sandbox": "retention"})      # not one of this browser's
+    assert r.status_code == 400 and "not one of yours" in r.content.decode()
+
+
+def test_the_form_speaks_plainly_with_the_presets_default_runs(finished):
+    html = Client().get("/lab/?preset=truncation").content.decode()
+    assert "Which settings" in html and "How many runs of each combination" in html
+    assert "high-watermark or leader-epoch truncation (lesson 10)" in html
+    assert 'name="runs" min="1" value="100"' in html
+
+
+def test_the_lab_speaks_chinese_with_lang_zh(finished):
+    html = Client().get("/lab/?lang=zh").content.decode()
+    assert "持久性实验室" in html and "哪些设置" in html and "Which settings" not in html
+    page = Client().get(f"/lab/sweeps/{finished}/?lang=zh").content.decode()
+    sentence = re.search(r'id="metric-loss".*?class="sentence">([^<]*)', page, re.S).group(1)
+    assert "丢失了已确认记录的有" in sentence and "acknowledged" not in sentence
+    assert Client().get("/lab/latest/truncation/?lang=zh")["Location"] == f"/lab/sweeps/{finished}/?lang=zh"
+
+
+def _fake_sweep(root, name, preset, runs, version):
+    (root / name).mkdir(parents=True)
+    (root / name / "summary.json").write_text(json.dumps({
+        "kind": "sweep", "grid": {"preset": preset, "runs": runs, "seed": 0, "total_runs": runs, "cells": 1},
+        "axes": [], "cells": [], "engine_version": version, "created": "2026-01-01T00:00:00+00:00"}))
+
+
+def test_precompute_computes_only_the_lesson_presets_that_are_missing_or_stale(lab, capsys):
+    from django.core.management import call_command
+
+    from kafkaviz.lab.spark_jobs import engine_version
+
+    lab.mkdir(parents=True)
+    _fake_sweep(lab, "sweep-20260101-000001-aaaa", "truncation", 100, engine_version())
+    _fake_sweep(lab, "sweep-20260101-000002-bbbb", "acks", 100, engine_version())
+    _fake_sweep(lab, "sweep-20260101-000003-cccc", "unclean", 100, "sha256:an-older-engine")
+    spawned = []
+    from kafkaviz.lab import jobs as jobs_module
+
+    def fake_spawn(kind, args, preset=None):
+        spawned.append((kind, args, preset))
+        return jobs_module.Job("sweep-20260101-000004-dddd", "sweep", "done", {}, None, None, {})
+    original = jobs_module.spawn_and_wait
+    jobs_module.spawn_and_wait = fake_spawn
+    try:
+        call_command("lab", "precompute", "--no-spark")
+    finally:
+        jobs_module.spawn_and_wait = original
+    out = capsys.readouterr().out
+    assert "truncation: sweep-20260101-000001-aaaa is up to date" in out and "acks: sweep-20260101-000002-bbbb" in out
+    assert spawned == [("sweep", ["--preset", "unclean", "--quiet", "--no-spark"], "unclean")]
+
+
+def test_a_lesson_link_shows_the_precompute_running_before_its_first_result(lab):
+    lab.mkdir(parents=True)
+    name = "sweep-20260101-000005-eeee"
+    (lab / f".{name}.job.json").write_text(json.dumps({"pid": os.getpid(), "args": [], "preset": "acks"}))
+    (lab / f".{name}.partial").mkdir()
+    r = Client().get("/lab/latest/acks/")
+    assert r.status_code == 302 and r["Location"] == f"/lab/sweeps/{name}/"
+    assert 'id="progress"' in Client().get(r["Location"]).content.decode()

@@ -5,7 +5,7 @@ import pytest
 
 from engine.cluster.scenarios import run_schedule
 from engine.lab.grid import RunSpec, make_grid
-from engine.lab.runs import ROW_FIELDS, build_run, cell_figures, run_spec, unavailable_ms
+from engine.lab.runs import ROW_FIELDS, build_run, cell_figures, client_unavailable_ms, run_spec
 
 
 @pytest.fixture
@@ -23,7 +23,8 @@ def test_a_run_is_a_pure_function_of_its_spec(scratch):
     a, b = run_spec(spec, scratch), run_spec(spec, scratch)
     assert a == b
     assert [n for n, _ in ROW_FIELDS] == list(a)
-    assert a["command_log"].startswith('{"config"')
+    with_log = run_spec(spec, scratch, with_log=True)
+    assert with_log.pop("command_log").startswith('{"config"') and with_log == a
 
 
 def test_the_lab_finds_exactly_the_losses_the_fault_schedule_harness_finds(scratch, tmp_path):
@@ -33,7 +34,7 @@ def test_the_lab_finds_exactly_the_losses_the_fault_schedule_harness_finds(scrat
     for truncation, acks, lossy in (("hw", "all", 308), ("epoch", 1, 42)):
         losing = 0
         for seed in sorted({*range(25, 40), lossy}):
-            row = run_spec(_spec(seed, truncation=truncation, acks=str(acks)), scratch)
+            row = run_spec(_spec(seed, truncation=truncation, acks=str(acks), schedule="random"), scratch)
             run = run_schedule(seed, str(tmp_path / f"{truncation}-{acks}-{seed}"), truncation=truncation, acks=acks)
             lost = {(f["offset"], f["digest"]) for f in run.checker.findings if f["kind"] == "check_acked_record_lost"}
             assert row["lost"] == len(lost), (truncation, acks, seed)
@@ -69,25 +70,24 @@ def test_retries_without_idempotence_make_a_consumer_see_duplicates(scratch):
     assert run_spec(_spec(found["seed"], retries="0"), scratch)["duplicates"] == 0
 
 
-def _env(t, kind, **fields):
-    return types.SimpleNamespace(time_ms=t, event=types.SimpleNamespace(kind=kind, **fields))
+def test_unavailable_time_is_what_the_client_saw_from_a_failed_request_to_the_next_success():
+    sends = [(0, 1), (100, 2), (200, 3), (300, 4), (900, 5), (1000, 6)]
+    outcomes = {1: ("produce_acked", 5), 2: ("produce_failed", 600), 3: ("produce_failed", 700),
+                4: ("produce_acked", 305), 5: ("produce_failed", 1400)}     # 6: never answered
+    # Down from 100 (the first failure) to 300 (the next success), then from 900 to the end.
+    assert client_unavailable_ms(sends, outcomes, end_ms=1500) == 200 + 600
+    assert client_unavailable_ms(sends[:1], outcomes, end_ms=1500) == 0
 
 
-def test_unavailable_time_counts_no_live_leader_and_a_short_isr_for_acks_all():
-    events = [
-        _env(0, "broker_started", broker=0), _env(0, "broker_started", broker=1),
-        _env(10, "topic_created", topic="t"),
-        _env(15, "leader_elected", topic="t", partition=0, chosen=0, isr=[0, 1]),
-        _env(100, "broker_crashed", broker=0),            # leader dead: unavailable
-        _env(400, "leader_elected", topic="t", partition=0, chosen=1, isr=[1]),   # ISR 1 < 2
-        _env(700, "isr_expanded", topic="t", partition=0, isr=[1, 0]),
-    ]
-    assert unavailable_ms(events, "t", 0, acks_all=False, min_isr=2, end_ms=1000) == 5 + 300
-    assert unavailable_ms(events, "t", 0, acks_all=True, min_isr=2, end_ms=1000) == 5 + 300 + 300
+def test_a_run_that_plays_through_an_outage_is_unavailable_for_seconds_not_an_instant(scratch):
+    # A targeted schedule keeps the client writing through its faults: outages are seen.
+    rows = [run_spec(_spec(seed, schedule="targeted"), scratch) for seed in range(6)]
+    assert max(r["unavailable_ms"] for r in rows) >= 1000
+    assert all(r["sent"] >= r["acked"] > 0 for r in rows)
 
 
 def test_cell_figures_pick_the_run_that_lost_most_as_the_worst():
-    rows = [{"run": i, "seed": i, "acked": 3, "lost": lost, "lost_at_end": lost, "diverged": 0,
+    rows = [{"run": i, "seed": i, "sent": 4, "missing_at_end": lost, "acked": 3, "lost": lost, "lost_at_end": lost, "diverged": 0,
              "unavailable_ms": 0, "duplicates": 0, "produce_failed": 0, "first_loss_step": None,
              "event_digest": "", "command_log": ""} for i, lost in enumerate([0, 2, 2, 1])]
     fig = cell_figures(rows)
