@@ -242,9 +242,12 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
         # The lab results lessons link to: computed in the background at the first start, then kept
         # (KAFKAVIZ_LAB_DIR); it outlives this process on purpose, and ends by itself.
-        with open(state / "lab-precompute.log", "ab") as lab_log:
-            subprocess.Popen([*manage, "lab", "precompute"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                             stdout=lab_log, stderr=subprocess.STDOUT, start_new_session=True)
+        # KAFKAVIZ_LAB_PRECOMPUTE=0 skips it (tests that start serve-prod: a Spark sweep outliving
+        # the test would load the machine and could not be stopped by the test's process id).
+        if env.get("KAFKAVIZ_LAB_PRECOMPUTE", "1") != "0":
+            with open(state / "lab-precompute.log", "ab") as lab_log:
+                subprocess.Popen([*manage, "lab", "precompute"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=lab_log, stderr=subprocess.STDOUT, start_new_session=True)
         def start_daphne(port: int) -> subprocess.Popen:
             # The access log is ours, in JSON (kafkaviz/accesslog.py); daphne's text one is off.
             proc_env = {**env, "KAFKAVIZ_DATA_DIR": str(data_root / str(port)), "KAFKAVIZ_ACCESS_LOG": "1"}

@@ -81,6 +81,7 @@ def serve_prod(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("REDIS_URL", "DATABASE_URL", "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "KAFKAVIZ_DATA_DIR")}
     env["DJANGO_SETTINGS_MODULE"] = "kafkaviz.settings"
+    env["KAFKAVIZ_LAB_PRECOMPUTE"] = "0"    # no Spark sweep outliving the test
     state = tmp_path / "state"
     log = open(tmp_path / "serve.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "kafkaviz.serve", "--processes", "2", "--port", str(port),
