@@ -80,6 +80,8 @@ _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
 
+_SLICE_BELOW = 2048      # whole_batch_header copies a batch this small rather than view it
+
 _INT32_MAX = (1 << 31) - 1
 _UINT64_MAX = (1 << 64) - 1
 
@@ -449,7 +451,8 @@ def whole_batch_header(data: bytes) -> BatchHeader | None:
     v = _HEADER.unpack_from(data, 0)
     if v[3] != MAGIC or v[1] + LOG_OVERHEAD != n or v[1] < _MIN_BATCH_LENGTH:
         return None
-    if crc32c(memoryview(data)[_CRC_START:]) != v[4]:
+    # A small batch is cheaper to slice than to view (two objects); a large one is not.
+    if crc32c(data[_CRC_START:] if n <= _SLICE_BELOW else memoryview(data)[_CRC_START:]) != v[4]:
         return None
     return _tuple_new(BatchHeader, v)
 
