@@ -729,7 +729,13 @@ def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary 
                     return None
                 pos += 1
             else:
-                off_delta, pos = dv(data, pos)
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    u = (b & 0x7F) | (b2 << 7)
+                    off_delta = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    off_delta, pos = dv(data, pos)
                 if off_delta != i:
                     return None
             b = data[pos]

@@ -133,7 +133,8 @@ def _check_records(data: bytes, pos: int, h: BatchHeader, config: LogConfig, now
     limit = config.max_message_bytes
     section = memoryview(data)[pos + BATCH_OVERHEAD:pos + size]
     try:
-        plain = decompress_capped(codec, section, limit)
+        # A plain section within the cap is walked where it lies, not copied out first.
+        plain = decompress_capped(codec, section, limit) if codec or len(section) > limit else None
     except DecompressedTooLarge:
         raise RecordTooLargeError(
             f"{where}: the {h.compression.name.lower()} record section of {len(section)} bytes inflates past "
