@@ -24,7 +24,7 @@ from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestErro
                       RecordBatchTooLargeError, RecordTooLargeError)
 from ..events import EventLog
 from ..records import (BatchHeader, CompressionType, Record, TimestampType, decode_batch, encode_batch,
-                       scan_valid, whole_batch_header, with_log_append_time, with_offset_and_epoch)
+                       read_header, scan_valid, whole_batch_header, with_log_append_time, with_offset_and_epoch)
 from ..records.validation import check_record_timestamps, validate_client_batches
 from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
                      LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
@@ -197,16 +197,16 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         offset = self._log_end_offset
         if isinstance(records, (bytes, bytearray, memoryview)):
             sent = bytes(records)
-            records, parsed = validate_client_batches(sent, self.config, now, self.name, self._parse(sent))
-            out = []
-            for pos, h in parsed:
-                b = with_offset_and_epoch(bytes(records[pos:pos + h.size_in_bytes]), offset, leader_epoch)
-                if append_time:
-                    b = with_log_append_time(b, now)
-                out.append(b)
-                offset += h.last_offset_delta + 1
-            data = b"".join(out)
-            parsed = self._parse(data)
+            data, parsed = validate_client_batches(sent, self.config, now, self.name, self._parse(sent))
+            (pos, h), = parsed      # the validator lets exactly one batch through
+            data = with_offset_and_epoch(data[pos:pos + h.size_in_bytes], offset, leader_epoch)
+            if append_time:
+                data = with_log_append_time(data, now)
+                h = read_header(data)
+            else:
+                # baseOffset and the epoch lie outside the CRC: the checked header, with them set
+                h = BatchHeader._make((offset, h[1], leader_epoch) + h[3:])
+            parsed = self._check_sizes([(0, h)])
         else:
             check_record_timestamps((getattr(r, "timestamp", None) for r in records), self.config, now, self.name)
             data, header = encode_batch(

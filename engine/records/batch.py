@@ -49,6 +49,7 @@ __all__ = [
     "RecordBatch", "ValidPrefix", "BATCH_OVERHEAD", "LOG_OVERHEAD", "MAGIC",
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
     "build_batch", "encode_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
+    "RecordsSummary", "walk_records",
     "whole_batch_header",
     "with_offset_and_epoch", "with_log_append_time",
     "ControlRecordType", "EndTransactionMarker", "build_end_txn_marker", "read_end_txn_marker",
@@ -78,6 +79,8 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
+
+_SLICE_BELOW = 2048      # whole_batch_header copies a batch this small rather than view it
 
 _INT32_MAX = (1 << 31) - 1
 _UINT64_MAX = (1 << 64) - 1
@@ -448,7 +451,8 @@ def whole_batch_header(data: bytes) -> BatchHeader | None:
     v = _HEADER.unpack_from(data, 0)
     if v[3] != MAGIC or v[1] + LOG_OVERHEAD != n or v[1] < _MIN_BATCH_LENGTH:
         return None
-    if crc32c(memoryview(data)[_CRC_START:]) != v[4]:
+    # A small batch is cheaper to slice than to view (two objects); a large one is not.
+    if crc32c(data[_CRC_START:] if n <= _SLICE_BELOW else memoryview(data)[_CRC_START:]) != v[4]:
         return None
     return _tuple_new(BatchHeader, v)
 
@@ -633,6 +637,142 @@ def _decode_headers(data: bytes, pos: int, batch_pos: int, i: int) -> tuple[tupl
             pos += n
         headers.append(Header(hk, hv))
     return tuple(headers), pos
+
+
+def _skip_headers(data: bytes, pos: int) -> int:
+    """Past a record's headers, with ``_decode_headers``'s checks; -1 where it would raise
+    CorruptRecordError (and IndexError where it would)."""
+    zz1 = _ZZ1
+    count, pos = decode_varint(data, pos)
+    if count < 0:
+        return -1
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            n = zz1[b]
+            pos += 1
+        else:
+            n, pos = decode_varint(data, pos)
+        if n < 0:
+            return -1
+        pos += n
+        b = data[pos]
+        if b < 0x80:
+            n = zz1[b]
+            pos += 1
+        else:
+            n, pos = decode_varint(data, pos)
+        if n > 0:
+            pos += n
+    return pos
+
+class RecordsSummary(NamedTuple):
+    """What the leader's checks need from a record section (``walk_records``): the smallest and
+    largest timestampDelta, and whether some record has a null key."""
+
+    min_timestamp_delta: int
+    max_timestamp_delta: int
+    has_null_key: bool
+
+
+def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary | None:
+    """Walk ``count`` records in ``data[pos:end]`` as :func:`decode_batch` would, without
+    building them: every varint read and bounded, keys and values skipped over, lengths and
+    the count checked (Kafka's ``skipKeyValueIterator`` does the same for its validator).
+
+    None when the section is not ``count`` well-formed records whose offset deltas are
+    0..count-1; the caller then decodes it with ``decode_batch``, which says what is wrong
+    (or, for deltas out of order, hands over the records to rebuild the batch from).
+    """
+    zz1 = _ZZ1
+    dv = decode_varint
+    lo = hi = None
+    null_key = False
+    try:
+        for i in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = zz1[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    u = (b & 0x7F) | (b2 << 7)
+                    length = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    length, pos = dv(data, pos)
+            rec_end = pos + length
+            if length < 6 or rec_end > end:
+                return None
+            b = data[pos + 1]          # after the unused attributes byte
+            if b < 0x80:
+                ts_delta = zz1[b]
+                pos += 2
+            else:
+                b2 = data[pos + 2]
+                if b2 < 0x80:
+                    u = (b & 0x7F) | (b2 << 7)
+                    ts_delta = (u >> 1) ^ -(u & 1)
+                    pos += 3
+                else:
+                    ts_delta, pos = decode_varlong(data, pos + 1)
+            if lo is None:
+                lo = hi = ts_delta
+            elif ts_delta > hi:
+                hi = ts_delta
+            elif ts_delta < lo:
+                lo = ts_delta
+            b = data[pos]
+            if b < 0x80:
+                if zz1[b] != i:
+                    return None
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    u = (b & 0x7F) | (b2 << 7)
+                    off_delta = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    off_delta, pos = dv(data, pos)
+                if off_delta != i:
+                    return None
+            b = data[pos]
+            if b < 0x80:
+                n = zz1[b]
+                pos += 1
+            else:
+                n, pos = dv(data, pos)
+            if n < 0:
+                null_key = True
+            else:
+                pos += n
+            b = data[pos]
+            if b < 0x80:
+                n = zz1[b]
+                pos += 1
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    u = (b & 0x7F) | (b2 << 7)
+                    n = (u >> 1) ^ -(u & 1)
+                    pos += 2
+                else:
+                    n, pos = dv(data, pos)
+            if n > 0:
+                pos += n
+            if data[pos] == 0:
+                pos += 1
+            else:
+                pos = _skip_headers(data, pos)
+            if pos != rec_end:
+                return None
+    except (IndexError, CorruptRecordError):
+        return None
+    if pos != end or lo is None:
+        return None
+    return _tuple_new(RecordsSummary, (lo, hi, null_key))
 
 
 def decode_batch(buf, pos: int = 0, *, verify_crc: bool = True) -> RecordBatch:

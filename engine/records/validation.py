@@ -11,7 +11,10 @@ In order, for the bytes of one Produce request to one partition:
 4. The records: the record section is decompressed with a cap of ``max.message.bytes``
    (streamed, so a small batch that inflates past it is refused before it is allocated —
    ``MESSAGE_TOO_LARGE``; Kafka streams records instead and has no such cap), then every
-   record must decode and the count must match (``CORRUPT_MESSAGE``).
+   record must decode and the count must match (``CORRUPT_MESSAGE``). The records are
+   walked, not built (``walk_records``: every varint and length checked, keys and values
+   skipped, as Kafka's ``skipKeyValueIterator``); only a batch that fails a check of 4-5, or
+   whose offset deltas need a rebuild, is decoded in full, which words the error.
 5. Per record (``validateRecord``): on a compacted topic a record needs a key
    (``INVALID_RECORD``); on a CreateTime topic a timestamp other than -1 must lie in
    ``[now - before.max.ms, now + after.max.ms]``; a client may not mark a batch
@@ -36,7 +39,7 @@ from crc32c import crc32c
 from ..config import LogConfig
 from ..errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError, RecordTooLargeError
 from .batch import (BATCH_OVERHEAD, BatchHeader, RecordBatch, SimpleRecord, TimestampType, build_batch, decode_batch,
-                    read_header, scan_valid)
+                    read_header, scan_valid, walk_records)
 from .compression import DecompressedTooLarge, decompress_capped
 
 __all__ = ["validate_client_batches", "check_timestamp", "check_record_timestamps", "NO_TIMESTAMP"]
@@ -68,8 +71,11 @@ def validate_client_batches(data: bytes, config: LogConfig, now_ms: int, where: 
                                  "a client sends exactly one per partition")
     pos, h = headers[0]
     _check_header(h, where)
-    batch = _check_records(data, pos, h, config, now_ms, where)
-    out = _consistent(data, h, batch, config)
+    checked = _check_records(data, pos, h, config, now_ms, where)
+    if type(checked) is int:
+        out = _with_max_timestamp(data, h, checked, config)
+    else:
+        out = _consistent(data, h, checked, config)
     if out is data:
         return data, headers
     return out, [(0, read_header(out))]
@@ -83,9 +89,13 @@ def _consistent(data: bytes, h: BatchHeader, batch: RecordBatch, config: LogConf
                            producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
                            partition_leader_epoch=h.partition_leader_epoch,
                            is_transactional=bool(h.attributes & _TRANSACTIONAL))
+    return _with_max_timestamp(data, h, max(r.timestamp for r in records), config)
+
+
+def _with_max_timestamp(data: bytes, h: BatchHeader, max_ts: int, config: LogConfig) -> bytes:
+    """``data`` with maxTimestamp = ``max_ts``, the largest record timestamp (CreateTime topics)."""
     if config.message_timestamp_type != "CreateTime":
         return data   # the log stamps LogAppendTime itself
-    max_ts = max(r.timestamp for r in records)
     if max_ts == h.max_timestamp and not h.attributes & _LOG_APPEND_TIME:
         return data
     out = bytearray(data)
@@ -113,13 +123,18 @@ def _check_header(h: BatchHeader, where: str) -> None:
 
 
 def _check_records(data: bytes, pos: int, h: BatchHeader, config: LogConfig, now_ms: int,
-                   where: str) -> RecordBatch:
+                   where: str) -> int | RecordBatch:
+    """Checks 4 and 5. Returns the largest record timestamp when a walk of the records
+    (``walk_records``: no record built) shows they all pass and their offset deltas are
+    0..n-1, as for nearly every client batch; otherwise the records are decoded and checked
+    one by one, which either raises the precise error or returns the decoded batch."""
     size = h.batch_length + 12
     codec = h.attributes & _CODEC
     limit = config.max_message_bytes
     section = memoryview(data)[pos + BATCH_OVERHEAD:pos + size]
     try:
-        plain = decompress_capped(codec, section, limit)
+        # A plain section within the cap is walked where it lies, not copied out first.
+        plain = decompress_capped(codec, section, limit) if codec or len(section) > limit else None
     except DecompressedTooLarge:
         raise RecordTooLargeError(
             f"{where}: the {h.compression.name.lower()} record section of {len(section)} bytes inflates past "
@@ -128,6 +143,19 @@ def _check_records(data: bytes, pos: int, h: BatchHeader, config: LogConfig, now
         raise CorruptRecordError(f"{where}: batch at position {pos}: {exc}") from None
     finally:
         section.release()
+    if codec:
+        walk = walk_records(plain, 0, len(plain), h.records_count)
+    else:
+        walk = walk_records(data, pos + BATCH_OVERHEAD, pos + size, h.records_count)
+    if walk is not None and not h.attributes & _LOG_APPEND_TIME and not (
+            walk.has_null_key and "compact" in config.cleanup_policy):
+        base_ts = h.base_timestamp
+        if config.message_timestamp_type != "CreateTime":
+            return base_ts + walk.max_timestamp_delta
+        # Every record passes check_timestamp when the earliest and the latest do.
+        lo, hi = base_ts + walk.min_timestamp_delta, base_ts + walk.max_timestamp_delta
+        if now_ms - lo <= config.timestamp_before_max_ms and hi - now_ms <= config.timestamp_after_max_ms:
+            return hi
     # Decode the plain records under the same header (codec bits cleared, length adjusted):
     # the batch codec then checks every record and the count; the CRC was checked already.
     if codec:

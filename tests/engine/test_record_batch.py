@@ -10,7 +10,7 @@ from engine.errors import CorruptRecordError, InvalidRecordError
 from engine.records import (
     BATCH_OVERHEAD, LOG_OVERHEAD, BatchHeader, CompressionType, ControlRecordType, EndTransactionMarker, Header,
     Record, RecordBatch, SimpleRecord, TimestampType, build_batch, build_end_txn_marker, decode_batch,
-    iter_batches, read_end_txn_marker, read_header, scan_valid, verify_crc, with_log_append_time,
+    iter_batches, read_end_txn_marker, read_header, scan_valid, verify_crc, walk_records, with_log_append_time,
     with_offset_and_epoch,
 )
 
@@ -199,6 +199,32 @@ def test_any_batch_round_trips(records, codec, ts_type, now_ms, base_offset, pro
         for i, rec in enumerate(records)]
     assert verify_crc(raw, 0, read_header(raw))
 
+
+
+def _walk_as_decoded(raw: bytes):
+    """What ``walk_records`` must say about an uncompressed batch, from the full decoder."""
+    try:
+        batch = decode_batch(raw, verify_crc=False)
+    except CorruptRecordError:
+        return None
+    if [r.offset_delta for r in batch.records] != list(range(len(batch.records))):
+        return None
+    deltas = [r.timestamp_delta for r in batch.records]
+    return min(deltas), max(deltas), any(r.key is None for r in batch.records)
+
+
+@settings(max_examples=200, deadline=None)
+@given(records=st.lists(record_st, min_size=1, max_size=80), data=st.data())
+def test_the_record_walk_accepts_exactly_what_the_decoder_accepts(records, data):
+    raw = bytearray(build_batch(records, now_ms=5))
+    for _ in range(data.draw(st.integers(0, 3))):
+        i = data.draw(st.integers(BATCH_OVERHEAD, len(raw) - 1))
+        raw[i:i + data.draw(st.integers(0, 3))] = data.draw(st.binary(max_size=3))
+    raw[8:12] = struct.pack(">i", len(raw) - LOG_OVERHEAD)
+    raw = bytes(raw)
+    count = struct.unpack_from(">i", raw, 57)[0]
+    walk = walk_records(raw, BATCH_OVERHEAD, len(raw), count)
+    assert (None if walk is None else tuple(walk)) == _walk_as_decoded(raw)
 
 def test_header_with_null_value_and_unicode_key_round_trips():
     headers = (Header("trace", None), Header("ключ", b""), Header("", b"x"))
