@@ -305,7 +305,7 @@ class Broker:
             if self.cluster.controller.active == self.id:
                 self.cluster.controller.handle(src, msg)
         elif isinstance(msg, ProduceResponse):  # the answer to this broker's own (coordinator's) append
-            self.cluster._on_produce_response(msg)
+            self.cluster.deliver_produce_response(msg)
 
     def handle_produce(self, src: int, req: ProduceRequest) -> None:
         from engine.records import SimpleRecord

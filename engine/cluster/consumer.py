@@ -253,8 +253,8 @@ class GroupService:
         committed offsets, those pending in transactions, and each group's latest
         GroupMetadata record."""
         result = load_offsets(part.log.batches(part.log.log_start_offset, part.log.log_end_offset))
-        from .txn_offsets import loaded   # transactional offsets wait for their COMMIT marker
-        loaded(self.cluster, broker_id, p, part.leader_epoch, result)
+        # transactional offsets wait for their COMMIT marker
+        self.cluster.txn_offset_service().loaded(broker_id, p, part.leader_epoch, result)
         self.emit(OffsetsLoaded(broker_id, p, result.records, sorted(result.named | set(result.groups))))
         return result.offsets, result.groups
 
@@ -368,8 +368,7 @@ class GroupService:
                 return
             self._append_commits(broker_id, p, name, group, payload["offsets"], rid)
         elif api == "offset_fetch":
-            from .txn_offsets import txn_offset_service
-            got = txn_offset_service(self.cluster).fetch_answer(broker_id, p, group, payload["require_stable"])
+            got = self.cluster.txn_offset_service().fetch_answer(broker_id, p, group, payload["require_stable"])
             asked = {tuple(tp) for tp in payload["partitions"]}
             # "partitions" and "generation" stand for what the client keeps beside the request id
             self._reply(name, "offset_fetch", {"error": got["error"], "partitions": payload["partitions"],
@@ -467,12 +466,8 @@ class GroupService:
 
 
 def group_service(cluster: Any, **kwargs: Any) -> GroupService:
-    """The cluster's group service, made on first use."""
-    svc = getattr(cluster, "groups", None)
-    if svc is None:
-        svc = GroupService(cluster, **kwargs)
-        cluster.groups = svc
-    return svc
+    """The cluster's group service (see :meth:`Cluster.group_service`)."""
+    return cluster.group_service(**kwargs)
 
 
 class Consumer:
