@@ -43,6 +43,8 @@ from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignm
 from ..group.offset_cache import OffsetCache, load_offsets
 from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
+from .controller import PartitionMeta
+from .partition import record_digest
 from .produce_wait import ProduceWaiter
 
 __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "group_service", "add_partitions",
@@ -839,7 +841,6 @@ class Consumer:
         nxt = records[-1].offset + 1 if records else offset
         self.positions[tp] = nxt
         hw = self.service.high_watermark(*tp)
-        from .partition import record_digest
         self.emit(ConsumerFetched(self.group, self.name, tp[0], tp[1], offset, len(records), nxt,
                                   -1 if hw is None else hw, [record_digest(r.key, r.value) for r in records]))
         self.delivered.extend((tp[0], tp[1], r.offset) for r in records)
@@ -870,7 +871,6 @@ class Consumer:
 # ---- topics grow -------------------------------------------------------------------------------
 def add_partitions(cluster: Any, topic: str, count: int) -> dict:
     """Grow ``topic`` to ``count`` partitions (never shrink, as Kafka)."""
-    from .controller import PartitionMeta
     ctl = cluster.controller
     meta = ctl.topics.get(topic)
     if meta is None:
