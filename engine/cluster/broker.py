@@ -20,7 +20,7 @@ point in the checkpoint, and the HW comes back from replication-offset-checkpoin
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
@@ -28,12 +28,11 @@ from engine.timer import DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
 from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
+from .host import ClusterHost
 from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
 from .partition import Partition
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cluster import Cluster
 
 __all__ = ["Broker", "CLEAN_SHUTDOWN_FILE", "HW_CHECKPOINT", "RECOVERY_CHECKPOINT", "LOG_START_CHECKPOINT"]
 
@@ -54,7 +53,7 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 class Broker:
     """One broker. ``alive`` and ``incarnation`` are what the network checks."""
 
-    def __init__(self, cluster: "Cluster", broker_id: int) -> None:
+    def __init__(self, cluster: ClusterHost, broker_id: int) -> None:
         self.cluster = cluster
         self.id = broker_id
         self.dir = f"broker-{broker_id}"
@@ -305,7 +304,7 @@ class Broker:
             if self.cluster.controller.active == self.id:
                 self.cluster.controller.handle(src, msg)
         elif isinstance(msg, ProduceResponse):  # the answer to this broker's own (coordinator's) append
-            self.cluster._on_produce_response(msg)
+            self.cluster.deliver_produce_response(msg)
 
     def handle_produce(self, src: int, req: ProduceRequest) -> None:
         from engine.records import SimpleRecord

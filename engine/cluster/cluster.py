@@ -11,8 +11,8 @@ from __future__ import annotations
 import heapq
 import pickle
 import random
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Callable
 
 from engine.clock import Scheduler, VirtualClock
 from engine.config import LogConfig, config_from_mapping, validate_topic_name
@@ -23,14 +23,31 @@ from engine.events import EventLog
 
 from .broker import Broker
 from .config import CLIENT, ClusterConfig
+from .consumer import GroupService
 from .controller import Controller
 from .events import (ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, ProducerCreated, ProduceRetried,
                      TopicCreated)
 from .network import Network, ProduceRequest, ProduceResponse
 from .partition import digest, record_digests
 from .producer import RETRIABLE_ERRORS, PendingSend, Producer, check_producer_settings
+from .transactions import TransactionService
+from .txn_offsets import TxnOffsetService, on_producer_answer, send_offsets
 
-__all__ = ["Cluster", "ProduceResult", "Client"]
+__all__ = ["Cluster", "ClusterServices", "ProduceResult", "Client"]
+
+
+@dataclass(frozen=True)
+class ClusterServices:
+    """How a cluster makes its coordinators, given to it when it is built.
+
+    Each factory is called as ``factory(cluster, **settings)`` the first time the service
+    is needed (a cluster that never runs a transaction has no transaction coordinator, and
+    its event stream shows none); the services reach each other through the cluster's
+    ``*_service()`` methods, never by importing one another."""
+
+    transactions: Callable[..., Any] = TransactionService
+    groups: Callable[..., Any] = GroupService
+    txn_offsets: Callable[..., Any] = TxnOffsetService
 
 
 @dataclass(frozen=True)
@@ -74,7 +91,7 @@ class Client:
 
     def receive(self, src: int, msg: Any) -> None:
         if isinstance(msg, ProduceResponse):
-            self.cluster._on_produce_response(msg)
+            self.cluster.deliver_produce_response(msg)
 
 
 def _int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
@@ -97,7 +114,6 @@ def _as_bytes(value: Any) -> bytes | None:
 
 def _log_field_names(changes: dict) -> dict:
     """Map Kafka's dotted names (``flush.messages``) to LogConfig field names."""
-    from dataclasses import fields
     known = {f.name for f in fields(LogConfig)}
     by_kafka = {f.metadata.get("kafka"): f.name for f in fields(LogConfig) if f.metadata.get("kafka")}
     out = {}
@@ -112,12 +128,20 @@ def _log_field_names(changes: dict) -> dict:
 class Cluster:
     """1–7 brokers with their log directories on ``disk``; see the module docstring."""
 
+    # The services made so far (None until first use); class-level so older snapshots load.
+    transactions: TransactionService | None = None
+    groups: GroupService | None = None
+    txn_offsets: TxnOffsetService | None = None
+    services: ClusterServices = ClusterServices()
+
     def __init__(self, disk: Disk, config: ClusterConfig | None = None, seed: int = 0,
-                 events: EventLog | None = None) -> None:
+                 events: EventLog | None = None, services: ClusterServices | None = None) -> None:
         config = config or ClusterConfig()
         if not isinstance(config, ClusterConfig):
             raise InvalidConfigError(f"config must be a ClusterConfig, got {type(config).__name__}")
         _int("seed", seed)
+        if services is not None:
+            self.services = services
         self.disk = disk
         self.config = config
         self.seed = seed
@@ -249,6 +273,29 @@ class Cluster:
         self._next_producer_id += 1
         return pid
 
+    # ---- services ---------------------------------------------------------------------
+    def transaction_service(self, **settings: Any) -> TransactionService:
+        """The transaction coordinator, made on first use with ``settings`` (e.g.
+        ``num_partitions``); settings after that first use are refused."""
+        if self.transactions is None:
+            self.transactions = self.services.transactions(self, **settings)
+        elif settings:
+            raise InvalidRequestError("transactions are already in use; configure them before the first one")
+        return self.transactions
+
+    def group_service(self, **settings: Any) -> GroupService:
+        """The group coordinators and consumers, made on first use with ``settings`` (later
+        settings are ignored, as they always were)."""
+        if self.groups is None:
+            self.groups = self.services.groups(self, **settings)
+        return self.groups
+
+    def txn_offset_service(self) -> TxnOffsetService:
+        """Offsets sent to transactions, pending until their markers; made on first use."""
+        if self.txn_offsets is None:
+            self.txn_offsets = self.services.txn_offsets(self)
+        return self.txn_offsets
+
     # ---- transactions (engine/cluster/transactions.py) ---------------------------------
     def _txn_producer(self, name: str, *states: str) -> Producer:
         prod = self.producers.get(name)
@@ -262,10 +309,9 @@ class Cluster:
     def init_transactions(self, name: str) -> None:
         """InitProducerId with the transactional id: gets (or bumps) the producer epoch,
         fencing older instances; the answer arrives as the clock moves."""
-        from .transactions import transaction_service
         prod = self._txn_producer(name, "uninitialized", "ready", "fenced")
         prod.txn_state = "initializing"
-        transaction_service(self).request(prod, "init_producer_id", {"timeout_ms": prod.transaction_timeout_ms})
+        self.transaction_service().request(prod, "init_producer_id", {"timeout_ms": prod.transaction_timeout_ms})
 
     def begin_transaction(self, name: str) -> None:
         prod = self._txn_producer(name, "ready")
@@ -285,7 +331,6 @@ class Cluster:
 
     def _send_end_txn(self, name: str) -> None:
         """EndTxn once the producer's sends are done (commitTransaction flushes first)."""
-        from .transactions import transaction_service
         prod = self.producers[name]
         if prod.txn_waiting or prod.txn_offsets is not None or any(s.producer == name for s in self._sends.values()):
             self.scheduler.schedule(5, self._send_end_txn, name, name="txn-flush")
@@ -294,13 +339,12 @@ class Cluster:
             # commitTransaction after a failed send: Kafka throws and only an abort is allowed.
             prod.txn_state = "abortable_error"
             return
-        transaction_service(self).request(prod, "end_txn", {"producer_id": prod.producer_id,
+        self.transaction_service().request(prod, "end_txn", {"producer_id": prod.producer_id,
                                                             "producer_epoch": prod.producer_epoch,
                                                             "commit": prod.txn_state == "committing"})
 
     def on_txn_answer(self, name: str, api: str, error: str, result: dict) -> None:
         """A coordinator's answer to a transactional producer."""
-        from .transactions import transaction_service
         prod = self.producers[name]
         if hasattr(prod, "on_txn_answer"):
             # a producer outside the engine (wire/: a real client's connection) takes its own answers
@@ -317,7 +361,7 @@ class Cluster:
                 prod.next_sequence = {}
                 prod.txn_state = "ready"
             elif retriable:
-                self.scheduler.schedule(prod.retry_backoff_ms, transaction_service(self).request, prod,
+                self.scheduler.schedule(prod.retry_backoff_ms, self.transaction_service().request, prod,
                                         "init_producer_id", {"timeout_ms": prod.transaction_timeout_ms},
                                         name="txn-init-retry")
             else:
@@ -340,7 +384,6 @@ class Cluster:
                                      None, sent, values)
                 prod.txn_adding = set()
         elif api in ("add_offsets", "txn_offset_commit"):
-            from .txn_offsets import on_producer_answer
             on_producer_answer(self, prod, api, error, retriable)
         elif api == "end_txn":
             if error == "NONE":
@@ -356,14 +399,12 @@ class Cluster:
         partition): next offset} or [[topic, partition, offset], ...]) of ``group`` become
         part of the open transaction — AddOffsetsToTxn, then TxnOffsetCommit (see
         :mod:`engine.cluster.txn_offsets`); commitTransaction waits for both."""
-        from .txn_offsets import send_offsets
         send_offsets(self, self._txn_producer(name, "in_transaction"), group, offsets)
 
     def _add_partitions(self, name: str) -> None:
-        from .transactions import transaction_service
         prod = self.producers[name]
         prod.txn_adding = set(prod.txn_waiting)
-        transaction_service(self).request(prod, "add_partitions", {
+        self.transaction_service().request(prod, "add_partitions", {
             "producer_id": prod.producer_id, "producer_epoch": prod.producer_epoch,
             "partitions": [list(tp) for tp in sorted(prod.txn_adding)]})
 
@@ -527,7 +568,9 @@ class Cluster:
             self.events.emit(ProduceFailed(rid, broker, topic, partition, acks, error, message,
                                            base is not None, digests))
 
-    def _on_produce_response(self, resp: ProduceResponse) -> None:
+    def deliver_produce_response(self, resp: ProduceResponse) -> None:
+        """A ProduceResponse reached the client (from the network, or from a broker's own
+        append on the coordinator's behalf): finish the request it answers."""
         pending = self._pending_produces.get(resp.request_id)
         if pending is None:
             return

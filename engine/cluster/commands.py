@@ -681,8 +681,7 @@ class OffsetFetch(Command):
             raise InvalidRequestError(f"{self.cmd}: group must have 1-255 characters, got {self.group!r}")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
-        from .txn_offsets import offset_fetch
-        got = offset_fetch(cluster, self.group, self.require_stable)
+        got = cluster.txn_offset_service().fetch(self.group, self.require_stable)
         return {"group": self.group, "error": got["error"],
                 "offsets": [[t, p, o] for (t, p), o in sorted(got["offsets"].items())],
                 "unstable": [[t, p] for t, p in got["unstable"]]}
@@ -700,8 +699,7 @@ class ConfigureTransactions(Command):
             raise InvalidRequestError("configure_transactions: transactions are already in use")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
-        from .transactions import transaction_service
-        transaction_service(cluster, num_partitions=self.transaction_state_log_num_partitions)
+        cluster.transaction_service(num_partitions=self.transaction_state_log_num_partitions)
         return {"transaction_state_log_num_partitions": self.transaction_state_log_num_partitions}
 
 
@@ -825,8 +823,7 @@ def _check_partition(cmd: str, cluster: Any, topic: str, partition: int) -> None
 # ---- consumers, groups and the log cleaner (engine/cluster/consumer.py) ----------------------
 
 def _groups(cluster: Any) -> Any:
-    from .consumer import group_service
-    return group_service(cluster)
+    return cluster.group_service()
 
 
 def _consumer(cmd: str, cluster: Any, name: str) -> Any:
@@ -853,9 +850,8 @@ class ConfigureGroups(Command):
             raise InvalidRequestError("configure_groups: groups are already in use; configure them first")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
-        from .consumer import group_service
-        group_service(cluster, offsets_partitions=self.offsets_topic_num_partitions,
-                      initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms)
+        cluster.group_service(offsets_partitions=self.offsets_topic_num_partitions,
+                              initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms)
         return {"offsets_topic_num_partitions": self.offsets_topic_num_partitions,
                 "group_initial_rebalance_delay_ms": self.group_initial_rebalance_delay_ms}
 

@@ -43,6 +43,8 @@ from ..group.metadata import (GroupMetadataValue, MemberMetadata, decode_assignm
 from ..group.offset_cache import OffsetCache, load_offsets
 from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
+from .controller import PartitionMeta
+from .partition import record_digest
 from .produce_wait import ProduceWaiter
 
 __all__ = ["GroupService", "Consumer", "ConsumerConfig", "ClusterCleaner", "group_service", "add_partitions",
@@ -253,8 +255,8 @@ class GroupService:
         committed offsets, those pending in transactions, and each group's latest
         GroupMetadata record."""
         result = load_offsets(part.log.batches(part.log.log_start_offset, part.log.log_end_offset))
-        from .txn_offsets import loaded   # transactional offsets wait for their COMMIT marker
-        loaded(self.cluster, broker_id, p, part.leader_epoch, result)
+        # transactional offsets wait for their COMMIT marker
+        self.cluster.txn_offset_service().loaded(broker_id, p, part.leader_epoch, result)
         self.emit(OffsetsLoaded(broker_id, p, result.records, sorted(result.named | set(result.groups))))
         return result.offsets, result.groups
 
@@ -368,8 +370,7 @@ class GroupService:
                 return
             self._append_commits(broker_id, p, name, group, payload["offsets"], rid)
         elif api == "offset_fetch":
-            from .txn_offsets import txn_offset_service
-            got = txn_offset_service(self.cluster).fetch_answer(broker_id, p, group, payload["require_stable"])
+            got = self.cluster.txn_offset_service().fetch_answer(broker_id, p, group, payload["require_stable"])
             asked = {tuple(tp) for tp in payload["partitions"]}
             # "partitions" and "generation" stand for what the client keeps beside the request id
             self._reply(name, "offset_fetch", {"error": got["error"], "partitions": payload["partitions"],
@@ -467,12 +468,8 @@ class GroupService:
 
 
 def group_service(cluster: Any, **kwargs: Any) -> GroupService:
-    """The cluster's group service, made on first use."""
-    svc = getattr(cluster, "groups", None)
-    if svc is None:
-        svc = GroupService(cluster, **kwargs)
-        cluster.groups = svc
-    return svc
+    """The cluster's group service (see :meth:`Cluster.group_service`)."""
+    return cluster.group_service(**kwargs)
 
 
 class Consumer:
@@ -844,7 +841,6 @@ class Consumer:
         nxt = records[-1].offset + 1 if records else offset
         self.positions[tp] = nxt
         hw = self.service.high_watermark(*tp)
-        from .partition import record_digest
         self.emit(ConsumerFetched(self.group, self.name, tp[0], tp[1], offset, len(records), nxt,
                                   -1 if hw is None else hw, [record_digest(r.key, r.value) for r in records]))
         self.delivered.extend((tp[0], tp[1], r.offset) for r in records)
@@ -875,7 +871,6 @@ class Consumer:
 # ---- topics grow -------------------------------------------------------------------------------
 def add_partitions(cluster: Any, topic: str, count: int) -> dict:
     """Grow ``topic`` to ``count`` partitions (never shrink, as Kafka)."""
-    from .controller import PartitionMeta
     ctl = cluster.controller
     meta = ctl.topics.get(topic)
     if meta is None:

@@ -22,17 +22,16 @@ behaviour the KIP-101 scenarios assume); partitions it led get a fresh election.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.config import LogConfig
 from engine.errors import InvalidRequestError, UnknownTopicOrPartitionError
 
 from .events import (AlterPartitionRejected, BrokerFenced, BrokerRegistered, ControllerChanged, IsrExpanded,
                      IsrShrunk, LeaderElected, PartitionOffline)
+from .host import ClusterHost
 from .network import AlterPartitionRequest, BrokerHeartbeat, LeaderAndIsr
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cluster import Cluster
 
 __all__ = ["Controller", "PartitionMeta", "TopicMeta", "BrokerRegistration", "striped_assignment"]
 
@@ -95,7 +94,7 @@ def striped_assignment(brokers: list[int], partitions: int, rf: int, start_index
 class Controller:
     """Cluster metadata and the rules that change it."""
 
-    def __init__(self, cluster: "Cluster") -> None:
+    def __init__(self, cluster: ClusterHost) -> None:
         self.cluster = cluster
         self.active: int | None = None
         self.epoch = 0

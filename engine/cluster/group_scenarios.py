@@ -1,4 +1,4 @@
-"""Consumer-group scenarios for lessons 12 and 13 (registered in ``SCENARIOS``).
+"""Consumer-group scenarios for lessons 12 and 13 (:mod:`engine.cluster.scenarios` registers them).
 
 Lesson 12 plays the same group under each assignor (``group-range``, ``group-roundrobin``,
 ``group-sticky``): two consumers, a third joins, a fourth joins and finds no partition
@@ -9,7 +9,7 @@ losses) and auto-commit.
 """
 from __future__ import annotations
 
-from .scenarios import SCENARIOS, Expected, Scenario, _s
+from .scenario import Expected, Scenario, step as _s
 
 __all__ = ["GROUP_SCENARIOS", "ASSIGNORS"]
 
@@ -134,5 +134,3 @@ GROUP_SCENARIOS = tuple(_membership(s) for s in ASSIGNORS) + (
              "everything since the last auto-commit.", auto=True, commit_first=False,
              note="The restarted consumer resumes at the last auto-committed offset 10: 10-14 come again."),
 )
-
-SCENARIOS.update({s.name: s for s in GROUP_SCENARIOS})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.timer import DelayedOperation
 from engine.errors import KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, RequestTimedOutError
@@ -24,12 +24,11 @@ from .events import (AlterPartitionSent, BecameFollower, BecameLeader, EpochRequ
                      FetchDiverging, FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended,
                      ProduceDuplicate, ProduceFailed,
                      ProduceReceived, ProduceWaiting, RemoteLeoUpdated)
+from .host import ReplicaHost
 from .network import (AlterPartitionRequest, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
 from .replica_fetcher import ReplicaFetcher
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .broker import Broker
 
 __all__ = ["Partition", "RemoteReplica", "digest", "record_digest", "record_digests"]
 
@@ -132,7 +131,7 @@ class PendingIsr:
 class Partition:
     """Replica state of ``topic-partition`` on ``broker``; the Log holds the data."""
 
-    def __init__(self, broker: "Broker", topic: str, partition: int, log: Any) -> None:
+    def __init__(self, broker: ReplicaHost, topic: str, partition: int, log: Any) -> None:
         self.broker = broker
         self.topic = topic
         self.partition = partition

@@ -30,17 +30,16 @@ one partition's fetch ever escapes to the caller that moved the clock.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.errors import CorruptRecordError, InvalidRecordError, KafkaError
 from engine.records import read_header
 
 from .events import (EpochRequestSent, FetchReceived, FetchSent, HighWatermarkChanged, ReplicaFetchFailed,
                      ReplicaTruncated)
+from .host import FollowerReplica
 from .network import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .partition import Partition
 
 __all__ = ["ReplicaFetcher"]
 
@@ -54,7 +53,7 @@ class ReplicaFetcher:
     request (previous leader, timed-out request) is ignored.
     """
 
-    def __init__(self, partition: "Partition") -> None:
+    def __init__(self, partition: FollowerReplica) -> None:
         self.p = partition
         self.state_name = "idle"
         self.leader: int | None = None

@@ -41,6 +41,8 @@ from typing import Any
 
 from ..errors import InvalidRequestError
 from ..events import Event, event
+from ..group.java import java_abs, string_hash
+from ..group.offsets import OFFSETS_TOPIC
 from .config import CLIENT
 from .produce_wait import ProduceWaiter
 
@@ -165,7 +167,7 @@ def decode_txn_value(data: bytes) -> dict | None:
             "partitions": parts, "last_update_ms": last, "start_ms": start}
 
 
-def _coordinator_error(produce_error: str | None) -> str:
+def coordinator_error(produce_error: str | None) -> str:
     """What a coordinator answers when its own log append failed (Kafka's
     TransactionStateManager.appendTransactionToLog)."""
     if produce_error in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
@@ -177,7 +179,6 @@ def _coordinator_error(produce_error: str | None) -> str:
 
 
 def partition_for_transactional_id(transactional_id: str, num_partitions: int) -> int:
-    from ..group.java import java_abs, string_hash
     return java_abs(string_hash(transactional_id)) % num_partitions
 
 
@@ -352,9 +353,7 @@ class TransactionService:
             if api == "add_offsets":
                 # AddOffsetsToTxn: the group's __consumer_offsets partition joins the transaction,
                 # through the same transition as AddPartitionsToTxn (Kafka's handler does likewise).
-                from .consumer import group_service
-                from ..group.offsets import OFFSETS_TOPIC
-                wanted = {(OFFSETS_TOPIC, group_service(self.cluster).partition_for(payload["group"]))}
+                wanted = {(OFFSETS_TOPIC, self.cluster.group_service().partition_for(payload["group"]))}
             else:
                 wanted = set(map(tuple, payload["partitions"]))
             new = wanted - md.partitions
@@ -442,7 +441,7 @@ class TransactionService:
                  fail_to: tuple | None) -> None:
         txns = self.txns(broker_id, p)
         if res.status != "ok" or txns is None:
-            error = "NOT_COORDINATOR" if txns is None else _coordinator_error(res.error)
+            error = "NOT_COORDINATOR" if txns is None else coordinator_error(res.error)
             if fail_to is not None:
                 self._answer_by_name(fail_to[0], fail_to[1], fail_to[2], error, {})
             elif txns is not None and target.transactional_id in txns and target.state.startswith("Complete"):
@@ -498,8 +497,9 @@ class TransactionService:
                                    coordinator_epoch))
         md.pending_markers.discard((topic, partition))
         if topic == "__consumer_offsets":
-            from .txn_offsets import on_marker   # pending transactional offsets commit or vanish
-            on_marker(self.cluster, b.id, partition, md.producer_id, commit)
+            offsets = self.cluster.txn_offsets   # pending transactional offsets commit or vanish
+            if offsets is not None:
+                offsets.marker(b.id, partition, md.producer_id, commit)
         self._maybe_complete(broker_id, p, tid)
 
     def _maybe_complete(self, broker_id: int, p: int, tid: str) -> None:
@@ -538,10 +538,5 @@ class TransactionService:
 
 
 def transaction_service(cluster: Any, **kwargs: Any) -> TransactionService:
-    svc = getattr(cluster, "transactions", None)
-    if svc is None:
-        svc = TransactionService(cluster, **kwargs)
-        cluster.transactions = svc
-    elif kwargs:
-        raise InvalidRequestError("transactions are already in use; configure them before the first one")
-    return svc
+    """The cluster's transaction coordinator (see :meth:`Cluster.transaction_service`)."""
+    return cluster.transaction_service(**kwargs)

@@ -42,6 +42,7 @@ from ..group.offset_cache import load_offsets
 from ..group.offsets import OFFSETS_TOPIC, OffsetKey, OffsetValue, encode_key, encode_value
 from .config import CLIENT
 from .produce_wait import ProduceWaiter
+from .transactions import TxnRequest, coordinator_error
 
 __all__ = ["TxnOffsetService", "txn_offset_service", "send_offsets", "on_producer_answer", "on_marker", "rebuild",
            "offset_fetch", "TxnOffsetsWritten", "TxnOffsetsCompleted", "TxnOffsetsSuperseded", "TxnOffsetsLoaded"]
@@ -143,14 +144,12 @@ class TxnOffsetService:
 
     @property
     def groups(self):
-        from .consumer import group_service
-        return group_service(self.cluster)
+        return self.cluster.group_service()
 
     def emit(self, ev: Any) -> None:
         self.cluster.events.emit(ev)
 
     def answer(self, prod: Any, api: str, broker: int, error: str, detail: str) -> None:
-        from .transactions import TxnRequest
         self.emit(TxnRequest(prod.transactional_id, prod.name, api, broker, error, detail))
         self.cluster.scheduler.schedule(self.cluster.network.latency_ms, self.cluster.on_txn_answer, prod.name,
                                         api, error, {}, name=f"txn:{api}-answer")
@@ -196,8 +195,7 @@ class TxnOffsetService:
 
     def verify(self, prod: Any, p: int, payload: dict) -> str:
         """KIP-890's check at the transaction coordinator, with the errors a v3 client gets."""
-        from .transactions import transaction_service
-        tsvc = transaction_service(self.cluster)
+        tsvc = self.cluster.transaction_service()
         found = tsvc.coordinator_for(prod.transactional_id)
         txns = tsvc.txns(*found) if found is not None else None
         if txns is None:
@@ -251,14 +249,13 @@ class TxnOffsetService:
             self.writes.watch(rid, self._written, cid, topic, partition, offset)
 
     def _written(self, res: Any, cid: int, topic: str, partition: int, offset: int) -> None:
-        from .transactions import _coordinator_error
         batch = self.batches[cid]
         batch["left"] -= 1
         if res.status != "ok":
             err = res.error
             if err in ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
                        "NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"):
-                err = _coordinator_error(err)
+                err = coordinator_error(err)
             batch["error"] = batch["error"] or err
             return
         batch["record_offsets"].append(res.base_offset)
@@ -347,10 +344,8 @@ class TxnOffsetService:
 
 
 def txn_offset_service(cluster: Any) -> TxnOffsetService:
-    svc = getattr(cluster, "txn_offsets", None)
-    if svc is None:
-        svc = cluster.txn_offsets = TxnOffsetService(cluster)
-    return svc
+    """The cluster's pending transactional offsets (see :meth:`Cluster.txn_offset_service`)."""
+    return cluster.txn_offset_service()
 
 
 # ---- hooks called from the cluster, the transaction coordinator and the group service ----------
@@ -358,7 +353,6 @@ def txn_offset_service(cluster: Any) -> TxnOffsetService:
 def send_offsets(cluster: Any, prod: Any, group: str, offsets: Any, generation: int = -1,
                  member_id: str = "") -> None:
     """Client side of sendOffsetsToTransaction: AddOffsetsToTxn first, TxnOffsetCommit after."""
-    from .transactions import transaction_service
     if not isinstance(group, str) or not group or len(group) > 255:
         raise InvalidRequestError(f"group must have 1-255 characters, got {group!r}")
     if prod.txn_offsets is not None:
@@ -368,13 +362,12 @@ def send_offsets(cluster: Any, prod: Any, group: str, offsets: Any, generation: 
     txn_offset_service(cluster).groups_seen.add(group)
     prod.txn_offsets = {"group": group, "offsets": triples, "stage": "add_offsets", "generation": generation,
                         "member_id": member_id}
-    transaction_service(cluster).request(prod, "add_offsets", {"producer_id": prod.producer_id,
+    cluster.transaction_service().request(prod, "add_offsets", {"producer_id": prod.producer_id,
                                                                "producer_epoch": prod.producer_epoch, "group": group})
 
 
 def on_producer_answer(cluster: Any, prod: Any, api: str, error: str, retriable: bool) -> None:
     """The producer's handling of AddOffsetsToTxn / TxnOffsetCommit answers."""
-    from .transactions import transaction_service
     op = prod.txn_offsets
     if op is None or op["stage"] != api:
         return   # an answer to a request this instance no longer waits for
@@ -390,7 +383,7 @@ def on_producer_answer(cluster: Any, prod: Any, api: str, error: str, retriable:
         prod.txn_state = "fenced"
     elif retriable or error in RETRIABLE:
         if api == "add_offsets":
-            cluster.scheduler.schedule(prod.retry_backoff_ms, transaction_service(cluster).request, prod, api,
+            cluster.scheduler.schedule(prod.retry_backoff_ms, cluster.transaction_service().request, prod, api,
                                        {"producer_id": prod.producer_id, "producer_epoch": prod.producer_epoch,
                                         "group": op["group"]}, name="txn-add-offsets-retry")
         else:
@@ -402,7 +395,7 @@ def on_producer_answer(cluster: Any, prod: Any, api: str, error: str, retriable:
 
 
 def on_marker(cluster: Any, broker_id: int, p: int, producer_id: int, commit: bool) -> None:
-    svc = getattr(cluster, "txn_offsets", None)
+    svc = cluster.txn_offsets
     if svc is not None:
         svc.marker(broker_id, p, producer_id, commit)
 
