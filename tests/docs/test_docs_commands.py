@@ -56,13 +56,16 @@ NOT_RUN = {
     "make serve-prod": "starts Redis, PostgreSQL and two daphne processes; tests/web/test_serve_prod.py "
                        "(slow) starts it and drives it",
     "make serve-prod PROCESSES=4 HOST=0.0.0.0 PORT=9000": "the same as make serve-prod, with four processes",
-    "$SPARK/bin/spark-class org.apache.spark.deploy.master.Master --host 10.0.0.5 --port 7077 &":
+    'SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false" $SPARK/bin/spark-class '
+    'org.apache.spark.deploy.master.Master --host 10.0.0.5 --port 7077 &':
         "starts a Spark master on 10.0.0.5, another machine; tests/lab/test_standalone_cluster.py starts "
         "one on this machine",
     "$SPARK/bin/spark-class org.apache.spark.deploy.worker.Worker --cores 8 spark://10.0.0.5:7077 &":
         "a Spark worker of that master, on each worker machine",
-    "PYSPARK_PYTHON=/srv/kafkaviz/.venv/bin/python SPARK_DRIVER_HOST=10.0.0.9 .venv/bin/python manage.py lab "
-    "sweep --preset full --runs 200 --master spark://10.0.0.5:7077": "needs that Spark cluster",
+    "SPARK_DRIVER_HOST=10.0.0.9 .venv/bin/python manage.py lab sweep --preset full --runs 200 "
+    "--master spark://10.0.0.5:7077 --env-archive lab-env.tar.gz": "needs that Spark cluster",
+    "SPARK_MASTER_URL=spark://10.0.0.5:7077 KAFKAVIZ_LAB_ENV_ARCHIVE=$PWD/lab-env.tar.gz make run":
+        "its lab sweeps (and make run's precompute) would connect to that Spark cluster on another machine",
     "python manage.py lab sweep --preset full --runs 200 --master spark://10.0.0.5:7077 --out /data/lab/full-1":
         "needs that Spark cluster",
 }
@@ -70,7 +73,6 @@ NOT_RUN = {
 SERVERS = {
     "make run",
     "HOST=0.0.0.0 DJANGO_ALLOWED_HOSTS=192.168.1.20 make run",
-    "SPARK_MASTER_URL=spark://10.0.0.5:7077 make run",
 }
 
 REFERENCES = {
@@ -98,8 +100,7 @@ STDIN = {".venv/bin/python manage.py createinstructor NAME": "Tr0ub4dor&3-horse\
 
 SLOW = {
     "python manage.py lab sweep --preset acks": "python manage.py lab sweep --preset acks --no-spark --runs 1",
-    "python manage.py lab sweep --preset acks --runs 50":
-        "python manage.py lab sweep --preset acks --runs 50 --no-spark --runs 1",
+    "python manage.py lab precompute": "python manage.py lab precompute --help",
     "python manage.py lab sweep --preset truncation --axis rf=2,3 --seed 1000":
         "python manage.py lab sweep --preset truncation --axis rf=2,3 --seed 1000 --no-spark --runs 1",
     "python manage.py lab sweep --axis schedule=random,scenario:kip101-data-loss --axis truncation=hw,epoch":
@@ -241,7 +242,8 @@ def free_port() -> int:
 def serve_and_stop(root: pathlib.Path, text: str) -> str:
     """Start a server command, wait until it answers HTTP on its port, stop it. Returns its output."""
     port = free_port()
-    env = fresh_env(root) | {"PORT": str(port)}
+    # make run's background lab precompute would outlive the server it came with.
+    env = fresh_env(root) | {"PORT": str(port), "KAFKAVIZ_LAB_PRECOMPUTE": "0"}
     host = re.search(r"DJANGO_ALLOWED_HOSTS=(\S+)", text)
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(["bash", "-c", text], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -280,7 +282,7 @@ def test_the_rule_finds_the_commands_the_docs_show():
     # One of each kind: a fenced sh line, a continued line, a $-prompt line, inline spans (one wrapped).
     assert "make run" in texts and "python -m engine scenario list" in texts
     assert "python manage.py lab sweep --preset acks --no-spark" in texts
-    assert any(t.startswith("PYSPARK_PYTHON=") and t.endswith("--master spark://10.0.0.5:7077") for t in texts)
+    assert any(t.startswith("SPARK_DRIVER_HOST=") and t.endswith("--env-archive lab-env.tar.gz") for t in texts)
     assert ".venv/bin/python manage.py createinstructor NAME" in texts
     # Not commands: JSON, file layouts, variables alone.
     assert not any(t.startswith(("{", "DJANGO_SECRET_KEY")) for t in texts)
@@ -295,6 +297,14 @@ def test_every_exception_names_a_command_the_docs_show():
 
 
 FAST = [c for c in unique_commands() if c.text not in NOT_RUN]
+
+# A command that names a Spark master or a host on another machine would send traffic off this
+# one if run: the docs may show such commands only as NOT_RUN entries.
+ELSEWHERE = re.compile(r"spark://(?!127\.|localhost)|--host (?!127\.|localhost)")
+
+
+def test_no_command_that_reaches_another_machine_is_run():
+    assert not [str(c) for c in FAST if ELSEWHERE.search(c.text)]
 
 
 @pytest.mark.parametrize("command", FAST, ids=[c.text[:60] for c in FAST])
