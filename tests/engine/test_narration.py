@@ -13,6 +13,7 @@ import engine.log.cleaner_events  # noqa: F401
 import engine.group.events  # noqa: F401
 import engine.cluster.txn_offsets  # noqa: F401  (transactional offsets)
 import engine.topic  # noqa: F401  (lesson 1's events share the one registry: a clash of names fails here)
+import engine.kraft.events  # noqa: F401  (the KRaft quorum: every kind is narrated, whichever tests ran first)
 from engine import narration
 from engine.events import EVENT_TYPES
 
