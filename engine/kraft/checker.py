@@ -23,8 +23,7 @@ from engine.records import iter_batches
 from .events import RaftViolation
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .node import RaftNode
-    from .quorum import Quorum
+    from .host import QuorumHost, RaftReplica
 
 __all__ = ["RaftChecker", "log_entries"]
 
@@ -52,7 +51,7 @@ def _entries(batches, start: int, end: int) -> list[tuple]:
 
 
 class RaftChecker:
-    def __init__(self, quorum: "Quorum") -> None:
+    def __init__(self, quorum: "QuorumHost") -> None:
         self.quorum = quorum
         self.violations: list[dict] = []
         self.leaders: dict[int, int] = {}        # epoch -> node that led it
@@ -66,7 +65,7 @@ class RaftChecker:
         self.quorum.events.emit(RaftViolation(rule, node, epoch, detail))
 
     # ---- hooks called by the nodes ----------------------------------------------------
-    def on_state(self, node: "RaftNode") -> None:
+    def on_state(self, node: "RaftReplica") -> None:
         prev = self.max_epoch.get(node.id, 0)
         if node.voter and node.epoch < prev:
             self._violate("epoch_went_back", node.id, node.epoch, f"node {node.id} was in epoch {prev}, now {node.epoch}")
@@ -85,7 +84,7 @@ class RaftChecker:
                           f"new leader {node.id} lacks committed offset {at} (committed log has {len(self.committed)} records, "
                           f"its log ends at {node.log_end_offset})")
 
-    def on_high_watermark(self, node: "RaftNode", old: int, new: int) -> None:
+    def on_high_watermark(self, node: "RaftReplica", old: int, new: int) -> None:
         n = len(self.committed)
         if node.state == "leader":
             if new > n:
@@ -99,7 +98,7 @@ class RaftChecker:
             self._violate("below_hw_differs", node.id, node.epoch,
                           f"follower {node.id} holds records in [{lo}, {hi}) that differ from the committed ones")
 
-    def on_truncate(self, node: "RaftNode", target: int) -> None:
+    def on_truncate(self, node: "RaftReplica", target: int) -> None:
         if target < node.high_watermark:
             self._violate("committed_lost", node.id, node.epoch,
                           f"node {node.id} truncated to {target}, below its high watermark {node.high_watermark}")

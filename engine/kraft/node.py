@@ -39,7 +39,7 @@ from .quorum_state import ElectionState, QuorumStateFile
 from .records import LeaderChangeMessage, data_batch, leader_change_batch
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .quorum import Quorum
+    from .host import QuorumHost
 
 __all__ = ["RaftNode", "METADATA_TOPIC", "METADATA_DIR", "STATES"]
 
@@ -53,7 +53,7 @@ class RaftNode:
     everything else is plain data reset by a crash, except what is on the Disk: the
     metadata log (``node-<id>/__cluster_metadata-0/``) and its ``quorum-state``."""
 
-    def __init__(self, quorum: "Quorum", node_id: int, voter: bool) -> None:
+    def __init__(self, quorum: "QuorumHost", node_id: int, voter: bool) -> None:
         self.quorum = quorum
         self.id = node_id
         self.voter = voter

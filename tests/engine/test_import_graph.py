@@ -80,11 +80,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 # Circles known and owned elsewhere, each to be broken and then struck from here (the test
-# also fails once one is gone, so the list cannot go stale). engine/kraft arrived with
-# checker and node importing Quorum and RaftNode under TYPE_CHECKING while kraft work was
-# still going on; the fix is the one engine/cluster/host.py makes: a protocol for what
-# each needs of the other.
-KNOWN_CIRCLES = [["engine.kraft.checker", "engine.kraft.node", "engine.kraft.quorum"]]
+# also fails once one is gone, so the list cannot go stale).
+KNOWN_CIRCLES: list[list[str]] = []
 
 
 def test_engine_has_no_import_circle():
