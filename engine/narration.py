@@ -775,6 +775,24 @@ PLAIN_SENTENCES: dict[str, Sentence] = {
         lambda e, w: {'a': w.b(e['a']), 'arrow': '↔' if e['both'] else '→', 'b': w.b(e['b']), 'state': e['state']},
         en='link {a} {arrow} {b}: {state}',
         zh='链路 {a} {arrow} {b}：{state}'),
+    'client_connected': Sentence(
+        lambda e, w: {'node': e['node'], 'broker': w.b(e['broker'])},
+        en='a client connected to {broker} (connection {node})',
+        zh='一个客户端连接到 {broker}（连接 {node}）'),
+    'client_disconnected': Sentence(
+        lambda e, w: {'node': e['node'], 'broker': w.b(e['broker'])},
+        en='connection {node} to {broker} closed',
+        zh='连接 {node}（到 {broker}）已关闭'),
+    'client_request': Sentence(
+        lambda e, w: {'node': e['node'], 'broker': w.b(e['broker']), 'api': e['api'], 'v': e['version'],
+                      'corr': e['correlation_id']},
+        en='connection {node} sent {api} v{v} (correlation id {corr}) to {broker}',
+        zh='连接 {node} 向 {broker} 发送 {api} v{v}（correlation id {corr}）'),
+    'client_response': Sentence(
+        lambda e, w: {'node': e['node'], 'broker': w.b(e['broker']), 'api': e['api'], 'v': e['version'],
+                      'corr': e['correlation_id'], 'error': e['error']},
+        en='{broker} answered {api} v{v} (correlation id {corr}) of connection {node}: {error}',
+        zh='{broker} 回复连接 {node} 的 {api} v{v}（correlation id {corr}）：{error}'),
     'message_dropped': Sentence(
         lambda e, w: {'api': e['api'], 'src': w.b(e['src']), 'dst': w.b(e['dst']), 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
         en='{api} from {src} to {dst} dropped ({reason_words})',

@@ -237,6 +237,21 @@ KAFKAVIZ_SHARES_PER_ADDRESS = _int("KAFKAVIZ_SHARES_PER_ADDRESS", 200)
 
 _MAX_RUN_BYTES = 64 * 1024
 
+# "Connect your own client" (docs/web.md): the sandbox starts a Kafka wire-protocol listener
+# of its own cluster, one port per broker. On under DEBUG (`make run`); in hosted mode (DEBUG
+# off) only when the operator names a port range, KAFKAVIZ_CLIENT_PORTS="20000-20999", which
+# then also bounds how many listeners run at once. KAFKAVIZ_CLIENT_HOST is the address the
+# listeners bind and advertise in Metadata (loopback unless the operator says otherwise).
+KAFKAVIZ_CLIENT_LISTENER = {
+    "ENABLED": DEBUG or bool(os.environ.get("KAFKAVIZ_CLIENT_PORTS", "").strip()),
+    "PORTS": os.environ.get("KAFKAVIZ_CLIENT_PORTS", "").strip(),
+    "HOST": os.environ.get("KAFKAVIZ_CLIENT_HOST", "127.0.0.1"),
+    "MAX_LISTENERS": _int("KAFKAVIZ_CLIENT_MAX_LISTENERS", 20),       # per process
+    "MAX_CONNECTIONS_PER_ADDRESS": _int("KAFKAVIZ_CLIENT_CONNECTIONS_PER_ADDRESS", 20),   # per listener
+    "REQUESTS_PER_SECOND_PER_ADDRESS": _int("KAFKAVIZ_CLIENT_REQUESTS_PER_SECOND", 500),
+    "IDLE_MS": _int("KAFKAVIZ_CLIENT_IDLE_MS", 600_000),              # connections.max.idle.ms
+}
+
 KAFKAVIZ_RUNTIME = {
     # Pacing: the first frame after a quiet spell leaves at once; during a burst at most
     # one frame per this many ms leaves (about a display's pace).

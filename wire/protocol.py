@@ -23,7 +23,7 @@ from .codec import (DecodeError, RequestHeader, ResponseHeader, codec, request_h
 from .schema import load_message
 
 __all__ = ["MAX_FRAME_BYTES", "Request", "ProtocolError", "Unsupported", "parse_request", "encode_response",
-           "error_code", "frame_size", "api_versions_fallback", "unsupported_response"]
+           "error_code", "error_name", "frame_size", "api_versions_fallback", "unsupported_response"]
 
 # socket.request.max.bytes: Kafka's default is 100 MiB; a learner's listener needs far less.
 MAX_FRAME_BYTES = 16 * 1024 * 1024
@@ -45,6 +45,15 @@ def error_code(name: str | None) -> int:
     if not name:
         return 0
     return _CODES.get(name, -1)   # -1 UNKNOWN_SERVER_ERROR for a name Kafka does not have
+
+
+_NAMES = {code: name for name, code in _CODES.items() if isinstance(name, str)}
+_NAMES.update({0: "NONE", 6: "NOT_LEADER_OR_FOLLOWER"})
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code (the inverse of :func:`error_code`)."""
+    return _NAMES.get(code, f"ERROR_{code}")
 
 
 class ProtocolError(Exception):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import time
@@ -32,7 +33,7 @@ from .protocol import (MAX_FRAME_BYTES, ProtocolError, Unsupported, encode_respo
                        unsupported_response)
 from .session import FIRST_NODE_ID, Session
 
-__all__ = ["WireServer", "Pacer", "Recorder", "wall_ms"]
+__all__ = ["WireServer", "Pacer", "Recorder", "Closed", "wall_ms"]
 
 log = logging.getLogger("wire")
 
@@ -45,9 +46,11 @@ class Pacer:
     """Moves the engine's clock with the wall clock (speed 1, no jumps: every task runs at
     its own due time, in order, as the wall clock passes it)."""
 
-    def __init__(self, cluster: Cluster, clock: Callable[[], int] = wall_ms) -> None:
+    def __init__(self, cluster: Cluster, clock: Callable[[], int] = wall_ms,
+                 guard: Callable[[], Any] = contextlib.nullcontext) -> None:
         self.cluster = cluster
         self.clock = clock
+        self.guard = guard
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -69,10 +72,13 @@ class Pacer:
         self._wake.set()
 
     async def run(self) -> None:
-        sched = self.cluster.scheduler
         while True:
-            self.catch_up()
-            due = sched.next_due_ms()
+            try:
+                with self.guard():
+                    self.catch_up()
+                    due = self.cluster.scheduler.next_due_ms()
+            except Closed:
+                return
             delay = 0.05 if due is None else min(0.05, max(0.0, (due - self.clock()) / 1000))
             self._wake.clear()
             try:
@@ -121,6 +127,11 @@ class _Gone(Exception):
     """The connection's broker died or the client went away while a request waited."""
 
 
+class Closed(Exception):
+    """Raised by a ``guard`` whose cluster is no longer served (its sandbox closed): the
+    connection, or the pacer, ends."""
+
+
 class WireServer:
     """``brokers`` engine brokers, each listening on ``host:port + id``."""
 
@@ -130,7 +141,9 @@ class WireServer:
                  network_latency_ms: int = 1, max_frame_bytes: int = MAX_FRAME_BYTES,
                  record_path: Path | None = None, max_connections_per_address: int = 100,
                  connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None,
-                 max_requests_per_second_per_address: float = 10_000.0, checker: bool = False) -> None:
+                 max_requests_per_second_per_address: float = 10_000.0, checker: bool = False,
+                 cluster: Cluster | None = None, trace: bool = False,
+                 guard: Callable[[], Any] = contextlib.nullcontext) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -141,8 +154,17 @@ class WireServer:
         self.cluster_config = dict(cluster_config or {})
         self.config = ClusterConfig.from_mapping({"brokers": brokers, "network_latency_ms": network_latency_ms,
                                                   **(cluster_config or {})})
-        events = EventLog(VirtualClock(start), keep=100_000)
-        self.cluster = Cluster(Disk(self.data_dir / "cluster"), self.config, seed=seed, events=events)
+        # ``cluster``: serve a cluster somebody else built and drives too (the web sandbox's);
+        # ``guard()`` is then held around every engine call (the engine is single-threaded),
+        # and ``trace`` makes connections, requests and answers engine events.
+        self.trace = trace
+        self.guard = guard
+        if cluster is None:
+            events = EventLog(VirtualClock(start), keep=100_000)
+            cluster = Cluster(Disk(self.data_dir / "cluster"), self.config, seed=seed, events=events)
+        else:
+            events = cluster.events
+        self.cluster = cluster
         self.auto_create_topics = auto_create_topics
         self.num_partitions = num_partitions
         self.default_replication_factor = default_replication_factor
@@ -163,7 +185,7 @@ class WireServer:
             from engine.cluster.checker import Checker
             self.checker = Checker()
             self.checker.attach(events)
-        self.pacer = Pacer(self.cluster, clock)
+        self.pacer = Pacer(self.cluster, clock, guard)
         self._servers: list[asyncio.base_events.Server] = []
         self._sessions: dict[int, tuple[Session, asyncio.StreamWriter]] = {}
         self._peers: dict[int, str] = {}       # node id -> client address, of live connections
@@ -178,13 +200,12 @@ class WireServer:
         return {"brokers": len(self.cluster.brokers), "seed": self.seed, "start_ms": self.start_ms,
                 "network_latency_ms": self.config.network_latency_ms, "num_partitions": self.num_partitions,
                 "default_replication_factor": self.default_replication_factor,
-                "auto_create_topics": self.auto_create_topics, "cluster_config": self.cluster_config}
+                "auto_create_topics": self.auto_create_topics, "cluster_config": self.cluster_config,
+                "trace": self.trace}
 
     # ---- engine helpers -------------------------------------------------------------
     def next_request_id(self) -> int:
-        rid = self.cluster._next_request_id
-        self.cluster._next_request_id += 1
-        return rid
+        return self.cluster.next_request_id()
 
     def auto_create(self, name: str) -> str | None:
         """Kafka's auto.create.topics.enable: num.partitions, default.replication.factor."""
@@ -263,33 +284,35 @@ class WireServer:
         task = asyncio.current_task()
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        now = self.pacer.catch_up()
         peer = (writer.get_extra_info("peername") or ("?",))[0]
-        # Counted from the live connections themselves, so nothing but a live socket holds a place.
-        if not self.cluster.brokers[broker_id].alive or \
-                sum(1 for a in self._peers.values() if a == peer) >= self.max_connections_per_address:
-            writer.close()
-            return
-        session = Session(self, broker_id, node_id)
-        self._sessions[node_id] = (session, writer)
-        self._peers[node_id] = peer
-        self.recorder.add({"t": now, "kind": "connect", "node": node_id, "broker": broker_id})
+        with self.guard():
+            now = self.pacer.catch_up()
+            # Counted from the live connections themselves, so nothing but a live socket holds a place.
+            if not self.cluster.brokers[broker_id].alive or \
+                    sum(1 for a in self._peers.values() if a == peer) >= self.max_connections_per_address:
+                writer.close()
+                return
+            session = Session(self, broker_id, node_id)
+            self._sessions[node_id] = (session, writer)
+            self._peers[node_id] = peer
+            self.recorder.add({"t": now, "kind": "connect", "node": node_id, "broker": broker_id})
         try:
             await self._loop(session, reader, writer)
-        except (asyncio.IncompleteReadError, ConnectionError, _Gone):
+        except (asyncio.IncompleteReadError, ConnectionError, _Gone, Closed):
             pass
         except ProtocolError as exc:
             log.info("closing connection %s: %s", node_id, exc)
         except asyncio.CancelledError:
             pass       # the listener is stopping (a cancelled handler task upsets asyncio's stream callback)
         finally:
-            session.close()
             self._sessions.pop(node_id, None)
             self._peers.pop(node_id, None)
             if peer not in self._peers.values():
                 self._buckets.pop(peer, None)     # the bucket lives as long as a connection from there
-            self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
             writer.close()
+            with contextlib.suppress(Closed), self.guard():
+                session.close()
+                self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
 
     async def _loop(self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
@@ -304,33 +327,36 @@ class WireServer:
             wait = self._take_token(self._peers.get(session.node.id, "?"))
             if wait > 0:
                 await asyncio.sleep(wait)
-            now = self.pacer.catch_up()
-            if not self.cluster.brokers[session.broker_id].alive:
-                return                      # the broker process is gone: its sockets are too
             try:
                 req = parse_request(frame)
             except Unsupported as exc:
-                self.recorder.add({"t": now, "kind": "unsupported", "node": session.node.id,
-                                   "api_key": exc.api_key, "version": exc.version})
+                with self.guard():
+                    now = self.pacer.catch_up()
+                    self.recorder.add({"t": now, "kind": "unsupported", "node": session.node.id,
+                                       "api_key": exc.api_key, "version": exc.version})
                 answer = unsupported_response(exc)
                 if answer is None:
                     raise ProtocolError(str(exc)) from None
                 writer.write(answer)
                 await writer.drain()
                 continue
-            self.recorder.add({"t": now, "kind": "request", "node": session.node.id, "broker": session.broker_id,
-                               "api_key": req.api_key, "version": req.api_version,
-                               "correlation_id": req.correlation_id,
-                               "frame": base64.b64encode(frame).decode("ascii")})
             done = loop.create_future()
 
             def reply(body: dict | None, done=done) -> None:
                 if not done.done():
                     done.set_result(body)
-            session.dispatch(req, reply)
-            if req.api_key == 0 and req.body["acks"] == 0:
-                reply(None)                 # acks=0: the client expects no answer at all
-            self.pacer.catch_up()           # what is due now (with zero latency, the whole answer)
+            with self.guard():
+                now = self.pacer.catch_up()
+                if not self.cluster.brokers[session.broker_id].alive:
+                    return                      # the broker process is gone: its sockets are too
+                self.recorder.add({"t": now, "kind": "request", "node": session.node.id,
+                                   "broker": session.broker_id, "api_key": req.api_key, "version": req.api_version,
+                                   "correlation_id": req.correlation_id,
+                                   "frame": base64.b64encode(frame).decode("ascii")})
+                session.dispatch(req, reply)
+                if req.api_key == 0 and req.body["acks"] == 0:
+                    reply(None)                 # acks=0: the client expects no answer at all
+                self.pacer.catch_up()           # what is due now (with zero latency, the whole answer)
             self.pacer.kick()
             body = await self._answer(session, reader, done)
             if body is not None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from engine.cluster.events import ClientConnected, ClientDisconnected, ClientRequest, ClientResponse
 from engine.cluster.network import ProduceResponse
 
 from .handlers import HANDLERS, Context
-from .protocol import Request
+from .protocol import Request, error_name
 
 __all__ = ["ClientNode", "Session", "FIRST_NODE_ID"]
 
@@ -49,8 +50,15 @@ class Session:
         self.broker_id = broker_id
         self.node = ClientNode(node_id)
         self.cluster.network.register(node_id, self.node)
+        # With ``server.trace``, the connection and each request and answer are engine events
+        # (a picture can draw them); the replay builds its server with the same setting.
+        self.trace = bool(getattr(server, "trace", False))
+        if self.trace:
+            self.cluster.events.emit(ClientConnected(node_id, broker_id))
 
     def close(self) -> None:
+        if self.trace and self.node.alive:
+            self.cluster.events.emit(ClientDisconnected(self.node.id, self.broker_id))
         self.node.alive = False
         self.node.pending.clear()
 
@@ -59,6 +67,9 @@ class Session:
         back (``None`` for acks=0 produce, at once at the broker). A dropped message is
         never answered, as on a real network: the client's request timeout takes over."""
         net = self.cluster.network
+        if self.trace:
+            self.cluster.events.emit(ClientRequest(self.node.id, self.broker_id, req.api, req.api_version,
+                                                   req.correlation_id))
         net.route(self.node.id, self.broker_id, req.api, self._at_broker, req, reply)
 
     def _at_broker(self, req: Request, reply: Callable) -> None:
@@ -72,6 +83,9 @@ class Session:
                 reply(None)
                 return
             if broker.alive:
+                if self.trace:
+                    self.cluster.events.emit(ClientResponse(self.node.id, self.broker_id, req.api, req.api_version,
+                                                            req.correlation_id, first_error(body)))
                 self.cluster.network.route(self.broker_id, self.node.id, req.api + "Response", self._deliver,
                                            reply, body)
 
@@ -80,3 +94,24 @@ class Session:
     def _deliver(self, reply: Callable, body: dict) -> None:
         if self.node.alive:
             reply(body)
+
+
+def first_error(body: Any, depth: int = 0) -> str:
+    """The first non-zero ``error_code`` in an answer (top level first, then its lists, in
+    order), by Kafka's name; "NONE" when there is none."""
+    if isinstance(body, dict):
+        code = body.get("error_code")
+        if isinstance(code, int) and code:
+            return error_name(code)
+        if depth < 4:
+            for value in body.values():
+                if isinstance(value, (list, dict)):
+                    found = first_error(value, depth + 1)
+                    if found != "NONE":
+                        return found
+    elif isinstance(body, list) and depth < 4:
+        for item in body:
+            found = first_error(item, depth + 1)
+            if found != "NONE":
+                return found
+    return "NONE"

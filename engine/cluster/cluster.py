@@ -183,6 +183,13 @@ class Cluster:
                                                                  self.controller.tick, name="controller-check")
 
     # ---- validation helpers ---------------------------------------------------------
+
+    def next_request_id(self) -> int:
+        """A fresh request id, from the one counter the engine's own producers use (a wire
+        listener's requests take theirs here too)."""
+        rid = self._next_request_id
+        self._next_request_id += 1
+        return rid
     def _broker(self, broker: Any) -> Broker:
         if isinstance(broker, bool) or not isinstance(broker, int) or broker not in self.brokers:
             raise InvalidRequestError(

@@ -22,6 +22,7 @@ __all__ = [
     "ProduceAppended", "ProduceWaiting", "ProduceAcked", "ProduceFailed", "ConsumerRead",
     "CheckpointWritten", "LinkChanged", "MessageDropped", "ConfigChanged", "LogsLoaded",
     "ProducerCreated", "ProduceRetried", "ProduceDuplicate",
+    "ClientConnected", "ClientDisconnected", "ClientRequest", "ClientResponse",
 ]
 
 
@@ -545,3 +546,43 @@ class ProduceDuplicate(Event):
     base_sequence: int
     base_offset: int
     last_offset: int
+
+
+# ---- real clients over the wire protocol (wire/: a connection is a node from 1000 up) ----
+
+@event("client_connected")
+class ClientConnected(Event):
+    """A real Kafka client opened a connection to ``broker``; the connection is network
+    node ``node`` (so link faults apply to it)."""
+    node: int
+    broker: int
+
+
+@event("client_disconnected")
+class ClientDisconnected(Event):
+    """A real client's connection ``node`` to ``broker`` closed."""
+    node: int
+    broker: int
+
+
+@event("client_request")
+class ClientRequest(Event):
+    """A real client's request left its connection ``node`` for ``broker``: Kafka's API
+    name, the version the client chose and its correlation id."""
+    node: int
+    broker: int
+    api: str
+    version: int
+    correlation_id: int
+
+
+@event("client_response")
+class ClientResponse(Event):
+    """``broker`` answered request ``correlation_id`` of connection ``node``; ``error`` is
+    the answer's first error code by Kafka's name ("NONE" when every code is 0)."""
+    node: int
+    broker: int
+    api: str
+    version: int
+    correlation_id: int
+    error: str

@@ -39,6 +39,10 @@ from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
 
+from wire.session import FIRST_NODE_ID
+
+from . import client_listener
+from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
 from .kinds import MAX_STEPS, SandboxKind, command
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
@@ -144,6 +148,8 @@ class ReplicationSandbox(SandboxKind):
         self.custom_shape: dict[str, Any] | None = None     # the learner's own cluster shape, when they built one
         self.run: Run | None = None
         self._subscribed: Any = None
+        # "Connect your own client" (client_listener.py), when the lesson file offers it
+        self.client_port_: ClientPort | None = None
         self._start(sc["choices"][0], (sc.get("truncations") or ["epoch"])[0])
 
     @classmethod
@@ -158,6 +164,8 @@ class ReplicationSandbox(SandboxKind):
             specs.pop("set_config", None)
         if not scenario.get("shape"):
             specs.pop("shape", None)
+        if not scenario.get("client_listener"):
+            specs.pop("client_port", None)
         return specs
 
     # ---- the run -------------------------------------------------------------------
@@ -269,17 +277,46 @@ class ReplicationSandbox(SandboxKind):
             self.touch_hook()
         return _("Showing partition %(t)s-%(p)s.") % {"t": self.topic, "p": partition}
 
+    @command(Field("on", "bool", gettext_lazy("Listen"), default=True),
+             help="Start (or stop) a Kafka listener of this sandbox's cluster for your own client.")
+    def client_port(self, on: bool = True) -> str:
+        if not on:
+            if self.client_port_ is not None:
+                self.client_port_.close()
+            return _("The client listener is stopped.")
+        port = self.client_port_
+        if port is None:
+            port = self.client_port_ = ClientPort(self.data_dir, getattr(self, "lock", None),
+                                                  getattr(self, "flush_hook", None))
+        bootstrap = port.open(self.run.cluster)
+        # Client traffic is not a command of the run: a checkpoint could not hold a live
+        # connection, and Back is refused while one is attached (rewinding replays the
+        # learner's own commands only).
+        self.run.snapshot_every = 10**9
+        if self.touch_hook is not None:
+            self.touch_hook()
+        return _("Listening: point your client at %(bootstrap)s.") % {"bootstrap": bootstrap}
+
     def _partition_count(self) -> int:
         return len(self.run.cluster.state()["topics"].get(self.topic, {}).get("partitions", ())) or 1
 
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        if spec.type in ("load", "shape", "step", "back", "seek", "view_partition"):
-            return spec.handler(self, **values)
-        before = self.position
-        self.tracker.own = True
-        text = spec.handler(self, **values)
-        self._step_done(before, "command")
-        return text
+        port = self.client_port_
+        if port is not None and port.attached and spec.type in ("back", "seek", "load", "shape"):
+            raise CommandError("busy", _("A client is connected: its requests are not part of the run, so the "
+                                         "run cannot go back or start over until it disconnects."),
+                               command=spec.type)
+        try:
+            if spec.type in ("load", "shape", "step", "back", "seek", "view_partition", "client_port"):
+                return spec.handler(self, **values)
+            before = self.position
+            self.tracker.own = True
+            text = spec.handler(self, **values)
+            self._step_done(before, "command")
+            return text
+        finally:
+            if port is not None and self.run is not None:
+                port.follow(self.run.cluster)       # a new run's cluster is the one served
 
     def engine(self, name: str, values: dict[str, Any]) -> str:
         """The learner's own engine command, added at the current step (the rest of the
@@ -456,6 +493,8 @@ class ReplicationSandbox(SandboxKind):
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run
+        if self.client_port_ is not None:
+            self.client_port_.follow(run.cluster)      # an import replaced the cluster
         cluster = run.cluster
         summary = build_summary(run)
         cstate = cluster.state()
@@ -485,7 +524,8 @@ class ReplicationSandbox(SandboxKind):
             "partition_ids": list(range(count)),     # the diagrams show "partition"; a switcher picks it
             "controller": {"active": controller["active"], "epoch": controller["controller_epoch"]},
             "brokers": brokers,
-            "links": cstate["network"]["faults"],
+            # the links the picture draws (a client connection's mirror of -1's is not one)
+            "links": [f for f in cstate["network"]["faults"] if f["src"] < FIRST_NODE_ID and f["dst"] < FIRST_NODE_ID],
             "partition": None if part is None else {
                 "topic": topic, "partition": pnum, "replicas": list(pmeta["replicas"]),
                 "leader": part["leader"], "leader_epoch": part["leader_epoch"], "isr": part["isr"],
@@ -497,6 +537,9 @@ class ReplicationSandbox(SandboxKind):
             "expected_note": expected.note if expected is not None and at_end and self._on_script(len(run.log))
             and self.lang == "en" else None,
             **self._extra_views(cluster, part),
+            **({"client_port": self.client_port_.state() if self.client_port_ is not None
+                else {"available": client_listener.enabled(), "open": False}}
+               if self.scenario.get("client_listener") else {}),
         }
 
     def _extra_views(self, cluster: Any, part: dict | None) -> dict[str, Any]:
@@ -519,6 +562,8 @@ class ReplicationSandbox(SandboxKind):
         return out
 
     def close(self) -> None:
+        if self.client_port_ is not None:
+            self.client_port_.close()
         self._close_run()
 
 

@@ -163,6 +163,7 @@ class Runtime:
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
         self._building: set[str] = set()     # ids whose engine is being built (not listed yet)
+        self.loop: asyncio.AbstractEventLoop | None = None   # where frames are published (request_flush)
 
     def sweep_stale_dirs(self) -> list[str]:
         """Remove sandbox directories left by an earlier server run (nothing written in
@@ -190,7 +191,8 @@ class Runtime:
     def _limits(self) -> Limits:
         return Limits(self.settings["MAX_MESSAGES"], self.settings["MAX_DISK_BYTES"])
 
-    def _build(self, sandbox_id: str, lesson: Any, seed: int, frames: FrameBuilder) -> SandboxKind:
+    def _build(self, sandbox_id: str, lesson: Any, seed: int, frames: FrameBuilder,
+               lock: threading.Lock | None = None) -> SandboxKind:
         data_dir = self.data_root / sandbox_id
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.mkdir(parents=True)
@@ -207,6 +209,11 @@ class Runtime:
         engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
         engine.cut_hook = lambda: frames.cut(engine.state())
         engine.touch_hook = frames.touch
+        # For work the engine does outside a command (a real client's requests through the
+        # sandbox's listener, client_listener.py): the sandbox's lock, and a thread-safe way
+        # to have the frames it caused published.
+        engine.lock = lock
+        engine.flush_hook = lambda: self.request_flush(sandbox_id)
         box["engine"] = engine
         return engine
 
@@ -290,14 +297,15 @@ class Runtime:
                                   full_every=self.settings.get("FULL_STATE_EVERY", 20), lang=lesson.lang)
             seed = int(sandbox_id[:8], 16)
             self._building.add(sandbox_id)
+            lock = threading.Lock()
             try:
-                engine = self._build(sandbox_id, lesson, seed, frames)
+                engine = self._build(sandbox_id, lesson, seed, frames, lock)
             finally:
                 self._building.discard(sandbox_id)
             now = self.now()
             sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
-                         last_active=now, pacer=FramePacer(self.interval_s), seed=seed, address=address,
+                         last_active=now, pacer=FramePacer(self.interval_s), seed=seed, address=address, lock=lock,
                          leases={(holder := self._holder(holder)): self._expiry(holder, now)})
             self.sandboxes[sandbox_id] = sb
             log.info("sandbox created", extra={"event": "sandbox_created", "sandbox": sandbox_id[:8],
@@ -384,6 +392,7 @@ class Runtime:
         room drives this sandbox (counted in ``/healthz``). ``holder``: the socket's id,
         whose lease its process renews (``renew``) and ``detach`` gives back."""
         self._ensure_reaper()
+        self.loop = asyncio.get_running_loop()
         holder = self._holder(holder)
         sb = await asyncio.to_thread(self._create, sandbox_id, slug, lang, address, holder)
         if room:
@@ -614,7 +623,7 @@ class Runtime:
             if spec.type == "reset":
                 sb.engine.close()
                 sb.frames.mark_reset()
-                sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames)
+                sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames, sb.lock)
                 return _("The sandbox started over.")
             if spec.type == "mode":
                 sb.frames.step_mode = values["step"]
@@ -646,6 +655,18 @@ class Runtime:
         if sb.flush_handle is None:
             loop = asyncio.get_running_loop()
             sb.flush_handle = loop.call_later(sb.pacer.delay(self.now()), self._spawn_flush, sb)
+
+    def request_flush(self, sandbox_id: str) -> None:
+        """From any thread: publish what the sandbox's engine did outside a command (paced
+        like a command's frames)."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._flush_soon, sandbox_id)
+
+    def _flush_soon(self, sandbox_id: str) -> None:
+        sb = self.sandboxes.get(sandbox_id)
+        if sb is not None:
+            self._schedule_flush(sb)
 
     def _spawn_flush(self, sb: Sandbox) -> None:
         sb.flush_handle = None
