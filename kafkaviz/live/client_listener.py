@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from engine.cluster.network import Link
 from wire.server import Closed, Pacer, WireServer, wall_ms
@@ -180,12 +181,12 @@ class ClientPort:
             return self.server.bootstrap
         conf = listener_settings()
         if not conf.get("ENABLED"):
-            raise CommandError("forbidden", "Connecting your own client is off on this server (the operator "
-                               "enables it with a port range, KAFKAVIZ_CLIENT_PORTS).", command="client_port")
+            raise CommandError("forbidden", _("Connecting your own client is off on this server (its operator "
+                                              "enables it with a port range)."), command="client_port")
         with _ports_lock:
             if len(_open) >= int(conf.get("MAX_LISTENERS", 20)):
-                raise CommandError("busy", "Every client listener this server runs is taken; try again in a few "
-                                   "minutes.", command="client_port")
+                raise CommandError("busy", _("Every client listener this server runs is taken; try again in a "
+                                             "few minutes."), command="client_port")
             _open.add(self)
         try:
             self._start(cluster, conf)
@@ -226,8 +227,9 @@ class ClientPort:
                 asyncio.run_coroutine_threadsafe(_close_servers(server), loop).result(10)
         if self.server is None:
             loop.call_soon_threadsafe(loop.stop)
-            raise CommandError("busy", f"No free ports for a client listener ({last_error}); try again later.",
-                               command="client_port")
+            log.warning("no free ports for a client listener: %s", last_error)
+            raise CommandError("busy", _("Every client listener this server runs is taken; try again in a "
+                                         "few minutes."), command="client_port")
         self.loop, self.thread = loop, thread
         self._unsubscribe = cluster.events.subscribe(self._on_event, kinds=("link_changed", "client_connected"))
         self.opened += 1

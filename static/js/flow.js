@@ -114,8 +114,13 @@
           break;
         case "txn_marker_written":
           add(ev, coordinators["t:" + ev.transactional_id], ev.broker, "write-txn-markers", (ev.commit ? "COMMIT" : "ABORT") + " @" + ev.offset); break;
+        case "client_request":        // a real client's connection (a node from 1000) is drawn as the client
+          add(ev, -1, ev.broker, "client-" + kebab(ev.api), ev.api + " v" + ev.version + " #" + ev.correlation_id); break;
+        case "client_response":
+          add(ev, ev.broker, -1, "client-" + kebab(ev.api) + "-response", ev.api + " #" + ev.correlation_id + " " + (ev.error === "NONE" ? "ok" : ev.error),
+            ev.error === "NONE" ? answer : error); break;
         case "message_dropped":
-          add(ev, ev.src, ev.dst, kebab(ev.api), "✗ " + ev.api, { cls: "flow-dropped", drop: ev.reason === "destination_down" ? 1 : ev.reason === "source_crashed" ? 0.15 : 0.5 });
+          add(ev, ev.src >= 1000 ? -1 : ev.src, ev.dst >= 1000 ? -1 : ev.dst, kebab(ev.api), "✗ " + ev.api, { cls: "flow-dropped", drop: ev.reason === "destination_down" ? 1 : ev.reason === "source_crashed" ? 0.15 : 0.5 });
           break;
         default:
       }

@@ -66,7 +66,9 @@
       if (document.activeElement !== range || frame.snapshot) range.value = String(st.step);
       range.setAttribute("aria-valuetext", counter ? counter.textContent : String(st.step));
     }
-    KV.setDisabled($("back-button"), st.step === 0, KV.t("at_start"));
+    // A real client attached to the sandbox's listener: its requests are not in the run.
+    const attached = (((frame.state || {}).client_port || {}).connections || []).length > 0;
+    KV.setDisabled($("back-button"), st.step === 0 || attached, attached ? KV.t("client_attached") : KV.t("at_start"));
     KV.setDisabled($("step-button"), st.step >= st.total, KV.t("at_end"));
     const cur = st.step > 0 ? st.steps[st.step - 1] : null;
     const say = $("step-say");
