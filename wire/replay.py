@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Iterable
 
 from .protocol import parse_request
-from .server import WireServer
+from .server import WireServer, apply_operation
 from .session import Session
 
-__all__ = ["Replay", "replay"]
+__all__ = ["Replay", "Replayer", "replay", "settings_of"]
 
 
 @dataclass
@@ -36,42 +36,59 @@ class Replay:
         self.cluster.scheduler.run_until(time_ms)
 
 
-def replay(entries: Iterable[dict], data_dir: str | Path, **overrides) -> Replay:
-    """Apply ``entries`` (a listener's ``recorder.entries`` or its requests.jsonl rows) to a
-    new cluster built with the live listener's settings (its "listen" entry; ``overrides``
-    win); returns it stopped at the last entry's time (``run_until`` to go further)."""
-    entries = list(entries)
-    settings = next((e.get("settings", {}) for e in entries if e["kind"] == "listen"), {})
-    settings = {**settings, **overrides}
-    start_ms = settings.pop("start_ms")
-    server = WireServer(data_dir, start_ms=start_ms, clock=lambda: start_ms, **settings)
-    out = Replay(server)
-    sched = server.cluster.scheduler
-    sessions: dict[int, Session] = {}
-    for e in entries:
+class Replayer:
+    """A record applied entry by entry (``apply``), so a caller may stop between entries
+    (a lesson steps through a recorded client session mark by mark)."""
+
+    def __init__(self, settings: dict, data_dir: str | Path, **overrides) -> None:
+        settings = {**settings, **overrides}
+        start_ms = settings.pop("start_ms")
+        self.server = WireServer(data_dir, start_ms=start_ms, clock=lambda: start_ms, **settings)
+        self.out = Replay(self.server)
+        self.sessions: dict[int, Session] = {}
+
+    def apply(self, e: dict) -> None:
+        server, sched = self.server, self.server.cluster.scheduler
         sched.run_until(e["t"])
         kind = e["kind"]
         if kind == "listen":
             server.endpoints = {int(b): (h, p) for b, (h, p) in e["endpoints"].items()}
         elif kind == "create_topic":
             if e.get("via_request"):
-                continue        # made again by the CreateTopics request it came from
+                return          # made again by the CreateTopics request it came from
             server.cluster.create_topic(e["topic"], e["partitions"], e["replication_factor"], e.get("config") or None,
                                         e.get("assignment"))
         elif kind == "connect":
-            sessions[e["node"]] = Session(server, e["broker"], e["node"])
+            self.sessions[e["node"]] = Session(server, e["broker"], e["node"])
         elif kind == "disconnect":
-            sessions.pop(e["node"]).close()
+            self.sessions.pop(e["node"]).close()
+        elif kind == "command":
+            apply_operation(server.cluster, dict(e["cmd"]))
         elif kind == "request":
-            session = sessions[e["node"]]
+            session = self.sessions[e["node"]]
             req = parse_request(base64.b64decode(e["frame"]))
 
             def reply(body, node=e["node"], corr=req.correlation_id):
-                out.responses.append((sched.now_ms(), node, corr, body))
+                self.out.responses.append((sched.now_ms(), node, corr, body))
             session.dispatch(req, reply)
         # "auto_create" follows from the Metadata request it came from; "unsupported" never
-        # reached the engine.
-    return out
+        # reached the engine; "mark" names a point of the record.
+
+
+def settings_of(entries: Iterable[dict]) -> dict:
+    """The live listener's settings (its "listen" entry)."""
+    return dict(next((e.get("settings", {}) for e in entries if e["kind"] == "listen"), {}))
+
+
+def replay(entries: Iterable[dict], data_dir: str | Path, **overrides) -> Replay:
+    """Apply ``entries`` (a listener's ``recorder.entries`` or its requests.jsonl rows) to a
+    new cluster built with the live listener's settings (its "listen" entry; ``overrides``
+    win); returns it stopped at the last entry's time (``run_until`` to go further)."""
+    entries = list(entries)
+    rep = Replayer(settings_of(entries), data_dir, **overrides)
+    for e in entries:
+        rep.apply(e)
+    return rep.out
 
 
 def main(argv: list[str] | None = None) -> int:

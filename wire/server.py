@@ -33,7 +33,7 @@ from .protocol import (MAX_FRAME_BYTES, ProtocolError, Unsupported, encode_respo
                        unsupported_response)
 from .session import FIRST_NODE_ID, Session
 
-__all__ = ["WireServer", "Pacer", "Recorder", "Closed", "wall_ms"]
+__all__ = ["WireServer", "Pacer", "Recorder", "Closed", "apply_operation", "wall_ms"]
 
 log = logging.getLogger("wire")
 
@@ -121,6 +121,21 @@ class Recorder:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def apply_operation(cluster: Cluster, cmd: dict) -> dict:
+    """An operator's engine command; ``cut_link`` / ``heal_link`` may also name a client
+    connection's node (from :data:`~wire.session.FIRST_NODE_ID`), which the engine's own
+    command vocabulary (brokers and -1) does not know."""
+    from engine.cluster.commands import apply_command
+    if cmd.get("cmd") in ("cut_link", "heal_link") and max(cmd["a"], cmd["b"]) >= FIRST_NODE_ID:
+        both = bool(cmd.get("both", True))
+        if cmd["cmd"] == "cut_link":
+            cluster.network.cut(cmd["a"], cmd["b"], both)
+        else:
+            cluster.network.heal(cmd["a"], cmd["b"], both)
+        return {}
+    return apply_command(cluster, dict(cmd))
 
 
 class _Gone(Exception):
@@ -228,6 +243,20 @@ class WireServer:
                            "config": config or {},
                            "assignment": {str(k): v for k, v in assignment.items()} if assignment else None,
                            "via_request": via_request})
+
+    def operate(self, cmd: dict) -> dict:
+        """An operator's engine command (``engine/cluster/commands.py``: crash, cut_link, ...)
+        applied now and recorded, so a replay applies it at the same virtual time."""
+        cmd = dict(cmd)
+        result = apply_operation(self.cluster, cmd)
+        self.recorder.add({"t": self.cluster.now_ms(), "kind": "command", "cmd": cmd})
+        return result
+
+    def mark(self, name: str) -> int:
+        """A named point of the record (a lesson's step ends here); returns its virtual time."""
+        now = self.cluster.now_ms()
+        self.recorder.add({"t": now, "kind": "mark", "name": name})
+        return now
 
     def check(self, final: bool = False) -> list[dict]:
         """The checker's new findings against the cluster now (needs ``checker=True``)."""
