@@ -56,6 +56,8 @@ def _where(ev: Ev, zh: bool) -> str:
 def _b(n: Any, zh: bool = False) -> str:
     if n == -1:
         return "客户端" if zh else "the client"
+    if isinstance(n, int) and n >= 1000:     # a real client's connection (wire/session.py)
+        return f"连接 {n}" if zh else f"connection {n}"
     return f"broker {n}"
 
 

@@ -37,6 +37,7 @@ def _diagram(name: str, *extra_scripts: str, styles: tuple[str, ...] = ()) -> Di
 
 DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (
     _diagram("client-port", styles=("css/client-port.css",)),   # "Connect your own client" (live/client_listener.py)
+    _diagram("client-requests", styles=("css/client-port.css",)),   # lesson 16 (live/client_session.py)
     _diagram("cluster", "js/flow.js"),          # flow.js draws the messages travelling between brokers
     _diagram("compaction", styles=(_STORAGE_CSS, _GROUPS_CSS)),
     _diagram("consumer-group", styles=(_STORAGE_CSS, _GROUPS_CSS)),

@@ -56,6 +56,12 @@ GOLDEN = {
         "f173f3cfdff9e0a7", "26bc10b6c97ecbc5", "7cb03bf6ccff6ff2", "9cdb3f6056509fbb",
         "ecbbf80d3d53b8cf",
     ],
+    # lesson 16 (issue 21): the committed recording of a real client's session, replayed
+    "what-your-client-says": [
+        "324af3136b08e5b7", "762cc91e9fc4dd0e", "ea474c6df58be462", "ef9c6a212882b8ea",
+        "e25f289d0f6cbbb6", "add8710828ed7521", "39124637d2a8ae76", "850689200c614633",
+        "37da96b2763b9290",
+    ],
 }
 
 STEPPED = [lesson.slug for lesson in LESSONS
