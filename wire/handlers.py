@@ -45,6 +45,15 @@ def _uuid_bytes(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+def _producer_of(records: bytes) -> tuple[int, int, int]:
+    """Producer id, epoch and base sequence of the first batch's v2 header (what the
+    engine's events about this request name; the log reads the batches themselves)."""
+    if len(records) < 61 or records[16] != 2:
+        return -1, -1, -1
+    return (int.from_bytes(records[43:51], "big", signed=True), int.from_bytes(records[51:53], "big", signed=True),
+            int.from_bytes(records[53:57], "big", signed=True))
+
+
 # ---- ApiVersions -------------------------------------------------------------------------
 
 def api_versions(ctx: Context, version: int, req: dict, respond: Callable) -> None:
@@ -144,7 +153,8 @@ def produce(ctx: Context, version: int, req: dict, respond: Callable) -> None:
                 results[(topic, p)] = _partition_result(p, "INVALID_RECORD", "no record batch", None, ctx, topic)
                 continue
             rid = ctx.server.next_request_id()
-            request = ProduceRequest(rid, topic, p, (), None, acks, timeout,
+            pid, epoch, seq = _producer_of(records)
+            request = ProduceRequest(rid, topic, p, (), None, acks, timeout, pid, epoch, seq,
                                      is_transactional=req["transactional_id"] is not None)
             if acks != 0:
                 waiting.add(rid)

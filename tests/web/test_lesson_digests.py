@@ -59,8 +59,8 @@ GOLDEN = {
     # lesson 16 (issue 21): the committed recording of a real client's session, replayed
     "what-your-client-says": [
         "324af3136b08e5b7", "762cc91e9fc4dd0e", "ea474c6df58be462", "ef9c6a212882b8ea",
-        "e25f289d0f6cbbb6", "add8710828ed7521", "39124637d2a8ae76", "850689200c614633",
-        "37da96b2763b9290",
+        "42b5a1755c6bc720", "8275dce6c87aa52e", "4110932155b59626", "8d5abc7d03bc1c25",
+        "cfae1195453fad44",
     ],
 }
 
