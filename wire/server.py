@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import json
 import logging
@@ -100,15 +101,23 @@ class Pacer:
 
 class Recorder:
     """Every decoded request with its virtual arrival time, in arrival order, plus the
-    opening and closing of connections: JSON lines (``path``) and/or kept in memory."""
+    opening and closing of connections: JSON lines (``path``) and/or kept in memory.
 
-    def __init__(self, path: Path | None = None, keep: bool = True) -> None:
-        self.entries: list[dict] = []
+    In memory only the newest ``max_entries`` are kept (``dropped`` counts the rest), so a
+    long-running listener's memory is bounded; the file, when there is one, has them all."""
+
+    MAX_ENTRIES = 100_000
+
+    def __init__(self, path: Path | None = None, keep: bool = True, max_entries: int = MAX_ENTRIES) -> None:
+        self.entries: collections.deque[dict] = collections.deque(maxlen=max_entries)
         self.keep = keep
+        self.dropped = 0
         self._file = open(path, "a", encoding="utf-8") if path is not None else None
 
     def add(self, entry: dict) -> None:
         if self.keep:
+            if len(self.entries) == self.entries.maxlen:
+                self.dropped += 1
             self.entries.append(entry)
         if self._file is not None:
             self._file.write(json.dumps(entry, separators=(",", ":")) + "\n")

@@ -49,3 +49,15 @@ def test_a_fresh_recording_of_the_real_client_shows_every_phase(tmp_path):
     assert removed("leave") == ["leave_group"]
     assert removed("session-timeout") == ["session_timeout"]
     assert removed("max-poll") == ["leave_group"]
+
+
+def test_the_in_memory_request_record_is_bounded_and_the_file_keeps_everything(tmp_path):
+    import json
+
+    from wire.server import Recorder
+    rec = Recorder(tmp_path / "requests.jsonl", max_entries=3)
+    for i in range(10):
+        rec.add({"t": i, "kind": "request"})
+    rec.close()
+    assert [e["t"] for e in rec.entries] == [7, 8, 9] and rec.dropped == 7
+    assert [json.loads(line)["t"] for line in (tmp_path / "requests.jsonl").read_text().splitlines()] == list(range(10))
