@@ -18,8 +18,7 @@ from typing import Callable
 from engine.cluster.log_dir import identity
 from engine.errors import KafkaError
 
-from .handlers import _uuid_bytes
-from .protocol import error_code
+from .protocol import error_code, uuid_bytes
 
 __all__ = ["ADMIN_HANDLERS"]
 
@@ -58,7 +57,7 @@ def create_topics(ctx, version: int, req: dict, respond: Callable) -> None:
             results.append(out)
             continue
         out.update(num_partitions=parts, replication_factor=rf, configs=[],
-                   topic_id=_uuid_bytes(identity(cluster).topic_id(name)) if not req["validate_only"] else bytes(16))
+                   topic_id=uuid_bytes(identity(cluster).topic_id(name)) if not req["validate_only"] else bytes(16))
         results.append(out)
     respond({"throttle_time_ms": 0, "topics": results})
 

@@ -14,7 +14,6 @@ when the leader appends or its HW moves.
 """
 from __future__ import annotations
 
-import base64
 from typing import Any, Callable
 
 from engine.cluster.log_dir import identity
@@ -22,8 +21,11 @@ from engine.cluster.network import ProduceRequest, ProduceResponse
 from engine.errors import KafkaError
 from engine.timer import DelayedOperation
 
+from .admin import ADMIN_HANDLERS
 from .apis import advertised
-from .protocol import error_code
+from .groups import GROUP_HANDLERS
+from .protocol import error_code, uuid_bytes
+from .txn import TXN_HANDLERS
 
 __all__ = ["HANDLERS", "Context", "DelayedClientFetch"]
 
@@ -39,10 +41,6 @@ class Context:
         self.cluster = server.cluster
         self.broker = broker
         self.node = node
-
-
-def _uuid_bytes(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def _producer_of(records: bytes) -> tuple[int, int, int]:
@@ -90,7 +88,7 @@ def metadata(ctx: Context, version: int, req: dict, respond: Callable) -> None:
                           "partition_index": pm.partition, "leader_id": pm.leader,
                           "leader_epoch": pm.leader_epoch, "replica_nodes": list(pm.replicas),
                           "isr_nodes": list(pm.isr), "offline_replicas": offline})
-        topics.append({"error_code": 0, "name": name, "topic_id": _uuid_bytes(identity(cluster).topic_id(name)),
+        topics.append({"error_code": 0, "name": name, "topic_id": uuid_bytes(identity(cluster).topic_id(name)),
                        "is_internal": name.startswith("__"), "partitions": parts,
                        "topic_authorized_operations": NO_AUTH_OPS})
     brokers = [{"node_id": b, "host": host, "port": port, "rack": None}
@@ -306,17 +304,7 @@ def list_offsets(ctx: Context, version: int, req: dict, respond: Callable) -> No
     respond({"throttle_time_ms": 0, "topics": topics})
 
 
-HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 18: api_versions}
-
-
-def _groups() -> None:
-    # groups and transactions import this module (error codes, Context): their handlers join after
-    from .admin import ADMIN_HANDLERS
-    from .groups import GROUP_HANDLERS
-    from .txn import TXN_HANDLERS
-    HANDLERS.update(GROUP_HANDLERS)
-    HANDLERS.update(TXN_HANDLERS)
-    HANDLERS.update(ADMIN_HANDLERS)
-
-
-_groups()
+# Groups, transactions and admin requests are adapters of their own (they import nothing of
+# this module, so there is no import circle).
+HANDLERS = {0: produce, 1: fetch, 2: list_offsets, 3: metadata, 18: api_versions,
+            **GROUP_HANDLERS, **TXN_HANDLERS, **ADMIN_HANDLERS}

@@ -13,6 +13,8 @@ before allocating (:data:`MAX_FRAME_BYTES`, Kafka's ``socket.request.max.bytes``
 """
 from __future__ import annotations
 
+import base64
+
 from dataclasses import dataclass
 
 import kafka.errors
@@ -23,7 +25,7 @@ from .codec import (DecodeError, RequestHeader, ResponseHeader, codec, request_h
 from .schema import load_message
 
 __all__ = ["MAX_FRAME_BYTES", "Request", "ProtocolError", "Unsupported", "parse_request", "encode_response",
-           "error_code", "error_name", "frame_size", "api_versions_fallback", "unsupported_response"]
+           "error_code", "error_name", "uuid_bytes", "frame_size", "api_versions_fallback", "unsupported_response"]
 
 # socket.request.max.bytes: Kafka's default is 100 MiB; a learner's listener needs far less.
 MAX_FRAME_BYTES = 16 * 1024 * 1024
@@ -49,6 +51,11 @@ def error_code(name: str | None) -> int:
 
 _NAMES = {code: name for name, code in _CODES.items() if isinstance(name, str)}
 _NAMES.update({0: "NONE", 6: "NOT_LEADER_OR_FOLLOWER"})
+
+
+def uuid_bytes(text: str) -> bytes:
+    """An engine topic id (URL-safe base64, as Kafka prints a Uuid) as the protocol's 16 bytes."""
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def error_name(code: int) -> str:
