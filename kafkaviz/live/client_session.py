@@ -22,6 +22,7 @@ their answers (API, version, correlation id, error; an answer the network lost s
 """
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from functools import lru_cache
@@ -124,9 +125,59 @@ class ClientSessionSandbox(GuidedClusterSandbox):
         cluster = self.run.cluster
         out["connections"] = [{"node": n, "broker": s.broker_id} for n, s in sorted(self.replayer.sessions.items())]
         out["requests"] = self._requests()
-        out["group"] = group_view(cluster, self.topic, self.scenario.get("group"))
+        out["group"] = self._group(group_view(cluster, self.topic, self.scenario.get("group")))
         out["protocol"] = protocol_steps(cluster.events, self.lang)
         return out
+
+    def _group(self, g: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The group as the coordinator has it, its members named by the client id they
+        sent (``member-a-1015``: client id, connection) rather than the listener's
+        ``wire-1015``, and each connection's member in the words of what became of it:
+        stable in the group and owning what it was assigned, closed after its LeaveGroup,
+        dead after its session timed out."""
+        if g is None:
+            return None
+        reasons: dict[str, str] = {}
+        for env in self.events.envelopes:
+            ev = env.event
+            if ev.kind == "member_removed":
+                reasons[ev.member.rsplit("-", 1)[0]] = ev.reason
+            elif ev.kind in ("join_group_completed",):
+                for m in ev.members:
+                    reasons.pop(m.rsplit("-", 1)[0], None)
+        names = {c["name"]: self._client_name(c["name"]) for c in g["consumers"]}
+        members = {m["client"]: m for m in g["members"]}
+        for c in g["consumers"]:
+            m = members.get(c["name"])
+            if m is not None:
+                c.update(alive=True, member_id=m["member"], owned=list(m["partitions"]), in_group=True,
+                         status="stable" if g["state"] == "Stable" else "rebalancing")
+            elif c["name"] in reasons:
+                gone = reasons[c["name"]]
+                c.update(alive=gone == "leave_group", status="closed" if gone == "leave_group" else "dead",
+                         member_id=None, owned=[])
+            c["name"] = names[c["name"]]
+        for m in g["members"]:
+            m["client"] = names.get(m["client"], m["client"])
+        for p in g["partitions"]:
+            p["owner"] = names.get(p["owner"], p["owner"])
+        return g
+
+    def _client_name(self, name: str) -> str:
+        """``wire-<node>`` -> ``<client id>-<node>``, the client id from the connection's
+        first recorded request header."""
+        if not name.startswith("wire-"):
+            return name
+        node = int(name.split("-")[1])
+        if not hasattr(self, "_client_ids"):
+            self._client_ids: dict[int, str] = {}
+            for e in self.entries:
+                if e["kind"] == "request" and e["node"] not in self._client_ids:
+                    frame = base64.b64decode(e["frame"])
+                    n = int.from_bytes(frame[8:10], "big", signed=True)
+                    self._client_ids[e["node"]] = frame[10:10 + n].decode("utf-8", "replace") if n > 0 else ""
+        cid = self._client_ids.get(node) or "client"
+        return f"{cid}-{node}"
 
     def _requests(self) -> list[dict[str, Any]]:
         """The current step's client requests, each with its answer (or none yet)."""
