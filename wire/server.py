@@ -60,7 +60,8 @@ class Pacer:
         sched = self.cluster.scheduler
         target = self.clock()
         # ">=": tasks due right now run too (a zero-latency network delivers in the same ms).
-        while target >= sched.now_ms() and (sched.next_due_ms() or target + 1) <= target:
+        # (A task may be due at 0 ms: a served cluster whose clock started at 0, the sandbox's.)
+        while target >= sched.now_ms() and _due_by(sched.next_due_ms(), target):
             try:
                 sched.run_until(target)
             except Exception:   # an engine bug must not stop the clock for every client
@@ -97,6 +98,10 @@ class Pacer:
                 await self._task
             except asyncio.CancelledError:
                 pass
+
+
+def _due_by(due: int | None, target: int) -> bool:
+    return due is not None and due <= target
 
 
 class Recorder:

@@ -202,3 +202,19 @@ async def test_a_port_range_places_the_brokers_inside_it(tmp_path, settings):
     port = rt.sandboxes[sid].engine.client_port_
     assert all(lo <= p <= lo + 40 for _, p in port.server.endpoints.values())
     rt.close_all()
+
+
+@pytest.mark.asyncio
+async def test_a_scenario_whose_clock_stands_at_zero_is_served_too(tmp_path, listening):
+    """The sandbox's first scenario, one step in: its brokers' first tasks are due at 0 ms,
+    which the pacer must run like any other (it once read a task due at 0 as "none")."""
+    rt, sent = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    await rt.command(sid, {"type": "step"})
+    await rt.command(sid, {"type": "client_port"})
+    bootstrap = rt.sandboxes[sid].engine.client_port_.server.bootstrap
+    done = await asyncio.to_thread(kcat, "-b", bootstrap, "-L", "-m", "10")
+    assert done.returncode == 0, done.stderr
+    assert " 3 brokers:" in done.stdout
+    rt.close_all()
