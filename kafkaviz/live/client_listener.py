@@ -211,6 +211,9 @@ class ClientPort:
             server = WireServer(self.data_dir / "wire", brokers=brokers, host=conf.get("HOST", "127.0.0.1"), port=base,
                                 cluster=cluster, trace=True, guard=guard, start_ms=cluster.now_ms(),
                                 default_replication_factor=min(3, brokers),
+                                # the topics are the sandbox's (its scenario creates t): a client's
+                                # Metadata must not make one the scenario's next step then refuses
+                                auto_create_topics=False,
                                 max_connections_per_address=int(conf.get("MAX_CONNECTIONS_PER_ADDRESS", 20)),
                                 max_requests_per_second_per_address=float(
                                     conf.get("REQUESTS_PER_SECOND_PER_ADDRESS", 500)),

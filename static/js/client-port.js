@@ -23,11 +23,11 @@
       fillSnippets(cp && cp.open ? cp.bootstrap : "");
       if (!cp) return;
       if (!cp.available) {
-        if (form) form.hidden = true;
+        if (form) form.style.display = "none";
         container.append(KV.html("p", { class: "note" }, KV.t("cp_off")));
         return;
       }
-      if (form) form.hidden = !!cp.open;
+      if (form) form.style.display = cp.open ? "none" : "";
       if (button) KV.setDisabled(button, false);
       if (!cp.open) {
         container.append(KV.html("p", { class: "note" }, KV.t("cp_closed")));

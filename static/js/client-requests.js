@@ -36,7 +36,7 @@
         body.append(tr);
       });
       table.append(body);
-      const wrap = KV.html("div", { class: "cr-scroll" });
+      const wrap = KV.html("div", { class: "cr-scroll", tabindex: "0", role: "region", "aria-labelledby": "client-requests-title" });
       wrap.append(table);
       container.append(wrap);
     },
