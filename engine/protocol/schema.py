@@ -74,6 +74,8 @@ class FieldSpec:
     default: object
     flexible_override: Versions | None   # "flexibleVersions" on a field: only the header's ClientId
     fields: tuple                 # nested FieldSpecs of a struct or struct array
+    ignorable: bool = False       # "ignorable": a value for a version without the field is dropped, not refused
+    struct_name: str = ""         # the struct's type name ("BrokerEndpoint" for "[]BrokerEndpoint")
 
     @property
     def is_array(self) -> bool:
@@ -110,7 +112,8 @@ def _field(raw: dict, common: dict) -> FieldSpec:
         tagged=Versions.parse(raw.get("taggedVersions")), default=raw.get("default"),
         tag=int(raw["tag"]) if raw.get("tag") is not None else None,   # RegisterBrokerRecord writes "0"
         flexible_override=Versions.parse(raw["flexibleVersions"]) if "flexibleVersions" in raw else None,
-        fields=tuple(_field(f, common) for f in (nested or [])))
+        fields=tuple(_field(f, common) for f in (nested or [])), ignorable=bool(raw.get("ignorable", False)),
+        struct_name=element if element[:1].isupper() else "")
 
 
 @functools.lru_cache(maxsize=None)
