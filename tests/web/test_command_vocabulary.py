@@ -50,7 +50,9 @@ def _sent_by_lessons() -> dict[str, set[str]]:
         content = lesson.content()
         if content is None or content.kind is None:
             continue
-        world = "cluster" if content.kind in ("replication", "guided-cluster") else "storage"
+        # lesson 16's steps replay a recorded client session: a control of its own, not an engine command
+        world = ("cluster" if content.kind in ("replication", "guided-cluster") else
+                 "page" if content.kind == "client-session" else "storage")
         data = tomllib.loads((CONTENT / f"{lesson.slug}.en.toml").read_text())
         out[world] |= {c["cmd"] for c in _lesson_commands(data)}
         out["cluster"] |= set(content.scenario.get("commands") or ())
