@@ -297,7 +297,7 @@ class ClientPort:
 
     def _nodes(self) -> list[int]:
         server = self.server
-        return sorted(server._sessions) if server is not None else []
+        return sorted(dict(server._sessions)) if server is not None else []     # a copy: the loop's thread pops
 
     def _mirror(self, nodes: list[int]) -> None:
         net = self.cluster.network
@@ -318,7 +318,8 @@ class ClientPort:
             return {"available": enabled(), "open": False}
         return {"available": True, "open": True, "bootstrap": server.bootstrap,
                 "endpoints": [[b, h, p] for b, (h, p) in sorted(server.endpoints.items())],
-                "connections": [{"node": n, "broker": s.broker_id} for n, (s, _) in sorted(server._sessions.items())]}
+                "connections": [{"node": n, "broker": s.broker_id}
+                                for n, (s, _) in sorted(dict(server._sessions).items())]}
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
