@@ -261,6 +261,23 @@ class EventLog:
             if self.keep is not None and len(ring) > self._limit():
                 self._trim()
 
+    def emit_row(self, cls: type[Event], values: tuple) -> None:
+        """:meth:`emit_rows` of one ``(event class, field values)``: the append path's event."""
+        if cls._digest is not None or self._subs or self._counters:
+            self.emit_fields(cls, *values)
+            return
+        self.seq = seq = self.seq + 1
+        if self._first_row is None:
+            self._first_row = len(self._ring)
+        row = (seq, self.clock.now_ms(), cls.kind, values)
+        self._ring.append(row)
+        pending = self._pending
+        pending.append(row)
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
+            if self.keep is not None and len(self._ring) > self._limit():
+                self._trim()
+
     def _limit(self) -> int:
         keep = self.keep
         return keep + max(keep >> 2, 64)
