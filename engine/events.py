@@ -328,6 +328,28 @@ class EventLog:
             self._first_row = None
         return self._ring
 
+    def select(self, *kinds: str) -> list[Envelope]:
+        """The retained events of ``kinds``, oldest first: ``[e for e in envelopes if e.event.kind
+        in kinds]`` without building the rows of other kinds into events."""
+        if self.keep is not None:
+            self._trim()
+        wanted = frozenset(kinds)
+        types = EVENT_TYPES
+        out = []
+        for item in self._ring:
+            if type(item) is tuple:
+                if item[2] in wanted:
+                    out.append(_new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3]))))
+            elif item.event.kind in wanted:
+                out.append(item)
+        return out
+
+    def retained_count(self) -> int:
+        """``len(self.envelopes)`` without building the rows into events."""
+        if self.keep is not None:
+            self._trim()
+        return len(self._ring)
+
     @envelopes.setter
     def envelopes(self, envelopes: list[Envelope]) -> None:
         self._ring = envelopes
