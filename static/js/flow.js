@@ -31,7 +31,8 @@
   // the events that say so, since the answer events do not all repeat it.
   const coordinators = {};
   // The transaction coordinator's requests, by Kafka's names.
-  const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn" };
+  const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn",
+    txn_offset_commit: "TxnOffsetCommit" };
   const leaders = {};
 
   // Labels are Kafka's request names and the values they carry (no English sentence: the
