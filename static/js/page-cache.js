@@ -27,7 +27,7 @@
           h("th", { scope: "col", text: KV.t("pc_on_disk") }), h("th", { scope: "col", text: KV.t("pc_cache_only") })])]),
         h("tbody", { id: "pc-file-rows" }),
       ]),
-      h("div", { class: "pc-report", id: "pc-report", "aria-live": "polite" }),
+      h("div", { class: "pc-report stage-fit", id: "pc-report", tabindex: "0", "aria-live": "polite" }),   // may scroll on a short stage (KV.fitStage)
       h("p", { class: "pc-fetch", id: "pc-fetch" }),
     ]));
   }

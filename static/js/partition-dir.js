@@ -36,7 +36,7 @@
     fig.id = "pd-fig-" + p;
     fig.className = "pd-figure";
     const svg = el("svg", { id: "pd-svg-" + p, viewBox: "0 0 " + W + " 120", role: "group",
-      "aria-label": part_label(p), class: "pd-svg" });
+      "aria-label": part_label(p), class: "pd-svg stage-fit" });
     const defs = el("defs");
     const pat = el("pattern", { id: "pd-hatch-" + p, width: 6, height: 6, patternUnits: "userSpaceOnUse",
       patternTransform: "rotate(45)" });

@@ -1,5 +1,6 @@
 """The stage (issue 17): every lesson keeps its step controls, the current step's sentence
-and its main picture on the first screen, at 1366×800 and at 390×844, after every step;
+and its main picture on the first screen, at 1366×800 and at 390×844, after every step (at
+1366×800 the whole main picture, down to its last row);
 the page never scrolls sideways and the console stays clean. Messages travel on the cluster
 picture as labelled tokens, without motion when the reader asks for less of it.
 
@@ -26,7 +27,9 @@ CLUSTER_LESSONS = ["replication", "isr-and-acks", "leader-epoch", "leader-electi
 GEOMETRY = """() => {
   const box = (id) => { const r = document.getElementById(id).getBoundingClientRect();
     return { top: r.top + window.scrollY, bottom: r.bottom + window.scrollY, left: r.left, right: r.right, height: r.height }; };
+  const main = KV.stageMain().getBoundingClientRect();
   return { stage: box("stage"), narration: box("narration"), controls: box("controls"),
+           main: { bottom: main.bottom + window.scrollY, right: main.right, height: main.height },
            vh: window.innerHeight, vw: window.innerWidth, scroll: document.documentElement.scrollWidth };
 }"""
 
@@ -48,11 +51,20 @@ def open_lesson(page: Page, url: str, slug: str, lang: str = "en") -> None:
 
 
 def check_stage(page: Page, where: str) -> None:
+    # As painted: the stage refits its picture to the window when the step's sentence changes
+    # size, before the next paint.
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
     g = page.evaluate(GEOMETRY)
     for hook in ("stage", "narration", "controls"):
         box = g[hook]
         assert box["height"] > 0 and box["top"] < g["vh"] and box["bottom"] > 0, f"#{hook} not in the first viewport {where}: {box}"
     assert g["scroll"] <= g["vw"], f"horizontal overflow {where}: {g['scroll']} > {g['vw']}"
+    # The stage's main picture (its first diagram): whole on the first screen of a wide window,
+    # never wider than a phone's.
+    main = g["main"]
+    assert main["height"] > 0 and main["right"] <= g["vw"], f"the main picture overflows sideways {where}: {main}"
+    if g["vw"] >= 1000:
+        assert main["bottom"] <= g["vh"], f"the main picture runs {main['bottom'] - g['vh']:.0f} px past the first screen {where}"
     if g["vw"] <= 400:
         assert g["controls"]["height"] <= 64, f"controls take {g['controls']['height']} px {where}"
 
