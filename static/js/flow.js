@@ -201,6 +201,7 @@
       Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n)) n.remove(); });
       chain.step = step;
       chain.next = now;
+      chain.free = {};
     }
     if (!tokens.length) return;
     // Tokens still in flight finish (a step's frames can follow each other within 30 ms);
@@ -244,10 +245,15 @@
         node.classList.add("flow-still");
         return;
       }
-      const delay = base + times.indexOf(tok.slotKey) * slot;
-      chain.next = Math.max(chain.next, now + delay + slot);
       const total = flight / 0.6;     // the flight is the first 60 %; then it rests (or falls) and fades
       let duration = total + (tok.drop !== undefined ? 0 : REST_MS / speed), fades = false;
+      // A sender's next token leaves once the one before it is a label's width away (0.45 of
+      // the duration covers 0.75 of the way), so two tokens on one link never overlap.
+      const free = chain.free || (chain.free = {});
+      const delay = Math.max(base + times.indexOf(tok.slotKey) * slot, (free[tok.from] || 0) - now);
+      const away = (w + 12) / (0.75 * (Math.hypot(r0[2].x - r0[0].x, r0[2].y - r0[0].y) || 1)) * 0.45 * duration;
+      free[tok.from] = Math.max(free[tok.from] || 0, now + delay + Math.min(away, 0.6 * duration));
+      chain.next = Math.max(chain.next, now + delay + slot);
       if (tok.drop === undefined) {
         const rest = restPoint(tok, r0[2], w, now + delay + 0.45 * duration, now + delay + duration);
         if (rest) end = rest;
@@ -275,6 +281,7 @@
         held.all = [];
         chain.step = undefined;
         chain.next = 0;
+        chain.free = {};
         return;
       }
       play(frame);

@@ -299,3 +299,42 @@ def test_tokens_resting_at_one_receiver_queue_rather_than_cover_each_other(brows
         assert crowd["n"] > 1 and crowd["overlaps"] == 0 and crowd["outside"] == 0, crowd
     finally:
         ctx.close()
+
+
+# Token labels shown (opacity above 0.05) and whether each rests (has arrived, or no motion),
+# and the pairs of them whose labels overlap by more than a pixel each way.
+LABEL_PAIRS = """() => {
+  const t = Array.from(document.querySelectorAll("#cl-flow [data-flow]:not(.flow-dropped)"))
+    .filter((n) => Number(getComputedStyle(n).opacity) > 0.05).map((n) => {
+      const a = n.getAnimations()[0], p = a ? a.effect.getComputedTiming().progress : 1;
+      return { rest: !a || p >= 0.6, r: n.getBoundingClientRect(), label: n.textContent };
+    });
+  const pairs = [];
+  t.forEach((a, i) => t.slice(i + 1).forEach((b) => {
+    const x = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left), y = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+    if (x > 1 && y > 1) pairs.push({ rest: a.rest && b.rest, labels: [a.label, b.label] });
+  }));
+  return { shown: t.length, pairs };
+}"""
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_resting_token_labels_never_cover_each_other_over_a_walk(browser: Browser, live_server_url, size):
+    # Lesson 13's group steps send heartbeats, joins, syncs and commits to the coordinator
+    # beside the replicas' fetches: the busiest picture. Labels at rest (where a learner reads
+    # them) never overlap, at a receiver or across neighbours; without motion no two overlap.
+    for reduced in (True, False):
+        ctx, page, _ = fresh(browser, size, reduced=reduced)
+        try:
+            open_lesson(page, live_server_url, "committing-offsets")
+            shown, covered = 0, []
+            for _ in range(8):
+                step(page)
+                for _ in range(1 if reduced else 15):
+                    page.wait_for_timeout(100)
+                    seen = page.evaluate(LABEL_PAIRS)
+                    shown += seen["shown"]
+                    covered += [p["labels"] for p in seen["pairs"] if reduced or p["rest"]]
+            assert shown and not covered, (size, reduced, shown, covered[:5])
+        finally:
+            ctx.close()
