@@ -365,3 +365,39 @@ def test_lesson_7_messages_travel_from_the_engines_events(browser: Browser, live
         assert not errors, errors
     finally:
         ctx.close()
+
+
+def test_play_pressed_before_the_first_frame_waits_for_it(browser: Browser, live_server_url):
+    # On a loaded machine the socket opens well before the sandbox's first frame arrives. Play
+    # pressed in between used to take "step 0 of 0" for the end and stop at once (the click-
+    # latency bench saw one frame of lesson 10 at 8x); it waits for the frame and plays on.
+    import re
+
+    ctx, page, errors = fresh(browser, "wide", reduced=True)
+    held: list = []
+    release = {"open": False}
+
+    def route(ws):
+        server = ws.connect_to_server()
+
+        def from_server(message):
+            if release["open"]:
+                ws.send(message)
+            else:
+                held.append(message)
+        server.on_message(from_server)
+    try:
+        page.route_web_socket(re.compile(r"/ws/"), route)
+        page.goto(f"{live_server_url}/lessons/replication/?lang=en")
+        expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
+        page.select_option("#speed", "8")
+        page.click("#play-button")
+        wait_for(page, "true")
+        assert page.evaluate("KV.lastFrame") is None            # no frame yet: Play is waiting
+        release["open"] = True
+        for message in held:
+            page.evaluate("(m) => KV.dispatch(JSON.parse(m))", message)
+        wait_for(page, "KV.lastFrame && KV.lastFrame.state.run.step >= 2")
+        assert not errors, errors
+    finally:
+        ctx.close()
