@@ -198,7 +198,9 @@
     const now = performance.now();
     const step = ((frame.state || {}).run || {}).step;
     if (step !== undefined && step !== chain.step) {
-      Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n)) n.remove(); });
+      // ... and what rested without motion: a step that sends nothing shows no token.
+      Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n) || n.classList.contains("flow-still")) n.remove(); });
+      held.all = (held.all || []).filter(function (h) { return h.leave !== Infinity; });
       chain.step = step;
       chain.next = now;
       chain.free = {};

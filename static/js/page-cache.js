@@ -148,7 +148,7 @@
         (ev.files || []).filter(function (f) { return /\.log$/.test(f.file); }).forEach(function (f) {
           for (let at = f.from; at < f.to; at += page) {
             const from = trackAt(at + Math.min(page, f.to - at) / 2), to = onDisk();
-            if (from && to) out.push({ flow: "write-back", label: "writeback " + fmt(at) + "–" + fmt(Math.min(at + page, f.to) - 1), from: from, to: to });
+            if (from && to) out.push({ flow: "write-back", label: KV.t("pc_page_label", { n: Math.floor(at / page), state: KV.t("pc_on_disk") }), from: from, to: to });
           }
         });
       } else if (ev.kind === "log_flushed") {

@@ -198,6 +198,11 @@
       li.classList.toggle("past", i < n);
       if (i === n) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
     });
+    // A list shortened to fit the stage keeps the current step in sight (the answer, at the end).
+    const ol = root.querySelector("#ss-steps"), at = ol.querySelector("li.current");
+    if (at && ol.scrollHeight > ol.clientHeight + 1) {
+      ol.scrollTop += at.getBoundingClientRect().top - ol.getBoundingClientRect().top - ol.clientHeight / 2;
+    }
     root.querySelector("#ss-stepno").textContent = KV.t("ss_step_of", { n: n + 1, total: steps.length });
     root.querySelector("#ss-prev").disabled = n === 0;
     root.querySelector("#ss-next").disabled = n === steps.length - 1;

@@ -347,8 +347,8 @@ PC_TOKENS = """() => Array.from(document.querySelectorAll(".pc-flow [data-flow]"
 @pytest.mark.parametrize("reduced", [False, True])
 def test_lesson_7_messages_travel_from_the_engines_events(browser: Browser, live_server_url, reduced):
     # Step 1 appends twelve batches (batch_appended): each travels into the page cache. Step 4
-    # appends twelve more and lets the OS write back (pages_written_back): a writeback token
-    # carries the written page to the .log's bytes on disk. Without motion they just appear.
+    # appends twelve more and lets the OS write back (pages_written_back): a token carries the
+    # written page to the .log's bytes on disk. Without motion they just appear.
     ctx, page, errors = fresh(browser, "wide", reduced=reduced)
     try:
         open_lesson(page, live_server_url, "flush-and-page-cache")
@@ -360,7 +360,7 @@ def test_lesson_7_messages_travel_from_the_engines_events(browser: Browser, live
                 seen[n] = page.evaluate(PC_TOKENS)
         first = [t for t in seen[1] if t["flow"] == "produce-batch"]
         assert first and all(t["label"].endswith("370 B") for t in first), seen[1]
-        assert any(t["flow"] == "write-back" and t["label"].startswith("writeback 0–4,095") for t in seen[4]), seen[4]
+        assert any(t["flow"] == "write-back" and t["label"] == "page 0 · on disk" for t in seen[4]), seen[4]
         assert all((t["animations"] == 0) == reduced for t in seen[1] + seen[4]), (seen[1], seen[4])
         assert not errors, errors
     finally:
