@@ -179,6 +179,12 @@ def main() -> None:
         # A burst: play at 8x on lesson 10 and count frames the page drew per second.
         page.goto(url + "/lessons/leader-epoch/")
         page.wait_for_selector("#conn-status[data-state=open]")
+        # The same session's lesson 10 sandbox is where the clicks above left it (often near its
+        # end, where Play has one step left): play from step 0.
+        poll(page, "window.KV && KV.lastFrame && KV.lastFrame.state.run")
+        page.locator("#scrubber").fill("0")
+        page.locator("#scrubber").dispatch_event("change")
+        poll(page, "KV.lastFrame.state.run.step === 0")
         page.select_option("#speed", "8")
         before = int(page.evaluate("Number(document.body.dataset.frames || 0)"))
         t0 = time.monotonic()
