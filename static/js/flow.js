@@ -153,10 +153,10 @@
   // receiver or a neighbour (a wide label under one broker reaches under the next). `held`
   // keeps every resting label's rectangle and its [arrive, leave] in wall-clock ms. With no
   // free row within MAX_QUEUE the token does not rest (null): it fades as it arrives.
-  function restPoint(tok, end, w, arrive, leave) {
+  function firstClear(points, w, arrive, leave) {
     const live = (held.all || (held.all = [])).filter(function (h) { return h.arrive < leave && arrive < h.leave; });
-    for (let row = 0; row < MAX_QUEUE; row++) {
-      const p = inside(rowPoint(end, tok.to, row), w);
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i];
       const clear = live.every(function (h) {
         return Math.abs(h.x - p.x) >= (h.w + w) / 2 + 2 || Math.abs(h.y - p.y) >= ROW_PX - 1;
       });
@@ -166,6 +166,17 @@
       }
     }
     return null;
+  }
+  function restPoint(tok, end, w, arrive, leave) {
+    const rows = [];
+    for (let row = 0; row < MAX_QUEUE; row++) rows.push(inside(rowPoint(end, tok.to, row), w));
+    return firstClear(rows, w, arrive, leave);
+  }
+  // Where a dropped token lies without motion: where it fell, or a row above or below it when
+  // a label is there already.
+  function fallPoint(p, w, arrive) {
+    const near = [0, 1, -1, 2, -2].map(function (k) { return inside({ x: p.x, y: p.y + k * ROW_PX }, w); });
+    return firstClear(near, w, arrive, Infinity) || p;
   }
 
   // The rest point: just off the receiver's box, `row` rows further (down under a broker, up
@@ -241,7 +252,7 @@
       // At rest a token leaves its side of the link for a row of the receiver's queue.
       if (reduced) {
         // No motion: the token is at its receiver (or where it fell) until the next frame.
-        if (tok.drop === undefined) end = restPoint(tok, r0[2], w, now, Infinity);
+        end = tok.drop === undefined ? restPoint(tok, r0[2], w, now, Infinity) : fallPoint(fin(end), w, now);
         if (!end) { node.remove(); return; }        // no free row: the timeline still lists it
         node.style.transform = tr(fin(end));
         node.classList.add("flow-still");

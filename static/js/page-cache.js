@@ -162,8 +162,18 @@
       }
     });
     const reduced = KV.reducedMotion();
+    // Labels stay inside the diagram (a phone's narrow pages put a batch near either edge).
+    const within = function (q, label) {
+      const half = (label.length * 6.7 + 16) / 2;
+      return { x: Math.max(half, Math.min(base.width - half, q.x)), y: q.y };
+    };
     const at = function (q) { return "translate(" + q.x.toFixed(1) + "px," + q.y.toFixed(1) + "px) translate(-50%,-50%)"; };
-    out.slice(-MAX_TOKENS).forEach(function (tok, i) {
+    // Without motion every token would rest at once, side by side on one row of the page:
+    // only the newest of each kind is shown (the timeline lists them all).
+    const shown = reduced ? out.filter(function (t, i) { return !out.slice(i + 1).some(function (u) { return u.flow === t.flow; }); }) : out;
+    shown.slice(-MAX_TOKENS).forEach(function (tok, i) {
+      tok.from = within(tok.from, tok.label);
+      tok.to = within(tok.to, tok.label);
       const node = h("div", { class: "pc-token flow-token" + (tok.flow === "produce-batch" ? "" : " flow-answer"), "data-flow": tok.flow, text: tok.label });
       layer.appendChild(node);
       if (reduced) { node.style.transform = at(tok.to); node.classList.add("flow-still"); return; }
