@@ -334,8 +334,10 @@ class ReplicationSandbox(SandboxKind):
 
     # ---- export / import -------------------------------------------------------------
     def export_run(self) -> dict[str, Any]:
+        # "step" counts lesson steps, as the page does (a step may run several commands);
+        # "commands" says how many of the log's commands those steps ran.
         out = {"scenario": self.scenario_def.name, "truncation": self.truncation,
-               "log": [dict(c) for c in self.run.log], "step": self.run.position}
+               "log": [dict(c) for c in self.run.log], "step": self.position, "commands": self.run.position}
         if self.custom_shape is not None:
             out.update(shape=dict(self.custom_shape), seed=self.scenario_def.seed)
         return out
@@ -380,7 +382,9 @@ class ReplicationSandbox(SandboxKind):
             self._start(target, choice["truncation"])
             self.run.queue(log)          # the engine parses every command here
             self.ends = self._ends_of_log()
-            while self.run.position < step:
+            # A run with "commands" counts lesson steps; an older one counted commands.
+            lesson_steps = isinstance(run.get("commands"), int) and not isinstance(run.get("commands"), bool)
+            while (self.position if lesson_steps else self.run.position) < step:
                 self.step()              # ... and checks each against the cluster as it runs
         except Exception:
             self._close_run()

@@ -87,24 +87,46 @@
     return Object.assign({}, frame, { events: evs.concat(again), replayed: again.length });
   }
 
-  function onFrame(frame) {
-    frame = withStepEvents(frame);
-    const state = frame.state || {};
-    const clock = $("clock");
-    if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
-    document.querySelectorAll("[data-diagram]").forEach(function (node) {
+  function draw(nodes, frame) {
+    nodes.forEach(function (node) {
       const mod = KV.diagrams[node.dataset.diagram];
       if (mod) {
         try { mod.update(node, frame); } catch (err) { console.error("diagram " + node.dataset.diagram, err); }
       }
     });
+  }
+  // The stage first (issue 17): its diagrams -- the picture a click changes and the tokens
+  // that travel on it -- and the step's sentence draw at once; the diagrams below the stage
+  // draw after the browser has painted that, frame by frame in order, so a click's first
+  // token moves without waiting for the timeline, lanes and charts. KV.lastFrame (and the
+  // frame count) are set when a frame is drawn whole.
+  const below = [];
+  function drawBelow() {
+    while (below.length) {
+      const job = below.shift(), frame = job.frame;
+      draw(job.nodes, frame);
+      updateTasks((frame.state || {}).tasks);
+      if (!frame.replayed) (frame.events || []).forEach(function (ev) {
+        if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
+      });
+      KV.lastFrame = frame;
+      document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
+    }
+  }
+  function onFrame(frame) {
+    frame = withStepEvents(frame);
+    const state = frame.state || {};
+    const clock = $("clock");
+    if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
+    const nodes = Array.prototype.slice.call(document.querySelectorAll("[data-diagram]")), stage = $("stage");
+    const onStage = function (n) { return !stage || stage.contains(n); };
+    draw(nodes.filter(onStage), frame);
     if (KV.stepper) KV.stepper.update(frame);
-    updateTasks(state.tasks);
-    if (!frame.replayed) (frame.events || []).forEach(function (ev) {
-      if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
-    });
-    KV.lastFrame = frame;
-    document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
+    below.push({ frame: frame, nodes: nodes.filter(function (n) { return !onStage(n); }) });
+    if (below.length === 1) {
+      window.requestAnimationFrame(function () { window.setTimeout(drawBelow, 0); });
+      window.setTimeout(drawBelow, 100);      // a hidden tab runs no animation frames
+    }
   }
 
   // Frames the server cut inside one command (mode "step": each engine phase of a long

@@ -136,3 +136,21 @@ def test_lesson_15_merged_step_gives_the_event_stream_of_its_commands_one_by_one
     finally:
         merged.close()
         single.close()
+
+
+@pytest.mark.parametrize("lang", load_content(SANDBOX.slug).languages)
+def test_a_shaped_cluster_says_each_setup_step_in_words(tmp_path, lang):
+    # "Build your own cluster" plays its own two-step scenario ("custom"): its steps get the
+    # sandbox's sentences, never the labels of create_topic and advance.
+    lesson = load_content(SANDBOX.slug, lang)
+    kind = get_kind(lesson.kind)(tmp_path / "box", seed=1, limits=Limits(1000, 10**8), lesson=lesson, lang=lang)
+    try:
+        kind.load(lesson.scenario["choices"][0], None)
+        kind.shape(brokers=4, partitions=2, replication_factor=3, min_insync_replicas=2, unclean=False, truncation="epoch")
+        steps = kind.state()["run"]["steps"]
+        assert len(steps) == 2
+        for s in steps:
+            assert s["say"].strip() and _bare(s["say"]) != _bare(s["label"]), s
+        assert steps[0]["say"] != steps[1]["say"]
+    finally:
+        kind.close()
