@@ -79,12 +79,35 @@ def make_config(config: ClusterConfig | Mapping[str, Any] | None = None, **overr
     return base.replace(**changes) if changes else base
 
 
+class ClusterRules:
+    """How a run parses, checks and applies commands on a :class:`Cluster` (the default
+    world); a storage world (``engine/storage_world.py``) carries the same three as its
+    own ``parse``/``check``/``apply``."""
+
+    parse = staticmethod(parse_command)
+    check = staticmethod(validate_command)
+    apply = staticmethod(apply_command)
+
+
+class _WorldRules:
+    def __init__(self, world_cls: Any) -> None:
+        self.parse = world_cls.parse
+        self.check = lambda world, cmd: world.check(cmd)
+        self.apply = lambda world, cmd: world.apply(cmd)
+
+
 class Run:
-    """A replicated cluster plus its command log, its checker and periodic snapshots."""
+    """A world (a replicated :class:`Cluster`, or a one-broker storage world) plus its
+    command log, periodic snapshots and, for a cluster, its checker.
+
+    ``world`` is None (a cluster of ``config``) or a storage world class
+    (``engine/storage_world.py``), built as ``world(disk_root, seed, events, scenario)``
+    where ``scenario`` is the lesson's plain data (``config`` then stays the default)."""
 
     def __init__(self, seed: int = 0, config: ClusterConfig | Mapping[str, Any] | None = None,
                  disk_root: str | None = None, *, snapshot_every: int = 10, max_snapshots: int = 16,
-                 keep_events: int | None = 1000, os_fsync: bool = True) -> None:
+                 keep_events: int | None = 1000, os_fsync: bool = True, world: Any = None,
+                 scenario: Mapping[str, Any] | None = None) -> None:
         from .cluster import Cluster
 
         if disk_root is None:
@@ -100,13 +123,22 @@ class Run:
         self.disk_root = str(disk_root)
         self.snapshot_every = snapshot_every
         self.max_snapshots = max(3, max_snapshots)
-        self.cluster = Cluster(Disk(self.disk_root, os_fsync=os_fsync), self.config, self.seed,
-                               events=EventLog(VirtualClock(), keep=keep_events))
-        self.checker = Checker()
-        for env in self.cluster.events.envelopes:     # the cluster's start-up, before the checker
-            self.checker.event_counts[env.event.kind] = self.checker.event_counts.get(env.event.kind, 0) + 1
-        self.checker.attach(self.cluster.events)
-        self._reader = ReplicaReader(self.cluster.events)
+        self.world_cls = world
+        self.scenario = dict(scenario or {})
+        events = EventLog(VirtualClock(), keep=keep_events)
+        if world is None:
+            self.rules: Any = ClusterRules
+            self.world = Cluster(Disk(self.disk_root, os_fsync=os_fsync), self.config, self.seed, events=events)
+            self.checker: Checker | None = Checker()
+            for env in self.world.events.envelopes:     # the cluster's start-up, before the checker
+                self.checker.event_counts[env.event.kind] = self.checker.event_counts.get(env.event.kind, 0) + 1
+            self.checker.attach(self.world.events)
+            self._reader: ReplicaReader | None = ReplicaReader(self.world.events)
+        else:
+            self.rules = _WorldRules(world)
+            self.world = world(self.disk_root, self.seed, events, self.scenario, os_fsync=os_fsync)
+            self.checker = None
+            self._reader = None
         self.log: list[dict] = []       # normalised command dicts, including the "future" after a seek
         self.results: list[dict] = []   # result of log[i], for every step applied at least once
         self.position = 0
@@ -114,10 +146,22 @@ class Run:
         self._snapshots: dict[int, Checkpoint] = {}
         self._take_snapshot()
 
+    @property
+    def cluster(self) -> Any:
+        """The world (for a cluster run, its :class:`Cluster`)."""
+        return self.world
+
+    @property
+    def events(self) -> EventLog:
+        return self.world.events
+
+    def _parse(self, cmd: Mapping[str, Any] | Command) -> Command:
+        return cmd if isinstance(cmd, Command) else self.rules.parse(dict(cmd))
+
     # ---- commands ----------------------------------------------------------------------
     @property
     def cluster_time_ms(self) -> int:
-        return self.cluster.scheduler.now_ms()
+        return self.world.scheduler.now_ms()
 
     def apply(self, cmd: Mapping[str, Any] | Command) -> dict[str, Any]:
         """Apply one command (dict or Command) at the current position and append it to the
@@ -129,8 +173,8 @@ class Run:
         validation, before anything is touched; should applying a validated command fail
         anyway, the run is put back to the state before it (the nearest snapshot, then
         the commands since, replayed) and the error is raised."""
-        parsed = cmd if isinstance(cmd, Command) else parse_command(dict(cmd))
-        validate_command(self.cluster, parsed)
+        parsed = self._parse(cmd)
+        self.rules.check(self.world, parsed)
         # Apply first: a refused command raises here and must not cost the redo list.
         result = self._apply_atomic(parsed)
         del self.log[self.position - 1:]
@@ -141,7 +185,20 @@ class Run:
         return result
 
     def _apply(self, cmd: Command) -> dict[str, Any]:
-        result = apply_command(self.cluster, cmd)
+        result = self.rules.apply(self.world, cmd)
+        if self.checker is not None:
+            self._watch(cmd, result)
+        if self.position < len(self.results):
+            self.results[self.position] = result     # replaying a step: the same result
+        else:
+            self.results.append(result)
+        self.position += 1
+        if self.position % self.snapshot_every == 0:
+            self._take_snapshot()
+        return result
+
+    def _watch(self, cmd: Command, result: dict[str, Any]) -> None:
+        """The checker's look at a cluster after a command."""
         if isinstance(cmd, Produce):
             self.checker.expect_produce(result["request_id"], cmd.topic, cmd.partition, cmd.acks,
                                         [r["digest"] for r in result["records"]],
@@ -152,14 +209,6 @@ class Run:
                 [ConsumedRecord(cmd.topic, cmd.partition, r["offset"], r["digest"]) for r in result["records"]],
                 views)
         self.checker.check(views)
-        if self.position < len(self.results):
-            self.results[self.position] = result     # replaying a step: the same result
-        else:
-            self.results.append(result)
-        self.position += 1
-        if self.position % self.snapshot_every == 0:
-            self._take_snapshot()
-        return result
 
     def apply_all(self, cmds: Iterable[Mapping[str, Any] | Command]) -> list[dict]:
         return [self.apply(c) for c in cmds]
@@ -168,7 +217,7 @@ class Run:
         """Put commands after the current position without applying them (a lesson's
         scenario): :meth:`redo` and :meth:`seek` then step through them. Each is parsed now
         and checked against the cluster when it is applied."""
-        parsed = [c if isinstance(c, Command) else parse_command(dict(c)) for c in cmds]
+        parsed = [self._parse(c) for c in cmds]
         del self.log[self.position:]
         self.log.extend(command_to_dict(c) for c in parsed)
 
@@ -177,8 +226,8 @@ class Run:
         atomic like :meth:`apply`."""
         if self.position >= len(self.log):
             raise InvalidRequestError(f"nothing to redo: at step {self.position} of {len(self.log)}")
-        parsed = parse_command(self.log[self.position])
-        validate_command(self.cluster, parsed)
+        parsed = self.rules.parse(self.log[self.position])
+        self.rules.check(self.world, parsed)
         return self._apply_atomic(parsed)
 
     def _apply_atomic(self, cmd: Command) -> dict[str, Any]:
@@ -203,7 +252,7 @@ class Run:
             self._drop_snapshot(k)
         self._restore(max(k for k in self._snapshots if k <= step), self.disk_root)
         while self.position < step:
-            self._apply(parse_command(self.log[self.position]))
+            self._apply(self.rules.parse(self.log[self.position]))
 
     def state_digest(self) -> str:
         """SHA-256 over everything a run is: position, clock, the event stream's digest and
@@ -214,8 +263,8 @@ class Run:
         events = self.cluster.events
         h.update(canonical_json({"position": self.position, "time_ms": self.cluster_time_ms, "seq": events.seq,
                                  "events": events.digest(), "state": self.cluster.state(),
-                                 "checker": self.checker.summary(), "acked": [list(_plain(a)) for a in
-                                                                               self.checker.acked],
+                                 "checker": self.checker.summary() if self.checker else {},
+                                 "acked": [list(_plain(a)) for a in self.checker.acked] if self.checker else [],
                                  "results": self.results[:self.position]}).encode())
         for rel, image in sorted(self.cluster.disk.capture().items()):
             h.update(f"{rel}|{image.size}|{image.is_dir}|".encode())
@@ -263,10 +312,11 @@ class Run:
         if events.keep is not None:
             kept = kept[-events.keep:]
         events.envelopes = kept
-        self.cluster = cluster
+        self.world = cluster
         self.checker = checker
-        self.checker.attach(self.cluster.events)
-        self._reader = ReplicaReader(self.cluster.events)
+        if checker is not None:
+            checker.attach(cluster.events)
+            self._reader = ReplicaReader(cluster.events)
         self.position = step      # results (of the whole log) stay: replay gives the same ones
 
     def snapshot_steps(self) -> list[int]:
@@ -282,7 +332,7 @@ class Run:
         if step < self.position or base > self.position:
             self._restore(base, self.disk_root)
         while self.position < step:
-            self._apply(parse_command(self.log[self.position]))
+            self._apply(self.rules.parse(self.log[self.position]))
 
     rewind = seek
 
@@ -300,13 +350,15 @@ class Run:
         other = Run.__new__(Run)
         other.seed, other.config, other.disk_root = self.seed, self.config, str(disk_root)
         other.snapshot_every, other.max_snapshots = self.snapshot_every, self.max_snapshots
+        other.world_cls, other.scenario, other.rules = self.world_cls, self.scenario, self.rules
+        other._reader = None
         other.log = [dict(c) for c in self.log[:step]]
         other.results = list(self.results[:step])
         other._store = BlockStore()
         other._snapshots = {k: cp.adopt(self._store, other._store) for k, cp in self._snapshots.items() if k <= step}
         other._restore(max(other._snapshots), other.disk_root, history=self.cluster.events.envelopes)
         while other.position < step:
-            other._apply(parse_command(other.log[other.position]))
+            other._apply(other.rules.parse(other.log[other.position]))
         return other
 
     # ---- results ----------------------------------------------------------------------
