@@ -67,7 +67,7 @@ def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | No
     fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT)
     if fields is None:
         return None
-    return CommandSpec(name, fields, handler=lambda kind, **values: kind.engine(name, values),
+    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
                        help=cls.summary, extra={"engine": cls})
 
 
@@ -136,8 +136,7 @@ class ReplicationSandbox(SandboxKind):
 
     name: ClassVar[str] = "replication"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def begin(self) -> None:
         sc = self.scenario
         self.topic, self.partition = sc.get("topic", "t"), sc.get("partition", 0)
         self.run_id = 0
@@ -188,7 +187,6 @@ class ReplicationSandbox(SandboxKind):
         events = self.run.cluster.events
         if events is self._subscribed:
             return
-        self.events = events
         self._subscribed = events
         if forward_history:
             for env in list(events.envelopes):
@@ -255,7 +253,7 @@ class ReplicationSandbox(SandboxKind):
     @command(_config_fields, help="Change a setting (Kafka name) of the cluster, or of one broker.")
     def set_config(self, name: str, value: int, broker: int | None = None) -> str:
         scope = {"scope": "broker", "target": broker} if broker is not None else {"scope": "cluster"}
-        return self.engine("set_config", {**scope, "changes": {name: value}})
+        return self.own({"cmd": "set_config", **scope, "changes": {name: value}})
 
     @command(Field("partition", "int", gettext_lazy("Partition"), required=True, min=0, max=MAX_PARTITIONS - 1),
              help="Show another partition of the topic in the diagrams (changes nothing in the cluster).")
@@ -281,13 +279,14 @@ class ReplicationSandbox(SandboxKind):
         self._step_done(before, "command")
         return text
 
-    def engine(self, name: str, values: dict[str, Any]) -> str:
+    def own(self, cmd: dict[str, Any]) -> str:
         """The learner's own engine command, added at the current step (the rest of the
         scenario is dropped). The engine validates it against the cluster."""
+        name = cmd["cmd"]
         if self.run.position >= MAX_STEPS:
             raise CommandError("quota", _("This run has %(n)s steps, the most it keeps; load the scenario again "
                                           "to start over.") % {"n": self.run.position}, command=name)
-        cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None}}
+        cmd = {k: v for k, v in cmd.items() if v is not None}
         if name == "consumer_join":
             cmd = self._join_like_the_group(cmd)
         self.run.apply(cmd)
@@ -393,7 +392,7 @@ class ReplicationSandbox(SandboxKind):
         self.run, self.run_id = saved["run"], saved["run_id"]
         self._close_run()
         self.run, self.run_id = new_run, new_id
-        self._subscribed = self.events = new_run.cluster.events   # subscribed once, in _start
+        self._subscribed = new_run.cluster.events   # subscribed once, in _start
         self.tracker.own = any(not self._on_script(i + 1) for i in range(len(self.run.log)))
         for env in list(self.run.cluster.events.envelopes):
             self._emit(env)
