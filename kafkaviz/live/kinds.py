@@ -414,10 +414,22 @@ class SandboxKind:
         log, out, start = self.run.log, [], self.origin
         for i, end in enumerate(self.ends):
             scripted = self._scripted(i + 1)
-            out.append({"id": self.script_ids[i] if scripted else None, "do": [dict(c) for c in log[start:end]],
+            out.append({"id": self.script_ids[i] if scripted else None, "do": [self.compact(c) for c in log[start:end]],
                         "scripted": scripted})
             start = end
         return {"log": out, "step": self.position}
+
+    def compact(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """A command of the run's log as a form sends it: fields at their default left out."""
+        parsed = self.run.rules.parse(cmd)
+        out = {"cmd": parsed.cmd}
+        for f in dataclasses.fields(parsed):
+            v = cmd.get(f.name)
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            if v is not None and f.name in cmd and getattr(parsed, f.name) != default:
+                out[f.name] = v
+        return out
 
     def import_run(self, run: Any) -> None:
         """Replace the run with an exported one and replay it to its step. Every command

@@ -369,7 +369,7 @@ class ReplicationSandbox(SandboxKind):
                     "n": i + 1, "cmd": cmd.get("cmd")}, command="import")
         # Build the new run beside the current one, muted; keep the current one until the
         # new one has replayed, so a refused file leaves the learner's run untouched.
-        keep = ("run", "run_id", "scenario_def", "truncation", "script", "ends", "step_seqs", "_subscribed", "events",
+        keep = ("run", "run_id", "scenario_def", "truncation", "script", "ends", "step_seqs", "_subscribed",
                 "custom_shape")
         saved = {name: getattr(self, name) for name in keep}
         self.run = None
