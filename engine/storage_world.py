@@ -136,6 +136,8 @@ class StorageWorld:
 
 
 def _say(text: str, **params: Any) -> dict[str, Any]:
+    """A result's sentence: an English template and its parameters (a parameter may be a
+    ``[template, params]`` pair of its own), translated by whoever shows it."""
     return {"say": [text, params]}
 
 
@@ -180,10 +182,8 @@ class SegmentsWorld(StorageWorld):
             self.messages_sent += 1
             first = info.first_offset if first is None else first
             last = info.last_offset
-        if first == last:
-            return _say("Sent %(n)s message(s) to partition %(p)s: offset %(a)s.", n=cmd.count, p=partition, a=first)
-        return _say("Sent %(n)s message(s) to partition %(p)s: offsets %(a)s–%(b)s.", n=cmd.count, p=partition,
-                    a=first, b=last)
+        where = ["offset %(a)s", {"a": first}] if first == last else ["offsets %(a)s–%(b)s", {"a": first, "b": last}]
+        return _say("Sent %(n)s message(s) to partition %(p)s: %(where)s.", n=cmd.count, p=partition, where=where)
 
     @handles(Advance)
     def advance(self, cmd: Advance) -> dict[str, Any]:

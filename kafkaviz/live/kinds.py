@@ -122,6 +122,13 @@ def engine_spec(command_cls: type[Command], fields: tuple[Field, ...]) -> Comman
 STEPPING = ("step", "back", "seek")
 
 
+def _say(say: list) -> str:
+    """A world's ``[template, params]`` sentence in the page's language."""
+    text, params = say
+    return _(text) % {k: _say(v) if isinstance(v, list) and len(v) == 2 and isinstance(v[1], dict) else v
+                      for k, v in params.items()}
+
+
 def _records(cmd: dict[str, Any]) -> int:
     """Records a command writes (the sandbox's message quota counts them)."""
     if cmd.get("cmd") == "produce":
@@ -333,7 +340,7 @@ class SandboxKind:
         """What the sender of a command is told: the world's sentence, translated."""
         say = result.get("say") if isinstance(result, dict) else None
         if say:
-            return _(say[0]) % say[1]
+            return _say(say)
         return narration.command_label(cmd, self.lang)
 
     def _step_done(self, from_step: int, how: str) -> None:
