@@ -96,3 +96,20 @@ def test_live_js_dispatches_every_socket_message_through_one_registry():
     for path in (REPO / "static/js").glob("*.js"):
         assert "KV.onMessage" not in path.read_text(), path.name
     assert re.search(r'KV\.on\("frame"', live) and re.search(r'KV\.on\("error"', live)
+
+
+def test_every_sentence_a_storage_world_says_has_chinese():
+    import ast
+
+    from django.utils import translation
+    from django.utils.translation import gettext
+
+    tree = ast.parse((REPO / "engine/storage_world.py").read_text())
+    templates = {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", None) == "_say" and isinstance(n.args[0], ast.Constant)}
+    templates |= {n.elts[0].value for n in ast.walk(tree) if isinstance(n, ast.List) and len(n.elts) == 2
+                  and isinstance(n.elts[0], ast.Constant) and "%(" in str(n.elts[0].value)}
+    assert len(templates) > 25
+    with translation.override("zh-hans"):
+        missing = [t for t in templates if gettext(t) == t]
+    assert not missing
