@@ -456,13 +456,22 @@ class SandboxKind:
             steps.append((script[i][0] if on_script else None, [dict(c) for c in do]))
         if step > len(steps):
             raise CommandError("invalid", f"The run is at step {step} but has {len(steps)} steps.", command="import")
-        saved = {k: getattr(self, k) for k in ("run", "run_id", "origin", "script_ids", "script_ends", "own_at",
-                                               "ends", "step_seqs", "_subscribed")}
+        self.replace_run(lambda: self.new_run(steps, own_at), lambda: self.position < step)
+
+    # What a run of this kind is, beyond the Run itself (saved while a new one is built).
+    run_fields: ClassVar[tuple[str, ...]] = ("run", "run_id", "origin", "script_ids", "script_ends", "own_at", "ends",
+                                             "step_seqs", "_subscribed")
+
+    def replace_run(self, build: Callable[[], None], more: Callable[[], bool]) -> None:
+        """Build a new run beside the current one, unheard, and step it while ``more()``;
+        keep the current one until then, so a refused file leaves the learner's run as it
+        was. Then the page gets the new run's history and a "load" marker."""
+        saved = {k: getattr(self, k) for k in self.run_fields}
         self.run = None
         self._muted = True
         try:
-            self.new_run(steps, own_at)
-            while self.position < step:
+            build()
+            while more():
                 self.step()
         except Exception:
             self.close()
@@ -475,7 +484,7 @@ class SandboxKind:
         self.run, self.run_id = saved["run"], saved["run_id"]
         self.close()
         self.run, self.run_id = new, new_id
-        self.tracker.own = own_at is not None and own_at < step
+        self.tracker.own = self.own_at is not None and self.own_at < self.run.position
         for env in list(self.run.events.envelopes):
             self._emit(env)
         self._moved(0, "load")
@@ -509,14 +518,17 @@ class SandboxKind:
         lo, hi = self.step_seqs[pos - 1], self.step_seqs[pos]
         return [env.to_dict() for env in self.run.events.between(lo, hi)]
 
+    def step_say(self, n: int) -> str:
+        """The sentence of the lesson's step ``n`` (1-based, on script)."""
+        return next((s.say for s in self.lesson.steps if s.id == self.script_ids[n - 1]), "")
+
     def run_state(self) -> dict[str, Any]:
-        says = {s.id: s.say for s in self.lesson.steps}
         log, steps, start = self.run.log, [], self.origin
         for i, end in enumerate(self.ends):
             scripted = self._scripted(i + 1)
             steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
                                                           for c in log[start:end]),
-                          "say": says.get(self.script_ids[i], "") if scripted else "", "scripted": scripted})
+                          "say": self.step_say(i + 1) if scripted else "", "scripted": scripted})
             start = end
         return {
             "step": self.position, "total": self.total_steps, "steps": steps,
