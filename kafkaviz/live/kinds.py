@@ -40,7 +40,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .checks import TaskTracker, evaluate
+from kafkaviz.lessons.checks import TaskTracker, evaluate
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
 __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING",

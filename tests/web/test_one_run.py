@@ -113,3 +113,16 @@ def test_every_sentence_a_storage_world_says_has_chinese():
     with translation.override("zh-hans"):
         missing = [t for t in templates if gettext(t) == t]
     assert not missing
+
+
+def test_the_lessons_app_never_imports_the_live_app():
+    """live imports lessons (content, catalogue, checks); the other way would be a circle."""
+    import ast
+
+    for path in (REPO / "kafkaviz/lessons").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            if isinstance(node, ast.ImportFrom) and node.level == 2:
+                names = [f"kafkaviz.{node.module or ''}"]
+            assert not any(n.startswith("kafkaviz.live") for n in names), (path.name, names)
