@@ -144,6 +144,7 @@ class Run:
         self.position = 0
         self._store = BlockStore()
         self._snapshots: dict[int, Checkpoint] = {}
+        self._on_disk: int | None = None   # a checkpoint whose files are what the data directory holds
         self._take_snapshot()
 
     @property
@@ -185,6 +186,7 @@ class Run:
         return result
 
     def _apply(self, cmd: Command) -> dict[str, Any]:
+        self._on_disk = None               # the files are about to change
         result = self.rules.apply(self.world, cmd)
         if self.checker is not None:
             self._watch(cmd, result)
@@ -282,6 +284,7 @@ class Run:
         if self.position in self._snapshots:
             self._drop_snapshot(self.position)
         self._snapshots[self.position] = Checkpoint.take(self.position, self.cluster, self.checker, self._store)
+        self._on_disk = self.position      # the data directory holds this checkpoint's files
         self._thin()
 
     def _drop_snapshot(self, step: int) -> None:
@@ -304,7 +307,10 @@ class Run:
         point — the same events, the history up to a checkpoint being one."""
         if history is None:
             history = self.cluster.events.envelopes
-        cluster, checker = self._snapshots[step].restore(disk_root, self._store)
+        current = self._snapshots.get(self._on_disk) if disk_root == self.disk_root else None
+        cluster, checker = self._snapshots[step].restore(disk_root, self._store,
+                                                         current.files if current is not None else None)
+        self._on_disk = step
         events = cluster.events
         # Only a history that reaches the checkpoint leaves no hole (a checkpoint ahead of
         # the ring's newest event starts an empty ring: the events between were dropped).
@@ -355,6 +361,7 @@ class Run:
         other.log = [dict(c) for c in self.log[:step]]
         other.results = list(self.results[:step])
         other._store = BlockStore()
+        other._on_disk = None
         other._snapshots = {k: cp.adopt(self._store, other._store) for k, cp in self._snapshots.items() if k <= step}
         other._restore(max(other._snapshots), other.disk_root, history=self.cluster.events.envelopes)
         while other.position < step:
@@ -458,13 +465,17 @@ class Checkpoint:
                  for rel, image in cluster.disk.capture().items()}
         return cls(step, state, files, dict(cluster.disk._durable))
 
-    def restore(self, disk_root: str, store: BlockStore) -> tuple[Any, Checker]:
-        """A live (cluster, checker) of this checkpoint whose files live under ``disk_root``."""
+    def restore(self, disk_root: str, store: BlockStore, on_disk: dict | None = None) -> tuple[Any, Checker]:
+        """A live (cluster, checker) of this checkpoint whose files live under ``disk_root``.
+        ``on_disk``: the files (as a checkpoint lists them) the directory holds now, when
+        known; those equal here are left as they are, the others written."""
         data = pickle.loads(zlib.decompress(self.state))
         cluster = data["cluster"]
         cluster.disk.relocate(disk_root)
+        keep = {rel for rel, f in self.files.items() if on_disk is not None and on_disk.get(rel) == f}
         cluster.disk.restore({rel: FileImage(size, store.get(keys), is_dir)
-                              for rel, (size, is_dir, keys) in self.files.items()}, self.durable)
+                              for rel, (size, is_dir, keys) in self.files.items() if rel not in keep},
+                             self.durable, keep=keep)
         return cluster, data["checker"]
 
     def release(self, store: BlockStore) -> None:

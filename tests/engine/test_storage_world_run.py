@@ -130,3 +130,18 @@ def test_any_seek_reaches_the_state_of_that_step(tmp_path_factory, commands, dat
         k = data.draw(st.integers(0, len(commands)))
         run.seek(k)
         assert run.state_digest() == states[k]
+
+
+def test_a_seek_rewrites_only_the_files_that_changed(tmp_path):
+    run = new_run(tmp_path, scenario={**SCENARIO, "config": {"segment.bytes": 400}})
+    states = digests_per_step(run, COMMANDS[:2] + [COMMANDS[3]])
+    root = tmp_path / "a"
+    first = root / "orders-0" / "00000000000000000000.log"      # rolled at step 1: never written again
+    active = max((root / "orders-0").glob("*.log"))
+    before = (first.stat().st_ino, first.stat().st_mtime_ns)
+    run.seek(2)
+    assert (first.stat().st_ino, first.stat().st_mtime_ns) == before
+    assert not active.exists() or active == first          # step 3's newer segments are gone
+    assert run.state_digest() == states[2]
+    run.redo()
+    assert run.state_digest() == states[3]
