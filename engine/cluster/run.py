@@ -325,6 +325,13 @@ class Run:
             self._reader = ReplicaReader(cluster.events)
         self.position = step      # results (of the whole log) stay: replay gives the same ones
 
+    def checkpoint(self) -> None:
+        """Take a checkpoint at the current position, unless one is there (a run whose
+        ``snapshot_every`` is large takes them where its user says: a lesson at the end of
+        each of its steps, after the frame has left)."""
+        if self.position not in self._snapshots:
+            self._take_snapshot()
+
     def snapshot_steps(self) -> list[int]:
         return sorted(self._snapshots)
 

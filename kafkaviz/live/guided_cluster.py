@@ -38,7 +38,7 @@ from engine.cluster.run import Run, make_config
 from engine.group.offsets import OFFSETS_TOPIC, decode_key, decode_value
 from engine.records.batch import read_end_txn_marker
 
-from .kinds import MAX_SNAPSHOTS, SandboxKind
+from .kinds import CHECKPOINTS_BY_HAND, MAX_SNAPSHOTS, SandboxKind
 from .replication import engine_command_spec
 from .validation import CommandSpec
 
@@ -70,7 +70,8 @@ class GuidedClusterSandbox(SandboxKind):
 
     def make_run(self, run_dir: Any) -> Run:
         run = Run(int(self.scenario.get("seed", 0)), make_config(self.scenario.get("cluster") or {}), str(run_dir),
-                  snapshot_every=1, max_snapshots=MAX_SNAPSHOTS, keep_events=self.events_kept, os_fsync=False)
+                  snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_SNAPSHOTS, keep_events=self.events_kept,
+                  os_fsync=False)
         for cmd in self.scenario.get("setup") or ():
             run.apply(dict(cmd))
         return run

@@ -51,7 +51,8 @@ SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
 
 MAX_EVIDENCE = 6  # sentences under a prediction's outcome (the step's narration has the rest)
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps the command log bounded
-MAX_SNAPSHOTS = 48   # checkpoints a storage run keeps (dense near the current step)
+MAX_SNAPSHOTS = 48   # checkpoints a run keeps (dense near the current step)
+CHECKPOINTS_BY_HAND = 1 << 30   # a lesson's run checkpoints at its step ends (settle), not every n commands
 
 
 class Limits:
@@ -178,6 +179,7 @@ class SandboxKind:
         self.run: Run | None = None
         self.run_id = 0
         self._subscribed: Any = None
+        self.defer_checkpoints = False    # the runtime's: it calls settle() after each frame
         self.begin()
 
     def __getattr__(self, name: str) -> Any:
@@ -207,8 +209,9 @@ class SandboxKind:
 
     def make_run(self, run_dir: Path) -> Run:
         """The run this lesson's world lives in (a kind on a cluster overrides this)."""
-        return Run(self.seed, None, str(run_dir), world=self.world, scenario=self.scenario, snapshot_every=1,
-                   max_snapshots=MAX_SNAPSHOTS, keep_events=self.events_kept, os_fsync=False)
+        return Run(self.seed, None, str(run_dir), world=self.world, scenario=self.scenario,
+                   snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_SNAPSHOTS, keep_events=self.events_kept,
+                   os_fsync=False)
 
     def new_run(self, steps: list[tuple[str | None, list[dict]]], own_at: int | None = None) -> None:
         """Replace the run by a new one whose future is ``steps`` (id, commands); the
@@ -220,6 +223,7 @@ class SandboxKind:
         run_dir.mkdir(parents=True)
         self.run = self.make_run(run_dir)
         self.origin = self.run.position           # a cluster's setup comes before step 1
+        self.run.checkpoint()
         self.script_ids = [sid for sid, _ in steps]
         self.script_ends: list[int] = []
         for _sid, do in steps:
@@ -347,6 +351,15 @@ class SandboxKind:
         del self.step_seqs[self.position:]
         self.step_seqs.append(self.run.events.seq)
         self._moved(from_step, how)
+        if not self.defer_checkpoints:
+            self.settle()
+
+    def settle(self) -> None:
+        """Checkpoint the run at its step end, so Back to here restores it and replays
+        nothing. The runtime calls this after the step's frame has left
+        (``defer_checkpoints``), keeping the checkpoint off the click's path."""
+        if self.run is not None and self.run.position in self.ends:
+            self.run.checkpoint()
 
     def _moved(self, from_step: int, how: str) -> None:
         """A ``run_moved`` marker to the frame builder only (never into the world's log)."""

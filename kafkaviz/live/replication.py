@@ -39,7 +39,7 @@ from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
 
 from .group_views import deliveries, group_view, lag_series, protocol_steps
-from .kinds import MAX_STEPS, SandboxKind, command
+from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, SandboxKind, command
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
@@ -182,7 +182,7 @@ class ReplicationSandbox(SandboxKind):
     def make_run(self, run_dir: Path) -> Run:
         sc = self.scenario_def
         return Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation=self.truncation),
-                   str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2, os_fsync=False)
+                   str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
 
     # ---- commands ------------------------------------------------------------------
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")

@@ -190,6 +190,7 @@ class Runtime:
             frames.add(env, engine.state if engine is not None and frames.step_mode else None)
 
         engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
+        engine.defer_checkpoints = True      # taken after the frame leaves (_execute)
         engine.cut_hook = lambda: frames.cut(engine.state())
         engine.touch_hook = frames.touch
         box["engine"] = engine
@@ -563,6 +564,8 @@ class Runtime:
                     await self._publish(sb, texts)
                 else:
                     self._schedule_flush(sb)
+                # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
+                await asyncio.to_thread(self._settle, sb)
                 if failure is not None:
                     raise failure
         finally:
@@ -604,6 +607,11 @@ class Runtime:
             except KafkaError as exc:
                 # The engine refused (and left its state as it was): tell the sender in its words.
                 raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+
+    @staticmethod
+    def _settle(sb: Sandbox) -> None:
+        with sb.lock:
+            sb.engine.settle()
 
     def _run_and_take(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
                       ) -> tuple[str | None, BaseException | None, list[str] | None]:

@@ -126,3 +126,34 @@ def test_the_lessons_app_never_imports_the_live_app():
             if isinstance(node, ast.ImportFrom) and node.level == 2:
                 names = [f"kafkaviz.{node.module or ''}"]
             assert not any(n.startswith("kafkaviz.live") for n in names), (path.name, names)
+
+
+def test_the_runtime_checkpoints_each_step_after_its_frame(tmp_path):
+    """A step's checkpoint is taken once its frame has been published, so Back to it
+    restores and replays nothing, and the click's frame never waits for the checkpoint."""
+    import asyncio
+
+    from django.conf import settings as django_settings
+
+    from kafkaviz.live.runtime import Runtime, new_sandbox_id
+
+    async def body():
+        sent = []
+
+        async def publish(group, message):
+            sent.append(sb.run.position in sb.run.snapshot_steps())     # checkpointed yet, when the frame left?
+        rt = Runtime(tmp_path / "data", settings={**django_settings.KAFKAVIZ_RUNTIME, "REAP_EVERY_SECONDS": 0},
+                     publish=publish)
+        try:
+            sid = new_sandbox_id()
+            await rt.attach(sid, "segments")
+            sb = rt.sandboxes[sid].engine
+            assert sb.defer_checkpoints
+            for _ in range(3):
+                await rt.command(sid, {"cmd": "step"})
+            assert sent and not sent[0]      # the first step's frame leaves at once, before its checkpoint
+            assert {sb.ends[0], sb.ends[1], sb.ends[2]} <= set(sb.run.snapshot_steps())
+        finally:
+            rt.close_all()
+
+    asyncio.run(body())
