@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping
 from ..clock import VirtualClock
 from ..disk import Disk, FileImage
 from .. import json_input
-from ..events import EventLog, canonical_json
+from ..events import Event, EventLog, canonical_json, event
 from ..errors import InvalidRequestError, KafkaError
 from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
 from ..records import iter_batches
@@ -53,8 +53,21 @@ from .commands import (Command, Consume, Produce, _text, _topics, apply_command,
                        record_digest, validate_command)
 from .config import ClusterConfig
 
-__all__ = ["Run", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
+__all__ = ["Run", "RunMoved", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
            "make_config", "CommandLog", "Checkpoint", "BlockStore"]
+
+
+@event("run_moved")
+class RunMoved(Event):
+    """The run's user moved it: it is now at ``step`` (it was at ``from_step``); ``how`` is
+    "step", "back" (a checkpoint restored), "load" or "command" (a new command applied).
+    Steps are the user's (a lesson's step groups a few commands). An event of the run, not
+    of its world: sent to whoever watches the run, never into the world's event stream
+    (so never in its digest). A page drops timeline events after ``last_seq``."""
+    step: int
+    from_step: int
+    last_seq: int
+    how: str
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from engine.cluster.run import Run
+from engine.cluster.run import Run, RunMoved
 from engine.errors import KafkaError
-from engine.events import Envelope, Event, event
+from engine.events import Envelope
 from engine import narration
 
 from engine.cluster.commands import Command
@@ -61,17 +61,6 @@ class Limits:
     def __init__(self, max_messages: int, max_disk_bytes: int) -> None:
         self.max_messages = max_messages
         self.max_disk_bytes = max_disk_bytes
-
-
-@event("run_moved")
-class RunMoved(Event):
-    """The run is now at ``step`` (it was at ``from_step``); ``how`` is "step", "back"
-    (restored), "load" or "command" (the learner's own). Browsers drop timeline events
-    after ``last_seq``. An event of the run, never of its world (not in its digest)."""
-    step: int
-    from_step: int
-    last_seq: int
-    how: str
 
 
 def command(*fields: Field | Callable[[dict], tuple[Field, ...]], help: str = "",
