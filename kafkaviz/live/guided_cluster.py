@@ -4,9 +4,9 @@ guided steps (lessons 14 and 15), where ``replication`` plays a named engine sce
 A lesson's ``[[steps]]`` hold the engine's own commands (``engine/cluster/commands.py``,
 the same vocabulary as ``replication``: ``{cmd = "produce", producer = "safe", ...}``);
 their fields and bounds are generated from the engine's metadata
-(:func:`~kafkaviz.live.replication.engine_command_spec`). Rewind is the base class's
-replay: a fresh :class:`engine.cluster.run.Run` with the lesson's seed and config, the
-setup, then the first k steps -- exact, because the engine is deterministic.
+(:func:`~kafkaviz.live.replication.engine_command_spec`). The run is an
+:class:`engine.cluster.run.Run` with the lesson's seed and config and the setup applied;
+rewind restores its checkpoint of the step (the base class's).
 
 The state each frame carries is read from the engine, never kept on the side: every
 replica's log of the lesson's topic as batches (producer id, epoch, sequence, the

@@ -1,13 +1,13 @@
 """The ``replication`` sandbox kind: a replicated cluster playing a named scenario
 (``engine/cluster/scenarios.py``) step by step, with rewind.
 
-The kind owns one :class:`engine.cluster.run.Run` (seed + config + command log + a
-snapshot after every command). The scenario's commands are the run's *future*; a
-lesson step is one command, or a few when a command shows nothing until the clock moves
-(see ``script_ends``): step = ``Run.redo()`` up to the step's last command, back/seek =
-``Run.seek(k)`` (the snapshot taken after command k is restored, engine state and
-files), a learner's own command = ``Run.apply()`` (added at the current step as a step
-of its own; the rest of the scenario is dropped).
+The kind owns one :class:`engine.cluster.run.Run` (seed + config + command log +
+checkpoints at its step ends) and steps it as every kind does (``kinds.py``). The
+scenario's commands are the run's *future*; a lesson step is one command, or a few when a
+command shows nothing until the clock moves (see ``script_ends``): step = ``Run.redo()``
+up to the step's last command, back/seek = ``Run.seek(k)`` (the checkpoint of that step
+is restored, engine state and files), a learner's own command = ``Run.apply()`` (added at
+the current step as a step of its own; the rest of the scenario is dropped).
 
 **One command vocabulary.** The learner's commands are the engine's own
 (``engine/cluster/commands.py``): their fields, types and bounds are generated from
@@ -227,8 +227,7 @@ class ReplicationSandbox(SandboxKind):
         cmd = {k: v for k, v in cmd.items() if v is not None}
         if cmd["cmd"] == "consumer_join":
             cmd = self._join_like_the_group(cmd)
-        super().own(cmd)
-        return narration.command_label(cmd, self.lang)
+        return super().own(cmd)
 
     def check_quota(self, cmd: dict[str, Any]) -> None:
         """A cluster's commands are bounded by the forms' caps (WEB_CAPS) and MAX_STEPS."""
