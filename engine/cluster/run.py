@@ -165,6 +165,10 @@ class Run:
         """The world (for a cluster run, its :class:`Cluster`)."""
         return self.world
 
+    @cluster.setter
+    def cluster(self, world: Any) -> None:
+        self.world = world
+
     @property
     def events(self) -> EventLog:
         return self.world.events
