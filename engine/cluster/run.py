@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import pickle
+import sys
 import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -300,7 +301,9 @@ class Run:
     def _take_snapshot(self) -> None:
         if self.position in self._snapshots:
             self._drop_snapshot(self.position)
-        self._snapshots[self.position] = Checkpoint.take(self.position, self.cluster, self.checker, self._store)
+        newest = self._snapshots[max(self._snapshots)] if self._snapshots else None
+        self._snapshots[self.position] = Checkpoint.take(self.position, self.cluster, self.checker, self._store,
+                                                         newest.files if newest is not None else None)
         self._on_disk = self.position      # the data directory holds this checkpoint's files
         self._thin()
 
@@ -419,7 +422,7 @@ class BlockStore:
     BLOCK = 1024
 
     def __init__(self) -> None:
-        self._blocks: dict[bytes, list] = {}     # digest -> [compressed bytes, references]
+        self._blocks: dict[bytes, list] = {}     # digest -> [compressed bytes, references, the digest]
 
     def put(self, data: bytes) -> tuple:
         keys = []
@@ -429,9 +432,10 @@ class BlockStore:
             key = hashlib.blake2b(chunk, digest_size=16).digest()
             entry = blocks.get(key)
             if entry is None:
-                blocks[key] = [zlib.compress(chunk, 1), 1]
+                blocks[key] = [zlib.compress(chunk, 1), 1, key]
             else:
                 entry[1] += 1
+                key = entry[2]        # the stored key object: checkpoints share it, not a copy each
             keys.append(key)
         return tuple(keys)
 
@@ -452,7 +456,7 @@ class BlockStore:
         for k in keys:
             entry = self._blocks.get(k)
             if entry is None:
-                self._blocks[k] = [other._blocks[k][0], 1]
+                self._blocks[k] = [other._blocks[k][0], 1, k]
             else:
                 entry[1] += 1
 
@@ -475,7 +479,8 @@ class Checkpoint:
     durable: dict
 
     @classmethod
-    def take(cls, step: int, cluster: Any, checker: Checker, store: BlockStore) -> "Checkpoint":
+    def take(cls, step: int, cluster: Any, checker: Checker, store: BlockStore,
+             previous: dict | None = None) -> "Checkpoint":
         events = cluster.events
         # The history is not part of a checkpoint; its rows stay rows (nothing is formatted).
         ring, first_row = events._ring, events._first_row
@@ -485,8 +490,13 @@ class Checkpoint:
                                                protocol=pickle.HIGHEST_PROTOCOL), 1)
         finally:
             events._ring, events._first_row = ring, first_row
-        files = {rel: (image.size, image.is_dir, store.put(image.data))
-                 for rel, image in cluster.disk.capture().items()}
+        files = {}
+        for rel, image in cluster.disk.capture().items():
+            entry = (image.size, image.is_dir, store.put(image.data))
+            before = previous.get(rel) if previous is not None else None
+            # A file unchanged since ``previous`` shares its entry (the memory of a checkpoint
+            # is then little more than what changed).
+            files[sys.intern(rel)] = before if before == entry else entry
         return cls(step, state, files, dict(cluster.disk._durable))
 
     def restore(self, disk_root: str, store: BlockStore, on_disk: dict | None = None) -> tuple[Any, Checker]:

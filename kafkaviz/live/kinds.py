@@ -51,7 +51,7 @@ SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
 
 MAX_EVIDENCE = 6  # sentences under a prediction's outcome (the step's narration has the rest)
 MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps the command log bounded
-MAX_SNAPSHOTS = 48   # checkpoints a run keeps (dense near the current step)
+MAX_SNAPSHOTS = 16   # checkpoints a run keeps (dense near the current step)
 CHECKPOINTS_BY_HAND = 1 << 30   # a lesson's run checkpoints at its step ends (settle), not every n commands
 
 
