@@ -8,13 +8,17 @@
  *   KV.alias(b) / KV.brokerName(b)   "A" / "Broker 1 (A)" from the lesson's broker names
  *   KV.setDisabled(button, off, why) aria-disabled (stays focusable; the server explains refusals)
  *   KV.reducedMotion() prefers-reduced-motion
- *   KV.register(name, {update(element, frame)})  a diagram module (live.js calls it per frame) */
+ *   KV.register(name, {update(element, frame)})  a diagram module (live.js calls it per frame)
+ *   KV.on(type, fn)    the handler of one socket message type ("frame", "error", "ack", "roster", ...):
+ *                      live.js dispatches every message through this one registry */
 (function () {
   "use strict";
   const KV = (window.KV = window.KV || {});
   const SVGNS = "http://www.w3.org/2000/svg";
   KV.diagrams = KV.diagrams || {};
   KV.register = function (name, mod) { KV.diagrams[name] = mod; };
+  KV.handlers = KV.handlers || {};
+  KV.on = function (type, fn) { KV.handlers[type] = fn; };
 
   function loadData() {
     const node = document.getElementById("lesson-data");

@@ -226,25 +226,27 @@
   // What reached this page over the socket (the burst test and bench read it): frames,
   // the events they carried, and the events the server folded into "skipped".
   KV.received = { frames: 0, events: 0, skipped: 0, maxEvents: 0 };
+  KV.on("frame", function (msg) {
+    const n = (msg.events || []).length, r = KV.received;
+    r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+    if (msg.snapshot) unrefuse();
+    if (resolve(msg)) onAnyFrame(msg);
+  });
+  KV.on("error", function (msg) {
+    showError(msg);
+    if (msg.refused) refuse(msg);
+  });
+  KV.on("ack", function (msg) {
+    // Stepping is shown by the step counter and narration; other commands get their ack.
+    const ack = $("ack");
+    if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
+    if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
+  });
+  // Every message goes to the one handler registered for its type (KV.on: this file's
+  // frame, error and ack; a room's roster and control; predict's spread).
   function dispatch(msg) {
-    if (msg.type === "frame") {
-      const n = (msg.events || []).length, r = KV.received;
-      r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
-      if (msg.snapshot) unrefuse();
-      if (resolve(msg)) onAnyFrame(msg);
-    }
-    else if (msg.type === "error") {
-      showError(msg);
-      if (msg.refused) refuse(msg);
-    }
-    else if (msg.type === "ack") {
-      // Stepping is shown by the step counter and narration; other commands get their ack.
-      const ack = $("ack");
-      if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
-      if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
-    }
-    // Other message types (a room's roster, ...) go to whoever registered for them.
-    else if (KV.onMessage && KV.onMessage[msg.type]) KV.onMessage[msg.type](msg);
+    const handler = Object.prototype.hasOwnProperty.call(KV.handlers, msg.type) ? KV.handlers[msg.type] : null;
+    if (handler) handler(msg);
   }
   KV.dispatch = dispatch;
 

@@ -9,7 +9,7 @@ import pytest
 
 from kafkaviz.lessons.catalogue import ORDER, get_lesson
 from kafkaviz.lessons.content import CONTENT_DIR, LANGUAGES, ContentError, content_slugs, load_content, render_markup
-from kafkaviz.live.checks import validate_check
+from kafkaviz.lessons.checks import validate_check
 from kafkaviz.live.kinds import SANDBOX_KINDS, get_kind
 from kafkaviz.live.validation import validate_command
 

@@ -46,8 +46,6 @@ def _kind(tmp_path, slug: str, scenario: str | None, rule: str | None, lang: str
     kind = get_kind(lesson.kind)(tmp_path / "box", seed=1, limits=Limits(1000, 10**8), lesson=lesson, lang=lang)
     if isinstance(kind, ReplicationSandbox):
         kind.load(scenario, rule)
-    else:
-        kind.open()
     return kind
 
 
@@ -65,7 +63,7 @@ def test_every_step_has_its_own_sentence_never_its_command(tmp_path, slug, scena
     try:
         steps = kind.state()["run"]["steps"]
         assert steps and all(s["scripted"] for s in steps)
-        commands = kind.run.log if isinstance(kind, ReplicationSandbox) else [c for e in kind.log for c in e["do"]]
+        commands = kind.run.log
         renderings = {_bare(narration.command_label(c, lang)) for c in commands}
         for s in steps:
             where = f"{slug} {scenario or ''} {rule or ''} {lang} step {s['n']}"
@@ -127,7 +125,7 @@ def test_lesson_15_merged_step_gives_the_event_stream_of_its_commands_one_by_one
     merged = _kind(tmp_path / "a", "timing-wheel", None, None)
     single = _kind(tmp_path / "b", "timing-wheel", None, None)
     try:
-        one_by_one = [{"id": None, "do": [dict(c)], "scripted": False} for e in merged.log for c in e["do"]]
+        one_by_one = [{"id": None, "do": [c], "scripted": False} for e in merged.export_run()["log"] for c in e["do"]]
         single.import_run({"log": one_by_one, "step": len(one_by_one)})
         while merged.position < merged.total_steps:
             merged.step()
