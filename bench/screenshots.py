@@ -1,8 +1,12 @@
-"""Screenshots of every lesson page, as a person would look at them: 1366 px and 390 px
-wide, English and (where a lesson is translated) Chinese, after the first frame arrived
-and a few guided steps ran. Written to a temp dir (never committed); look at them.
+"""Screenshots of every lesson page, as a person would look at them: 1366×800 and 390×844,
+English and (where a lesson is translated) Chinese, after the first frame arrived and a few
+guided steps ran. Written to a temp dir (never committed); look at them.
 
-    .venv/bin/python bench/screenshots.py [--out DIR] [--steps 3] [--only slug,slug]
+With --walk, the first screen only (what a learner sees without scrolling) after every
+step of the lesson, as <slug>.<lang>.<width>.s<step>.png: does the picture show what the
+step's sentence says?
+
+    .venv/bin/python bench/screenshots.py [--out DIR] [--steps 3] [--only slug,slug] [--lang zh] [--walk]
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_click_latency import served_browser  # noqa: E402  (one way to start daphne for benches)
 
 REPO = Path(__file__).resolve().parents[1]
-WIDTHS = (1366, 390)
+SIZES = ((1366, 800), (390, 844))
 SLICE = 1400
 
 
@@ -31,23 +35,48 @@ def pages() -> list[tuple[str, str]]:
     return out
 
 
+def walk(page, stem: Path) -> None:
+    """The first screen at the start and after every step (reduced motion: tokens rest)."""
+    page.wait_for_selector("#conn-status[data-state=open]", timeout=10000)
+    time.sleep(0.4)
+    # The other language's walk left this session's sandbox at its end: back to the start.
+    if page.get_attribute("#back-button", "aria-disabled") != "true":
+        page.locator("#scrubber").fill("0")
+        page.locator("#scrubber").dispatch_event("change")
+        page.wait_for_selector("#back-button[aria-disabled=true]", timeout=10000)
+    n = 0
+    while True:
+        time.sleep(0.4)
+        page.screenshot(path=f"{stem}.s{n:02d}.png")
+        if page.get_attribute("#step-button", "aria-disabled") == "true" or n >= 30:
+            break
+        page.click("#step-button")
+        n += 1
+    print(f"{stem.name}: {n + 1} first screens")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--only", default="")
+    ap.add_argument("--walk", action="store_true", help="the first screen after every step")
+    ap.add_argument("--lang", default="", help="only this language (en, zh)")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="kafkaviz-shots-"))
     out.mkdir(parents=True, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
     with served_browser("kafkaviz-shots-") as (url, browser):
-        for width in WIDTHS:
-            ctx = browser.new_context(viewport={"width": width, "height": 900}, reduced_motion="reduce")
+        for width, height in SIZES:
+            ctx = browser.new_context(viewport={"width": width, "height": height}, reduced_motion="reduce")
             page = ctx.new_page()
             for slug, lang in pages():
-                if only and slug not in only:
+                if (only and slug not in only) or (args.lang and lang != args.lang):
                     continue
                 page.goto(f"{url}/lessons/{slug}/?lang={lang}")
+                if args.walk:
+                    walk(page, out / f"{slug}.{lang}.{width}")
+                    continue
                 try:
                     page.wait_for_selector("#conn-status[data-state=open]", timeout=10000)
                     for _ in range(args.steps):

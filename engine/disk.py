@@ -421,11 +421,22 @@ class Disk:
         except OSError:  # a file system without SEEK_DATA
             return size
 
-    def restore(self, images: dict[str, FileImage], durable: dict[str, int] | None = None) -> None:
-        """Make the directory hold exactly ``images`` (used by rewind and fork)."""
+    def restore(self, images: dict[str, FileImage], durable: dict[str, int] | None = None,
+                keep: frozenset[str] | set[str] = frozenset()) -> None:
+        """Make the directory hold exactly ``images`` plus the paths of ``keep``, which the
+        caller knows already hold what they should (used by rewind and fork: a rewind
+        rewrites only the files that changed)."""
         self.close_all()
-        for child in list(self.root.iterdir()):
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        if not keep:
+            for child in list(self.root.iterdir()):
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        else:
+            for rel in list(self.walk()):
+                if rel not in keep:
+                    self.path(rel).unlink()
+            for rel in sorted(self.walk_dirs(), reverse=True):     # deepest first
+                if rel not in keep and rel not in images:
+                    shutil.rmtree(self.path(rel), ignore_errors=True)
         for rel, image in sorted(images.items()):
             if image.is_dir:
                 self.path(rel).mkdir(parents=True, exist_ok=True)

@@ -124,10 +124,12 @@ def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
             raise bad()
         value = tuple(value)
     elif base == "offsets":
-        if not isinstance(value, list) or not value or len(value) > MAX_PARTITIONS or not all(
+        # Empty is the default (topic, partition and offset given instead): a command's JSON
+        # form parses back, and validate() asks for exactly one of the two.
+        if not isinstance(value, list) or len(value) > MAX_PARTITIONS or not all(
                 isinstance(o, list) and len(o) == 3 and isinstance(o[0], str)
                 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in o[1:]) for o in value):
-            raise bad(" (partition and offset >= 0, at least one)")
+            raise bad(" (partition and offset >= 0)")
         value = tuple(tuple(o) for o in value)
     else:  # pragma: no cover - a spec typo is a programmer error
         raise AssertionError(f"unknown field kind {kind}")

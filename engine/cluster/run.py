@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import pickle
+import sys
 import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -45,7 +46,7 @@ from typing import Any, Iterable, Mapping
 from ..clock import VirtualClock
 from ..disk import Disk, FileImage
 from .. import json_input
-from ..events import EventLog, canonical_json
+from ..events import Event, EventLog, canonical_json, event
 from ..errors import InvalidRequestError, KafkaError
 from .checker import AckedRecord, Checker, ConsumedRecord, PartitionView, ReplicaView
 from ..records import iter_batches
@@ -53,8 +54,21 @@ from .commands import (Command, Consume, Produce, _text, _topics, apply_command,
                        record_digest, validate_command)
 from .config import ClusterConfig
 
-__all__ = ["Run", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
+__all__ = ["Run", "RunMoved", "run_commands", "load_command_log", "dump_command_log", "cluster_views", "format_summary",
            "make_config", "CommandLog", "Checkpoint", "BlockStore"]
+
+
+@event("run_moved")
+class RunMoved(Event):
+    """The run's user moved it: it is now at ``step`` (it was at ``from_step``); ``how`` is
+    "step", "back" (a checkpoint restored), "load" or "command" (a new command applied).
+    Steps are the user's (a lesson's step groups a few commands). An event of the run, not
+    of its world: sent to whoever watches the run, never into the world's event stream
+    (so never in its digest). A page drops timeline events after ``last_seq``."""
+    step: int
+    from_step: int
+    last_seq: int
+    how: str
 
 
 @dataclass(frozen=True)
@@ -79,12 +93,35 @@ def make_config(config: ClusterConfig | Mapping[str, Any] | None = None, **overr
     return base.replace(**changes) if changes else base
 
 
+class ClusterRules:
+    """How a run parses, checks and applies commands on a :class:`Cluster` (the default
+    world); a storage world (``engine/storage_world.py``) carries the same three as its
+    own ``parse``/``check``/``apply``."""
+
+    parse = staticmethod(parse_command)
+    check = staticmethod(validate_command)
+    apply = staticmethod(apply_command)
+
+
+class _WorldRules:
+    def __init__(self, world_cls: Any) -> None:
+        self.parse = world_cls.parse
+        self.check = lambda world, cmd: world.check(cmd)
+        self.apply = lambda world, cmd: world.apply(cmd)
+
+
 class Run:
-    """A replicated cluster plus its command log, its checker and periodic snapshots."""
+    """A world (a replicated :class:`Cluster`, or a one-broker storage world) plus its
+    command log, periodic snapshots and, for a cluster, its checker.
+
+    ``world`` is None (a cluster of ``config``) or a storage world class
+    (``engine/storage_world.py``), built as ``world(disk_root, seed, events, scenario)``
+    where ``scenario`` is the lesson's plain data (``config`` then stays the default)."""
 
     def __init__(self, seed: int = 0, config: ClusterConfig | Mapping[str, Any] | None = None,
                  disk_root: str | None = None, *, snapshot_every: int = 10, max_snapshots: int = 16,
-                 keep_events: int | None = 1000, os_fsync: bool = True) -> None:
+                 keep_events: int | None = 1000, os_fsync: bool = True, world: Any = None,
+                 scenario: Mapping[str, Any] | None = None) -> None:
         from .cluster import Cluster
 
         if disk_root is None:
@@ -100,24 +137,50 @@ class Run:
         self.disk_root = str(disk_root)
         self.snapshot_every = snapshot_every
         self.max_snapshots = max(3, max_snapshots)
-        self.cluster = Cluster(Disk(self.disk_root, os_fsync=os_fsync), self.config, self.seed,
-                               events=EventLog(VirtualClock(), keep=keep_events))
-        self.checker = Checker()
-        for env in self.cluster.events.envelopes:     # the cluster's start-up, before the checker
-            self.checker.event_counts[env.event.kind] = self.checker.event_counts.get(env.event.kind, 0) + 1
-        self.checker.attach(self.cluster.events)
-        self._reader = ReplicaReader(self.cluster.events)
+        self.world_cls = world
+        self.scenario = dict(scenario or {})
+        events = EventLog(VirtualClock(), keep=keep_events)
+        if world is None:
+            self.rules: Any = ClusterRules
+            self.world = Cluster(Disk(self.disk_root, os_fsync=os_fsync), self.config, self.seed, events=events)
+            self.checker: Checker | None = Checker()
+            for env in self.world.events.envelopes:     # the cluster's start-up, before the checker
+                self.checker.event_counts[env.event.kind] = self.checker.event_counts.get(env.event.kind, 0) + 1
+            self.checker.attach(self.world.events)
+            self._reader: ReplicaReader | None = ReplicaReader(self.world.events)
+        else:
+            self.rules = _WorldRules(world)
+            self.world = world(self.disk_root, self.seed, events, self.scenario, os_fsync=os_fsync)
+            self.checker = None
+            self._reader = None
         self.log: list[dict] = []       # normalised command dicts, including the "future" after a seek
         self.results: list[dict] = []   # result of log[i], for every step applied at least once
         self.position = 0
         self._store = BlockStore()
         self._snapshots: dict[int, Checkpoint] = {}
+        self._on_disk: int | None = None   # a checkpoint whose files are what the data directory holds
         self._take_snapshot()
+
+    @property
+    def cluster(self) -> Any:
+        """The world (for a cluster run, its :class:`Cluster`)."""
+        return self.world
+
+    @cluster.setter
+    def cluster(self, world: Any) -> None:
+        self.world = world
+
+    @property
+    def events(self) -> EventLog:
+        return self.world.events
+
+    def _parse(self, cmd: Mapping[str, Any] | Command) -> Command:
+        return cmd if isinstance(cmd, Command) else self.rules.parse(dict(cmd))
 
     # ---- commands ----------------------------------------------------------------------
     @property
     def cluster_time_ms(self) -> int:
-        return self.cluster.scheduler.now_ms()
+        return self.world.scheduler.now_ms()
 
     def apply(self, cmd: Mapping[str, Any] | Command) -> dict[str, Any]:
         """Apply one command (dict or Command) at the current position and append it to the
@@ -129,8 +192,8 @@ class Run:
         validation, before anything is touched; should applying a validated command fail
         anyway, the run is put back to the state before it (the nearest snapshot, then
         the commands since, replayed) and the error is raised."""
-        parsed = cmd if isinstance(cmd, Command) else parse_command(dict(cmd))
-        validate_command(self.cluster, parsed)
+        parsed = self._parse(cmd)
+        self.rules.check(self.world, parsed)
         # Apply first: a refused command raises here and must not cost the redo list.
         result = self._apply_atomic(parsed)
         del self.log[self.position - 1:]
@@ -141,7 +204,21 @@ class Run:
         return result
 
     def _apply(self, cmd: Command) -> dict[str, Any]:
-        result = apply_command(self.cluster, cmd)
+        self._on_disk = None               # the files are about to change
+        result = self.rules.apply(self.world, cmd)
+        if self.checker is not None:
+            self._watch(cmd, result)
+        if self.position < len(self.results):
+            self.results[self.position] = result     # replaying a step: the same result
+        else:
+            self.results.append(result)
+        self.position += 1
+        if self.position % self.snapshot_every == 0:
+            self._take_snapshot()
+        return result
+
+    def _watch(self, cmd: Command, result: dict[str, Any]) -> None:
+        """The checker's look at a cluster after a command."""
         if isinstance(cmd, Produce):
             self.checker.expect_produce(result["request_id"], cmd.topic, cmd.partition, cmd.acks,
                                         [r["digest"] for r in result["records"]],
@@ -152,14 +229,6 @@ class Run:
                 [ConsumedRecord(cmd.topic, cmd.partition, r["offset"], r["digest"]) for r in result["records"]],
                 views)
         self.checker.check(views)
-        if self.position < len(self.results):
-            self.results[self.position] = result     # replaying a step: the same result
-        else:
-            self.results.append(result)
-        self.position += 1
-        if self.position % self.snapshot_every == 0:
-            self._take_snapshot()
-        return result
 
     def apply_all(self, cmds: Iterable[Mapping[str, Any] | Command]) -> list[dict]:
         return [self.apply(c) for c in cmds]
@@ -168,7 +237,7 @@ class Run:
         """Put commands after the current position without applying them (a lesson's
         scenario): :meth:`redo` and :meth:`seek` then step through them. Each is parsed now
         and checked against the cluster when it is applied."""
-        parsed = [c if isinstance(c, Command) else parse_command(dict(c)) for c in cmds]
+        parsed = [self._parse(c) for c in cmds]
         del self.log[self.position:]
         self.log.extend(command_to_dict(c) for c in parsed)
 
@@ -177,8 +246,8 @@ class Run:
         atomic like :meth:`apply`."""
         if self.position >= len(self.log):
             raise InvalidRequestError(f"nothing to redo: at step {self.position} of {len(self.log)}")
-        parsed = parse_command(self.log[self.position])
-        validate_command(self.cluster, parsed)
+        parsed = self.rules.parse(self.log[self.position])
+        self.rules.check(self.world, parsed)
         return self._apply_atomic(parsed)
 
     def _apply_atomic(self, cmd: Command) -> dict[str, Any]:
@@ -203,7 +272,7 @@ class Run:
             self._drop_snapshot(k)
         self._restore(max(k for k in self._snapshots if k <= step), self.disk_root)
         while self.position < step:
-            self._apply(parse_command(self.log[self.position]))
+            self._apply(self.rules.parse(self.log[self.position]))
 
     def state_digest(self) -> str:
         """SHA-256 over everything a run is: position, clock, the event stream's digest and
@@ -214,8 +283,8 @@ class Run:
         events = self.cluster.events
         h.update(canonical_json({"position": self.position, "time_ms": self.cluster_time_ms, "seq": events.seq,
                                  "events": events.digest(), "state": self.cluster.state(),
-                                 "checker": self.checker.summary(), "acked": [list(_plain(a)) for a in
-                                                                               self.checker.acked],
+                                 "checker": self.checker.summary() if self.checker else {},
+                                 "acked": [list(_plain(a)) for a in self.checker.acked] if self.checker else [],
                                  "results": self.results[:self.position]}).encode())
         for rel, image in sorted(self.cluster.disk.capture().items()):
             h.update(f"{rel}|{image.size}|{image.is_dir}|".encode())
@@ -227,12 +296,15 @@ class Run:
     def events_dropped(self) -> int:
         """Events emitted by this run that the bounded ring no longer holds."""
         events = self.cluster.events
-        return events.seq - len(events.envelopes)
+        return events.seq - events.retained_count()
 
     def _take_snapshot(self) -> None:
         if self.position in self._snapshots:
             self._drop_snapshot(self.position)
-        self._snapshots[self.position] = Checkpoint.take(self.position, self.cluster, self.checker, self._store)
+        newest = self._snapshots[max(self._snapshots)] if self._snapshots else None
+        self._snapshots[self.position] = Checkpoint.take(self.position, self.cluster, self.checker, self._store,
+                                                         newest.files if newest is not None else None)
+        self._on_disk = self.position      # the data directory holds this checkpoint's files
         self._thin()
 
     def _drop_snapshot(self, step: int) -> None:
@@ -255,7 +327,10 @@ class Run:
         point — the same events, the history up to a checkpoint being one."""
         if history is None:
             history = self.cluster.events.envelopes
-        cluster, checker = self._snapshots[step].restore(disk_root, self._store)
+        current = self._snapshots.get(self._on_disk) if disk_root == self.disk_root else None
+        cluster, checker = self._snapshots[step].restore(disk_root, self._store,
+                                                         current.files if current is not None else None)
+        self._on_disk = step
         events = cluster.events
         # Only a history that reaches the checkpoint leaves no hole (a checkpoint ahead of
         # the ring's newest event starts an empty ring: the events between were dropped).
@@ -263,11 +338,24 @@ class Run:
         if events.keep is not None:
             kept = kept[-events.keep:]
         events.envelopes = kept
-        self.cluster = cluster
+        self.world = cluster
         self.checker = checker
-        self.checker.attach(self.cluster.events)
-        self._reader = ReplicaReader(self.cluster.events)
+        if checker is not None:
+            checker.attach(cluster.events)
+            self._reader = ReplicaReader(cluster.events)
         self.position = step      # results (of the whole log) stay: replay gives the same ones
+
+    def checkpoint(self) -> None:
+        """Take a checkpoint at the current position, unless one is there (a run whose
+        ``snapshot_every`` is large takes them where its user says: a lesson at the end of
+        each of its steps, after the frame has left)."""
+        if self.position not in self._snapshots:
+            self._take_snapshot()
+
+    def disk_changed(self) -> None:
+        """Files of the data directory changed outside the run's commands (a wire client of
+        the served cluster wrote them): the next restore rewrites every file."""
+        self._on_disk = None
 
     def snapshot_steps(self) -> list[int]:
         return sorted(self._snapshots)
@@ -282,7 +370,7 @@ class Run:
         if step < self.position or base > self.position:
             self._restore(base, self.disk_root)
         while self.position < step:
-            self._apply(parse_command(self.log[self.position]))
+            self._apply(self.rules.parse(self.log[self.position]))
 
     rewind = seek
 
@@ -300,13 +388,16 @@ class Run:
         other = Run.__new__(Run)
         other.seed, other.config, other.disk_root = self.seed, self.config, str(disk_root)
         other.snapshot_every, other.max_snapshots = self.snapshot_every, self.max_snapshots
+        other.world_cls, other.scenario, other.rules = self.world_cls, self.scenario, self.rules
+        other._reader = None
         other.log = [dict(c) for c in self.log[:step]]
         other.results = list(self.results[:step])
         other._store = BlockStore()
+        other._on_disk = None
         other._snapshots = {k: cp.adopt(self._store, other._store) for k, cp in self._snapshots.items() if k <= step}
         other._restore(max(other._snapshots), other.disk_root, history=self.cluster.events.envelopes)
         while other.position < step:
-            other._apply(parse_command(other.log[other.position]))
+            other._apply(other.rules.parse(other.log[other.position]))
         return other
 
     # ---- results ----------------------------------------------------------------------
@@ -336,7 +427,7 @@ class BlockStore:
     BLOCK = 1024
 
     def __init__(self) -> None:
-        self._blocks: dict[bytes, list] = {}     # digest -> [compressed bytes, references]
+        self._blocks: dict[bytes, list] = {}     # digest -> [compressed bytes, references, the digest]
 
     def put(self, data: bytes) -> tuple:
         keys = []
@@ -346,9 +437,10 @@ class BlockStore:
             key = hashlib.blake2b(chunk, digest_size=16).digest()
             entry = blocks.get(key)
             if entry is None:
-                blocks[key] = [zlib.compress(chunk, 1), 1]
+                blocks[key] = [zlib.compress(chunk, 1), 1, key]
             else:
                 entry[1] += 1
+                key = entry[2]        # the stored key object: checkpoints share it, not a copy each
             keys.append(key)
         return tuple(keys)
 
@@ -369,7 +461,7 @@ class BlockStore:
         for k in keys:
             entry = self._blocks.get(k)
             if entry is None:
-                self._blocks[k] = [other._blocks[k][0], 1]
+                self._blocks[k] = [other._blocks[k][0], 1, k]
             else:
                 entry[1] += 1
 
@@ -392,7 +484,8 @@ class Checkpoint:
     durable: dict
 
     @classmethod
-    def take(cls, step: int, cluster: Any, checker: Checker, store: BlockStore) -> "Checkpoint":
+    def take(cls, step: int, cluster: Any, checker: Checker, store: BlockStore,
+             previous: dict | None = None) -> "Checkpoint":
         events = cluster.events
         # The history is not part of a checkpoint; its rows stay rows (nothing is formatted).
         ring, first_row = events._ring, events._first_row
@@ -402,17 +495,26 @@ class Checkpoint:
                                                protocol=pickle.HIGHEST_PROTOCOL), 1)
         finally:
             events._ring, events._first_row = ring, first_row
-        files = {rel: (image.size, image.is_dir, store.put(image.data))
-                 for rel, image in cluster.disk.capture().items()}
+        files = {}
+        for rel, image in cluster.disk.capture().items():
+            entry = (image.size, image.is_dir, store.put(image.data))
+            before = previous.get(rel) if previous is not None else None
+            # A file unchanged since ``previous`` shares its entry (the memory of a checkpoint
+            # is then little more than what changed).
+            files[sys.intern(rel)] = before if before == entry else entry
         return cls(step, state, files, dict(cluster.disk._durable))
 
-    def restore(self, disk_root: str, store: BlockStore) -> tuple[Any, Checker]:
-        """A live (cluster, checker) of this checkpoint whose files live under ``disk_root``."""
+    def restore(self, disk_root: str, store: BlockStore, on_disk: dict | None = None) -> tuple[Any, Checker]:
+        """A live (cluster, checker) of this checkpoint whose files live under ``disk_root``.
+        ``on_disk``: the files (as a checkpoint lists them) the directory holds now, when
+        known; those equal here are left as they are, the others written."""
         data = pickle.loads(zlib.decompress(self.state))
         cluster = data["cluster"]
         cluster.disk.relocate(disk_root)
+        keep = {rel for rel, f in self.files.items() if on_disk is not None and on_disk.get(rel) == f}
         cluster.disk.restore({rel: FileImage(size, store.get(keys), is_dir)
-                              for rel, (size, is_dir, keys) in self.files.items()}, self.durable)
+                              for rel, (size, is_dir, keys) in self.files.items() if rel not in keep},
+                             self.durable, keep=keep)
         return cluster, data["checker"]
 
     def release(self, store: BlockStore) -> None:
@@ -597,7 +699,7 @@ def build_summary(run: Run, checker: Checker | None = None) -> dict[str, Any]:
     return {
         "seed": run.seed, "truncation": run.config.truncation, "brokers": run.config.brokers,
         "steps": run.position, "time_ms": cluster.scheduler.now_ms(),
-        "events": cluster.events.seq, "events_dropped": cluster.events.seq - len(cluster.events.envelopes),
+        "events": cluster.events.seq, "events_dropped": cluster.events.seq - cluster.events.retained_count(),
         "event_digest": cluster.events.digest(),
         "controller": _controller_id(cluster),
         "alive": [b for b in sorted(cluster.brokers) if cluster.brokers[b].alive],

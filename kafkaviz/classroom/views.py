@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES, load_content
 from kafkaviz.lessons.diagrams import diagram_assets
-from kafkaviz.lessons.views import live_context
+from kafkaviz.live.views import live_context
 from kafkaviz.live.kinds import get_kind
 from kafkaviz.live.runtime import COMMON_COMMANDS
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from kafkaviz.live.checks import CheckError, validate_check
+from .checks import CheckError, validate_check
 
 from .diagrams import DIAGRAMS
 
@@ -60,7 +60,7 @@ class Step:
 
 @dataclass(frozen=True)
 class Task:
-    """A try-it task. ``check`` is declarative (``kafkaviz/live/checks.py``)."""
+    """A try-it task. ``check`` is declarative (``kafkaviz/lessons/checks.py``)."""
 
     id: str
     text: str
@@ -81,7 +81,7 @@ class Question:
 @dataclass(frozen=True)
 class Prediction:
     """"What will happen?" before a guided step. Each choice's ``check`` (the try-it DSL,
-    ``kafkaviz/live/checks.py``) is evaluated on that step's events and the state after
+    ``kafkaviz/lessons/checks.py``) is evaluated on that step's events and the state after
     it: which choice was right is the engine's to say, never the lesson file's."""
 
     question: str

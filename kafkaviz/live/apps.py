@@ -7,5 +7,4 @@ class LiveConfig(AppConfig):
 
     def ready(self) -> None:
         # Each sandbox kind joins kinds.SANDBOX_KINDS when its module is imported.
-        from . import (client_session, compaction, guided_cluster, inside_segment, page_cache,  # noqa: F401
-                       replication, retention, segments, topic)
+        from . import client_session, guided_cluster, replication, storage_kinds  # noqa: F401

@@ -11,9 +11,10 @@ same session, event for event; ``tests/web/test_client_session.py`` records a fr
 with the real client and checks it still shows what the lesson says.
 
 A guided step is ``{cmd = "replay_to", mark = "<phase>"}``: the recorded entries are
-applied to a fresh cluster (``wire.replay.Replayer``) up to that mark. Rewind is the base
-class's replay (a fresh replayer, then the first k steps), so Back and Step rebuild from
-the record and never run the client again.
+applied to a fresh cluster (``wire.replay.Replayer``) up to that mark. Back rebuilds from
+the record (a fresh replayer up to the step's mark), so Back and Step never run the client
+again. The marks are not engine commands, so the kind has its own small step model over
+the base's bookkeeping (``begin``/``step``/``goto``, export and import).
 
 State: the guided-cluster kind's (every replica's log of the lesson's topic, HW, leaders,
 ISR), plus the client's connections open now, the requests of the current step paired with
@@ -36,7 +37,7 @@ from wire.replay import Replayer, settings_of
 
 from .group_views import group_view, protocol_steps
 from .guided_cluster import GuidedClusterSandbox
-from .kinds import command
+from .kinds import MAX_STEPS, command
 from .validation import CommandError, Field
 
 __all__ = ["ClientSessionSandbox", "RECORDING", "load_recording"]
@@ -57,73 +58,158 @@ def _phases() -> tuple[str, ...]:
     return tuple(load_recording()["phases"])
 
 
-class _Held:
-    """What GuidedClusterSandbox reads as ``self.run``: the cluster."""
+class _Replay:
+    """What the base kind (and guided-cluster's views) read as ``self.run``: the cluster a
+    fresh :class:`Replayer` rebuilds from the record, and the marks replayed so far as
+    its log (one ``replay_to`` per lesson step; ``position`` counts them)."""
 
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-
-
-class ClientSessionSandbox(GuidedClusterSandbox):
-    """A recorded real-client session, stepped mark by mark; rewind by replay."""
-
-    name: ClassVar[str] = "client-session"
-
-    # ---- the record ------------------------------------------------------------------
-    def open(self) -> None:
-        rec = load_recording(self.scenario.get("recording") and str(RECORDING.parent / self.scenario["recording"])
-                             or str(RECORDING))
-        wire_dir = self.data_dir / "wire"
+    def __init__(self, entries: list[dict[str, Any]], wire_dir: Path) -> None:
         shutil.rmtree(wire_dir, ignore_errors=True)
-        self.entries = rec["entries"]
-        self.cursor = 0
-        self.replayer = Replayer(settings_of(self.entries), wire_dir)
-        cluster = self.replayer.server.cluster
-        self.run = _Held(cluster)         # type: ignore[assignment]
-        self.reads: dict[str, dict[str, Any]] = {}
-        self.records_sent = 0
-        self.retry_writes: dict[tuple, dict[int, int]] = {}
-        self._retries: dict[int, int] = {}
-        self.events = cluster.events
-        self.events.subscribe(self._emit)
-        self.events.subscribe(self._track_retries)
-        self._advance("start")
+        self.wire_dir = wire_dir
+        self.entries = entries
+        self.cursor = 0                       # entries applied
+        self.replayer = Replayer(settings_of(entries), wire_dir)
+        self.cluster = self.world = self.replayer.server.cluster
+        self.events = self.cluster.events
+        self.log: list[dict[str, Any]] = []
+        self.results: list[dict[str, Any]] = []
 
-    def _advance(self, mark: str) -> None:
+    @property
+    def position(self) -> int:
+        return len(self.log)
+
+    def advance(self, mark: str) -> None:
         """Apply the record up to (and including) the mark named ``mark``."""
-        names = [e.get("name") for e in self.entries[self.cursor:] if e["kind"] == "mark"]
-        if mark not in names:
-            raise CommandError("invalid", _("The recorded session is already past %(mark)s; step back first.")
-                               % {"mark": mark}, "mark", "replay_to")
         while self.cursor < len(self.entries):
             e = self.entries[self.cursor]
             self.cursor += 1
             self.replayer.apply(e)
             if e["kind"] == "mark" and e["name"] == mark:
                 return
+        raise CommandError("invalid", _("The recorded session has no mark %(mark)s.") % {"mark": mark},
+                           "mark", "replay_to")
+
+    def replay_to(self, mark: str) -> None:
+        self.advance(mark)
+        self.log.append({"cmd": "replay_to", "mark": mark})
+        self.results.append({})
 
     def close(self) -> None:
-        replayer = getattr(self, "replayer", None)
-        if replayer is not None:
-            try:
-                replayer.server.cluster.disk.close_all()
-            except Exception:  # noqa: BLE001 - the run is being discarded
-                pass
-            self.replayer = None
+        try:
+            self.cluster.disk.close_all()
+        except Exception:  # noqa: BLE001 - the run is being discarded
+            pass
+        shutil.rmtree(self.wire_dir, ignore_errors=True)
+
+
+class ClientSessionSandbox(GuidedClusterSandbox):
+    """A recorded real-client session, stepped mark by mark. Its steps are marks of the
+    record, not engine commands, so it keeps its own small step model over the base's
+    bookkeeping (``ends``, ``step_seqs``): Step replays the record on to the next mark,
+    Back (``goto``) rebuilds a fresh replayer up to the step's mark, unheard."""
+
+    name: ClassVar[str] = "client-session"
+
+    # ---- the record and its steps ------------------------------------------------------
+    def begin(self) -> None:
+        rec = load_recording(self.scenario.get("recording") and str(RECORDING.parent / self.scenario["recording"])
+                             or str(RECORDING))
+        self.entries = rec["entries"]
+        self.marks = []
+        for s in self.lesson.steps:
+            do = [dict(c) for c in s.do]
+            if len(do) != 1 or do[0].get("cmd") != "replay_to" or do[0].get("mark") not in rec["phases"]:
+                raise ValueError(f"step {s.id}: a client-session step is one replay_to of a recorded mark")
+            self.marks.append(do[0]["mark"])
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """A new run: a fresh replayer at the record's "start" mark, the lesson's steps ahead."""
+        self.close()
+        self.run_id += 1
+        # a directory per run: an import builds the new one beside the current (replace_run)
+        self.run = _Replay(self.entries, self.data_dir / f"wire-{self.run_id}")     # type: ignore[assignment]
+        self.run.advance("start")
+        self.origin = 0
+        self.script_ids = [s.id for s in self.lesson.steps]
+        self.script_ends = self.ends = list(range(1, len(self.marks) + 1))
+        self.own_at = None
+        self.step_seqs = [self.run.events.seq]
+        self._subscribed = None
+        self._sync_events(forward_history=True)
+
+    def step(self) -> str:
+        before = self.position
+        if before >= self.total_steps:
+            raise CommandError("invalid", _("There is no next step: this run is at its end. Step back, or press "
+                                            "Reset."), command="step")
+        self.run.replay_to(self.marks[before])
+        self._step_done(before, "step")
+        return _("Step %(n)s of %(total)s done.") % {"n": self.position, "total": self.total_steps}
+
+    def goto(self, step: int) -> None:
+        """Back to the end of ``step``: the record replayed again by a fresh replayer, unheard
+        (its events are the same, so the step boundaries ``step_seqs`` stay)."""
+        seqs = self.step_seqs[:step + 1]
+        self._muted = True
+        try:
+            self._fresh()
+            for mark in self.marks[:step]:
+                self.run.replay_to(mark)
+        finally:
+            self._muted = False
+        self.step_seqs = seqs
+
+    def settle(self) -> None:
+        """No checkpoints: Back replays the record."""
+
+    def own(self, cmd: dict[str, Any]) -> str:
+        raise CommandError("invalid", _("This lesson replays a recorded session; it takes no commands of your "
+                                        "own."), command=cmd.get("cmd"))
+
+    def close(self) -> None:
+        run = self.__dict__.get("run")
+        if run is not None:
+            run.close()
+            self.run = None
+
+    # ---- export / import -------------------------------------------------------------
+    def export_run(self) -> dict[str, Any]:
+        return {"log": [{"id": sid, "do": [dict(c)], "scripted": True}
+                        for sid, c in zip(self.script_ids, self.run.log)], "step": self.position}
+
+    def import_run(self, run: Any) -> None:
+        """A run of this lesson is how far it went: its log must be the lesson's own steps."""
+        from .kinds import _checked_run
+
+        log, step = _checked_run(run, MAX_STEPS)
+        for i, e in enumerate(log):
+            if i >= len(self.marks) or not isinstance(e, dict) or \
+                    e.get("do") != [{"cmd": "replay_to", "mark": self.marks[i]}]:
+                raise CommandError("invalid", f"Step {i + 1} of the run is not step {i + 1} of this lesson.",
+                                   command="import")
+        if step > len(log):
+            raise CommandError("invalid", f"The run is at step {step} but has {len(log)} steps.", command="import")
+        self.replace_run(self._fresh, lambda: self.position < step)
 
     @command(Field("mark", "str", gettext_lazy("Up to"), required=True, choices=tuple(
         ("bootstrap", "produce", "leader-kill", "leader-move", "lost-response", "group", "leave",
          "session-timeout", "max-poll"))),
         help="Replay the recorded client session up to the end of one of its phases.")
     def replay_to(self, mark: str) -> str:
-        self._advance(mark)
-        return _("The client's session, replayed up to %(mark)s.") % {"mark": mark}
+        """Replay on to the end of the phase ``mark`` (a later step of the lesson)."""
+        n = self.marks.index(mark) + 1 if mark in self.marks else 0
+        if n <= self.position:
+            raise CommandError("invalid", _("The recorded session is already past %(mark)s; step back first.")
+                               % {"mark": mark}, "mark", "replay_to")
+        return self.seek(n)
 
     # ---- state ---------------------------------------------------------------------
     def kind_state(self) -> dict[str, Any]:
         out = super().kind_state()
         cluster = self.run.cluster
-        out["connections"] = [{"node": n, "broker": s.broker_id} for n, s in sorted(self.replayer.sessions.items())]
+        out["connections"] = [{"node": n, "broker": s.broker_id}
+                              for n, s in sorted(self.run.replayer.sessions.items())]
         out["requests"] = self._requests()
         out["group"] = self._group(group_view(cluster, self.topic, self.scenario.get("group")))
         out["protocol"] = protocol_steps(cluster.events, self.lang)

@@ -4,9 +4,9 @@ guided steps (lessons 14 and 15), where ``replication`` plays a named engine sce
 A lesson's ``[[steps]]`` hold the engine's own commands (``engine/cluster/commands.py``,
 the same vocabulary as ``replication``: ``{cmd = "produce", producer = "safe", ...}``);
 their fields and bounds are generated from the engine's metadata
-(:func:`~kafkaviz.live.replication.engine_command_spec`). Rewind is the base class's
-replay: a fresh :class:`engine.cluster.run.Run` with the lesson's seed and config, the
-setup, then the first k steps -- exact, because the engine is deterministic.
+(:func:`~kafkaviz.live.replication.engine_command_spec`). The run is an
+:class:`engine.cluster.run.Run` with the lesson's seed and config and the setup applied;
+rewind restores its checkpoint of the step (the base class's).
 
 The state each frame carries is read from the engine, never kept on the side: every
 replica's log of the lesson's topic as batches (producer id, epoch, sequence, the
@@ -32,18 +32,15 @@ Scenario keys (from the lesson file):
 """
 from __future__ import annotations
 
-import shutil
 from typing import Any, ClassVar
 
-from engine import narration
-from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, make_config
 from engine.group.offsets import OFFSETS_TOPIC, decode_key, decode_value
 from engine.records.batch import read_end_txn_marker
 
-from .kinds import SandboxKind
+from .kinds import CHECKPOINTS_BY_HAND, MAX_SNAPSHOTS, SandboxKind
 from .replication import engine_command_spec
-from .validation import CommandError, CommandSpec
+from .validation import CommandSpec
 
 __all__ = ["GuidedClusterSandbox", "log_cells"]
 
@@ -52,16 +49,10 @@ ISOLATIONS = ("read_uncommitted", "read_committed")
 
 
 class GuidedClusterSandbox(SandboxKind):
-    """A cluster whose guided steps come from the lesson file; rewind by replay."""
+    """A cluster whose guided steps come from the lesson file."""
 
     name: ClassVar[str] = "guided-cluster"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.topic = self.scenario.get("topic", "t")
-        self.run: Run | None = None
-        self.open()
-        self.step_seqs = [self.events.seq]
+    events_kept: ClassVar[int] = 1000
 
     @classmethod
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
@@ -73,69 +64,60 @@ class GuidedClusterSandbox(SandboxKind):
                 specs[name] = spec
         return specs
 
-    # ---- the engine ----------------------------------------------------------------
-    def open(self) -> None:
-        run_dir = self.data_dir / "run"
-        shutil.rmtree(run_dir, ignore_errors=True)
-        self.reads: dict[str, dict[str, Any]] = {}
-        self.records_sent = 0      # produced through this run: the sandbox's quota (Limits.max_messages)
-        self.run = Run(int(self.scenario.get("seed", 0)), make_config(self.scenario.get("cluster") or {}),
-                       str(run_dir), snapshot_every=10**6, max_snapshots=2, os_fsync=False)
-        self.events = self.run.cluster.events
-        self.events.subscribe(self._emit)
-        self.retry_writes: dict[tuple, dict[int, int]] = {}   # (topic, partition) -> offset -> first request
-        self._retries: dict[int, int] = {}                    # retry request id -> the send's first request
-        self.events.subscribe(self._track_retries)            # also while a rewind replays muted
+    @property
+    def topic(self) -> str:
+        return self.scenario.get("topic", "t")
+
+    def make_run(self, run_dir: Any) -> Run:
+        run = Run(int(self.scenario.get("seed", 0)), make_config(self.scenario.get("cluster") or {}), str(run_dir),
+                  snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_SNAPSHOTS, keep_events=self.events_kept,
+                  os_fsync=False)
         for cmd in self.scenario.get("setup") or ():
-            self.run.apply(dict(cmd))
+            run.apply(dict(cmd))
+        return run
 
-    def _track_retries(self, env: Any) -> None:
+    def own(self, cmd: dict[str, Any]) -> str:
+        return super().own({k: v for k, v in cmd.items() if v is not None and v != ""})
+
+    def normal(self, cmd: Any) -> dict[str, Any]:
+        return {k: v for k, v in super().normal(cmd).items() if v is not None and v != ""}
+
+    def _retry_writes(self) -> dict[tuple, dict[int, int]]:
         """Offsets a retried request appended (the engine's produce_retried and
-        produce_appended events): a cell written by a retry is marked so on the lanes."""
-        ev = env.event
-        kind = ev.kind
-        if kind == "produce_retried":
-            self._retries[ev.request_id] = ev.send_id
-        elif kind == "produce_appended" and ev.request_id in self._retries:
-            where = self.retry_writes.setdefault((ev.topic, ev.partition), {})
-            for off in range(ev.base_offset, ev.last_offset + 1):
-                where[off] = self._retries[ev.request_id]
+        produce_appended events in the run's ring): such a cell is marked on the lanes."""
+        retries: dict[int, int] = {}
+        out: dict[tuple, dict[int, int]] = {}
+        for env in self.run.events.envelopes:
+            ev = env.event
+            if ev.kind == "produce_retried":
+                retries[ev.request_id] = ev.send_id
+            elif ev.kind == "produce_appended" and ev.request_id in retries:
+                where = out.setdefault((ev.topic, ev.partition), {})
+                for off in range(ev.base_offset, ev.last_offset + 1):
+                    where[off] = retries[ev.request_id]
+        return out
 
-    def close(self) -> None:
-        if self.run is not None:
-            try:
-                self.run.cluster.disk.close_all()
-            except Exception:  # noqa: BLE001 - the run is being discarded
-                pass
-            self.run = None
-
-    def engine(self, name: str, values: dict[str, Any]) -> str:
-        """One engine command (the learner's own, or a guided step's). The engine checks
-        it against the cluster; a refused command raises and changes nothing."""
-        cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None and v != ""}}
-        records = int(cmd.get("count") or 1) if name == "produce" else 0
-        if self.records_sent + records > self.limits.max_messages:
-            raise CommandError("quota", f"This sandbox takes at most {self.limits.max_messages} records and has "
-                               f"{self.records_sent}; step back or press Reset to start over.", command=name)
-        result = self.run.apply(cmd)
-        self.records_sent += records
-        if name == "consume":
-            self._note_read(command_to_dict(parse_command(cmd)), result)
-        return narration.command_label(cmd, self.lang)
-
-    def _note_read(self, cmd: dict[str, Any], result: dict[str, Any]) -> None:
-        """What a consumer of this isolation level got, and the aborted records it skipped."""
-        topic, pnum, iso = cmd["topic"], cmd["partition"], cmd["isolation"]
-        got = {r["offset"] for r in result.get("records", [])}
-        part = self._leader_partition(topic, pnum)
-        skipped: list[int] = []
-        if part is not None and iso == "read_committed":
-            bound = part.log.last_stable_offset
-            skipped = [c["offset"] for c in log_cells(part.log) if c["status"] == "aborted"
-                       and cmd["offset"] <= c["offset"] < bound and c["offset"] not in got]
-        self.reads[iso] = {"isolation": iso, "topic": topic, "partition": pnum, "offset": cmd["offset"],
-                           "records": [{"offset": r["offset"], "value": r["value"]} for r in result.get("records", [])],
-                           "skipped_aborted": skipped, "own": self.tracker.own}
+    def _reads(self) -> dict[str, dict[str, Any]]:
+        """The last read of each isolation level in the run so far, and the aborted
+        records a read_committed one skipped."""
+        run, reads = self.run, {}
+        for i in range(self.origin, run.position):
+            cmd = run.log[i]
+            if cmd.get("cmd") != "consume":
+                continue
+            result, iso = run.results[i], cmd["isolation"]
+            got = {r["offset"] for r in result.get("records", [])}
+            part = self._leader_partition(cmd["topic"], cmd["partition"])
+            skipped: list[int] = []
+            if part is not None and iso == "read_committed":
+                bound = part.log.last_stable_offset
+                skipped = [c["offset"] for c in log_cells(part.log) if c["status"] == "aborted"
+                           and cmd["offset"] <= c["offset"] < bound and c["offset"] not in got]
+            reads[iso] = {"isolation": iso, "topic": cmd["topic"], "partition": cmd["partition"],
+                          "offset": cmd["offset"], "skipped_aborted": skipped,
+                          "records": [{"offset": r["offset"], "value": r["value"]} for r in result.get("records", [])],
+                          "own": self.own_at is not None and i >= self.own_at}
+        return reads
 
     def _leader_partition(self, topic: str, pnum: int) -> Any:
         cluster = self.run.cluster
@@ -146,6 +128,7 @@ class GuidedClusterSandbox(SandboxKind):
 
     # ---- state ---------------------------------------------------------------------
     def kind_state(self) -> dict[str, Any]:
+        self._retried = self._retry_writes()
         cluster = self.run.cluster
         cstate = cluster.state()
         topic = self.topic
@@ -162,7 +145,7 @@ class GuidedClusterSandbox(SandboxKind):
             "partitions": partitions,
             "producers": [p.to_dict() for p in cluster.producers.values()],
             "transactions": [{"transactional_id": tid, **md} for tid, md in txns.items()],
-            "reads": self.reads,
+            "reads": self._reads(),
         }
         offsets = self._offsets_view()
         if offsets is not None:
@@ -183,7 +166,7 @@ class GuidedClusterSandbox(SandboxKind):
             if part is not None:
                 log = part.log
                 cells = log_cells(log, offset_commit_text if topic == OFFSETS_TOPIC else None)[-MAX_CELLS:]
-                retried = self.retry_writes.get((topic, pnum), {})
+                retried = self._retried.get((topic, pnum), {})
                 for c in cells:
                     if c["offset"] in retried:
                         c["retry_of"] = retried[c["offset"]]

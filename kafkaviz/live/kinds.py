@@ -1,60 +1,58 @@
-"""Sandbox kinds: what a lesson's live sandbox is made of.
+"""Sandbox kinds: which world a lesson builds, and the views its diagrams draw.
 
-A *sandbox kind* owns the engine objects one lesson plays with (a single ``Log``, a
-``Cluster``, ...), declares the commands a learner may send, and describes its state
-as plain JSON for the frames. The runtime (``runtime.py``) does everything common:
-ids, data directories, locking, command-rate quotas, frames, reset, idle reclaim.
+A *sandbox kind* names the world of one lesson -- a storage world of
+``engine/storage_world.py`` (a log, a topic with its partitioner, a standalone broker)
+or a replicated ``Cluster`` -- and turns it into the plain JSON its diagrams draw
+(:meth:`SandboxKind.kind_state`, a pure function of the run). Everything else is the
+engine's :class:`~engine.cluster.run.Run`: seed, config, the command log, the position,
+seek, redo, fork, checkpoints (Back restores the nearest one and replays the few
+commands after it), export and import. The runtime (``runtime.py``) does what is
+common to every sandbox: ids, data directories, locking, quotas, frames, reset.
 
-Every kind also gets the **guided steps** of its lesson and the controls that walk
-them: ``step`` (run the next step), ``back`` and ``seek`` (go to any earlier or later
-step of the run). A step is a few commands of the kind; a learner's own command is
-added as a step at the current position and drops the rest of the script, like an
-editor's undo history. This base class implements rewind by *replay*: same seed, same
-commands, same events, so rebuilding the engine and replaying the first k steps gives
-exactly the state the learner saw at step k. A kind whose engine has snapshots
-(``replication``) overrides :meth:`goto`.
-
-A kind registers by declaring its ``name`` (the lesson file's ``kind``): the class joins
-:data:`SANDBOX_KINDS` when its module is imported, and the app imports every kind module
-when it starts (``apps.py``). Its commands are the
-engine's (``engine/storage_commands.py``, ``engine/cluster/commands.py``): a method
-decorated with :func:`handles` runs one engine command class, and gets the parsed,
-frozen command; the form fields and their limits come from that class's field metadata
-(:func:`~kafkaviz.live.validation.command_fields`), narrowed only by the demo host's caps
-(:data:`STORAGE_CAPS`) and the world's shape (:meth:`SandboxKind.narrow`). A page-only
-control (a view, a scenario choice) is a method decorated with :func:`command` and its
-own :class:`Field`s. Either way the runtime calls ``spec.handler(kind, **values)`` -- no
-lookup by name. See docs/web.md ("Adding a sandbox kind").
+A lesson's guided steps are the run's queued future: a step is the few commands of a
+``[[steps]]`` entry, ``step`` redoes them, ``back``/``seek`` seek the run, and a
+learner's own command is applied at the current step (the run forgets the rest, like an
+editor's undo history). Its commands are the engine's (``engine/storage_commands.py``,
+``engine/cluster/commands.py``): form fields and limits come from the command class's
+field metadata (:func:`~kafkaviz.live.validation.command_fields`), narrowed only by the
+demo host's caps (:data:`STORAGE_CAPS`) and the world's shape (:meth:`SandboxKind.narrow`).
+A page-only control (a view, a scenario choice) is a method decorated with
+:func:`command`. Either way the runtime calls ``spec.handler(kind, **values)`` -- no
+lookup by name. A kind registers by its ``name`` (the lesson file's ``kind``). See
+docs/web.md ("Adding a sandbox kind").
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from engine.clock import Scheduler, VirtualClock
-from engine.events import Envelope, Event, EventLog, event
+from engine.cluster.run import Run, RunMoved
+from engine.errors import KafkaError
+from engine.events import Envelope
 from engine import narration
 
 from engine.cluster.commands import Command
-from engine.storage_commands import STORAGE_COMMANDS, parse_storage_command
 
 from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .checks import TaskTracker, evaluate
+from kafkaviz.lessons.checks import TaskTracker, evaluate
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
-__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "handles", "RunMoved", "STEPPING",
+__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING",
            "STORAGE_CAPS", "STORAGE_TEXT"]
 
 # name -> class; each kind joins when its class is defined (its ``name``).
 SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
 
 MAX_EVIDENCE = 6  # sentences under a prediction's outcome (the step's narration has the rest)
-MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps replay and snapshots bounded
+MAX_STEPS = 200   # a run's steps (script + the learner's own); keeps the command log bounded
+MAX_SNAPSHOTS = 16   # checkpoints a run keeps (dense near the current step)
+CHECKPOINTS_BY_HAND = 1 << 30   # a lesson's run checkpoints at its step ends (settle), not every n commands
 
 
 class Limits:
@@ -65,35 +63,13 @@ class Limits:
         self.max_disk_bytes = max_disk_bytes
 
 
-@event("run_moved")
-class RunMoved(Event):
-    """Not an engine event: the lesson's run is now at ``step`` (it was at
-    ``from_step``); ``how`` is "step", "back" (restored), "load" or "command" (the
-    learner's own). Browsers drop timeline events after ``last_seq``."""
-    step: int
-    from_step: int
-    last_seq: int
-    how: str
-
-
 def command(*fields: Field | Callable[[dict], tuple[Field, ...]], help: str = "",
             name: str | None = None) -> Callable[[Callable], Callable]:
-    """Mark a kind's method as the handler of a command. ``fields`` are :class:`Field`s,
-    or one callable ``scenario -> fields`` when limits follow the lesson's config."""
+    """Mark a kind's method as the handler of a page-only command. ``fields`` are
+    :class:`Field`s, or one callable ``scenario -> fields`` when limits follow the lesson."""
 
     def wrap(fn: Callable) -> Callable:
         fn._command = (name or fn.__name__, fields, help)
-        return fn
-
-    return wrap
-
-
-def handles(command_cls: type[Command]) -> Callable[[Callable], Callable]:
-    """Mark a kind's method as the runner of an engine command class; the method takes
-    the parsed command (``def produce(self, cmd: Produce) -> str``)."""
-
-    def wrap(fn: Callable) -> Callable:
-        fn._handles = command_cls
         return fn
 
     return wrap
@@ -122,11 +98,12 @@ def engine_values(command_cls: type[Command], values: dict[str, Any]) -> dict[st
     return {k: v for k, v in values.items() if not (k in optional and v in (None, ""))}
 
 
-def _storage_spec(command_cls: type[Command], fn: Callable, fields: tuple[Field, ...]) -> CommandSpec:
+def engine_spec(command_cls: type[Command], fields: tuple[Field, ...]) -> CommandSpec:
+    """The spec of an engine command: the learner's own, applied to the run."""
     name = command_cls.cmd
 
     def run(kind: "SandboxKind", **values: Any) -> str:
-        return fn(kind, parse_storage_command({"cmd": name, **engine_values(command_cls, values)}))
+        return kind.own({"cmd": name, **engine_values(command_cls, values)})
 
     return CommandSpec(name, fields, handler=run, help=command_cls.summary, extra={"engine": command_cls})
 
@@ -135,15 +112,31 @@ def _storage_spec(command_cls: type[Command], fn: Callable, fields: tuple[Field,
 STEPPING = ("step", "back", "seek")
 
 
-class SandboxKind:
-    """Base of the engine holders. One instance per sandbox; recreated on reset.
+def _say(say: list) -> str:
+    """A world's ``[template, params]`` sentence in the page's language."""
+    text, params = say
+    return _(text) % {k: _say(v) if isinstance(v, list) and len(v) == 2 and isinstance(v[1], dict) else v
+                      for k, v in params.items()}
 
-    Handlers run in a worker thread under the sandbox's lock, one at a time, so they
-    may call the engine freely. They return a short sentence for the person who sent
-    the command, or raise ``CommandError`` / an engine ``KafkaError`` (both reach that
-    person as a clear error message; the sandbox stays usable)."""
+
+def _records(cmd: dict[str, Any]) -> int:
+    """Records a command writes (the sandbox's message quota counts them)."""
+    if cmd.get("cmd") == "produce":
+        return int(cmd.get("count") or 1)
+    return 1 if cmd.get("cmd") in ("put", "delete") else 0
+
+
+class SandboxKind:
+    """Base of the sandbox kinds: one :class:`Run` per sandbox (a new one on reset,
+    load or import) and its lesson's guided steps over it.
+
+    Commands run in a worker thread under the sandbox's lock, one at a time. They return
+    a short sentence for the person who sent the command, or raise ``CommandError`` / an
+    engine ``KafkaError`` (both reach that person as a clear error message; the run is
+    as it was: the engine's Run applies a command whole or not at all)."""
 
     name: ClassVar[str] = ""
+    world: ClassVar[type | None] = None      # a storage world class; None: a cluster
     events_kept: ClassVar[int] = 500
     _handlers: ClassVar[dict[str, tuple]] = {}
 
@@ -155,9 +148,6 @@ class SandboxKind:
         for attr in vars(cls).values():
             if callable(attr) and hasattr(attr, "_command"):
                 handlers[attr._command[0]] = (attr, *attr._command[1:])
-            elif callable(attr) and hasattr(attr, "_handles"):
-                assert STORAGE_COMMANDS.get(attr._handles.cmd) is attr._handles, attr._handles
-                handlers[attr._handles.cmd] = (attr, attr._handles)
         cls._handlers = handlers
 
     def __init__(self, data_dir: Path, *, seed: int, limits: Limits, lesson: Any,
@@ -171,20 +161,102 @@ class SandboxKind:
         self._listener = listener
         self.tracker = TaskTracker(lesson.tasks)
         self.commands = self.command_specs(self.scenario)
-        # The run: guided steps as the future, the learner's own commands replace it.
-        self.log: list[dict[str, Any]] = [{"id": s.id, "do": [dict(c) for c in s.do], "scripted": True}
-                                          for s in lesson.steps]
-        self.script_len = len(self.log)
-        self.position = 0
-        self.step_seqs = [0]
         self._muted = False
         self._outcome_memo: tuple[tuple, dict[str, Any]] | None = None   # see prediction_state
         self.cut_hook: Callable[[], None] | None = None   # the runtime's: end a frame here
         self.touch_hook: Callable[[], None] | None = None  # the runtime's: send a frame though no event came
-        self.clock = VirtualClock()
-        self.scheduler = Scheduler(self.clock)
-        self.events = EventLog(self.clock, keep=self.events_kept)
-        self.events.subscribe(self._emit)
+        self.run: Run | None = None
+        self.run_id = 0
+        self._subscribed: Any = None
+        self.defer_checkpoints = False    # the runtime's: it calls settle() after each frame
+        self.begin()
+
+    def __getattr__(self, name: str) -> Any:
+        # The world's objects (``logs``, ``disk``, ``clock``, ...) read through the kind.
+        run = self.__dict__.get("run")
+        if run is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(run.world, name)
+
+    # ---- the run -------------------------------------------------------------------
+    def begin(self) -> None:
+        """Start the lesson's run: its guided steps queued (a kind with its own script,
+        like ``replication``, overrides this)."""
+        self.new_run(self.script())
+
+    def script(self) -> list[tuple[str | None, list[dict]]]:
+        """The lesson's guided steps: (id, commands as the page's forms would send them)."""
+        return [(s.id, [self.normal(c) for c in s.do]) for s in self.lesson.steps]
+
+    def normal(self, cmd: Any) -> dict[str, Any]:
+        """A command as the learner's form sends it to the engine: validated by the page's
+        spec (its defaults filled), optional blanks left to the engine."""
+        spec, values = validate_command(self.commands, legacy_command(cmd))
+        if "engine" not in spec.extra:
+            raise CommandError("invalid", f"{spec.type} cannot be a step of a run.", command=spec.type)
+        return {"cmd": spec.type, **engine_values(spec.extra["engine"], values)}
+
+    def make_run(self, run_dir: Path) -> Run:
+        """The run this lesson's world lives in (a kind on a cluster overrides this)."""
+        return Run(self.seed, None, str(run_dir), world=self.world, scenario=self.scenario,
+                   snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_SNAPSHOTS, keep_events=self.events_kept,
+                   os_fsync=False)
+
+    def new_run(self, steps: list[tuple[str | None, list[dict]]], own_at: int | None = None) -> None:
+        """Replace the run by a new one whose future is ``steps`` (id, commands); the
+        steps from ``own_at`` (a step index) on are the learner's own."""
+        self.close()
+        self.run_id += 1
+        run_dir = self.data_dir / f"run-{self.run_id}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+        self.run = self.make_run(run_dir)
+        self.origin = self.run.position           # a cluster's setup comes before step 1
+        self.run.checkpoint()
+        self.script_ids = [sid for sid, _ in steps]
+        self.script_ends: list[int] = []
+        for _sid, do in steps:
+            self.script_ends.append((self.script_ends[-1] if self.script_ends else self.origin) + len(do))
+        own = len(steps) if own_at is None else own_at
+        self.own_at = None if own_at is None else (self.script_ends[own - 1] if own else self.origin)
+        self.run.queue([c for _sid, do in steps for c in do])
+        self.ends = list(self.script_ends)
+        self.step_seqs = [self.run.events.seq]
+        self._subscribed = None
+        self._sync_events(forward_history=True)
+
+    def _sync_events(self, forward_history: bool = False) -> None:
+        """Listen to the run's events (a restored checkpoint brings a new event log)."""
+        world = self.run.world
+        if hasattr(world, "cut"):
+            world.cut = self.cut_frame
+        if hasattr(world, "learner"):
+            world.learner = self.tracker.own
+        events = world.events
+        if events is self._subscribed:
+            return
+        self._subscribed = events
+        if forward_history:
+            for env in list(events.envelopes):
+                self._emit(env)
+        events.subscribe(self._emit)
+
+    @property
+    def events(self) -> Any:
+        return self.run.events
+
+    @property
+    def position(self) -> int:
+        """The lesson step the run is at."""
+        return bisect.bisect_right(self.ends, self.run.position)
+
+    @property
+    def total_steps(self) -> int:
+        return len(self.ends)
+
+    def _scripted(self, n: int) -> bool:
+        """Whether step ``n`` (1-based) is the lesson's own."""
+        return 1 <= n <= min(len(self.script_ends), len(self.ends)) and (self.own_at is None or self.ends[n - 1] <= self.own_at)
 
     # ---- commands ------------------------------------------------------------
     @classmethod
@@ -192,13 +264,11 @@ class SandboxKind:
         """Every command this kind accepts for a lesson's scenario, handlers bound."""
         specs = {}
         narrow = cls.narrow(scenario)
-        for cname, (fn, *decl) in cls._handlers.items():
-            if len(decl) == 1:          # an engine storage command (@handles): its fields come from the engine
-                fields = command_fields(decl[0], caps=_storage_caps(), narrow=narrow.get(cname),
-                                        text=STORAGE_TEXT, labels=STORAGE_LABELS)
-                specs[cname] = _storage_spec(decl[0], fn, fields)
-                continue
-            fields, help_text = decl
+        for command_cls in (cls.world.commands() if cls.world is not None else ()):
+            fields = command_fields(command_cls, caps=_storage_caps(), narrow=narrow.get(command_cls.cmd),
+                                    text=STORAGE_TEXT, labels=STORAGE_LABELS)
+            specs[command_cls.cmd] = engine_spec(command_cls, fields)
+        for cname, (fn, fields, help_text) in cls._handlers.items():
             if len(fields) == 1 and callable(fields[0]) and not isinstance(fields[0], Field):
                 fields = tuple(fields[0](scenario))
             specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
@@ -213,39 +283,79 @@ class SandboxKind:
         return {}
 
     def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        """Run one validated command: stepping, or the learner's own (recorded as a step)."""
-        if spec.type in STEPPING:
-            return spec.handler(self, **values)
-        if len(self.log[:self.position]) >= MAX_STEPS:
+        """Run one validated command (stepping, a page control or the learner's own)."""
+        return spec.handler(self, **values)
+
+    def check_quota(self, cmd: dict[str, Any]) -> None:
+        """The demo host's quota: records a run may write."""
+        n = _records(cmd)
+        if not n:
+            return
+        sent = sum(_records(c) for c in self.run.log[self.origin:self.run.position])
+        if sent + n > self.limits.max_messages:
+            raise CommandError("quota", _("This sandbox takes at most %(max)s messages and has %(n)s; step back or "
+                                          "press Reset to start over.") % {"max": self.limits.max_messages, "n": sent},
+                               "count" if cmd.get("cmd") == "produce" else "key", cmd.get("cmd"))
+        if cmd.get("cmd") == "produce" and getattr(self.world, "allocate", False):   # its disk counts real blocks
+            used = self.run.world.disk.usage_bytes()
+            if used + n * (int(cmd.get("value_size") or 100) + len(cmd.get("key") or "") + 100) \
+                    > self.limits.max_disk_bytes:
+                raise CommandError("quota", f"This sandbox may use {self.limits.max_disk_bytes} bytes of disk and "
+                                   f"uses {used}; sending {n} more message(s) would pass that. Jump the clock so "
+                                   "retention deletes old segments, or press Reset.", "count", "produce")
+
+    def own(self, cmd: dict[str, Any]) -> str:
+        """The learner's own engine command, applied at the current step as a step of its
+        own (the rest of the run's future is dropped). The engine checks it first."""
+        if self.position >= MAX_STEPS:
             raise CommandError("quota", _("This run has %(n)s steps, the most it keeps; step back or press Reset "
-                                          "to start over.") % {"n": self.position}, command=spec.type)
+                                          "to start over.") % {"n": self.position}, command=cmd.get("cmd"))
+        self.check_quota(cmd)
         before = self.position
         self.tracker.own = True
-        text = spec.handler(self, **values)
-        engine_cls = spec.extra.get("engine")
-        own = {"cmd": spec.type, **(engine_values(engine_cls, values) if engine_cls else values)}
-        self.log[self.position:] = [{"id": None, "do": [own], "scripted": False}]
+        self._sync_events()
+        try:
+            result = self.run.apply(cmd)
+        except KafkaError as exc:
+            if not hasattr(exc, "field"):
+                raise
+            raise CommandError("invalid", str(exc), exc.field, cmd.get("cmd")) from None
+        finally:
+            self._sync_events()
+        at = self.run.position - 1
+        self.own_at = at if self.own_at is None else min(self.own_at, at)
+        self.ends = [e for e in self.script_ends if e <= self.own_at] + list(range(self.own_at + 1,
+                                                                                  len(self.run.log) + 1))
         self._step_done(before, "command")
-        return text
+        return self.reply(cmd, result)
 
-    def _run_step(self, entry: dict[str, Any]) -> list[str]:
-        out = []
-        for cmd in entry["do"]:
-            spec, values = validate_command(self.commands, cmd)
-            out.append(spec.handler(self, **values))
-        return out
+    def reply(self, cmd: dict[str, Any], result: dict[str, Any]) -> str:
+        """What the sender of a command is told: the world's sentence, translated."""
+        say = result.get("say") if isinstance(result, dict) else None
+        if say:
+            return _say(say)
+        return narration.command_label(cmd, self.lang)
 
     def _step_done(self, from_step: int, how: str) -> None:
-        self.position = from_step + 1 if how in ("step", "command") else self.position
         del self.step_seqs[self.position:]
-        self.step_seqs.append(self.events.seq)
+        self.step_seqs.append(self.run.events.seq)
         self._moved(from_step, how)
+        if not self.defer_checkpoints:
+            self.settle()
+
+    def settle(self) -> None:
+        """Checkpoint the run at its step end, so Back to here restores it and replays
+        nothing. The runtime calls this after the step's frame has left
+        (``defer_checkpoints``), keeping the checkpoint off the click's path."""
+        if self.run is not None and self.run.position in self.ends:
+            self.run.checkpoint()
 
     def _moved(self, from_step: int, how: str) -> None:
-        """A ``run_moved`` marker to the frame builder only (never into the engine's log)."""
+        """A ``run_moved`` marker to the frame builder only (never into the world's log)."""
         if self._listener is not None and not self._muted:
-            self._listener(Envelope(self.events.seq, self.events.clock.now_ms(),
-                                    RunMoved(self.position, from_step, self.events.seq, how)))
+            events = self.run.events
+            self._listener(Envelope(events.seq, events.clock.now_ms(),
+                                    RunMoved(self.position, from_step, events.seq, how)))
 
     def cut_frame(self) -> None:
         """End a frame at this point of a long command (see ``FrameBuilder.cut``)."""
@@ -260,25 +370,29 @@ class SandboxKind:
         if self._listener is not None:
             self._listener(env)
 
-    # ---- stepping (the base implementation replays; see the module doc) ------
+    # ---- stepping ---------------------------------------------------------------
     def step(self) -> str:
-        if self.position >= len(self.log):
+        before = self.position
+        if before >= self.total_steps:
             raise CommandError("invalid", _("There is no next step: this run is at its end. Step back, or press "
                                             "Reset."), command="step")
-        before = self.position
-        self._run_step(self.log[before])
+        run = self.run
+        while run.position < self.ends[before]:
+            self._sync_events()
+            if self.own_at is not None and run.position >= self.own_at:
+                self.check_quota(run.log[run.position])
+            try:
+                run.redo()
+            finally:
+                self._sync_events()
         self._step_done(before, "step")
-        return _("Step %(n)s of %(total)s done.") % {"n": self.position, "total": len(self.log)}
+        return _("Step %(n)s of %(total)s done.") % {"n": self.position, "total": self.total_steps}
 
     def back(self) -> str:
         if self.position == 0:
             raise CommandError("invalid", _("This is the start of the run; there is no step before it."),
                                command="back")
         return self.seek(self.position - 1)
-
-    @property
-    def total_steps(self) -> int:
-        return len(self.log)
 
     def seek(self, step: int) -> str:
         total = self.total_steps
@@ -296,102 +410,132 @@ class SandboxKind:
         return _("Back to step %(n)s of %(total)s.") % {"n": step, "total": total}
 
     def goto(self, step: int) -> None:
-        """Make the engine's state that after ``step`` steps (step < position)."""
-        self.close()
-        for child in self.data_dir.iterdir():
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
-        self.clock = VirtualClock()
-        self.scheduler = Scheduler(self.clock)
-        self.events = EventLog(self.clock, keep=self.events_kept)
-        self.events.subscribe(self._emit)
-        self._muted = True
-        try:
-            self.open()
-            self.position = 0
-            self.step_seqs = [self.events.seq]
-            for i in range(step):
-                self._run_step(self.log[i])
-                self.position = i + 1
-                self.step_seqs.append(self.events.seq)
-        finally:
-            self._muted = False
+        """Put the run at the end of ``step`` (< position): the run restores its nearest
+        checkpoint and replays the few commands after it, unheard."""
+        self.run.seek(self.ends[step - 1] if step else self.origin)
+        self._sync_events()
+        del self.step_seqs[step + 1:]
 
     # ---- export / import (share links, JSON files) ------------------------------
     def export_run(self) -> dict[str, Any]:
         """The run as plain data: the commands of every step and where the learner is.
         With the lesson's scenario (config, seed) it reproduces exactly what they see."""
-        return {"log": [{"id": e["id"], "do": [dict(c) for c in e["do"]], "scripted": e["scripted"]}
-                        for e in self.log], "step": self.position}
+        log, out, start = self.run.log, [], self.origin
+        for i, end in enumerate(self.ends):
+            scripted = self._scripted(i + 1)
+            out.append({"id": self.script_ids[i] if scripted else None, "do": [self.compact(c) for c in log[start:end]],
+                        "scripted": scripted})
+            start = end
+        return {"log": out, "step": self.position}
+
+    def compact(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        """A command of the run's log as a form sends it: fields at their default left out."""
+        parsed = self.run.rules.parse(cmd)
+        out = {"cmd": parsed.cmd}
+        for f in dataclasses.fields(parsed):
+            v = cmd.get(f.name)
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+            if v is not None and f.name in cmd and getattr(parsed, f.name) != default:
+                out[f.name] = v
+        return out
 
     def import_run(self, run: Any) -> None:
         """Replace the run with an exported one and replay it to its step. Every command
-        is validated against this kind's specs and run by the engine, so a tampered file
-        can do nothing a learner could not; on any error the sandbox is as it was."""
+        is validated against this kind's specs and parsed by the engine, so a tampered
+        file can do nothing a learner could not; on any error the sandbox is as it was."""
         log, step = _checked_run(run, MAX_STEPS)
-        entries = []
-        ids = {s.id for s in self.lesson.steps}
+        script = self.script()
+        steps, own_at = [], None
         for i, e in enumerate(log):
             if not isinstance(e, dict) or not isinstance(e.get("do"), list) or not 1 <= len(e["do"]) <= 10:
                 raise CommandError("invalid", f"Step {i + 1} of the run must list 1 to 10 commands.", command="import")
-            e = {**e, "do": [legacy_command(c) for c in e["do"]]}
-            for cmd in e["do"]:
-                spec, _values = validate_command(self.commands, cmd)
-                if spec.type in STEPPING:
-                    raise CommandError("invalid", f"Step {i + 1}: {spec.type} cannot be a step of a run.",
-                                       command="import")
-            scripted = bool(e.get("scripted")) and e.get("id") in ids
-            entries.append({"id": e.get("id") if scripted else None, "do": [dict(c) for c in e["do"]],
-                            "scripted": scripted})
-        if step > len(entries):
-            raise CommandError("invalid", f"The run is at step {step} but has {len(entries)} steps.", command="import")
-        saved = (self.log, self.position)
-        self.log = entries
+            do = [self.normal(c) for c in e["do"]]
+            on_script = own_at is None and i < len(script) and bool(e.get("scripted")) and \
+                e.get("id") == script[i][0]
+            if not on_script and own_at is None:
+                own_at = i
+            steps.append((script[i][0] if on_script else None, [dict(c) for c in do]))
+        if step > len(steps):
+            raise CommandError("invalid", f"The run is at step {step} but has {len(steps)} steps.", command="import")
+        self.replace_run(lambda: self.new_run(steps, own_at), lambda: self.position < step)
+
+    # What a run of this kind is, beyond the Run itself (saved while a new one is built).
+    run_fields: ClassVar[tuple[str, ...]] = ("run", "run_id", "origin", "script_ids", "script_ends", "own_at", "ends",
+                                             "step_seqs", "_subscribed")
+
+    def replace_run(self, build: Callable[[], None], more: Callable[[], bool]) -> None:
+        """Build a new run beside the current one, unheard, and step it while ``more()``;
+        keep the current one until then, so a refused file leaves the learner's run as it
+        was. Then the page gets the new run's history and a "load" marker."""
+        saved = {k: getattr(self, k) for k in self.run_fields}
+        self.run = None
+        self._muted = True
         try:
-            self.goto(0)
-            self._moved(saved[1], "back")
-            self.seek(step)
-        except Exception:
-            self.log = saved[0]
-            self.goto(0)
-            while self.position < saved[1]:
+            build()
+            while more():
                 self.step()
+        except Exception:
+            self.close()
+            for k, v in saved.items():
+                setattr(self, k, v)
             raise
+        finally:
+            self._muted = False
+        new, new_id = self.run, self.run_id
+        self.run, self.run_id = saved["run"], saved["run_id"]
+        self.close()
+        self.run, self.run_id = new, new_id
+        self.tracker.own = self.own_at is not None and self.own_at < self.run.position
+        for env in list(self.run.events.envelopes):
+            self._emit(env)
+        self._moved(0, "load")
 
     # ---- what a kind provides --------------------------------------------------
-    def open(self) -> None:
-        """Build the engine on ``self.data_dir`` with ``self.scheduler``/``self.events``."""
-        raise NotImplementedError
-
     def kind_state(self) -> dict[str, Any]:
         raise NotImplementedError
-
-    def step_label(self, entry: dict[str, Any]) -> str:
-        """A step of the run in a few words (the step list, the scrubber)."""
-        return "; ".join(narration.command_label(c, self.lang) for c in entry["do"])
 
     def on_event(self, env: Envelope) -> None:
         """Called for every engine event the learner sees."""
 
     def close(self) -> None:
-        """Release files; the runtime removes the data directory afterwards."""
+        """Release the run's files; the runtime removes the data directory afterwards."""
+        run = self.__dict__.get("run")
+        if run is None:
+            return
+        try:
+            closer = getattr(run.world, "close", None) or run.world.disk.close_all
+            closer()
+        except Exception:  # noqa: BLE001 - the run is being discarded
+            pass
+        shutil.rmtree(Path(run.disk_root), ignore_errors=True)
+        self.run = None
 
     # ---- state ---------------------------------------------------------------
     def step_events(self) -> list[dict[str, Any]]:
         """The engine events of the current step (what narrates it)."""
-        lo = self.step_seqs[self.position - 1] if self.position > 0 and len(self.step_seqs) > self.position else None
-        if lo is None:
+        pos = self.position
+        if pos == 0 or len(self.step_seqs) <= pos:
             return []
-        hi = self.step_seqs[self.position]
-        return [env.to_dict() for env in self.events.between(lo, hi)]
+        lo, hi = self.step_seqs[pos - 1], self.step_seqs[pos]
+        return [env.to_dict() for env in self.run.events.between(lo, hi)]
+
+    def step_say(self, n: int) -> str:
+        """The sentence of the lesson's step ``n`` (1-based, on script)."""
+        return next((s.say for s in self.lesson.steps if s.id == self.script_ids[n - 1]), "")
 
     def run_state(self) -> dict[str, Any]:
-        says = {s.id: s.say for s in self.lesson.steps}
-        steps = [{"n": i + 1, "label": self.step_label(e), "say": says.get(e["id"], "") if e["scripted"] else "",
-                  "scripted": e["scripted"]} for i, e in enumerate(self.log)]
+        log, steps, start = self.run.log, [], self.origin
+        for i, end in enumerate(self.ends):
+            scripted = self._scripted(i + 1)
+            steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
+                                                          for c in log[start:end]),
+                          "say": self.step_say(i + 1) if scripted else "", "scripted": scripted})
+            start = end
         return {
-            "step": self.position, "total": len(self.log), "steps": steps,
-            "on_script": all(e["scripted"] for e in self.log),
-            "step_seqs": list(self.step_seqs), "last_seq": self.events.seq,
+            "step": self.position, "total": self.total_steps, "steps": steps,
+            "on_script": self.own_at is None,
+            "step_seqs": list(self.step_seqs), "last_seq": self.run.events.seq,
             "happened": narration.summarize(self.step_events(), self.lang) if self.position else [],
         }
 
@@ -399,9 +543,9 @@ class SandboxKind:
     def prediction_of(self, n: int) -> tuple[str, Any] | None:
         """``(id, Prediction)`` the lesson asks before step ``n`` (1-based) of the run, when
         that step is still the lesson's own; ``id`` names it for the page (its storage key)."""
-        if not 1 <= n <= len(self.log) or not self.log[n - 1]["scripted"]:
+        if not self._scripted(n):
             return None
-        sid = self.log[n - 1]["id"]
+        sid = self.script_ids[n - 1]
         p = self.lesson.predictions.get(sid)
         return None if p is None else (sid, p)
 

@@ -1,13 +1,13 @@
 """The ``replication`` sandbox kind: a replicated cluster playing a named scenario
 (``engine/cluster/scenarios.py``) step by step, with rewind.
 
-The kind owns one :class:`engine.cluster.run.Run` (seed + config + command log + a
-snapshot after every command). The scenario's commands are the run's *future*; a
-lesson step is one command, or a few when a command shows nothing until the clock moves
-(see ``script_ends``): step = ``Run.redo()`` up to the step's last command, back/seek =
-``Run.seek(k)`` (the snapshot taken after command k is restored, engine state and
-files), a learner's own command = ``Run.apply()`` (added at the current step as a step
-of its own; the rest of the scenario is dropped).
+The kind owns one :class:`engine.cluster.run.Run` (seed + config + command log +
+checkpoints at its step ends) and steps it as every kind does (``kinds.py``). The
+scenario's commands are the run's *future*; a lesson step is one command, or a few when a
+command shows nothing until the clock moves (see ``script_ends``): step = ``Run.redo()``
+up to the step's last command, back/seek = ``Run.seek(k)`` (the checkpoint of that step
+is restored, engine state and files), a learner's own command = ``Run.apply()`` (added at
+the current step as a step of its own; the rest of the scenario is dropped).
 
 **One command vocabulary.** The learner's commands are the engine's own
 (``engine/cluster/commands.py``): their fields, types and bounds are generated from
@@ -26,7 +26,6 @@ Scenario keys (from the lesson file):
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -44,7 +43,7 @@ from wire.session import FIRST_NODE_ID
 from . import client_listener
 from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
-from .kinds import MAX_STEPS, SandboxKind, command
+from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, SandboxKind, command
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
@@ -71,7 +70,7 @@ def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | No
     fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT)
     if fields is None:
         return None
-    return CommandSpec(name, fields, handler=lambda kind, **values: kind.engine(name, values),
+    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
                        help=cls.summary, extra={"engine": cls})
 
 
@@ -139,17 +138,19 @@ class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
 
     name: ClassVar[str] = "replication"
+    run_fields = SandboxKind.run_fields + ("scenario_def", "truncation", "script")
+    # The runtime's (runtime.py ``_build``): the sandbox's lock and a thread-safe request to
+    # publish frames, for what a client of the listener makes the engine do between commands.
+    lock: Any = None
+    flush_hook: Any = None
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def begin(self) -> None:
         sc = self.scenario
         self.topic, self.partition = sc.get("topic", "t"), sc.get("partition", 0)
-        self.run_id = 0
         self.custom_shape: dict[str, Any] | None = None     # the learner's own cluster shape, when they built one
-        self.run: Run | None = None
-        self._subscribed: Any = None
         # "Connect your own client" (client_listener.py), when the lesson file offers it
         self.client_port_: ClientPort | None = None
+        self._served_run = 0      # run_id of the last run a client listener served (its checkpoints are off)
         self._start(sc["choices"][0], (sc.get("truncations") or ["epoch"])[0])
 
     @classmethod
@@ -169,78 +170,32 @@ class ReplicationSandbox(SandboxKind):
         return specs
 
     # ---- the run -------------------------------------------------------------------
-    def _run_dir(self) -> Path:
-        return self.data_dir / f"run-{self.run_id}"
-
-    def _start(self, scenario: "str | Scenario", truncation: str) -> None:
-        self._close_run()
+    def _start(self, scenario: "str | Scenario", truncation: str, log: list[dict] | None = None) -> None:
+        """A new run of ``scenario`` under ``truncation``: its commands grouped into lesson
+        steps (``script_ends``) as the run's future, or ``log`` (an imported run: the
+        script's steps as long as it follows them, then one step per command)."""
         self.scenario_def = get_scenario(scenario) if isinstance(scenario, str) else scenario
         self.custom_shape = None if isinstance(scenario, str) else self.custom_shape
         self.truncation = truncation
-        self.run_id += 1
-        run_dir = self._run_dir()
-        shutil.rmtree(run_dir, ignore_errors=True)
-        run_dir.mkdir(parents=True)
         self.script = [command_to_dict(parse_command(c)) for c in self.scenario_def.commands()]
-        run = Run(self.scenario_def.seed, make_config({**SANDBOX_LOG_CONFIG, **self.scenario_def.config},
-                                                      truncation=truncation),
-                  str(run_dir), snapshot_every=1, max_snapshots=MAX_STEPS + 2, os_fsync=False)
-        run.queue(self.script)
-        self.run = run
-        self.ends = script_ends(self.script)
-        self.step_seqs = [run.cluster.events.seq]
-        self._sync_events(forward_history=True)
+        steps, start = [], 0
+        for n, end in enumerate(script_ends(self.script), 1):
+            steps.append((f"{self.scenario_def.name}:{n}", self.script[start:end]))
+            start = end
+        own_at = None
+        if log is not None:
+            k = 0
+            while k < len(steps) and log[sum(len(d) for _, d in steps[:k]):][:len(steps[k][1])] == steps[k][1]:
+                k += 1
+            done = sum(len(d) for _, d in steps[:k])
+            own_at = k if done < len(log) else None
+            steps = steps[:k] + [(None, [c]) for c in log[done:]]
+        self.new_run(steps, own_at)
 
-    def _sync_events(self, forward_history: bool = False) -> None:
-        """Point the kind's event log at the run's cluster (a restore makes a new one)."""
-        events = self.run.cluster.events
-        if events is self._subscribed:
-            return
-        self.events = events
-        self._subscribed = events
-        if forward_history:
-            for env in list(events.envelopes):
-                self._emit(env)
-        events.subscribe(self._emit)
-
-    def _close_run(self) -> None:
-        if self.run is None:
-            return
-        try:
-            self.run.cluster.disk.close_all()
-        except Exception:  # noqa: BLE001 - the run is being discarded
-            pass
-        shutil.rmtree(self._run_dir(), ignore_errors=True)
-        self.run = None
-        self._subscribed = None
-
-    def _ends_of_log(self) -> list[int]:
-        """Step ends of the run's log: the script's grouping while the log follows the
-        script, then one step per command of the learner's own."""
-        log, script = self.run.log, self.script
-        k = 0
-        while k < min(len(log), len(script)) and log[k] == script[k]:
-            k += 1
-        ends = [e for e in script_ends(script) if e <= k]
-        if k and (not ends or ends[-1] != k):
-            ends.append(k)
-        return ends + list(range(k + 1, len(log) + 1))
-
-    @property
-    def position(self) -> int:  # type: ignore[override]
-        """The lesson step the run is at (its commands are ``run.position``)."""
-        if self.run is None or self.run.position == 0:
-            return 0
-        pos = self.run.position
-        return next((i + 1 for i, e in enumerate(self.ends) if e == pos), sum(1 for e in self.ends if e <= pos))
-
-    @property
-    def total_steps(self) -> int:
-        return len(self.ends)
-
-    @position.setter
-    def position(self, value: int) -> None:
-        pass  # the run keeps its own position
+    def make_run(self, run_dir: Path) -> Run:
+        sc = self.scenario_def
+        return Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation=self.truncation),
+                   str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
 
     # ---- commands ------------------------------------------------------------------
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")
@@ -263,7 +218,7 @@ class ReplicationSandbox(SandboxKind):
     @command(_config_fields, help="Change a setting (Kafka name) of the cluster, or of one broker.")
     def set_config(self, name: str, value: int, broker: int | None = None) -> str:
         scope = {"scope": "broker", "target": broker} if broker is not None else {"scope": "cluster"}
-        return self.engine("set_config", {**scope, "changes": {name: value}})
+        return self.own({"cmd": "set_config", **scope, "changes": {name: value}})
 
     @command(Field("partition", "int", gettext_lazy("Partition"), required=True, min=0, max=MAX_PARTITIONS - 1),
              help="Show another partition of the topic in the diagrams (changes nothing in the cluster).")
@@ -286,13 +241,12 @@ class ReplicationSandbox(SandboxKind):
             return _("The client listener is stopped.")
         port = self.client_port_
         if port is None:
-            port = self.client_port_ = ClientPort(self.data_dir, getattr(self, "lock", None),
-                                                  getattr(self, "flush_hook", None))
+            port = self.client_port_ = ClientPort(self.data_dir, self.lock, self.flush_hook)
         bootstrap = port.open(self.run.cluster)
-        # Client traffic is not a command of the run: a checkpoint could not hold a live
-        # connection, and Back is refused while one is attached (rewinding replays the
-        # learner's own commands only).
-        self.run.snapshot_every = 10**9
+        # Client traffic is not a command of the run: this run takes no more checkpoints
+        # (``settle``), and Back is refused while a client is attached (going back restores
+        # an earlier checkpoint and replays the run's own commands only).
+        self._served_run = self.run_id
         if self.touch_hook is not None:
             self.touch_hook()
         return _("Listening: point your client at %(bootstrap)s.") % {"bootstrap": bootstrap}
@@ -307,30 +261,25 @@ class ReplicationSandbox(SandboxKind):
                                          "run cannot go back or start over until it disconnects."),
                                command=spec.type)
         try:
-            if spec.type in ("load", "shape", "step", "back", "seek", "view_partition", "client_port"):
-                return spec.handler(self, **values)
-            before = self.position
-            self.tracker.own = True
-            text = spec.handler(self, **values)
-            self._step_done(before, "command")
-            return text
+            return super().execute(spec, values)
         finally:
-            if port is not None and self.run is not None:
-                port.follow(self.run.cluster)       # a new run's cluster is the one served
+            self._follow()        # a new run's (or a restored checkpoint's) cluster is the one served
 
-    def engine(self, name: str, values: dict[str, Any]) -> str:
-        """The learner's own engine command, added at the current step (the rest of the
-        scenario is dropped). The engine validates it against the cluster."""
-        if self.run.position >= MAX_STEPS:
-            raise CommandError("quota", _("This run has %(n)s steps, the most it keeps; load the scenario again "
-                                          "to start over.") % {"n": self.run.position}, command=name)
-        cmd = {"cmd": name, **{k: v for k, v in values.items() if v is not None}}
-        if name == "consumer_join":
+    def _follow(self) -> None:
+        port = self.client_port_
+        if port is not None and port.is_open and self.run is not None:
+            port.follow(self.run.cluster)
+            self._served_run = self.run_id
+
+    def own(self, cmd: dict[str, Any]) -> str:
+        """The learner's own engine command (the engine validates it against the cluster)."""
+        cmd = {k: v for k, v in cmd.items() if v is not None}
+        if cmd["cmd"] == "consumer_join":
             cmd = self._join_like_the_group(cmd)
-        self.run.apply(cmd)
-        self.ends = self._ends_of_log()
-        self._sync_events()
-        return narration.command_label(cmd, self.lang)
+        return super().own(cmd)
+
+    def check_quota(self, cmd: dict[str, Any]) -> None:
+        """A cluster's commands are bounded by the forms' caps (WEB_CAPS) and MAX_STEPS."""
 
     def _join_like_the_group(self, cmd: dict[str, Any]) -> dict[str, Any]:
         """A form cannot send lists: a new consumer subscribes to what the group's members
@@ -347,32 +296,12 @@ class ReplicationSandbox(SandboxKind):
             cmd.setdefault("topics", [self.topic])
         return cmd
 
-    def _step_done(self, from_step: int, how: str) -> None:
-        del self.step_seqs[self.position:]
-        self.step_seqs.append(self.run.cluster.events.seq)
-        self._moved(from_step, how)
-
-    def step(self) -> str:
-        run = self.run
-        before = self.position
-        if before >= self.total_steps:
-            raise CommandError("invalid", _("There is no next step: this run is at its end. Step back, or load "
-                                            "the scenario again."), command="step")
-        while run.position < self.ends[before]:
-            run.redo()
-            self._sync_events()
-        self._step_done(before, "step")
-        return _("Step %(n)s of %(total)s done.") % {"n": self.position, "total": self.total_steps}
-
-    def goto(self, step: int) -> None:
-        self.run.seek(self.ends[step - 1] if step else 0)
-        self._sync_events()
-        del self.step_seqs[step + 1:]
-
     # ---- export / import -------------------------------------------------------------
     def export_run(self) -> dict[str, Any]:
+        # "step" counts lesson steps, as the page does (a step may run several commands);
+        # "commands" says how many of the log's commands those steps ran.
         out = {"scenario": self.scenario_def.name, "truncation": self.truncation,
-               "log": [dict(c) for c in self.run.log], "step": self.run.position}
+               "log": [dict(c) for c in self.run.log], "step": self.position, "commands": self.run.position}
         if self.custom_shape is not None:
             out.update(shape=dict(self.custom_shape), seed=self.scenario_def.seed)
         return out
@@ -405,75 +334,28 @@ class ReplicationSandbox(SandboxKind):
             if not on_script and cmd.get("cmd") not in allowed:
                 raise CommandError("invalid", _("Step %(n)s: %(cmd)r is not a command of this lesson.") % {
                     "n": i + 1, "cmd": cmd.get("cmd")}, command="import")
-        # Build the new run beside the current one, muted; keep the current one until the
-        # new one has replayed, so a refused file leaves the learner's run untouched.
-        keep = ("run", "run_id", "scenario_def", "truncation", "script", "ends", "step_seqs", "_subscribed", "events",
-                "custom_shape")
-        saved = {name: getattr(self, name) for name in keep}
-        self.run = None
-        self._muted = True
+        normal = [command_to_dict(parse_command(c)) for c in log]     # the engine parses every command
+        self.custom_shape, before = shape, self.custom_shape
         try:
-            self.custom_shape = shape
-            self._start(target, choice["truncation"])
-            self.run.queue(log)          # the engine parses every command here
-            self.ends = self._ends_of_log()
-            while self.run.position < step:
-                self.step()              # ... and checks each against the cluster as it runs
+            # A run with "commands" counts lesson steps; an older one counted commands.
+            lesson_steps = isinstance(run.get("commands"), int) and not isinstance(run.get("commands"), bool)
+            self.replace_run(lambda: self._start(target, choice["truncation"], normal),
+                             lambda: (self.position if lesson_steps else self.run.position) < step)
+            # ... and the engine checks each command as it runs
         except Exception:
-            self._close_run()
-            for name, value in saved.items():
-                setattr(self, name, value)
+            self.custom_shape = before
             raise
-        finally:
-            self._muted = False
-        new_run, new_id = self.run, self.run_id
-        self.run, self.run_id = saved["run"], saved["run_id"]
-        self._close_run()
-        self.run, self.run_id = new_run, new_id
-        self._subscribed = self.events = new_run.cluster.events   # subscribed once, in _start
-        self.tracker.own = any(not self._on_script(i + 1) for i in range(len(self.run.log)))
-        for env in list(self.run.cluster.events.envelopes):
-            self._emit(env)
-        self._moved(0, "load")
 
     # ---- state ---------------------------------------------------------------------
-    def _on_script(self, upto: int) -> bool:
-        """Whether the first ``upto`` commands of the run are the script's."""
-        return upto <= len(self.script) and self.run.log[:upto] == self.script[:upto]
-
-    def _step_on_script(self, n: int) -> bool:
-        """Whether step ``n`` is the lesson's own: the script's commands, ending where a
-        script step ends (a learner's produce that happens to match the script is a step of
-        its own, not the lesson's produce-and-advance)."""
-        if not 1 <= n <= len(self.ends):
-            return False
-        end = self.ends[n - 1]
-        return self._on_script(end) and end in script_ends(self.script)
-
     def prediction_of(self, n: int) -> tuple[str, Any] | None:
         """A prediction is keyed like a note: ``<scenario>:<step>[:<rule>]``, on script only."""
-        if not self._step_on_script(n):
+        if not self._scripted(n):
             return None
         name, preds = self.scenario_def.name, self.lesson.predictions
         p = preds.get(f"{name}:{n}:{self.truncation}") or preds.get(f"{name}:{n}")
         return None if p is None else (f"{name}:{n}:{self.truncation}", p)
 
-    def run_state(self) -> dict[str, Any]:
-        run = self.run
-        steps, start = [], 0
-        for i, end in enumerate(self.ends):
-            scripted = self._step_on_script(i + 1)
-            steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
-                                                          for c in run.log[start:end]),
-                          "say": self._note(i + 1) if scripted else "",
-                          "scripted": scripted})
-            start = end
-        return {"step": self.position, "total": self.total_steps, "steps": steps,
-                "on_script": self._on_script(len(run.log)) and len(run.log) == len(self.script),
-                "step_seqs": list(self.step_seqs), "last_seq": run.cluster.events.seq,
-                "happened": narration.summarize(self.step_events(), self.lang) if run.position else []}
-
-    def _note(self, n: int) -> str:
+    def step_say(self, n: int) -> str:
         """What step ``n`` of the scenario shows: the lesson's note, else the note of the
         course lesson that teaches this scenario (the sandbox plays the lessons' scenarios
         and says the same), in the page's language."""
@@ -483,13 +365,6 @@ class ReplicationSandbox(SandboxKind):
             if say:
                 return say
         return ""
-
-    def step_events(self) -> list[dict[str, Any]]:
-        pos = self.position
-        if pos == 0 or len(self.step_seqs) <= pos:
-            return []
-        lo, hi = self.step_seqs[pos - 1], self.step_seqs[pos]
-        return [env.to_dict() for env in self.run.cluster.events.between(lo, hi)]
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run
@@ -537,7 +412,7 @@ class ReplicationSandbox(SandboxKind):
             "consumer": consumer_view(cluster.events, topic, pnum) if part is not None else None,
             "acknowledged": [] if part is None else part["acknowledged"],
             "verdict": _verdict(part, summary["findings"], self.lang),
-            "expected_note": expected.note if expected is not None and at_end and self._on_script(len(run.log))
+            "expected_note": expected.note if expected is not None and at_end and self.own_at is None
             and self.lang == "en" else None,
             **self._extra_views(cluster, part),
             **({"client_port": self.client_port_.state() if self.client_port_ is not None
@@ -564,10 +439,39 @@ class ReplicationSandbox(SandboxKind):
             out["produce"] = produce_table(cluster, part["acknowledged"] if part else [], self.topic, self.partition)
         return out
 
+    # ---- the client listener and the run --------------------------------------------
+    def new_run(self, steps: list, own_at: int | None = None) -> None:
+        # The base closes the old run first (``close``): a new run is not the sandbox's end,
+        # so the client listener stays open and follows the new cluster (``_follow``).
+        port, self.client_port_ = self.client_port_, None
+        try:
+            super().new_run(steps, own_at)
+        finally:
+            self.client_port_ = port
+
+    def replace_run(self, build: Any, more: Any) -> None:
+        port, self.client_port_ = self.client_port_, None      # as new_run: the old run closes, the port stays
+        try:
+            super().replace_run(build, more)
+        finally:
+            self.client_port_ = port
+
+    def settle(self) -> None:
+        # A run a client listener has served holds what the client did, which is no command
+        # of the run: it takes no checkpoints (Back restores one from before and replays the
+        # run's own commands only, as its log says).
+        if self._served_run != self.run_id:
+            super().settle()
+
+    def goto(self, step: int) -> None:
+        if self._served_run == self.run_id:
+            self.run.disk_changed()      # the client wrote files the run does not know of
+        super().goto(step)
+
     def close(self) -> None:
         if self.client_port_ is not None:
             self.client_port_.close()
-        self._close_run()
+        super().close()
 
 
 def _course_notes(scenario: str, lang: str) -> dict[str, str]:

@@ -56,21 +56,6 @@ log = logging.getLogger("kafkaviz.runtime")
 
 SANDBOX_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
-# Commands every kind understands; the runtime handles them itself.
-COMMON_COMMANDS: dict[str, CommandSpec] = {
-    "reset": CommandSpec("reset", (), help="Throw the sandbox away and start again."),
-    "mode": CommandSpec("mode", (Field("step", "bool", "Step mode", default=False),),
-                        help="Step mode: one frame per engine event."),
-    "export": CommandSpec("export", (), help="The run as JSON (seed, lesson, command log, step)."),
-    "import": CommandSpec("import", (Field("run", "str", "Run file", required=True,
-                                           max_length=settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]),),
-                          help="Replace the run with an exported one."),
-    "share": CommandSpec("share", (), help="Store the run under a short id and get its link."),
-    "open_shared": CommandSpec("open_shared", (Field("id", "str", "Share id", required=True, max_length=8,
-                                                     pattern=r"[A-Za-z0-9_-]{8}",
-                                                     pattern_help="is not a share id"),),
-                               help="Replace the run with a shared one."),
-}
 RUN_FORMAT = "kafkaviz-run"
 # Commands that change nothing: a room member's run without waiting for the sandbox's turn.
 READ_ONLY_COMMANDS = frozenset({"export"})
@@ -207,6 +192,7 @@ class Runtime:
             frames.add(env, engine.state if engine is not None and frames.step_mode else None)
 
         engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
+        engine.defer_checkpoints = True      # taken after the frame leaves (_execute)
         engine.cut_hook = lambda: frames.cut(engine.state())
         engine.touch_hook = frames.touch
         # For work the engine does outside a command (a real client's requests through the
@@ -587,6 +573,8 @@ class Runtime:
                     await self._publish(sb, texts)
                 else:
                     self._schedule_flush(sb)
+                # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
+                await asyncio.to_thread(self._settle, sb)
                 if failure is not None:
                     raise failure
         finally:
@@ -620,21 +608,19 @@ class Runtime:
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
         with sb.lock, translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
-            if spec.type == "reset":
-                sb.engine.close()
-                sb.frames.mark_reset()
-                sb.engine = self._build(sb.id, sb.engine.lesson, sb.seed, sb.frames, sb.lock)
-                return _("The sandbox started over.")
-            if spec.type == "mode":
-                sb.frames.step_mode = values["step"]
-                return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
-            if spec.type in RUN_COMMANDS:
-                return RUN_COMMANDS[spec.type](self, sb, values)
+            runner = spec.extra.get("runtime")
+            if runner is not None:
+                return runner(self, sb, values)
             try:
                 return sb.engine.execute(spec, values)
             except KafkaError as exc:
                 # The engine refused (and left its state as it was): tell the sender in its words.
                 raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+
+    @staticmethod
+    def _settle(sb: Sandbox) -> None:
+        with sb.lock:
+            sb.engine.settle()
 
     def _run_and_take(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
                       ) -> tuple[str | None, BaseException | None, list[str] | None]:
@@ -798,8 +784,36 @@ def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
     return _import_payload(sb, shared.payload)
 
 
-RUN_COMMANDS: dict[str, Callable[[Runtime, Sandbox, dict[str, Any]], Any]] = {
-    "export": _export, "import": _import, "share": _share, "open_shared": _open_shared}
+def _reset(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    sb.engine.close()
+    sb.frames.mark_reset()
+    sb.engine = rt._build(sb.id, sb.engine.lesson, sb.seed, sb.frames, sb.lock)
+    return _("The sandbox started over.")
+
+
+def _mode(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
+    sb.frames.step_mode = values["step"]
+    return "Step mode on: every event arrives on its own." if values["step"] else "Live mode on."
+
+
+# Commands every kind understands; the runtime runs them itself (``extra["runtime"]``:
+# ``(runtime, sandbox, values) -> reply``).
+COMMON_COMMANDS: dict[str, CommandSpec] = {
+    "reset": CommandSpec("reset", (), help="Throw the sandbox away and start again.", extra={"runtime": _reset}),
+    "mode": CommandSpec("mode", (Field("step", "bool", "Step mode", default=False),),
+                        help="Step mode: one frame per engine event.", extra={"runtime": _mode}),
+    "export": CommandSpec("export", (), help="The run as JSON (seed, lesson, command log, step).",
+                          extra={"runtime": _export}),
+    "import": CommandSpec("import", (Field("run", "str", "Run file", required=True,
+                                           max_length=settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]),),
+                          help="Replace the run with an exported one.", extra={"runtime": _import}),
+    "share": CommandSpec("share", (), help="Store the run under a short id and get its link.",
+                         extra={"runtime": _share}),
+    "open_shared": CommandSpec("open_shared", (Field("id", "str", "Share id", required=True, max_length=8,
+                                                     pattern=r"[A-Za-z0-9_-]{8}",
+                                                     pattern_help="is not a share id"),),
+                               help="Replace the run with a shared one.", extra={"runtime": _open_shared}),
+}
 
 
 def _log_failure(task: asyncio.Future) -> None:

@@ -1,11 +1,28 @@
-"""HTTP views of the live side: ``/healthz`` for load balancers and operators."""
+"""HTTP views of the live side: the one lesson page (its sandbox's forms carry the kind's
+command specs), and ``/healthz`` for load balancers and operators. The lessons app knows
+nothing of sandboxes: this app imports it, never the other way round."""
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+import re
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 
+from kafkaviz.lessons.catalogue import Lesson, get_lesson
+from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES, LessonContent, load_content
+from kafkaviz.lessons.diagrams import diagram_assets
+from kafkaviz.lessons.ui import ui_strings
+from kafkaviz.lessons.views import _lang, clock_jumps, config_rows, is_htmx, stage_diagrams
+
+from .kinds import get_kind
 from .leases import live_sockets
+from .models import SHARE_ID_RE
 from .runtime import get_runtime
+from .sessions import ensure_sandbox_id
 
 
 @require_safe
@@ -18,3 +35,79 @@ def healthz(request: HttpRequest) -> JsonResponse:
     # never ran is not counted, whichever router took its places.
     return JsonResponse({"status": "busy" if runtime.is_full() else "ok", **runtime.health(),
                          **live_sockets().counts()})
+
+
+def _commands(content: LessonContent) -> dict[str, dict[str, object]]:
+    """The kind's command specs by type and field, so forms carry the limits the server
+    enforces (one home: the spec)."""
+    specs = get_kind(content.kind).command_specs(content.scenario)
+    return {name: {"help": spec.help, **{f.name: f for f in spec.fields}} for name, spec in specs.items()}
+
+
+def _broker_actions() -> list[tuple[str, str, str]]:
+    return [("crash", _("Crash"), "c"), ("shutdown", _("Shut down"), "s"), ("restart", _("Restart"), "r"),
+            ("isolate", _("Isolate"), "i"), ("pause_follower", _("Pause fetching"), "p"),
+            ("resume_follower", _("Resume fetching"), "u")]
+
+
+def _cluster_context(content: LessonContent, commands: dict[str, dict[str, object]]) -> dict[str, object]:
+    """Broker ids of the lesson's scenarios and the broker buttons the kind accepts."""
+    choices = content.scenario.get("choices") or ()
+    if not choices:
+        return {}
+    from engine.cluster.scenarios import get_scenario
+
+    brokers = max(int(get_scenario(name).config.get("brokers", 3)) for name in choices)
+    return {"broker_ids": list(range(brokers)),
+            "broker_actions": [(name, label, key, commands[name]["help"])
+                               for name, label, key in _broker_actions() if name in commands]}
+
+
+def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, object]:
+    """What the page of a lesson with a sandbox needs, whichever socket drives it (the
+    learner's own, or a room's: ``kafkaviz/classroom``)."""
+    context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
+                                  "available_langs": content.languages, "ws_path": ws_path,
+                                  "stage_diagrams": stage_diagrams(content.diagrams),
+                                  "diagram_assets": diagram_assets(content.diagrams)}
+    context["commands"] = commands = _commands(content)
+    context.update(_cluster_context(content, commands))
+    context["config_rows"] = config_rows(content.scenario.get("config") or {})
+    context["clock_jumps"] = clock_jumps(content.scenario.get("config") or {})
+    context["page_data"] = {**content.page_data(), "ui": ui_strings(),
+                            "max_run_bytes": settings.KAFKAVIZ_RUNTIME["MAX_RUN_BYTES"]}
+    return context
+
+
+@require_safe
+def lesson(request: HttpRequest, slug: str) -> HttpResponse:
+    found: Lesson | None = get_lesson(slug)
+    if found is None:
+        raise Http404(f"no lesson {slug!r}")
+    lang = _lang(request)
+    content = load_content(slug, lang)
+    with translation.override(DJANGO_LANG[lang]):
+        if content is None:
+            return render(request, "lessons/not_yet.html", {"lesson": found, "lang": lang}, status=404)
+        context: dict[str, object] = {"lesson": content, "lang": lang, "languages": LANGUAGES,
+                                      "available_langs": content.languages}
+        if is_htmx(request) and request.headers.get("HX-Target") == "explanation":
+            return render(request, "lessons/lesson.html#explanation", context)
+        if content.kind is not None:
+            from kafkaviz.classroom.auth import is_instructor
+            ensure_sandbox_id(request.session, slug)
+            context = live_context(content, lang, f"/ws/lessons/{slug}/?lang={lang}")
+            if is_instructor(request.user):
+                from kafkaviz.classroom.ui import room_strings
+
+                context["can_open_room"] = True
+                context["room_data"] = {"role": "opener", "ui": room_strings()}
+        else:
+            context["stage_diagrams"] = stage_diagrams(content.diagrams)
+            context["diagram_assets"] = diagram_assets(content.diagrams)
+            context["config_rows"] = config_rows(content.scenario.get("config") or {})
+            context["page_data"] = {**content.page_data(), "ui": ui_strings()}
+        shared = request.GET.get("run", "")
+        if content.kind is not None and re.fullmatch(SHARE_ID_RE, shared):
+            context["page_data"]["shared_run"] = shared   # the page asks its sandbox to open it
+        return render(request, "lessons/lesson.html", context)

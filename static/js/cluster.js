@@ -49,8 +49,11 @@
     if (pa.y === pb.y) {
       // Under the boxes, bending further the further apart they are, so a message crosses
       // the whole way between the two brokers rather than the small gap between their boxes.
+      // Each link leaves and reaches a box off its centre, towards the other end, so messages
+      // converging on one broker from both sides do not meet on one point.
       const cols = Math.round(Math.abs(ca.x - cb.x) / (BOX_W + GAP));
-      const from = { x: ca.x, y: pa.y + pa.h }, to = { x: cb.x, y: pb.y + pb.h };
+      const lean = Math.sign(cb.x - ca.x) * Math.min(pa.w * 0.22, 40);
+      const from = { x: ca.x + lean, y: pa.y + pa.h }, to = { x: cb.x - lean, y: pb.y + pb.h };
       return [from, { x: (from.x + to.x) / 2, y: pa.y + pa.h + 16 + 10 * cols }, to];
     }
     const down = pa.y < pb.y;

@@ -69,7 +69,8 @@
     root.appendChild(table);
 
     const steps = st.protocol || [];
-    const ol = h("ol", { class: "cg-protocol", id: "cg-protocol", "aria-label": KV.t("cg_protocol") });
+    // On a short stage the list scrolls in a shorter box, kept at its newest step (KV.fitStage).
+    const ol = h("ol", { class: "cg-protocol stage-fit", id: "cg-protocol", tabindex: "0", "data-fit-end": "", "aria-label": KV.t("cg_protocol") });
     steps.forEach(function (s) {
       ol.appendChild(h("li", { class: "cg-step cg-k-" + s.kind, id: "cg-s-" + s.seq }, (s.time_ms / 1000).toFixed(1) + " s · " + s.text));
     });

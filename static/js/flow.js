@@ -4,15 +4,16 @@
  * from the engine's own events -- a fetch_sent is a Fetch leaving the follower, a
  * fetch_answered its answer leaving the leader, a message_dropped a message that falls
  * where it was lost -- and played in the order of their virtual times (events at the same
- * virtual millisecond leave together). Each event is also a line of the timeline, which is
+ * virtual millisecond leave together, but one sender's leave one after another). Each event is also a line of the timeline, which is
  * the text for every token. Under prefers-reduced-motion a token appears at its receiver,
  * without motion. While shown, a token is <g data-flow="<message kind>">. */
 (function () {
   "use strict";
   const FLIGHT_MS = 750, SLOT_MS = 260, MAX_SPAN_MS = 3200, REST_MS = 1100, MAX_TOKENS = 30;
-  // Tokens resting at one receiver at the same time queue away from its box, a row each,
-  // so every label stays readable; at most MAX_QUEUE rows (without motion, only the newest
-  // token of each kind per link, and the newest MAX_QUEUE per receiver, are shown).
+  // Tokens resting at the same time take rows away from their receiver's box, so no label
+  // covers another (at its receiver or a neighbour's); at most MAX_QUEUE rows (without
+  // motion, only the newest token of each kind per link, and the newest MAX_QUEUE per
+  // receiver, are shown).
   const ROW_PX = 20, MAX_QUEUE = 4;
   const held = {};
   // The schedule across frames: a step's later frames (a long command cut into phases) play
@@ -31,7 +32,8 @@
   // the events that say so, since the answer events do not all repeat it.
   const coordinators = {};
   // The transaction coordinator's requests, by Kafka's names.
-  const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn" };
+  const TXN_API = { init_producer_id: "InitProducerId", add_partitions: "AddPartitionsToTxn", end_txn: "EndTxn", add_offsets: "AddOffsetsToTxn",
+    txn_offset_commit: "TxnOffsetCommit" };
   const leaders = {};
 
   // Labels are Kafka's request names and the values they carry (no English sentence: the
@@ -151,15 +153,35 @@
     return keep.reverse();
   }
 
-  // The row a token rests in at its receiver: the lowest one no other token holds while it is
-  // there ([arrive, leave] in wall-clock ms from the frame's start).
-  function queueRow(held, tok, arrive, leave) {
-    const busy = (held[tok.to] || (held[tok.to] = [])).filter(function (h) { return h.arrive < leave && arrive < h.leave; })
-      .map(function (h) { return h.row; });
-    let row = 0;
-    while (busy.indexOf(row) >= 0 && row < MAX_QUEUE - 1) row++;
-    held[tok.to].push({ arrive: arrive, leave: leave, row: row });
-    return row;
+  // Where a token rests at its receiver: the nearest row just off its box (a row each, away
+  // from the box) whose label covers no other label resting at the same time -- at this
+  // receiver or a neighbour (a wide label under one broker reaches under the next). `held`
+  // keeps every resting label's rectangle and its [arrive, leave] in wall-clock ms. With no
+  // free row within MAX_QUEUE the token does not rest (null): it fades as it arrives.
+  function firstClear(points, w, arrive, leave) {
+    const live = (held.all || (held.all = [])).filter(function (h) { return h.arrive < leave && arrive < h.leave; });
+    for (let i = 0; i < points.length; i++) {
+      const p = points[i];
+      const clear = live.every(function (h) {
+        return Math.abs(h.x - p.x) >= (h.w + w) / 2 + 2 || Math.abs(h.y - p.y) >= ROW_PX - 1;
+      });
+      if (clear) {
+        held.all.push({ x: p.x, y: p.y, w: w, arrive: arrive, leave: leave });
+        return p;
+      }
+    }
+    return null;
+  }
+  function restPoint(tok, end, w, arrive, leave) {
+    const rows = [];
+    for (let row = 0; row < MAX_QUEUE; row++) rows.push(inside(rowPoint(end, tok.to, row), w));
+    return firstClear(rows, w, arrive, leave);
+  }
+  // Where a dropped token lies without motion: where it fell, or a row above or below it when
+  // a label is there already.
+  function fallPoint(p, w, arrive) {
+    const near = [0, 1, -1, 2, -2].map(function (k) { return inside({ x: p.x, y: p.y + k * ROW_PX }, w); });
+    return firstClear(near, w, arrive, Infinity) || p;
   }
 
   // The rest point: just off the receiver's box, `row` rows further (down under a broker, up
@@ -192,22 +214,32 @@
     const now = performance.now();
     const step = ((frame.state || {}).run || {}).step;
     if (step !== undefined && step !== chain.step) {
-      Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n)) n.remove(); });
+      // ... and what rested without motion: a step that sends nothing shows no token.
+      Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n) || n.classList.contains("flow-still")) n.remove(); });
+      held.all = (held.all || []).filter(function (h) { return h.leave !== Infinity; });
       chain.step = step;
       chain.next = now;
+      chain.free = {};
     }
     if (!tokens.length) return;
     // Tokens still in flight finish (a step's frames can follow each other within 30 ms);
     // those resting without motion give way to the new ones; never more than LAYER_MAX.
     layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
-    Object.keys(held).forEach(function (k) { held[k] = held[k].filter(function (h) { return h.leave !== Infinity; }); });
+    held.all = (held.all || []).filter(function (h) { return h.leave !== Infinity; });
     while (layer.children.length > LAYER_MAX) layer.firstChild.remove();
     const base = Math.max(0, chain.next - now);
     // Rows held at each receiver, by wall-clock time, across frames (a step's frames can
     // follow each other within 30 ms, and their tokens rest together).
-    Object.keys(held).forEach(function (k) { held[k] = held[k].filter(function (h) { return h.leave > now; }); });
+    held.all = held.all.filter(function (h) { return h.leave > now; });
     const speed = Number(($("speed") || {}).value || 1);
-    const times = Array.from(new Set(tokens.map(function (t) { return t.t; }))).sort(function (a, b) { return a - b; });
+    // Slots in virtual-time order: tokens of one virtual millisecond leave together, except
+    // that a sender sends its own one after another (they would start on the same point).
+    const sent = {};
+    tokens.forEach(function (t) { const k = t.t + ">" + t.from; t.slotKey = t.t + ":" + (sent[k] = (sent[k] || 0) + 1); });
+    const times = Array.from(new Set(tokens.map(function (t) { return t.slotKey; }))).sort(function (a, b) {
+      const x = a.split(":"), y = b.split(":");
+      return Number(x[0]) - Number(y[0]) || Number(x[1]) - Number(y[1]);
+    });
     const slot = Math.min(SLOT_MS, MAX_SPAN_MS / Math.max(times.length, 1)) / speed;
     const flight = FLIGHT_MS / speed;
     tokens.forEach(function (tok) {
@@ -225,24 +257,36 @@
       // At rest a token leaves its side of the link for a row of the receiver's queue.
       if (reduced) {
         // No motion: the token is at its receiver (or where it fell) until the next frame.
-        if (tok.drop === undefined) end = rowPoint(r0[2], tok.to, queueRow(held, tok, now, Infinity));
+        end = tok.drop === undefined ? restPoint(tok, r0[2], w, now, Infinity) : fallPoint(fin(end), w, now);
+        if (!end) { node.remove(); return; }        // no free row: the timeline still lists it
         node.style.transform = tr(fin(end));
         node.classList.add("flow-still");
         return;
       }
-      const delay = base + times.indexOf(tok.t) * slot;
-      chain.next = Math.max(chain.next, now + delay + slot);
       const total = flight / 0.6;     // the flight is the first 60 %; then it rests (or falls) and fades
-      const duration = total + (tok.drop !== undefined ? 0 : REST_MS / speed);
-      if (tok.drop === undefined) end = rowPoint(r0[2], tok.to, queueRow(held, tok, now + delay + 0.45 * duration, now + delay + duration));
+      let duration = total + (tok.drop !== undefined ? 0 : REST_MS / speed), fades = false;
+      // A sender's next token leaves once the one before it is a label's width away (0.45 of
+      // the duration covers 0.75 of the way), so two tokens on one link never overlap.
+      const free = chain.free || (chain.free = {});
+      const delay = Math.max(base + times.indexOf(tok.slotKey) * slot, (free[tok.from] || 0) - now);
+      const away = (w + 12) / (0.75 * (Math.hypot(r0[2].x - r0[0].x, r0[2].y - r0[0].y) || 1)) * 0.45 * duration;
+      free[tok.from] = Math.max(free[tok.from] || 0, now + delay + Math.min(away, 0.6 * duration));
+      chain.next = Math.max(chain.next, now + delay + slot);
+      if (tok.drop === undefined) {
+        const rest = restPoint(tok, r0[2], w, now + delay + 0.45 * duration, now + delay + duration);
+        if (rest) end = rest;
+        else { duration = total; fades = true; }   // no free row: it fades out as it arrives
+      }
       const frames = [0, 0.25, 0.5, 0.75].map(function (f) { return { transform: tr(fin(at(r, f * (tok.drop === undefined ? 1 : tok.drop)))), opacity: 1 }; });
-      frames.push({ transform: tr(fin(end)), opacity: 1 });
+      frames.push({ transform: tr(fin(end)), opacity: fades ? 0 : 1 });
       if (tok.drop !== undefined) frames.push({ transform: tr(fin({ x: end.x, y: end.y + 46 })), opacity: 0 });
       else frames.push({ transform: tr(fin(end)), opacity: 0 });
       [0, 0.15, 0.3, 0.45, 0.6, 1].forEach(function (o, i) { frames[i].offset = o; });
       node.style.transform = tr(fin(r[0]));
       node.style.opacity = "0";
-      const anim = node.animate(frames, { duration: duration, delay: delay, easing: "linear", fill: "both" });
+      // "forwards", not "both": a token waiting for its slot stays unseen (opacity 0) rather
+      // than sitting on its sender's box over the ones leaving before it.
+      const anim = node.animate(frames, { duration: duration, delay: delay, easing: "linear", fill: "forwards" });
       anim.onfinish = function () { node.remove(); };
     });
   }
@@ -252,9 +296,10 @@
       if (frame.snapshot || frame.reset) {
         const layer = $("cl-flow");
         if (layer) layer.replaceChildren();
-        Object.keys(held).forEach(function (k) { delete held[k]; });
+        held.all = [];
         chain.step = undefined;
         chain.next = 0;
+        chain.free = {};
         return;
       }
       play(frame);

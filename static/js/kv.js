@@ -8,13 +8,17 @@
  *   KV.alias(b) / KV.brokerName(b)   "A" / "Broker 1 (A)" from the lesson's broker names
  *   KV.setDisabled(button, off, why) aria-disabled (stays focusable; the server explains refusals)
  *   KV.reducedMotion() prefers-reduced-motion
- *   KV.register(name, {update(element, frame)})  a diagram module (live.js calls it per frame) */
+ *   KV.register(name, {update(element, frame)})  a diagram module (live.js calls it per frame)
+ *   KV.on(type, fn)    the handler of one socket message type ("frame", "error", "ack", "roster", ...):
+ *                      live.js dispatches every message through this one registry */
 (function () {
   "use strict";
   const KV = (window.KV = window.KV || {});
   const SVGNS = "http://www.w3.org/2000/svg";
   KV.diagrams = KV.diagrams || {};
   KV.register = function (name, mod) { KV.diagrams[name] = mod; };
+  KV.handlers = KV.handlers || {};
+  KV.on = function (type, fn) { KV.handlers[type] = fn; };
 
   function loadData() {
     const node = document.getElementById("lesson-data");
@@ -178,6 +182,63 @@
     }
     return false;
   };
+
+  // The stage's main picture fits the first screen of a wide window (issue 17): after each
+  // frame, a picture that runs past the window's bottom gives up the excess -- an SVG marked
+  // .stage-fit scales down (to no less than 60 % of its drawn size, its text stays
+  // readable), a list or table marked .stage-fit scrolls in a shorter box (never under
+  // 4.5 em). A phone keeps every size and scrolls the page instead. It runs
+  // as the stage's last diagram, so it measures what the stage's diagrams just drew.
+  // The main picture: the stage's first diagram, or the part of it marked data-stage-main.
+  KV.stageMain = function () {
+    const d = document.querySelector("#stage .stage-slot-1 [data-diagram]");
+    return d && (d.querySelector("[data-stage-main]") || d);
+  };
+  function fitStage() {
+    const main = KV.stageMain();
+    if (!main) return;
+    const parts = Array.prototype.slice.call(main.querySelectorAll(".stage-fit"));
+    const kept = parts.map(function (p) { return p.scrollTop; });
+    parts.forEach(function (p) { p.style.maxHeight = ""; });
+    if (window.innerWidth < 1000 || !parts.length) return;
+    const over = function () { return main.getBoundingClientRect().bottom + window.scrollY - window.innerHeight + 8; };
+    if (over() <= 0) return;
+    const em = parseFloat(getComputedStyle(main).fontSize) || 16;
+    const tall = parts.map(function (p) {
+      const h = p.getBoundingClientRect().height;
+      return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? h * 0.6 : Math.min(h, 4.5 * em) };
+    });
+    // Every part gives up the same share of what it can (parts side by side shrink together):
+    // the largest share f in [0, 1] kept (1: its drawn size) that fits, by bisection.
+    const apply = function (f) {
+      tall.forEach(function (t) {
+        const v = t.floor + (t.h - t.floor) * f;
+        t.p.style.maxHeight = v < t.h - 1 ? Math.floor(v) + "px" : "";
+      });
+    };
+    let lo = 0, hi = 1;
+    apply(0);
+    if (over() <= 0) {
+      for (let i = 0; i < 6; i++) { const mid = (lo + hi) / 2; apply(mid); if (over() <= 0) lo = mid; else hi = mid; }
+      apply(lo);
+    }
+    // A shorter box keeps its place; one marked data-fit-end shows its newest lines.
+    parts.forEach(function (p, i) { p.scrollTop = p.hasAttribute("data-fit-end") ? p.scrollHeight : kept[i]; });
+  }
+  KV.fitStage = fitStage;
+  // Refit whenever the step's sentence or the picture changes size (the sentence is written
+  // after the diagrams draw); the observer runs after layout and before paint, so a picture
+  // is never seen past the window's bottom. Fitting twice gives the same sizes: no loop.
+  KV.register("stage-fit", { update: function () {
+    fitStage();
+    if (KV.stageFitWatch || !window.ResizeObserver) return;
+    // The diagram's own element (it stays while a diagram redraws what is inside it).
+    const main = document.querySelector("#stage .stage-slot-1 [data-diagram]"), say = document.getElementById("narration");
+    if (!main) return;
+    KV.stageFitWatch = new ResizeObserver(fitStage);
+    [main, say].forEach(function (n) { if (n) KV.stageFitWatch.observe(n); });
+  } });
+  window.addEventListener("resize", fitStage);
 
   // A form field has the focus: keys belong to it, not to the page's shortcuts.
   KV.typing = function (t) {

@@ -87,24 +87,46 @@
     return Object.assign({}, frame, { events: evs.concat(again), replayed: again.length });
   }
 
-  function onFrame(frame) {
-    frame = withStepEvents(frame);
-    const state = frame.state || {};
-    const clock = $("clock");
-    if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
-    document.querySelectorAll("[data-diagram]").forEach(function (node) {
+  function draw(nodes, frame) {
+    nodes.forEach(function (node) {
       const mod = KV.diagrams[node.dataset.diagram];
       if (mod) {
         try { mod.update(node, frame); } catch (err) { console.error("diagram " + node.dataset.diagram, err); }
       }
     });
+  }
+  // The stage first (issue 17): its diagrams -- the picture a click changes and the tokens
+  // that travel on it -- and the step's sentence draw at once; the diagrams below the stage
+  // draw after the browser has painted that, frame by frame in order, so a click's first
+  // token moves without waiting for the timeline, lanes and charts. KV.lastFrame (and the
+  // frame count) are set when a frame is drawn whole.
+  const below = [];
+  function drawBelow() {
+    while (below.length) {
+      const job = below.shift(), frame = job.frame;
+      draw(job.nodes, frame);
+      updateTasks((frame.state || {}).tasks);
+      if (!frame.replayed) (frame.events || []).forEach(function (ev) {
+        if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
+      });
+      KV.lastFrame = frame;
+      document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
+    }
+  }
+  function onFrame(frame) {
+    frame = withStepEvents(frame);
+    const state = frame.state || {};
+    const clock = $("clock");
+    if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
+    const nodes = Array.prototype.slice.call(document.querySelectorAll("[data-diagram]")), stage = $("stage");
+    const onStage = function (n) { return !stage || stage.contains(n); };
+    draw(nodes.filter(onStage), frame);
     if (KV.stepper) KV.stepper.update(frame);
-    updateTasks(state.tasks);
-    if (!frame.replayed) (frame.events || []).forEach(function (ev) {
-      if (ev.kind === "segment_rolled" || ev.kind === "segment_deleted") announce(ev.text);
-    });
-    KV.lastFrame = frame;
-    document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
+    below.push({ frame: frame, nodes: nodes.filter(function (n) { return !onStage(n); }) });
+    if (below.length === 1) {
+      window.requestAnimationFrame(function () { window.setTimeout(drawBelow, 0); });
+      window.setTimeout(drawBelow, 100);      // a hidden tab runs no animation frames
+    }
   }
 
   // Frames the server cut inside one command (mode "step": each engine phase of a long
@@ -204,25 +226,27 @@
   // What reached this page over the socket (the burst test and bench read it): frames,
   // the events they carried, and the events the server folded into "skipped".
   KV.received = { frames: 0, events: 0, skipped: 0, maxEvents: 0 };
+  KV.on("frame", function (msg) {
+    const n = (msg.events || []).length, r = KV.received;
+    r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+    if (msg.snapshot) unrefuse();
+    if (resolve(msg)) onAnyFrame(msg);
+  });
+  KV.on("error", function (msg) {
+    showError(msg);
+    if (msg.refused) refuse(msg);
+  });
+  KV.on("ack", function (msg) {
+    // Stepping is shown by the step counter and narration; other commands get their ack.
+    const ack = $("ack");
+    if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
+    if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
+  });
+  // Every message goes to the one handler registered for its type (KV.on: this file's
+  // frame, error and ack; a room's roster and control; predict's spread).
   function dispatch(msg) {
-    if (msg.type === "frame") {
-      const n = (msg.events || []).length, r = KV.received;
-      r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
-      if (msg.snapshot) unrefuse();
-      if (resolve(msg)) onAnyFrame(msg);
-    }
-    else if (msg.type === "error") {
-      showError(msg);
-      if (msg.refused) refuse(msg);
-    }
-    else if (msg.type === "ack") {
-      // Stepping is shown by the step counter and narration; other commands get their ack.
-      const ack = $("ack");
-      if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
-      if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
-    }
-    // Other message types (a room's roster, ...) go to whoever registered for them.
-    else if (KV.onMessage && KV.onMessage[msg.type]) KV.onMessage[msg.type](msg);
+    const handler = Object.prototype.hasOwnProperty.call(KV.handlers, msg.type) ? KV.handlers[msg.type] : null;
+    if (handler) handler(msg);
   }
   KV.dispatch = dispatch;
 

@@ -27,7 +27,7 @@
           h("th", { scope: "col", text: KV.t("pc_on_disk") }), h("th", { scope: "col", text: KV.t("pc_cache_only") })])]),
         h("tbody", { id: "pc-file-rows" }),
       ]),
-      h("div", { class: "pc-report", id: "pc-report", "aria-live": "polite" }),
+      h("div", { class: "pc-report stage-fit", id: "pc-report", tabindex: "0", "aria-live": "polite" }),   // may scroll on a short stage (KV.fitStage)
       h("p", { class: "pc-fetch", id: "pc-fetch" }),
     ]));
   }
@@ -100,6 +100,91 @@
     lines.forEach(function (t, i) { el.appendChild(h("p", { class: i === 0 ? "pc-crash" : "", text: t })); });
   }
 
+  // Messages that travel (issue 17), drawn from the frame's own engine events (each also a
+  // line of the timeline): a batch_appended is the produced batch travelling into its bytes in
+  // the page cache; a pages_written_back carries each page the OS wrote back to the .log's
+  // "on disk" cell, a log_flushed (fsync) the flushed bytes likewise; a log_lookup that served
+  // the fetch carries the sendfile range out of the page cache to the consumer's socket (the
+  // pages' right edge). Under reduced motion a token appears where it arrives, until the next
+  // frame. While shown, a token is <div data-flow="<what>">.
+  const FLIGHT_MS = 1300, GAP_MS = 140, MAX_TOKENS = 12;
+  function flowTokens(root, frame, st) {
+    const pc = root.querySelector(".pc");
+    let layer = pc.querySelector(".pc-flow");
+    if (!layer) { layer = h("div", { class: "pc-flow", "aria-hidden": "true" }); pc.appendChild(layer); }
+    if (frame.snapshot || frame.reset) { layer.replaceChildren(); return; }
+    layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
+    // A new step (a click) drops what the last one had not started to move yet.
+    const step = (st.run || {}).step;
+    if (step !== layer._step) {
+      layer._step = step;
+      Array.prototype.slice.call(layer.children).forEach(function (n) {
+        const a = n.getAnimations()[0];
+        if (a && (a.currentTime || 0) < a.effect.getTiming().delay) n.remove();
+      });
+    }
+    const base = pc.getBoundingClientRect(), page = st.page_size || 4096;
+    const trackAt = function (pos) {
+      const row = document.getElementById("pc-page-" + Math.floor(pos / page));
+      if (!row) return null;
+      const r = row.querySelector(".pc-track").getBoundingClientRect();
+      return { x: r.left - base.left + r.width * ((pos % page) / page), y: r.top - base.top + r.height / 2 };
+    };
+    const onDisk = function () {
+      const tr = Array.from(document.querySelectorAll("#pc-file-rows tr")).find(function (t) { return /\.log$/.test(t.firstChild.textContent); });
+      if (!tr) return null;
+      const r = tr.children[2].getBoundingClientRect();
+      return { x: r.left - base.left + 24, y: r.top - base.top + r.height / 2 };
+    };
+    const pages = document.getElementById("pc-pages").getBoundingClientRect();
+    const batches = (st.log && st.log.batches) || [];
+    const out = [];
+    (frame.events || []).forEach(function (ev) {
+      if (ev.kind === "batch_appended") {
+        const to = trackAt(ev.position + ev.size_bytes / 2);
+        if (to) out.push({ flow: "produce-batch", label: ev.first_offset + (ev.last_offset !== ev.first_offset ? "–" + ev.last_offset : "") + " · " + ev.size_bytes + " B",
+          from: { x: pages.right - base.left - 50, y: pages.top - base.top - 14 }, to: to });
+      } else if (ev.kind === "pages_written_back") {
+        (ev.files || []).filter(function (f) { return /\.log$/.test(f.file); }).forEach(function (f) {
+          for (let at = f.from; at < f.to; at += page) {
+            const from = trackAt(at + Math.min(page, f.to - at) / 2), to = onDisk();
+            if (from && to) out.push({ flow: "write-back", label: KV.t("pc_page_label", { n: Math.floor(at / page), state: KV.t("pc_on_disk") }), from: from, to: to });
+          }
+        });
+      } else if (ev.kind === "log_flushed") {
+        const last = batches.filter(function (b) { return b[1] < ev.up_to_offset; }).pop();
+        const from = last && trackAt(last[0] + last[3] / 2), to = onDisk();
+        if (from && to) out.push({ flow: "fsync", label: "fsync < " + ev.up_to_offset, from: from, to: to });
+      } else if (ev.kind === "log_lookup" && st.fetch && st.fetch.position !== null && st.fetch.position !== undefined) {
+        const from = trackAt(st.fetch.position);
+        if (from) out.push({ flow: "sendfile", label: "sendfile " + fmt(st.fetch.length) + " B",
+          from: from, to: { x: pages.right - base.left - 60, y: from.y - 26 } });
+      }
+    });
+    const reduced = KV.reducedMotion();
+    // Labels stay inside the diagram (a phone's narrow pages put a batch near either edge).
+    const within = function (q, label) {
+      const half = (label.length * 6.7 + 16) / 2;
+      return { x: Math.max(half, Math.min(base.width - half, q.x)), y: q.y };
+    };
+    const at = function (q) { return "translate(" + q.x.toFixed(1) + "px," + q.y.toFixed(1) + "px) translate(-50%,-50%)"; };
+    // Without motion every token would rest at once, side by side on one row of the page:
+    // only the newest of each kind is shown (the timeline lists them all).
+    const shown = reduced ? out.filter(function (t, i) { return !out.slice(i + 1).some(function (u) { return u.flow === t.flow; }); }) : out;
+    shown.slice(-MAX_TOKENS).forEach(function (tok, i) {
+      tok.from = within(tok.from, tok.label);
+      tok.to = within(tok.to, tok.label);
+      const node = h("div", { class: "pc-token flow-token" + (tok.flow === "produce-batch" ? "" : " flow-answer"), "data-flow": tok.flow, text: tok.label });
+      layer.appendChild(node);
+      if (reduced) { node.style.transform = at(tok.to); node.classList.add("flow-still"); return; }
+      node.style.transform = at(tok.from);
+      node.style.opacity = "0";
+      const anim = node.animate([{ transform: at(tok.from), opacity: 1, offset: 0 }, { transform: at(tok.to), opacity: 1, offset: 0.6 },
+        { transform: at(tok.to), opacity: 0, offset: 1 }], { duration: FLIGHT_MS / (KV.speed ? KV.speed() : 1), delay: i * GAP_MS, easing: "ease-in-out", fill: "forwards" });
+      anim.onfinish = function () { node.remove(); };
+    });
+  }
+
   KV.register("page-cache", {
     update: function (root, frame) {
       const st = frame.state || {};
@@ -115,6 +200,7 @@
       drawPages(st);
       drawFiles(st);
       drawReport(st);
+      flowTokens(root, frame, st);
       document.getElementById("pc-fetch").textContent = st.fetch
         ? KV.t("pc_fetch", { offset: st.fetch.offset, file: st.fetch.file, position: st.fetch.position,
           length: fmt(st.fetch.length), n: st.fetch.batches })

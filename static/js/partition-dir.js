@@ -36,7 +36,7 @@
     fig.id = "pd-fig-" + p;
     fig.className = "pd-figure";
     const svg = el("svg", { id: "pd-svg-" + p, viewBox: "0 0 " + W + " 120", role: "group",
-      "aria-label": part_label(p), class: "pd-svg" });
+      "aria-label": part_label(p), class: "pd-svg stage-fit" });
     const defs = el("defs");
     const pat = el("pattern", { id: "pd-hatch-" + p, width: 6, height: 6, patternUnits: "userSpaceOnUse",
       patternTransform: "rotate(45)" });
@@ -203,8 +203,12 @@
     let layer = document.getElementById("pd-flow-" + p);
     if (!layer) { layer = el("g", { id: "pd-flow-" + p, "aria-hidden": "true" }); svg.appendChild(layer); }
     const batches = (frame.events || []).filter(function (ev) { return ev.kind === "batch_appended" && ev.partition === p; });
+    // Without motion a token rests until the next step or the next batches: a step that
+    // produced nothing shows none.
+    const step = ((frame.state || {}).run || {}).step;
+    if (batches.length || step !== layer._step) layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
+    layer._step = step;
     if (!batches.length) return;
-    layer.querySelectorAll(".flow-still").forEach(function (n) { n.remove(); });
     batches.slice(-8).forEach(function (ev, i) {
       const row = lay.rows.find(function (r) { return r.seg === ev.segment && kindOf(r.file) === "log" && !r.file.deleted; });
       if (!row) return;

@@ -129,12 +129,11 @@
       renderSpread();
     },
   });
-  KV.onMessage = KV.onMessage || {};
-  KV.onMessage.spread = function (msg) {
+  KV.on("spread", function (msg) {
     if (typeof msg.question !== "string" || !Array.isArray(msg.counts)) return;
     spreads[msg.question] = msg.counts;
     renderSpread();
-  };
+  });
 
   document.addEventListener("submit", function (e) {
     if (!e.target || e.target.id !== "predict-form") return;

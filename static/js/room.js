@@ -20,7 +20,6 @@
     KV.socket.send(JSON.stringify(msg));
     return true;
   }
-  KV.onMessage = KV.onMessage || {};
   KV.onAck = KV.onAck || {};
 
   // ---- roster ----------------------------------------------------------------------
@@ -62,8 +61,8 @@
     const empty = $("roster-empty");
     if (empty) empty.hidden = members.length > 0;
   }
-  KV.onMessage.roster = showRoster;                                        // instructor's sockets only
-  KV.onMessage.control = function (msg) { showControl({ granted: msg.granted }); };   // a student's own
+  KV.on("roster", showRoster);                                            // instructor's sockets only
+  KV.on("control", function (msg) { showControl({ granted: msg.granted }); });   // a student's own
 
   // ---- presets (presenter) ----------------------------------------------------------
   function role(name, state) {

@@ -37,9 +37,11 @@
             h("button", { type: "button", class: "secondary small", id: "ss-replay", text: KV.t("ss_replay") }),
           ]),
         ]),
-        h("ol", { class: "ss-steps", id: "ss-steps" }),
+        h("ol", { class: "ss-steps stage-fit", id: "ss-steps" }),
       ]),
-      h("div", { class: "ss-tablewrap" }, [
+      // On the stage of a short window the table scrolls in its own box (KV.fitStage), kept on
+      // the row the lookup marks; so it is a focusable region.
+      h("div", { class: "ss-tablewrap stage-fit", tabindex: "0", role: "region", "aria-labelledby": "ss-table-caption" }, [
         h("table", { class: "ss-table", id: "ss-table" }, [
           h("caption", { class: "visually-hidden", id: "ss-table-caption" }),
           h("thead", {}, [h("tr", {}, [
@@ -196,11 +198,19 @@
       li.classList.toggle("past", i < n);
       if (i === n) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
     });
+    // A list shortened to fit the stage keeps the current step in sight (the answer, at the end).
+    const ol = root.querySelector("#ss-steps"), at = ol.querySelector("li.current");
+    if (at && ol.scrollHeight > ol.clientHeight + 1) {
+      ol.scrollTop += at.getBoundingClientRect().top - ol.getBoundingClientRect().top - ol.clientHeight / 2;
+    }
     root.querySelector("#ss-stepno").textContent = KV.t("ss_step_of", { n: n + 1, total: steps.length });
     root.querySelector("#ss-prev").disabled = n === 0;
     root.querySelector("#ss-next").disabled = n === steps.length - 1;
     const cur = rows.find(function (tr) { return tr.dataset.mark; });
-    if (cur && !KV.reducedMotion() && cur.scrollIntoView && root._autoscroll) cur.scrollIntoView({ block: "nearest" });
+    const wrap = root.querySelector(".ss-tablewrap");
+    if (cur && wrap && wrap.scrollHeight > wrap.clientHeight + 1) {
+      wrap.scrollTop += cur.getBoundingClientRect().top - wrap.getBoundingClientRect().top - wrap.clientHeight / 2;
+    } else if (cur && !KV.reducedMotion() && cur.scrollIntoView && root._autoscroll) cur.scrollIntoView({ block: "nearest" });
   }
 
   function stop(root) { if (root._timer) { window.clearInterval(root._timer); root._timer = null; } }

@@ -13,7 +13,9 @@
   function sentence(text) { return /[.!?。！？]$/.test(text) ? text : text + KV.t("full_stop"); }
   const SPEEDS = [0.25, 0.5, 1, 2, 4, 8];
   const BASE_MS = 1600;        // one step per 1.6 s at 1×
-  let run = { step: 0, total: 0, steps: [] };
+  // null until the first frame says where the run is: Play pressed before it came (a loaded
+  // machine, a slow socket) waits for it instead of taking step 0 of 0 for the end.
+  let run = null;
   let playing = null, sentAt = -1;
 
   function press(id) {
@@ -26,7 +28,7 @@
   function seek(n) {
     const range = $("scrubber");
     if (!range) return;
-    range.value = String(Math.max(0, Math.min(run.total, n)));
+    range.value = String(Math.max(0, Math.min(run ? run.total : 0, n)));
     range.dispatchEvent(new Event("change", { bubbles: true }));
   }
 
@@ -46,6 +48,7 @@
     }
   }
   function tick() {
+    if (!run) return;
     if (run.step >= run.total) { setPlaying(false); return; }
     if (sentAt === run.step) return;     // the previous step's frame has not come back yet
     sentAt = run.step;
@@ -170,7 +173,7 @@
     let handled = true;
     if (e.key === " " && !(e.target && (e.target.tagName === "BUTTON" || e.target.tagName === "A"))) setPlaying(!playing);
     else if (e.key === "Home") { setPlaying(false); seek(0); }
-    else if (e.key === "End") seek(run.total);
+    else if (e.key === "End" && run) seek(run.total);
     else if (e.key === "+" || e.key === "-" || e.key === "=") {
       const sel = $("speed");
       if (sel) {

@@ -24,7 +24,7 @@
 
   function ring(purgatory, level, touched, animate) {
     const n = level.wheel_size, c = SIZE / 2;
-    const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring", role: "img",
+    const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring stage-fit", role: "img",
       "aria-labelledby": "tw-l" + level.level + "-t" });
     svg.append(el("title", { id: "tw-l" + level.level + "-t" }, KV.t("tw_level_desc", { level: level.level,
       tick: level.tick_ms, n: n, interval: level.interval_ms, hand: level.hand })));
@@ -126,7 +126,9 @@
       purgatory: KV.t("tw_name_" + t.purgatory), now: t.now_ms, clock: st.clock_ms, pending: t.pending }));
     const parts = [switcher(element, timers, movesOf), head];
     if (t.purgatory === "fetch") parts.push(html("p", { class: "tw-legend" }, KV.t("tw_fetch_legend")));
-    const rings = html("div", { class: "tw-rings", "data-purgatory": t.purgatory });
+    // The wheels are the stage's picture (data-stage-main: what must fit the first screen); the
+    // delay queue and the step's moves that follow them are their notes.
+    const rings = html("div", { class: "tw-rings", "data-stage-main": "", "data-purgatory": t.purgatory });
     const levels = (t.levels || []).slice().reverse();   // the coarsest wheel first, the 1 ms wheel last
     levels.forEach(function (level) {
       const box = html("figure", { class: "tw-level", id: "tw-level-" + level.level, "data-level": level.level });
@@ -134,7 +136,8 @@
         interval: level.interval_ms, n: level.wheel_size })));
       box.append(html("p", { class: "tw-now" }, KV.t("tw_now", { ms: level.current_time_ms, slot: level.hand })));
       box.append(ring(t.purgatory, level, fm.touched, animate));
-      const tasks = html("ul", { class: "tw-tasks" });
+      // On a short stage the rings scale and the lists scroll to fit the window (KV.fitStage).
+      const tasks = html("ul", { class: "tw-tasks stage-fit", tabindex: "0" });
       (level.buckets || []).forEach(function (b) {
         b.tasks.forEach(function (task) {
           tasks.append(html("li", { class: "tw-task", "data-task": short(task[1]) },
@@ -152,12 +155,12 @@
     queue.sort(function (a, b) { return a.ms - b.ms; });
     const dq = html("div", { class: "tw-queue", id: "tw-queue" });
     dq.append(html("h3", {}, KV.t("tw_queue_title")));
-    const ol = html("ol", {});
+    const ol = html("ol", { class: "stage-fit", tabindex: "0", "aria-label": KV.t("tw_queue_title") });
     queue.forEach(function (q) { ol.append(html("li", {}, KV.t("tw_queue_item", q))); });
     dq.append(queue.length ? ol : html("p", { class: "tw-empty" }, KV.t("tw_queue_empty")));
     const mv = html("div", { class: "tw-moves", id: "tw-moves" });
     mv.append(html("h3", {}, KV.t("tw_moves_title")));
-    const ul = html("ul", {});
+    const ul = html("ul", { class: "stage-fit", tabindex: "0", "aria-label": KV.t("tw_moves_title") });
     fm.moves.forEach(function (m) { ul.append(html("li", { class: m.cls }, m.text)); });
     mv.append(fm.moves.length ? ul : html("p", { class: "tw-empty" }, KV.t("tw_no_moves")));
     const side = html("div", { class: "tw-side" });

@@ -38,14 +38,14 @@
           h("strong", { text: KV.t("tv_consumer", { name: c.name }) }),
           h("span", { class: "tv-visit", text: KV.t("tv_visits", { list: c.assignment.join(", ") }) }),
         ]),
-        h("ol", { class: "tv-got", id: "tv-got-" + c.name, "aria-label": KV.t("tv_received", { name: c.name }) }),
+        h("ol", { class: "tv-got stage-fit", tabindex: "0", id: "tv-got-" + c.name, "aria-label": KV.t("tv_received", { name: c.name }) }),
       ]);
     });
     root.appendChild(h("div", { class: "tv" }, [
       h("section", { class: "tv-producer", "aria-label": KV.t("tv_producer") }, [
         h("h3", { text: KV.t("tv_producer_head") }),
         h("p", { class: "tv-sticky", id: "tv-sticky" }),
-        h("ol", { class: "tv-placements", id: "tv-placements", reversed: "", tabindex: "0", "aria-label": KV.t("tv_producer_head") }),  // scrolls: reachable by keyboard
+        h("ol", { class: "tv-placements stage-fit", id: "tv-placements", reversed: "", tabindex: "0", "aria-label": KV.t("tv_producer_head") }),  // scrolls: reachable by keyboard
       ]),
       h("section", { class: "tv-parts", "aria-label": KV.t("tv_partitions") }, [h("h3", { text: KV.t("tv_topic", { topic: st.topic }) }) ].concat(parts)),
       h("section", { class: "tv-consumers", "aria-label": KV.t("cg_consumers") }, [h("h3", { text: KV.t("cg_consumers") })].concat(consumers).concat([

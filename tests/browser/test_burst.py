@@ -21,7 +21,6 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import Page, expect
 
-from engine.storage_commands import Produce
 from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits, get_kind
 
@@ -57,7 +56,7 @@ def engine_after(commands: int, value_size: int) -> dict:
         engine = get_kind("segments")(Path(tmp), seed=1, limits=Limits(10 ** 6, 1 << 30), lesson=lesson)
         try:
             for _ in range(commands):
-                engine.produce(Produce(partition=0, count=PER_COMMAND, value_size=value_size))
+                engine.run.apply({"cmd": "produce", "partition": 0, "count": PER_COMMAND, "value_size": value_size})
             part = engine.state()["partitions"][0]
             return {"part": part, "events": engine.events.seq,
                     "names": sorted(f["name"] for f in part["files"])}

@@ -1,5 +1,6 @@
 """The stage (issue 17): every lesson keeps its step controls, the current step's sentence
-and its main picture on the first screen, at 1366×800 and at 390×844, after every step;
+and its main picture on the first screen, at 1366×800 and at 390×844, after every step (at
+1366×800 the whole main picture, down to its last row);
 the page never scrolls sideways and the console stays clean. Messages travel on the cluster
 picture as labelled tokens, without motion when the reader asks for less of it.
 
@@ -26,7 +27,9 @@ CLUSTER_LESSONS = ["replication", "isr-and-acks", "leader-epoch", "leader-electi
 GEOMETRY = """() => {
   const box = (id) => { const r = document.getElementById(id).getBoundingClientRect();
     return { top: r.top + window.scrollY, bottom: r.bottom + window.scrollY, left: r.left, right: r.right, height: r.height }; };
+  const main = KV.stageMain().getBoundingClientRect();
   return { stage: box("stage"), narration: box("narration"), controls: box("controls"),
+           main: { bottom: main.bottom + window.scrollY, right: main.right, height: main.height },
            vh: window.innerHeight, vw: window.innerWidth, scroll: document.documentElement.scrollWidth };
 }"""
 
@@ -48,11 +51,20 @@ def open_lesson(page: Page, url: str, slug: str, lang: str = "en") -> None:
 
 
 def check_stage(page: Page, where: str) -> None:
+    # As painted: the stage refits its picture to the window when the step's sentence changes
+    # size, before the next paint.
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
     g = page.evaluate(GEOMETRY)
     for hook in ("stage", "narration", "controls"):
         box = g[hook]
         assert box["height"] > 0 and box["top"] < g["vh"] and box["bottom"] > 0, f"#{hook} not in the first viewport {where}: {box}"
     assert g["scroll"] <= g["vw"], f"horizontal overflow {where}: {g['scroll']} > {g['vw']}"
+    # The stage's main picture (its first diagram): whole on the first screen of a wide window,
+    # never wider than a phone's.
+    main = g["main"]
+    assert main["height"] > 0 and main["right"] <= g["vw"], f"the main picture overflows sideways {where}: {main}"
+    if g["vw"] >= 1000:
+        assert main["bottom"] <= g["vh"], f"the main picture runs {main['bottom'] - g['vh']:.0f} px past the first screen {where}"
     if g["vw"] <= 400:
         assert g["controls"]["height"] <= 64, f"controls take {g['controls']['height']} px {where}"
 
@@ -285,5 +297,107 @@ def test_tokens_resting_at_one_receiver_queue_rather_than_cover_each_other(brows
         wait_for(page, "document.querySelectorAll('#cl-flow [data-flow]').length > 1")
         crowd = page.evaluate(CROWD)
         assert crowd["n"] > 1 and crowd["overlaps"] == 0 and crowd["outside"] == 0, crowd
+    finally:
+        ctx.close()
+
+
+# Token labels shown (opacity above 0.05) and whether each rests (has arrived, or no motion),
+# and the pairs of them whose labels overlap by more than a pixel each way.
+LABEL_PAIRS = """() => {
+  const t = Array.from(document.querySelectorAll("#cl-flow [data-flow]:not(.flow-dropped)"))
+    .filter((n) => Number(getComputedStyle(n).opacity) > 0.05).map((n) => {
+      const a = n.getAnimations()[0], p = a ? a.effect.getComputedTiming().progress : 1;
+      return { rest: !a || p >= 0.6, r: n.getBoundingClientRect(), label: n.textContent };
+    });
+  const pairs = [];
+  t.forEach((a, i) => t.slice(i + 1).forEach((b) => {
+    const x = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left), y = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+    if (x > 1 && y > 1) pairs.push({ rest: a.rest && b.rest, labels: [a.label, b.label] });
+  }));
+  return { shown: t.length, pairs };
+}"""
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_resting_token_labels_never_cover_each_other_over_a_walk(browser: Browser, live_server_url, size):
+    # Lesson 13's group steps send heartbeats, joins, syncs and commits to the coordinator
+    # beside the replicas' fetches: the busiest picture. Labels at rest (where a learner reads
+    # them) never overlap, at a receiver or across neighbours; without motion no two overlap.
+    for reduced in (True, False):
+        ctx, page, _ = fresh(browser, size, reduced=reduced)
+        try:
+            open_lesson(page, live_server_url, "committing-offsets")
+            shown, covered = 0, []
+            for _ in range(8):
+                step(page)
+                for _ in range(1 if reduced else 15):
+                    page.wait_for_timeout(100)
+                    seen = page.evaluate(LABEL_PAIRS)
+                    shown += seen["shown"]
+                    covered += [p["labels"] for p in seen["pairs"] if reduced or p["rest"]]
+            assert shown and not covered, (size, reduced, shown, covered[:5])
+        finally:
+            ctx.close()
+
+
+PC_TOKENS = """() => Array.from(document.querySelectorAll(".pc-flow [data-flow]")).map((n) => ({
+  flow: n.dataset.flow, label: n.textContent, animations: n.getAnimations().length }))"""
+
+
+@pytest.mark.parametrize("reduced", [False, True])
+def test_lesson_7_messages_travel_from_the_engines_events(browser: Browser, live_server_url, reduced):
+    # Step 1 appends twelve batches (batch_appended): each travels into the page cache. Step 4
+    # appends twelve more and lets the OS write back (pages_written_back): a token carries the
+    # written page to the .log's bytes on disk. Without motion they just appear.
+    ctx, page, errors = fresh(browser, "wide", reduced=reduced)
+    try:
+        open_lesson(page, live_server_url, "flush-and-page-cache")
+        seen: dict[int, list[dict]] = {}
+        for _ in range(4):
+            n = step(page)
+            if n in (1, 4):
+                wait_for(page, "document.querySelector('.pc-flow [data-flow]')")
+                seen[n] = page.evaluate(PC_TOKENS)
+        first = [t for t in seen[1] if t["flow"] == "produce-batch"]
+        assert first and all(t["label"].endswith("370 B") for t in first), seen[1]
+        assert any(t["flow"] == "write-back" and t["label"] == "page 0 · on disk" for t in seen[4]), seen[4]
+        assert all((t["animations"] == 0) == reduced for t in seen[1] + seen[4]), (seen[1], seen[4])
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+def test_play_pressed_before_the_first_frame_waits_for_it(browser: Browser, live_server_url):
+    # On a loaded machine the socket opens well before the sandbox's first frame arrives. Play
+    # pressed in between used to take "step 0 of 0" for the end and stop at once (the click-
+    # latency bench saw one frame of lesson 10 at 8x); it waits for the frame and plays on.
+    import re
+
+    ctx, page, errors = fresh(browser, "wide", reduced=True)
+    held: list = []
+    release = {"open": False}
+
+    def route(ws):
+        server = ws.connect_to_server()
+
+        def from_server(message):
+            if release["open"]:
+                ws.send(message)
+            else:
+                held.append(message)
+        server.on_message(from_server)
+    try:
+        page.route_web_socket(re.compile(r"/ws/"), route)
+        page.goto(f"{live_server_url}/lessons/replication/?lang=en")
+        expect(page.locator("#conn-status")).to_have_attribute("data-state", "open")
+        page.select_option("#speed", "8")
+        page.click("#play-button")
+        wait_for(page, "true")
+        assert page.evaluate("KV.lastFrame") is None            # no frame yet: Play is waiting
+        release["open"] = True
+        for message in held:
+            page.evaluate("(m) => KV.dispatch(JSON.parse(m))", message)
+        wait_for(page, "KV.lastFrame && KV.lastFrame.state.run.step >= 2")
+        assert not errors, errors
     finally:
         ctx.close()

@@ -99,6 +99,43 @@ async def test_kcat_produces_into_the_sandbox_and_its_requests_are_frames(tmp_pa
 
 
 @pytest.mark.asyncio
+async def test_a_new_run_keeps_the_listener_and_back_forgets_what_the_client_wrote(tmp_path, listening):
+    rt, sent = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    await rt.command(sid, {"type": "shape", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2})
+    await rt.command(sid, {"type": "client_port"})
+    sb = rt.sandboxes[sid]
+    port = sb.engine.client_port_
+    bootstrap = port.server.bootstrap
+    done = await asyncio.to_thread(kcat, "-b", bootstrap, "-P", "-t", "t", "-p", "0", "-X", "acks=all",
+                                   stdin="from-kcat\n")
+    assert done.returncode == 0, done.stderr
+    assert await wait_for(lambda: port.attached == 0)
+
+    def values():
+        with sb.lock:
+            cluster = sb.engine.run.cluster
+            leader = cluster.controller.partition("t", 0).leader
+            log = cluster.brokers[leader].partitions[("t", 0)].log
+            return [r.value for b in log.batches(log.log_start_offset, log.log_end_offset) for r in b.records]
+
+    assert b"from-kcat" in values()
+    await rt.command(sid, {"type": "produce", "topic": "t", "partition": 0, "count": 1})
+    assert sb.engine.run.position not in sb.engine.run.snapshot_steps()   # a served run takes no checkpoints
+    await rt.command(sid, {"type": "back"})
+    # Back restored a checkpoint from before the client and replayed the run's own commands.
+    assert b"from-kcat" not in values()
+    assert port.is_open and port.cluster is sb.engine.run.cluster
+    # A new run (load) is not the sandbox's end: the listener stays and serves the new cluster.
+    await rt.command(sid, {"type": "load", "scenario": sb.engine.scenario["choices"][0],
+                           "truncation": sb.engine.truncation})
+    assert port.is_open and port.cluster is sb.engine.run.cluster and port.server.bootstrap
+    rt.close_all()
+    assert not port.is_open
+
+
+@pytest.mark.asyncio
 async def test_a_cut_client_link_cuts_the_real_client_and_back_waits_for_it(tmp_path, listening):
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()

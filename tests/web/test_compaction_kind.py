@@ -9,7 +9,7 @@ import pytest
 
 from engine.errors import KafkaError
 from kafkaviz.lessons.content import load_content
-from kafkaviz.live.compaction import CompactionSandbox
+from kafkaviz.live.storage_kinds import CompactionSandbox
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.validation import CommandError, validate_command
 

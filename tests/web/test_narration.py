@@ -46,8 +46,6 @@ def _kind(tmp_path, slug: str, scenario: str | None, rule: str | None, lang: str
     kind = get_kind(lesson.kind)(tmp_path / "box", seed=1, limits=Limits(1000, 10**8), lesson=lesson, lang=lang)
     if isinstance(kind, ReplicationSandbox):
         kind.load(scenario, rule)
-    else:
-        kind.open()
     return kind
 
 
@@ -65,7 +63,7 @@ def test_every_step_has_its_own_sentence_never_its_command(tmp_path, slug, scena
     try:
         steps = kind.state()["run"]["steps"]
         assert steps and all(s["scripted"] for s in steps)
-        commands = kind.run.log if isinstance(kind, ReplicationSandbox) else [c for e in kind.log for c in e["do"]]
+        commands = kind.run.log
         renderings = {_bare(narration.command_label(c, lang)) for c in commands}
         for s in steps:
             where = f"{slug} {scenario or ''} {rule or ''} {lang} step {s['n']}"
@@ -127,7 +125,7 @@ def test_lesson_15_merged_step_gives_the_event_stream_of_its_commands_one_by_one
     merged = _kind(tmp_path / "a", "timing-wheel", None, None)
     single = _kind(tmp_path / "b", "timing-wheel", None, None)
     try:
-        one_by_one = [{"id": None, "do": [dict(c)], "scripted": False} for e in merged.log for c in e["do"]]
+        one_by_one = [{"id": None, "do": [c], "scripted": False} for e in merged.export_run()["log"] for c in e["do"]]
         single.import_run({"log": one_by_one, "step": len(one_by_one)})
         while merged.position < merged.total_steps:
             merged.step()
@@ -136,3 +134,21 @@ def test_lesson_15_merged_step_gives_the_event_stream_of_its_commands_one_by_one
     finally:
         merged.close()
         single.close()
+
+
+@pytest.mark.parametrize("lang", load_content(SANDBOX.slug).languages)
+def test_a_shaped_cluster_says_each_setup_step_in_words(tmp_path, lang):
+    # "Build your own cluster" plays its own two-step scenario ("custom"): its steps get the
+    # sandbox's sentences, never the labels of create_topic and advance.
+    lesson = load_content(SANDBOX.slug, lang)
+    kind = get_kind(lesson.kind)(tmp_path / "box", seed=1, limits=Limits(1000, 10**8), lesson=lesson, lang=lang)
+    try:
+        kind.load(lesson.scenario["choices"][0], None)
+        kind.shape(brokers=4, partitions=2, replication_factor=3, min_insync_replicas=2, unclean=False, truncation="epoch")
+        steps = kind.state()["run"]["steps"]
+        assert len(steps) == 2
+        for s in steps:
+            assert s["say"].strip() and _bare(s["say"]) != _bare(s["label"]), s
+        assert steps[0]["say"] != steps[1]["say"]
+    finally:
+        kind.close()

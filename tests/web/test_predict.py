@@ -15,7 +15,7 @@ from engine.events import EVENT_TYPES
 from kafkaviz.asgi import application
 from kafkaviz.lessons import content as content_mod
 from kafkaviz.lessons.content import ContentError, content_slugs, load_content
-from kafkaviz.live.checks import CheckError, evaluate, validate_check
+from kafkaviz.lessons.checks import CheckError, evaluate, validate_check
 from kafkaviz.live.guided_cluster import GuidedClusterSandbox
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.replication import ReplicationSandbox

@@ -86,7 +86,7 @@ async def test_when_the_owner_dies_the_next_command_restores_the_sandbox_elsewhe
         assert sid in rt_b.sandboxes
         after = rt_b.current_run(sid)["data"]["run"]
         assert after["log"][:-1] == before["data"]["run"]["log"]      # nothing the class saw is lost
-        assert after["log"][-1]["do"] == [{"cmd": "produce", "partition": 1, "count": 2, "value_size": 100}]
+        assert after["log"][-1]["do"] == [{"cmd": "produce", "partition": 1, "count": 2}]   # defaults left out
         state = (await b.snapshot(sid))["state"]
         p1 = next(p for p in state["partitions"] if p["partition"] == 1)
         assert p1["log_end_offset"] == 11

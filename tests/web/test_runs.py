@@ -227,3 +227,25 @@ async def test_the_partition_switch_shows_any_partition_and_is_not_a_step(tmp_pa
     assert err.value.field == "partition"
     assert rt.sandboxes[sid].engine.state()["partition"]["partition"] == 0
     rt.close_all()
+
+
+async def test_a_cluster_run_exports_lesson_steps_not_commands(tmp_path):
+    # Lesson 10's scenario merges a produce with the next command: 6 steps run 8 commands.
+    # The export counts what the page counts (and its file name says): lesson steps.
+    rt = make_runtime(tmp_path)
+    a, b, c = new_sandbox_id(), new_sandbox_id(), new_sandbox_id()
+    for sid in (a, b, c):
+        await rt.attach(sid, "leader-epoch")
+    for _ in range(6):
+        await rt.command(a, {"type": "step"})
+    run = (await rt.command(a, {"type": "export"}))["data"]["run"]
+    engine = rt.sandboxes[a].engine
+    assert run["step"] == engine.position == 6 and run["commands"] == engine.run.position > 6
+    reply = await rt.command(b, {"type": "import", "run": json.dumps((await rt.command(a, {"type": "export"}))["data"])})
+    assert reply["text"] == "Run loaded: step 6 of 13."
+    assert rt.sandboxes[b].engine.run.position == run["commands"]
+    # A file written before "commands" counted commands in "step": it opens where it was.
+    legacy = (await rt.command(a, {"type": "export"}))["data"]
+    legacy["run"] = {k: v for k, v in legacy["run"].items() if k != "commands"} | {"step": run["commands"]}
+    assert (await rt.command(c, {"type": "import", "run": json.dumps(legacy)}))["text"] == "Run loaded: step 6 of 13."
+    rt.close_all()

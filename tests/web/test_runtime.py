@@ -150,7 +150,8 @@ async def test_sandbox_data_dir_is_under_the_root_and_named_by_its_id(tmp_path):
     rt, _, _ = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
-    assert (tmp_path / "data" / sid / "orders-0" / "00000000000000000000.log").exists()
+    # The run's files: one directory per run of the sandbox (a reset or an import starts run-2)
+    assert (tmp_path / "data" / sid / "run-1" / "orders-0" / "00000000000000000000.log").exists()
     rt.close_all()
 
 

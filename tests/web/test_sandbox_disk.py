@@ -8,7 +8,7 @@ from engine.storage_commands import Advance, Produce
 from kafkaviz.lessons.content import load_content
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.replication import ReplicationSandbox
-from kafkaviz.live.segments import SegmentsSandbox
+from kafkaviz.live.storage_kinds import SegmentsSandbox
 
 
 def segments_box(path):
