@@ -7,7 +7,7 @@ every connection, request and operator command with its virtual arrival time, pl
 named *mark* at the end of each phase. The recording the lesson plays is committed
 (``kafkaviz/lessons/recordings/client-session.json``, made by ``python -m wire.script``)
 so that every process -- a room's failover, a shared run opened elsewhere -- replays the
-same session, event for event; ``tests/web/test_client_session.py`` records a fresh one
+same session, event for event; ``tests/wire/test_wire_script.py`` records a fresh one
 with the real client and checks it still shows what the lesson says.
 
 A guided step is ``{cmd = "replay_to", mark = "<phase>"}``: the recorded entries are
