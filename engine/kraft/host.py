@@ -34,6 +34,7 @@ class RaftReplica(Protocol):
     epoch: int
     high_watermark: int
     log: Any
+    snapshots: list
 
     @property
     def log_end_offset(self) -> int: ...
