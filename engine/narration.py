@@ -1234,7 +1234,7 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         zh="{node}：元数据 HW {old} → {new}（epoch {epoch}）：多数投票者已拥有 {new} 之前的全部记录"),
     "raft_snapshot_written": Sentence(
         lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("name", "end_offset", "records", "size")},
-                      "form": e["how"]},
+                      "form": "fetched" if e["how"] == "fetched" else "created"},
         en={"created": "{node} wrote snapshot {name}: its state below the committed offset {end_offset} "
                        "({records} record(s), {size} bytes)",
             "fetched": "{node} downloaded snapshot {name} from the leader ({records} record(s), {size} bytes)"},
