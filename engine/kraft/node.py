@@ -467,9 +467,10 @@ class RaftNode:
             self._become_unattached(req.leader_epoch, -1, f"EndQuorumEpoch from {src}")
         elif self.state == "follower" and self.leader_id == req.leader_id:
             successors = list(req.preferred_successors)
-            pos = successors.index(self.id) if self.id in successors else -1
-            # The leader said it is gone: stop counting its last fetch against pre-votes.
-            self.has_fetched = False
+            pos = successors.index(self.id) if self.id in successors else len(successors)
+            # Kafka only shortens the fetch timeout here (FollowerState.overrideFetchTimeout):
+            # hasFetchedFromLeader stays set, so this follower still refuses pre-votes until it
+            # leaves the follower state itself.
             self._set_timer(self.config.strict_exponential_backoff_ms(pos, len(successors)))
         self._send(src, EndQuorumEpochResponse(None, self.leader_id, self.epoch))
 
@@ -842,10 +843,14 @@ class RaftNode:
         return True
 
     def _snapshot_for(self, req: RaftFetchRequest) -> SnapshotId | None:
-        """ReplicatedLog.validateOffsetAndEpoch: the snapshot a fetch must take instead, or None."""
+        """The snapshot a fetch must take instead, or None: an empty fetcher always gets the latest
+        snapshot (KafkaRaftClient.tryCompleteFetchRequest: it is cheaper than the segments), else
+        ReplicatedLog.validateOffsetAndEpoch."""
         start = self.log_start_offset
-        if (start == 0 and req.fetch_offset == 0) or not self.snapshots:
+        if not self.snapshots:
             return None
+        if req.fetch_offset == 0:
+            return self.latest_snapshot
         earliest = self.snapshots[0]
         if (req.fetch_offset < start or (req.fetch_offset == start and req.last_fetched_epoch != earliest.epoch)
                 or req.last_fetched_epoch < earliest.epoch):
