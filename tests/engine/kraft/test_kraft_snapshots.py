@@ -1,9 +1,9 @@
 """Snapshots of the metadata log: <offset>-<epoch>.checkpoint files framed by SnapshotHeader and
 SnapshotFooter, the log start moved past them by the cleaner, and FetchSnapshot bringing a
 replica that fell behind the log start back."""
-import io
-
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
 from engine.errors import CorruptRecordError
@@ -229,3 +229,22 @@ def test_fault_schedules_make_and_fetch_snapshots(shm_root):
 @pytest.fixture
 def shm_root(root):
     return root
+
+
+@settings(max_examples=100, deadline=None)
+@given(end=st.integers(0, 10**12), epoch=st.integers(0, 2**31 - 1), values=st.lists(st.binary(max_size=40), max_size=30),
+       per_batch=st.integers(1, 7), ts=st.integers(-1, 2**50))
+def test_snapshot_files_round_trip(end, epoch, values, per_batch, ts):
+    sid = SnapshotId(end, epoch)
+    assert parse_snapshot_name(sid.name) == sid
+    contents = decode_snapshot(encode_snapshot(sid, values, ts, 0, per_batch))
+    assert contents.values == values and contents.header.last_contained_log_timestamp == ts
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=200))
+def test_arbitrary_bytes_are_a_snapshot_or_refused(data):
+    try:
+        decode_snapshot(data)
+    except CorruptRecordError as exc:
+        assert "\n" not in str(exc)
