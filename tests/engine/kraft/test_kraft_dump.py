@@ -2,6 +2,7 @@
 snapshots, as kafka-dump-log.sh prints them; bad input gives one line and exit 1, and no file
 is changed."""
 import hashlib
+import io
 import json
 import os
 import re
@@ -9,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.kraft import metadata
 from engine.kraft.config import QuorumConfig
@@ -126,3 +129,24 @@ def test_a_control_record_that_does_not_decode_is_reported(tmp_path):
     r = dump("--deep-iteration", str(seg))
     assert r.returncode == 1 and "controlType: SNAPSHOT_HEADER(3)" in r.stdout
     assert "SNAPSHOT_HEADER control record at offset 0 does not decode" in r.stderr.strip().splitlines()[-1]
+
+
+
+
+@settings(max_examples=150, deadline=None)
+@given(blob=st.one_of(
+    st.binary(max_size=300),
+    st.lists(st.binary(max_size=30), max_size=4).map(
+        lambda vs: data_batch([b"\x01" + v for v in vs] or [b"\x01"], base_offset=0, epoch=1, now_ms=0)),
+    st.lists(st.binary(max_size=30), max_size=4).map(lambda vs: encode_snapshot(SnapshotId(1, 1), vs, 0, 0))),
+    name=st.sampled_from(["00000000000000000000.log", "00000000000000000007-0000000002.checkpoint"]))
+def test_dump_of_any_bytes_as_metadata_never_raises_and_never_writes(tmp_path_factory, blob, name):
+    from engine.dump import dump_files
+    d = tmp_path_factory.mktemp("fuzz")
+    path = d / name
+    path.write_bytes(blob)
+    out, err = io.StringIO(), io.StringIO()
+    problems = dump_files([str(path)], out, err, cluster_metadata=True)
+    if problems.any:
+        assert "\n" not in problems.first()
+    assert path.read_bytes() == blob
