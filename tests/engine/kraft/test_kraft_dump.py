@@ -131,8 +131,6 @@ def test_a_control_record_that_does_not_decode_is_reported(tmp_path):
     assert "SNAPSHOT_HEADER control record at offset 0 does not decode" in r.stderr.strip().splitlines()[-1]
 
 
-
-
 @settings(max_examples=150, deadline=None)
 @given(blob=st.one_of(
     st.binary(max_size=300),
