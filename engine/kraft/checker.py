@@ -120,6 +120,9 @@ class RaftChecker:
                           f"node {node.id} snapshot {sid.name}: the committed record at {end - 1} has epoch "
                           f"{self.committed[end - 1][0]}")
         expected = [value for _, _, value, control in self.committed[:end] if not control]
+        state = getattr(self.quorum, "snapshot_state", None)
+        if state is not None:
+            expected = state(expected)
         if values != expected:
             at = next((i for i, (a, b) in enumerate(zip(values, expected)) if a != b), min(len(values), len(expected)))
             self._violate("snapshot_differs", node.id, node.epoch,

@@ -21,6 +21,7 @@ class QuorumHost(Protocol):
     nodes: dict
     checker: Any
     seed: int
+    snapshot_state: Any
 
     def now_ms(self) -> int: ...
 

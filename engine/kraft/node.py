@@ -784,6 +784,9 @@ class RaftNode:
         for batch in self.log.batches(start, end):
             if not batch.is_control:
                 values.extend(r.value for r in batch.records if start <= r.offset < end)
+        state = getattr(self.quorum, "snapshot_state", None)
+        if state is not None:
+            values = state(values)
         data = encode_snapshot(sid, values, last[0].max_timestamp, self._now(), self.config.snapshot_batch_records)
         self._freeze(sid, data, "created", len(values))
         self.bytes_since_snapshot = 0
