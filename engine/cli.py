@@ -170,7 +170,7 @@ def _cmd_dump(args: argparse.Namespace) -> int:
     files = list(args.files) + [f for f in (args.files_option or "").split(",") if f]
     problems = dump_files(files, sys.stdout, sys.stderr, deep_iteration=args.deep_iteration,
                           print_data_log=args.print_data_log, skip_record_metadata=args.skip_record_metadata,
-                          verify_index_only=args.verify_index_only)
+                          verify_index_only=args.verify_index_only, cluster_metadata=args.cluster_metadata_decoder)
     if problems.any:  # everything readable was printed; the exit status says something was not
         sys.stdout.flush()
         print(f"error: {problems.first()}", file=sys.stderr)
@@ -263,8 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_produce)
 
     d = sub.add_parser("dump", help="print segment files like kafka-dump-log.sh",
-                       description="Print .log, .index, .timeindex (also .txnindex, .snapshot) files in the "
-                                   "format of Kafka's kafka-dump-log.sh. A directory stands for its segment files.")
+                       description="Print .log, .index, .timeindex (also .txnindex, .snapshot, and KRaft "
+                                   ".checkpoint snapshots) files in the format of Kafka's kafka-dump-log.sh. "
+                                   "A directory stands for its segment files.")
     d.add_argument("files", nargs="*", metavar="FILE")
     d.add_argument("--files", dest="files_option", default=None, metavar="FILE,FILE",
                    help="comma-separated files, as kafka-dump-log.sh takes them")
@@ -274,6 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --print-data-log, print only key and payload on record lines")
     d.add_argument("--verify-index-only", action="store_true",
                    help="check index entries against the log and print only the problems")
+    d.add_argument("--cluster-metadata-decoder", action="store_true",
+                   help="decode payloads as KRaft metadata records (__cluster_metadata segments and "
+                        "<offset>-<epoch>.checkpoint snapshots); implies --print-data-log")
     d.set_defaults(func=_cmd_dump, dump_parser=d)
 
     e = sub.add_parser("storage-experiment", help="replay the segment/retention experiment of seed 000 §1.4",

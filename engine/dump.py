@@ -16,7 +16,16 @@ Dispatch is by suffix, as in Kafka's ``DumpLogSegments`` (reference §3.7):
 * ``.timeindex`` — 12-byte entries ``int64 timestamp, int32 relativeOffset``, printed as
   ``timestamp: <ts> offset: <base + relative>``.
 * ``.txnindex`` — 34-byte aborted-transaction entries; ``.snapshot`` — producer state.
+* ``.checkpoint`` — a KRaft metadata snapshot (``<end offset>-<epoch>.checkpoint``):
+  ``Snapshot end offset: <offset>, epoch: <epoch>``, then its batches as a ``.log``'s.
 * anything else — ``Ignoring unknown file <path>`` on stderr.
+
+In deep iteration a control record prints its type; SnapshotHeader, SnapshotFooter, KRaftVersion
+and KRaftVoters records print their message as Kafka's JSON converters write it. With
+``cluster_metadata`` (``--cluster-metadata-decoder``) each data record's payload is the metadata
+record as ``{"type":…,"version":…,"data":{…}}`` and no key is printed (DumpLogSegments'
+ClusterMetadataLogMessageParser); a value that does not decode prints Kafka's
+``Error at <offset>, skipping. <why>`` there and makes the exit status 1.
 
 Index files of an active segment are preallocated and zero-filled, so, like Kafka,
 the walk stops at the first entry after entry 0 whose relative offset is 0 (a valid
@@ -29,6 +38,7 @@ reported on stderr after all files, in Kafka's words ("Mismatches in :…",
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import struct
@@ -40,7 +50,7 @@ from .errors import InvalidRequestError
 __all__ = ["DumpProblems", "dump_files", "dump_file", "expand_paths", "base_offset_of", "SUFFIXES",
            "CODEC_NAMES", "read_offset_index", "read_time_index"]
 
-SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
                   5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
@@ -50,7 +60,15 @@ _INT_MAX = 2**31 - 1
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _TXN_ENTRY = struct.Struct(">hqqqq")
-_SEGMENT_FILE = re.compile(r"^[0-9]+\.(log|index|timeindex|txnindex|snapshot)$")
+_SEGMENT_FILE = re.compile(r"^([0-9]+\.(log|index|timeindex|txnindex|snapshot)|[0-9]{20}-[0-9]{10}\.checkpoint)$")
+_SNAPSHOT_FILE = re.compile(r"^([0-9]{20})-([0-9]{10})\.checkpoint$")
+BOOTSTRAP_SNAPSHOT = "bootstrap.checkpoint"
+_CONTROL_JSON_NAMES = {3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion", 6: "KRaftVoters"}
+
+
+def _json(value) -> str:
+    """Jackson's ``JsonNode.toString``: no spaces, non-ASCII as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 @dataclass
@@ -229,7 +247,7 @@ def _batch_line(header, position: int, valid: bool) -> str:
             f"crc: {header.crc & 0xFFFFFFFF} isvalid: {_bool(valid)}")
 
 
-def _control_text(record) -> str:
+def _control_text(record, bad: list | None = None) -> str:
     key = record.key or b""
     if len(key) < 4:
         return " controlType: UNKNOWN(-1)"
@@ -238,10 +256,31 @@ def _control_text(record) -> str:
     if type_id in (0, 1) and record.value is not None and len(record.value) >= 6:
         coordinator_epoch = struct.unpack_from(">i", record.value, 2)[0]
         return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
+    if type_id in _CONTROL_JSON_NAMES:
+        from .kraft.records import CONTROL_VERSION, decode_control
+        from .errors import CorruptRecordError
+        try:
+            msg = decode_control(record.key, record.value)
+        except CorruptRecordError as exc:
+            if bad is not None:
+                bad.append(f"the {name} control record at offset {record.offset} does not decode ({exc})")
+            return f" controlType: {name}({type_id})"
+        return f" {_CONTROL_JSON_NAMES[type_id]} {_json(msg.to_json(CONTROL_VERSION))}"
     return f" controlType: {name}({type_id})"
 
 
-def _record_line(header, record, print_data: bool, skip_metadata: bool = False) -> str:
+def _metadata_payload(record, bad: list | None) -> str:
+    from .kraft import metadata
+    try:
+        return _json(metadata.to_json(metadata.decode(record.value or b"")))
+    except metadata.MetadataParseError as exc:
+        if bad is not None:
+            bad.append(f"the metadata record at offset {record.offset} does not decode ({exc})")
+        return f"Error at {record.offset}, skipping. {exc}"
+
+
+def _record_line(header, record, print_data: bool, skip_metadata: bool = False, cluster_metadata: bool = False,
+                 bad: list | None = None) -> str:
     size = lambda b: -1 if b is None else len(b)  # noqa: E731 - Kafka prints -1 for null
     # Kafka's prefix is "| " before whichever of metadata or key comes first, " " after that;
     # "payload:" always gets a single leading space (so metadata skipped and no key gives " payload: …").
@@ -253,8 +292,10 @@ def _record_line(header, record, print_data: bool, skip_metadata: bool = False) 
                  f"sequence: {sequence} headerKeys: [{','.join(h.key for h in record.headers)}]")
         prefix = " "
         if header.is_control:
-            line += _control_text(record)
-    if print_data and not header.is_control:
+            line += _control_text(record, bad)
+    if print_data and not header.is_control and cluster_metadata:
+        line += f" payload: {_metadata_payload(record, bad)}"      # metadata records have no key
+    elif print_data and not header.is_control:
         if record.key is not None:
             line += f"{prefix}key: {record.key.decode('utf-8', errors='replace')}"
         if record.value is not None:
@@ -263,11 +304,24 @@ def _record_line(header, record, print_data: bool, skip_metadata: bool = False) 
 
 
 def _dump_log(path: str, out: TextIO, err: TextIO, problems: DumpProblems,
-              deep_iteration: bool, print_data: bool, skip_metadata: bool = False) -> None:
+              deep_iteration: bool, print_data: bool, skip_metadata: bool = False,
+              cluster_metadata: bool = False) -> None:
     from .records import decode_batch, verify_crc
 
-    out.write(f"Log starting offset: {base_offset_of(path)}\n")
+    name = os.path.basename(path)
+    if name.endswith(".checkpoint"):
+        m = _SNAPSHOT_FILE.match(name)
+        if name == BOOTSTRAP_SNAPSHOT:
+            out.write("KRaft bootstrap snapshot\n")
+        elif m is None:
+            problems.unreadable.append(f"{path}: not a snapshot name (<20-digit end offset>-<10-digit epoch>.checkpoint)")
+            return
+        else:
+            out.write(f"Snapshot end offset: {int(m.group(1))}, epoch: {int(m.group(2))}\n")
+    else:
+        out.write(f"Log starting offset: {base_offset_of(path)}\n")
     buf = _read(path)
+    bad: list = []
     walk = _walk_batches(buf)
     last_offset = -1
     for position, header in walk.batches:
@@ -287,7 +341,9 @@ def _dump_log(path: str, out: TextIO, err: TextIO, problems: DumpProblems,
             if last_offset != -1 and record.offset != last_offset + 1:
                 problems.non_consecutive.setdefault(os.path.abspath(path), []).append((last_offset, record.offset))
             last_offset = record.offset
-            out.write(_record_line(header, record, print_data, skip_metadata) + "\n")
+            out.write(_record_line(header, record, print_data, skip_metadata, cluster_metadata, bad) + "\n")
+        problems.unreadable.extend(f"{path}: {b}" for b in bad)
+        bad.clear()
     if walk.problem:
         err.write(f"{walk.problem} in {path}\n")
     trailing = len(buf) - walk.end
@@ -437,7 +493,8 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
                      if _SEGMENT_FILE.match(n) and os.path.isfile(os.path.join(p, n))]
             if not found:
                 raise InvalidRequestError(f"{p} holds no segment files (.log, .index, .timeindex, .txnindex or "
-                                          ".snapshot named by a 20-digit offset)")
+                                          ".snapshot named by a 20-digit offset) and no snapshots "
+                                          "(<offset>-<epoch>.checkpoint)")
             out += found
         else:
             out.append(p)
@@ -446,12 +503,14 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
 
 def dump_file(path: str, out: TextIO, err: TextIO, problems: DumpProblems, *,
               deep_iteration: bool = False, print_data_log: bool = False, skip_record_metadata: bool = False,
-              verify_index_only: bool = False) -> None:
+              verify_index_only: bool = False, cluster_metadata: bool = False) -> None:
     out.write(f"Dumping {path}\n")
     name = os.path.basename(path)
     suffix = name[name.rfind("."):] if "." in name else ""
-    if suffix == ".log":
-        _dump_log(path, out, err, problems, deep_iteration or print_data_log, print_data_log, skip_record_metadata)
+    print_data_log = print_data_log or cluster_metadata
+    if suffix in (".log", ".checkpoint"):
+        _dump_log(path, out, err, problems, deep_iteration or print_data_log, print_data_log, skip_record_metadata,
+                  cluster_metadata)
     elif suffix == ".index":
         _dump_index(path, out, problems, verify_index_only)
     elif suffix == ".timeindex":
@@ -466,14 +525,16 @@ def dump_file(path: str, out: TextIO, err: TextIO, problems: DumpProblems, *,
 
 def dump_files(paths: Iterable[str], out: TextIO, err: TextIO, *,
                deep_iteration: bool = False, print_data_log: bool = False, skip_record_metadata: bool = False,
-               verify_index_only: bool = False) -> DumpProblems:
+               verify_index_only: bool = False, cluster_metadata: bool = False) -> DumpProblems:
     """Dump every file in order, then report the index problems found (on ``err``).
     The flags are kafka-dump-log.sh's: ``--deep-iteration``, ``--print-data-log`` (implies
     deep iteration), ``--skip-record-metadata`` (record lines keep only key/payload) and
-    ``--verify-index-only`` (check the indexes, print no entries)."""
+    ``--verify-index-only`` (check the indexes, print no entries), ``--cluster-metadata-decoder``
+    (payloads as KRaft metadata records; implies ``--print-data-log``)."""
     problems = DumpProblems()
     for path in expand_paths(list(paths)):
         dump_file(path, out, err, problems, deep_iteration=deep_iteration, print_data_log=print_data_log,
-                  skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only)
+                  skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
+                  cluster_metadata=cluster_metadata)
     problems.write(err)
     return problems

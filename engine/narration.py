@@ -1216,15 +1216,23 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "epoch", "error", "records",
                                                                    "high_watermark", "diverging_epoch",
                                                                    "diverging_end_offset")},
-                      "form": "error" if e["error"] else ("diverging" if e["diverging_epoch"] is not None
-                                                          and e["diverging_epoch"] >= 0 and not e["records"]
-                                                          and e["diverging_end_offset"] is not None
-                                                          and e["diverging_end_offset"] >= 0 else "records")},
+                      "snapshot_end_offset": e.get("snapshot_end_offset", -1),
+                      "snapshot_epoch": e.get("snapshot_epoch", -1),
+                      "form": "error" if e["error"] else (
+                          "snapshot" if e.get("snapshot_end_offset", -1) >= 0 else
+                          ("diverging" if e["diverging_epoch"] is not None
+                           and e["diverging_epoch"] >= 0 and not e["records"]
+                           and e["diverging_end_offset"] is not None
+                           and e["diverging_end_offset"] >= 0 else "records"))},
         en={"error": "{node} → node {to}: Fetch refused: {error} (epoch {epoch})",
+            "snapshot": "{node} → node {to}: that offset is below my log start; fetch snapshot "
+                        "{snapshot_end_offset}-{snapshot_epoch} first",
             "diverging": "{node} → node {to}: your log diverges; epoch {diverging_epoch} ends at offset "
                          "{diverging_end_offset}, truncate there",
             "records": "{node} → node {to}: {records} record(s), metadata HW {high_watermark}"},
         zh={"error": "{node} → node {to}：拒绝 Fetch：{error}（epoch {epoch}）",
+            "snapshot": "{node} → node {to}：该偏移量低于我的日志起始偏移量；请先拉取快照 "
+                        "{snapshot_end_offset}-{snapshot_epoch}",
             "diverging": "{node} → node {to}：你的日志已分叉；epoch {diverging_epoch} 止于偏移量 "
                          "{diverging_end_offset}，截断到那里",
             "records": "{node} → node {to}：{records} 条记录，元数据 HW {high_watermark}"}),
@@ -1244,6 +1252,37 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("epoch", "old", "new")}},
         en="{node}: metadata HW {old} → {new} (epoch {epoch}): a majority of voters has everything below {new}",
         zh="{node}：元数据 HW {old} → {new}（epoch {epoch}）：多数投票者已拥有 {new} 之前的全部记录"),
+    "raft_snapshot_written": Sentence(
+        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("name", "end_offset", "records", "size")},
+                      "form": "fetched" if e["how"] == "fetched" else "created"},
+        en={"created": "{node} wrote snapshot {name}: its state below the committed offset {end_offset} "
+                       "({records} record(s), {size} bytes)",
+            "fetched": "{node} downloaded snapshot {name} from the leader ({records} record(s), {size} bytes)"},
+        zh={"created": "{node} 写入快照 {name}：已提交偏移量 {end_offset} 之前的状态（{records} 条记录，{size} 字节）",
+            "fetched": "{node} 从 leader 下载了快照 {name}（{records} 条记录，{size} 字节）"}),
+    "raft_snapshot_deleted": Sentence(
+        lambda e, w: {"node": _raft_node(e), "name": e["name"], "reason": e["reason"]},
+        en="{node} deleted the older snapshot {name} ({reason})",
+        zh="{node} 删除了较旧的快照 {name}（{reason}）"),
+    "raft_snapshot_fetch_sent": Sentence(
+        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "end_offset", "snapshot_epoch", "position")}},
+        en="{node} → node {to}: FetchSnapshot {end_offset}-{snapshot_epoch} from byte {position}",
+        zh="{node} → node {to}：FetchSnapshot {end_offset}-{snapshot_epoch}，从第 {position} 字节开始"),
+    "raft_snapshot_fetch_answered": Sentence(
+        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "error", "end_offset", "snapshot_epoch",
+                                                                   "position", "bytes", "size")},
+                      "form": "error" if e["error"] else "bytes"},
+        en={"error": "{node} → node {to}: FetchSnapshot {end_offset}-{snapshot_epoch} refused: {error}",
+            "bytes": "{node} → node {to}: snapshot {end_offset}-{snapshot_epoch}, {bytes} bytes from byte "
+                     "{position} of {size}"},
+        zh={"error": "{node} → node {to}：拒绝 FetchSnapshot {end_offset}-{snapshot_epoch}：{error}",
+            "bytes": "{node} → node {to}：快照 {end_offset}-{snapshot_epoch}，从第 {position} 字节起 {bytes} 字节"
+                     "（共 {size} 字节）"}),
+    "raft_snapshot_loaded": Sentence(
+        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("end_offset", "epoch", "old_leo")}},
+        en="{node} replaced its metadata log with the snapshot: the log now starts empty at offset {end_offset} "
+           "(it ended at {old_leo})",
+        zh="{node} 用快照替换了元数据日志：日志现在从偏移量 {end_offset} 开始且为空（之前止于 {old_leo}）"),
     "raft_violation": Sentence(
         lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("rule", "epoch", "detail")}},
         en="Raft safety rule broken on {node} at epoch {epoch}: {rule} ({detail})",

@@ -8,6 +8,8 @@ A package of its own, not wired into :class:`engine.cluster.Cluster` yet:
 - ``metadata``     Kafka's metadata records (generated from its JSON), framed as ApiMessageAndVersion
 - ``records``      the metadata log's batches: metadata (or opaque) data records and control records
                    (LeaderChangeMessage, SnapshotHeader/Footer, ...) generated from Kafka's JSON
+- ``snapshots``    ``<offset>-<epoch>.checkpoint`` files (SnapshotHeader, records, SnapshotFooter)
+- ``image``        the metadata image a snapshot can hold (records folded into current state)
 - ``quorum_state`` the ``quorum-state`` file that keeps a voter's epoch and vote across crashes
 - ``node``         :class:`RaftNode`, one voter's or observer's state machine (KafkaRaftClient + QuorumState)
 - ``quorum``       :class:`Quorum`, N voters and some observers on the engine's Network and Scheduler

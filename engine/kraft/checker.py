@@ -10,8 +10,12 @@ a checker beside every simulated run).
   and a follower never truncates below its own HW.
 - **Log matching**: if a replica holds a record at an offset with the same epoch as the committed
   record there, the two logs agree on everything up to it (checked by :meth:`check_logs`).
+- **Snapshots hold the committed state**: a snapshot (made by a node or downloaded) with id
+  (end offset, epoch) holds exactly the committed data records below its end offset, and the
+  committed record before its end has its epoch; below a node's log start its snapshot stands
+  for its log, so the rules above compare logs from the log start on.
 
-A record is compared as (batch leader epoch, key, value). Findings are plain dicts in
+A record is compared as (batch leader epoch, key, value, control). Findings are plain dicts in
 ``violations`` and :class:`RaftViolation` events.
 """
 from __future__ import annotations
@@ -44,9 +48,10 @@ def _entries(batches, start: int, end: int) -> list[tuple]:
     out = []
     for _, batch in batches:
         epoch = batch.partition_leader_epoch
+        control = batch.is_control
         for r in batch:
             if start <= r.offset < end:
-                out.append((epoch, r.key, r.value))
+                out.append((epoch, r.key, r.value, control))
     return out
 
 
@@ -58,6 +63,8 @@ class RaftChecker:
         self.max_epoch: dict[int, int] = {}      # node -> highest epoch it has been in
         self.committed: list[tuple] = []
         self.elections = 0
+        self.snapshots_checked = 0     # snapshots frozen (made or downloaded) and compared
+        self.snapshots_loaded = 0      # logs replaced by a downloaded snapshot
 
     def _violate(self, rule: str, node: int, epoch: int, detail: str) -> None:
         self.violations.append({"rule": rule, "node": node, "epoch": epoch, "detail": detail,
@@ -77,9 +84,10 @@ class RaftChecker:
         if other is not None and other != node.id:
             self._violate("two_leaders_in_epoch", node.id, node.epoch, f"nodes {other} and {node.id} both led epoch {node.epoch}")
         self.leaders[node.epoch] = node.id
-        have = log_entries(node.log, 0, min(node.log_end_offset, len(self.committed)))
-        if have != self.committed[:len(have)] or len(have) < len(self.committed):
-            at = next((i for i, (a, b) in enumerate(zip(have, self.committed)) if a != b), len(have))
+        start = node.log.log_start_offset
+        have = log_entries(node.log, start, min(node.log_end_offset, len(self.committed)))
+        if have != self.committed[start:start + len(have)] or start + len(have) < len(self.committed):
+            at = start + next((i for i, (a, b) in enumerate(zip(have, self.committed[start:])) if a != b), len(have))
             self._violate("committed_lost", node.id, node.epoch,
                           f"new leader {node.id} lacks committed offset {at} (committed log has {len(self.committed)} records, "
                           f"its log ends at {node.log_end_offset})")
@@ -90,13 +98,42 @@ class RaftChecker:
             if new > n:
                 self.committed.extend(log_entries(node.log, n, new))
             return
-        lo, hi = old, min(new, n)
+        lo, hi = max(old, node.log.log_start_offset), min(new, n)
         if new > n:
             self._violate("below_hw_differs", node.id, node.epoch,
                           f"follower {node.id} HW {new} is past the committed log's end {n}")
         if hi > lo and log_entries(node.log, lo, hi) != self.committed[lo:hi]:
             self._violate("below_hw_differs", node.id, node.epoch,
                           f"follower {node.id} holds records in [{lo}, {hi}) that differ from the committed ones")
+
+    def on_snapshot(self, node: "RaftReplica", sid, values: list) -> None:
+        """A snapshot was frozen on ``node`` (made there or downloaded): it must hold the committed
+        data records below its end offset, and name the epoch of the committed record before it."""
+        self.snapshots_checked += 1
+        end, n = sid.end_offset, len(self.committed)
+        if end > n:
+            self._violate("snapshot_not_committed", node.id, node.epoch,
+                          f"node {node.id} snapshot {sid.name} ends past the committed log's end {n}")
+            return
+        if end > 0 and self.committed[end - 1][0] != sid.epoch:
+            self._violate("snapshot_differs", node.id, node.epoch,
+                          f"node {node.id} snapshot {sid.name}: the committed record at {end - 1} has epoch "
+                          f"{self.committed[end - 1][0]}")
+        expected = [value for _, _, value, control in self.committed[:end] if not control]
+        state = getattr(self.quorum, "snapshot_state", None)
+        if state is not None:
+            expected = state(expected)
+        if values != expected:
+            at = next((i for i, (a, b) in enumerate(zip(values, expected)) if a != b), min(len(values), len(expected)))
+            self._violate("snapshot_differs", node.id, node.epoch,
+                          f"node {node.id} snapshot {sid.name} holds {len(values)} data records, the committed log "
+                          f"{len(expected)} below {end}; they differ from data record {at}")
+
+    def on_snapshot_loaded(self, node: "RaftReplica", sid) -> None:
+        self.snapshots_loaded += 1
+        if sid.end_offset < node.high_watermark:
+            self._violate("committed_lost", node.id, node.epoch,
+                          f"node {node.id} replaced its log with snapshot {sid.name}, below its HW {node.high_watermark}")
 
     def on_truncate(self, node: "RaftReplica", target: int) -> None:
         if target < node.high_watermark:
@@ -111,14 +148,18 @@ class RaftChecker:
             node = self.quorum.nodes[nid]
             if not node.alive or node.log is None:
                 continue
-            have = log_entries(node.log, 0, min(node.log_end_offset, n))
-            bad = next((i for i, (a, b) in enumerate(zip(have, self.committed)) if a != b), None)
+            start = node.log.log_start_offset
+            if start > 0 and (not node.snapshots or node.snapshots[0].end_offset != start):
+                self._violate("committed_lost", nid, node.epoch,
+                              f"node {nid} log starts at {start} with no snapshot there ({node.snapshots})")
+            have = [None] * start + log_entries(node.log, start, min(node.log_end_offset, n))
+            bad = next((i for i, (a, b) in enumerate(zip(have, self.committed)) if i >= start and a != b), None)
             if bad is None:
                 continue
             if bad < node.high_watermark:
                 self._violate("below_hw_differs", nid, node.epoch,
                               f"node {nid} offset {bad} is below its HW {node.high_watermark} but differs from the committed record")
-            same_epoch = next((j for j in range(bad, len(have)) if have[j][0] == self.committed[j][0]), None)
+            same_epoch = next((j for j in range(bad, min(len(have), n)) if have[j][0] == self.committed[j][0]), None)
             if same_epoch is not None:
                 self._violate("log_matching", nid, node.epoch,
                               f"node {nid} offset {same_epoch} has the committed record's epoch {have[same_epoch][0]} "

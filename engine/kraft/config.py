@@ -38,6 +38,19 @@ class QuorumConfig:
     # tmp + fsync + rename. Turning either off is unsafe; the checker must then find losses.
     flush_metadata_log: bool = True
     fsync_quorum_state: bool = True
+    # Snapshots. Every node (leader, follower, observer) snapshots its own state once this many
+    # bytes of committed batches have been applied since its last snapshot
+    # (metadata.log.max.record.bytes.between.snapshots, 20 MiB).
+    max_bytes_between_snapshots: int = 20 * 1024 * 1024
+    # KafkaMetadataLog.maybeClean: while the log and the snapshots together exceed
+    # metadata.max.retention.bytes (100 MiB), or a snapshot is older than metadata.max.retention.ms
+    # (7 days), the oldest snapshot goes and the log start moves to the next one. KafkaRaftClient
+    # runs the cleaner every 60 s (RaftMetadataLogCleanerManager); -1 turns a rule off.
+    retention_max_bytes: int = 100 * 1024 * 1024
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    log_cleaner_interval_ms: int = 60_000
+    # One snapshot batch holds at most this many records (the writer's batch accumulator).
+    snapshot_batch_records: int = 1000
 
     @property
     def check_quorum_timeout_ms(self) -> int:

@@ -12,7 +12,8 @@ from engine.events import Event, event
 
 __all__ = ["RaftNodeStarted", "RaftNodeStopped", "RaftStateChanged", "RaftQuorumStateWritten", "RaftVoteSent",
            "RaftVoteAnswered", "RaftBeginEpochSent", "RaftEndEpochSent", "RaftFetchSent", "RaftFetchAnswered",
-           "RaftAppended", "RaftTruncated", "RaftHighWatermarkChanged", "RaftViolation"]
+           "RaftAppended", "RaftTruncated", "RaftHighWatermarkChanged", "RaftViolation", "RaftSnapshotWritten",
+           "RaftSnapshotDeleted", "RaftSnapshotFetchSent", "RaftSnapshotFetchAnswered", "RaftSnapshotLoaded"]
 
 
 @event("raft_node_started")
@@ -106,7 +107,8 @@ class RaftFetchSent(Event):
 
 @event("raft_fetch_answered")
 class RaftFetchAnswered(Event):
-    """``parked_ms``: how long the fetch waited at the leader for something new."""
+    """``parked_ms``: how long the fetch waited at the leader for something new;
+    ``snapshot_end_offset`` / ``snapshot_epoch`` (-1 = none): "fetch this snapshot instead"."""
     node: int
     to: int
     epoch: int
@@ -117,6 +119,8 @@ class RaftFetchAnswered(Event):
     diverging_epoch: int
     diverging_end_offset: int
     parked_ms: int
+    snapshot_end_offset: int
+    snapshot_epoch: int
 
 
 @event("raft_appended")
@@ -146,6 +150,64 @@ class RaftHighWatermarkChanged(Event):
     epoch: int
     old: int
     new: int
+
+
+@event("raft_snapshot_written")
+class RaftSnapshotWritten(Event):
+    """A node froze a snapshot file ``name``: its own state at the committed offset ``end_offset``
+    (how "created", once ``max_bytes_between_snapshots`` of committed batches had been applied), or
+    one downloaded whole from the leader (how "fetched"). ``records``: data records in it."""
+    node: int
+    how: str
+    name: str
+    end_offset: int
+    epoch: int
+    records: int
+    size: int
+
+
+@event("raft_snapshot_deleted")
+class RaftSnapshotDeleted(Event):
+    """An older snapshot was removed: the log start moved to a later one (``reason``:
+    "retention_bytes", "retention_ms"), or the log was replaced by a newer one ("full_truncation")."""
+    node: int
+    name: str
+    reason: str
+
+
+@event("raft_snapshot_fetch_sent")
+class RaftSnapshotFetchSent(Event):
+    node: int
+    to: int
+    epoch: int
+    end_offset: int
+    snapshot_epoch: int
+    position: int
+
+
+@event("raft_snapshot_fetch_answered")
+class RaftSnapshotFetchAnswered(Event):
+    """The leader sent ``bytes`` of snapshot (``end_offset``, ``snapshot_epoch``) from ``position``
+    (of ``size``), or refused with ``error``."""
+    node: int
+    to: int
+    epoch: int
+    error: str | None
+    end_offset: int
+    snapshot_epoch: int
+    position: int
+    bytes: int
+    size: int
+
+
+@event("raft_snapshot_loaded")
+class RaftSnapshotLoaded(Event):
+    """A follower or observer replaced its log with a downloaded snapshot: the log now starts, empty,
+    at ``end_offset`` (``old_leo`` was its end before)."""
+    node: int
+    end_offset: int
+    epoch: int
+    old_leo: int
 
 
 @event("raft_violation")

@@ -21,6 +21,7 @@ class QuorumHost(Protocol):
     nodes: dict
     checker: Any
     seed: int
+    snapshot_state: Any
 
     def now_ms(self) -> int: ...
 
@@ -34,6 +35,7 @@ class RaftReplica(Protocol):
     epoch: int
     high_watermark: int
     log: Any
+    snapshots: list
 
     @property
     def log_end_offset(self) -> int: ...

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["VoteRequest", "VoteResponse", "BeginQuorumEpochRequest", "BeginQuorumEpochResponse",
-           "EndQuorumEpochRequest", "EndQuorumEpochResponse", "RaftFetchRequest", "RaftFetchResponse"]
+           "EndQuorumEpochRequest", "EndQuorumEpochResponse", "RaftFetchRequest", "RaftFetchResponse",
+           "FetchSnapshotRequest", "FetchSnapshotResponse"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,10 @@ class RaftFetchResponse:
     """Leader → fetcher: whole batches from ``fetch_offset`` and the leader's high watermark.
     ``diverging_epoch`` / ``diverging_end_offset`` (-1 = absent): the fetcher's last fetched
     epoch ends earlier in the leader's log; truncate there and fetch again (no records then).
-    With an error, ``leader_id`` / ``leader_epoch`` say whom the answering node believes leads."""
+    ``snapshot_end_offset`` / ``snapshot_epoch`` (-1 = absent): the fetch offset is below the
+    leader's log start (or its epoch is older than the leader's earliest snapshot): fetch this
+    snapshot with FetchSnapshot instead. With an error, ``leader_id`` / ``leader_epoch`` say whom
+    the answering node believes leads."""
     api = "FetchResponse"
     error: str | None
     leader_id: int
@@ -104,3 +108,37 @@ class RaftFetchResponse:
     session: int
     diverging_epoch: int = -1
     diverging_end_offset: int = -1
+    snapshot_end_offset: int = -1
+    snapshot_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class FetchSnapshotRequest:
+    """Follower or observer → leader: bytes of snapshot (``end_offset``, ``epoch``) from
+    ``position`` (FetchSnapshotRequest v0: CurrentLeaderEpoch, SnapshotId, Position, MaxBytes)."""
+    api = "FetchSnapshot"
+    replica_id: int
+    current_leader_epoch: int
+    end_offset: int
+    epoch: int
+    position: int
+    max_bytes: int
+    session: int
+
+
+@dataclass(frozen=True)
+class FetchSnapshotResponse:
+    """Leader → fetcher: ``records`` are the snapshot file's bytes from ``position`` (not
+    batch-aligned: UnalignedRecords); ``size`` is the whole file's. Errors: Kafka's names
+    (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, SNAPSHOT_NOT_FOUND,
+    POSITION_OUT_OF_RANGE)."""
+    api = "FetchSnapshotResponse"
+    error: str | None
+    leader_id: int
+    leader_epoch: int
+    end_offset: int
+    epoch: int
+    size: int
+    position: int
+    records: bytes
+    session: int

@@ -27,24 +27,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.config import LogConfig
-from engine.errors import NotLeaderOrFollowerError
+from engine.errors import CorruptRecordError, NotLeaderOrFollowerError
+from engine.log.checkpoint import CheckpointFile
 from engine.log.log import Log
 
 from .events import (RaftAppended, RaftBeginEpochSent, RaftEndEpochSent, RaftFetchAnswered, RaftFetchSent,
                      RaftHighWatermarkChanged, RaftNodeStarted, RaftNodeStopped, RaftQuorumStateWritten,
-                     RaftStateChanged, RaftTruncated, RaftVoteAnswered, RaftVoteSent)
+                     RaftSnapshotDeleted, RaftSnapshotFetchAnswered, RaftSnapshotFetchSent, RaftSnapshotLoaded,
+                     RaftSnapshotWritten, RaftStateChanged, RaftTruncated, RaftVoteAnswered, RaftVoteSent)
 from .messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
-                       EndQuorumEpochResponse, RaftFetchRequest, RaftFetchResponse, VoteRequest, VoteResponse)
+                       EndQuorumEpochResponse, FetchSnapshotRequest, FetchSnapshotResponse, RaftFetchRequest,
+                       RaftFetchResponse, VoteRequest, VoteResponse)
 from .quorum_state import ElectionState, QuorumStateFile
 from .records import data_batch, leader_change_batch, leader_change_message
+from .snapshots import PART_SUFFIX, SnapshotId, decode_snapshot, encode_snapshot, parse_snapshot_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from .host import QuorumHost
 
-__all__ = ["RaftNode", "METADATA_TOPIC", "METADATA_DIR", "STATES"]
+__all__ = ["RaftNode", "METADATA_TOPIC", "METADATA_DIR", "STATES", "LOG_START_CHECKPOINT"]
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_DIR = f"{METADATA_TOPIC}-0"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"   # per log directory, as Kafka keeps it
 STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
 
 
@@ -58,6 +63,8 @@ class RaftNode:
         self.id = node_id
         self.voter = voter
         self.dir = f"node-{node_id}/{METADATA_DIR}"
+        self.log_start_file = CheckpointFile(quorum.disk, f"node-{node_id}/{LOG_START_CHECKPOINT}", (str, int, int))
+        self.snapshots: list[SnapshotId] = []   # frozen snapshots on disk, oldest first
         self.alive = False
         self.incarnation = 0
         self.log: Log | None = None
@@ -97,8 +104,21 @@ class RaftNode:
 
     @property
     def last_fetched_epoch(self) -> int:
+        """The epoch of the log's last batch; with an empty log, the latest snapshot's (Kafka's
+        ``lastFetchedEpoch``); -1 with neither."""
         latest = self.log.leader_epoch_cache.latest_epoch if self.log is not None else None
+        if latest is None and self.snapshots and self.log is not None \
+                and self.snapshots[-1].end_offset >= self.log.log_end_offset:
+            return self.snapshots[-1].epoch
         return -1 if latest is None else latest
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset if self.log is not None else 0
+
+    @property
+    def latest_snapshot(self) -> SnapshotId | None:
+        return self.snapshots[-1] if self.snapshots else None
 
     def _reset_memory(self) -> None:
         self.state = "unattached"
@@ -121,6 +141,10 @@ class RaftNode:
         self._timer = None
         self._leader_tasks: list = []
         self._gen = 0
+        self.fetching_snapshot: dict | None = None   # follower: {"id", "position"} of a download
+        self.snapshot_counted_to = 0         # committed bytes are counted up to this offset ...
+        self.bytes_since_snapshot = 0        # ... and add up to this since the last snapshot
+        self.last_clean_ms = None
 
     # ---- lifecycle --------------------------------------------------------------------
     def start(self) -> None:
@@ -129,8 +153,23 @@ class RaftNode:
         self.alive = True
         self._reset_memory()
         self.quorum.disk.mkdir(self.dir)
+        self.snapshots = self._recover_snapshots()
+        stored_start = self._read_log_start()
         self.log = Log(self.quorum.disk, self.dir, METADATA_TOPIC, 0, LogConfig(), self.scheduler,
-                       self.quorum.events, broker=self.id, schedule_tasks=False, high_watermark=0)
+                       self.quorum.events, broker=self.id, schedule_tasks=False, high_watermark=0,
+                       log_start_offset=stored_start)
+        # A crash between moving the log start and deleting the older snapshots leaves them: they go now.
+        for sid in [s for s in self.snapshots if s.end_offset < self.log.log_start_offset]:
+            self.snapshots.remove(sid)
+            self.quorum.disk.delete(self._snap_rel(sid))
+            self._emit(RaftSnapshotDeleted(self.id, sid.name, "below_log_start"))
+        self._truncate_to_latest_snapshot(recovering=True)
+        # Everything below the log start is in a snapshot, so committed: the HW starts there.
+        self.high_watermark = self.log.log_start_offset
+        self.log.update_high_watermark(self.high_watermark)
+        self.snapshot_counted_to = max(self.log.log_start_offset,
+                                       self.snapshots[-1].end_offset if self.snapshots else 0)
+        self.last_clean_ms = self._now()
         stored = self.store.read() if self.voter else None
         self._emit(RaftNodeStarted(self.id, self.voter, self.incarnation, self.log.log_end_offset,
                                    None if stored is None else stored.to_dict()))
@@ -428,9 +467,10 @@ class RaftNode:
             self._become_unattached(req.leader_epoch, -1, f"EndQuorumEpoch from {src}")
         elif self.state == "follower" and self.leader_id == req.leader_id:
             successors = list(req.preferred_successors)
-            pos = successors.index(self.id) if self.id in successors else -1
-            # The leader said it is gone: stop counting its last fetch against pre-votes.
-            self.has_fetched = False
+            pos = successors.index(self.id) if self.id in successors else len(successors)
+            # Kafka only shortens the fetch timeout here (FollowerState.overrideFetchTimeout):
+            # hasFetchedFromLeader stays set, so this follower still refuses pre-votes until it
+            # leaves the follower state itself.
             self._set_timer(self.config.strict_exponential_backoff_ms(pos, len(successors)))
         self._send(src, EndQuorumEpochResponse(None, self.leader_id, self.epoch))
 
@@ -472,6 +512,7 @@ class RaftNode:
         self.log.update_high_watermark(hw)
         self._emit(RaftHighWatermarkChanged(self.id, self.epoch, old, hw))
         self.quorum.checker.on_high_watermark(self, old, hw)
+        self._after_commit()
 
     def _diverging(self, req: RaftFetchRequest) -> tuple[int, int] | None:
         if req.fetch_offset == 0 and req.last_fetched_epoch < 0:
@@ -488,6 +529,10 @@ class RaftNode:
         if req.current_leader_epoch != self.epoch:
             err = "FENCED_LEADER_EPOCH" if req.current_leader_epoch < self.epoch else "UNKNOWN_LEADER_EPOCH"
             self._answer_fetch(src, req, error=err)
+            return
+        snap = self._snapshot_for(req)
+        if snap is not None:
+            self._answer_fetch(src, req, snapshot=snap)
             return
         div = self._diverging(req)
         if div is not None:
@@ -540,21 +585,24 @@ class RaftNode:
             self._answer_fetch(src, req, parked_since=since)
 
     def _answer_fetch(self, src: int, req: RaftFetchRequest, error: str | None = None,
-                      diverging: tuple[int, int] | None = None, parked_since: int | None = None) -> None:
+                      diverging: tuple[int, int] | None = None, parked_since: int | None = None,
+                      snapshot: SnapshotId | None = None) -> None:
         records = b""
         count = 0
-        if error is None and diverging is None and req.fetch_offset < self.log_end_offset:
+        if (error is None and diverging is None and snapshot is None and req.fetch_offset < self.log_end_offset
+                and req.fetch_offset >= self.log_start_offset):
             info = self.log.read(req.fetch_offset, self.config.fetch_max_bytes, trace=False)
             records = info.records
             count = sum(h.records_count for h in info.batches)
         div_epoch, div_end = diverging if diverging is not None else (-1, -1)
+        snap_end, snap_epoch = (snapshot.end_offset, snapshot.epoch) if snapshot is not None else (-1, -1)
         parked = self._now() - parked_since if parked_since is not None else 0
         self._emit(RaftFetchAnswered(self.id, src, self.epoch, error, req.fetch_offset, count, self.high_watermark,
-                                     div_epoch, div_end, parked))
+                                     div_epoch, div_end, parked, snap_end, snap_epoch))
         leader = self.leader_id if self.state in ("leader", "follower") else -1
         self._send(src, RaftFetchResponse(error, leader, self.epoch, req.fetch_offset, records, self.high_watermark,
                                           self.log.log_start_offset if self.log else 0, req.session,
-                                          div_epoch, div_end))
+                                          div_epoch, div_end, snap_end, snap_epoch))
 
     # ---- follower / observer: fetching ------------------------------------------------
     def _fetch_target(self) -> int | None:
@@ -570,6 +618,9 @@ class RaftNode:
             return
         self.fetch_session += 1
         self.fetch_inflight = True
+        if self.fetching_snapshot is not None:
+            self._send_fetch_snapshot(dst)
+            return
         req = RaftFetchRequest(self.id, self.epoch, self.log_end_offset, self.last_fetched_epoch,
                                self.config.fetch_max_wait_ms, self.fetch_session)
         self._emit(RaftFetchSent(self.id, dst, self.epoch, req.fetch_offset, req.last_fetched_epoch))
@@ -602,6 +653,15 @@ class RaftNode:
             return
         self.has_fetched = True
         self._set_timer(self.config.fetch_timeout_ms)
+        if resp.snapshot_end_offset >= 0 and resp.snapshot_epoch >= 0:
+            # Below the leader's log start: download its latest snapshot first.
+            sid = SnapshotId(resp.snapshot_end_offset, resp.snapshot_epoch)
+            if sid in self.snapshots:
+                self._load_snapshot(sid)       # already here whole (a crash after freezing it)
+            else:
+                self._begin_snapshot_fetch(sid)
+            self._send_fetch()
+            return
         if resp.diverging_epoch >= 0 or resp.diverging_end_offset >= 0:
             # The truncated log may still diverge further back (the next fetch checks again):
             # learn no HW from this answer.
@@ -632,6 +692,269 @@ class RaftNode:
         self._emit(RaftTruncated(self.id, old, self.log_end_offset, epoch, end_offset))
         self.quorum.checker.on_truncate(self, target)
 
+    # ---- snapshots ----------------------------------------------------------------------
+    def _snap_rel(self, sid: SnapshotId) -> str:
+        return f"{self.dir}/{sid.name}"
+
+    def _recover_snapshots(self) -> list[SnapshotId]:
+        """The frozen snapshots on disk; a ``.checkpoint.part`` a crash left is deleted."""
+        disk = self.quorum.disk
+        found = []
+        for name in sorted(disk.listdir(self.dir)):
+            if name.endswith(PART_SUFFIX):
+                disk.delete(f"{self.dir}/{name}")
+                continue
+            sid = parse_snapshot_name(name)
+            if sid is not None:
+                found.append(sid)
+        return sorted(found)
+
+    def _read_log_start(self) -> int | None:
+        for topic, partition, offset in self.log_start_file.read():
+            if topic == METADATA_TOPIC and partition == 0:
+                return offset
+        return None
+
+    def _write_log_start(self) -> None:
+        self.log_start_file.write([(METADATA_TOPIC, 0, self.log.log_start_offset)])
+
+    def _truncate_to_latest_snapshot(self, recovering: bool = False) -> bool:
+        """KafkaMetadataLog.truncateToLatestSnapshot: when the latest snapshot is ahead of the log
+        (a later epoch, or the same epoch past its end), the log restarts empty at the snapshot."""
+        sid = self.latest_snapshot
+        if sid is None:
+            return False
+        latest_epoch = self.log.leader_epoch_cache.latest_epoch
+        latest_epoch = 0 if latest_epoch is None else latest_epoch
+        if not (sid.epoch > latest_epoch or (sid.epoch == latest_epoch and sid.end_offset > self.log_end_offset)):
+            return False
+        old_leo = self.log_end_offset
+        self.log.truncate_fully_and_start_at(sid.end_offset, reason=f"snapshot {sid.name}")
+        self._write_log_start()
+        self._forget_snapshots_before(sid, "full_truncation")
+        self._emit(RaftSnapshotLoaded(self.id, sid.end_offset, sid.epoch, old_leo))
+        return True
+
+    def _forget_snapshots_before(self, sid: SnapshotId, reason: str) -> None:
+        for old in [s for s in self.snapshots if s < sid]:
+            self.snapshots.remove(old)
+            self.quorum.disk.delete(self._snap_rel(old))
+            self._emit(RaftSnapshotDeleted(self.id, old.name, reason))
+
+    def read_snapshot(self, sid: SnapshotId) -> list:
+        """The data values of one of this node's snapshots."""
+        data = self.quorum.disk.read_all(self._snap_rel(sid))
+        return decode_snapshot(data, f"node {self.id} {sid.name}").values
+
+    def _after_commit(self) -> None:
+        """Count the committed bytes the state machine has applied; snapshot past the threshold;
+        run the log cleaner when its interval has passed."""
+        if self.log is None:
+            return
+        hw = self.high_watermark
+        if self.snapshot_counted_to < self.log.log_start_offset:
+            self.snapshot_counted_to = self.log.log_start_offset
+        if hw > self.snapshot_counted_to:
+            info = self.log.read(self.snapshot_counted_to, 1 << 31, max_offset=hw, trace=False)
+            for b in info.batches:
+                if b.last_offset >= hw:
+                    break
+                self.bytes_since_snapshot += b.size_in_bytes
+                self.snapshot_counted_to = b.last_offset + 1
+        if self.bytes_since_snapshot >= self.config.max_bytes_between_snapshots:
+            self._create_snapshot()
+        now = self._now()
+        if self.last_clean_ms is None or now - self.last_clean_ms >= self.config.log_cleaner_interval_ms:
+            self.last_clean_ms = now
+            self._maybe_clean()
+
+    def _create_snapshot(self) -> None:
+        """Freeze this node's state at its last counted committed offset (the snapshot id's offset
+        is the first offset after it, its epoch that record's batch epoch)."""
+        end = self.snapshot_counted_to
+        prev = self.latest_snapshot
+        if end <= 0 or (prev is not None and end <= prev.end_offset) or end > self.high_watermark:
+            return
+        last = self.log.read(end - 1, 1, trace=False).batches
+        if not last:
+            return
+        sid = SnapshotId(end, last[0].partition_leader_epoch)
+        values = self.read_snapshot(prev) if prev is not None else []
+        start = prev.end_offset if prev is not None else self.log.log_start_offset
+        for batch in self.log.batches(start, end):
+            if not batch.is_control:
+                values.extend(r.value for r in batch.records if start <= r.offset < end)
+        state = getattr(self.quorum, "snapshot_state", None)
+        if state is not None:
+            values = state(values)
+        data = encode_snapshot(sid, values, last[0].max_timestamp, self._now(), self.config.snapshot_batch_records)
+        self._freeze(sid, data, "created", len(values))
+        self.bytes_since_snapshot = 0
+
+    def _freeze(self, sid: SnapshotId, data: bytes, how: str, records: int) -> None:
+        disk = self.quorum.disk
+        part = self._snap_rel(sid) + ".part"
+        if how == "created":
+            disk.delete(part)
+            disk.append(part, data)
+        disk.fsync(part)
+        disk.rename(part, self._snap_rel(sid))
+        if sid not in self.snapshots:
+            self.snapshots.append(sid)
+            self.snapshots.sort()
+        self._emit(RaftSnapshotWritten(self.id, how, sid.name, sid.end_offset, sid.epoch, records,
+                                       disk.size(self._snap_rel(sid))))
+        self.quorum.checker.on_snapshot(self, sid, self.read_snapshot(sid))
+
+    def _maybe_clean(self) -> None:
+        """KafkaMetadataLog.maybeClean: retention by size, then by time. With two snapshots or
+        more, while the oldest breaks a rule, the log start moves to the next one (never past
+        the HW) and the older snapshots go."""
+        cfg = self.config
+        if cfg.retention_max_bytes >= 0:
+            sizes = {s: self.quorum.disk.size(self._snap_rel(s)) for s in self.snapshots}
+            total = sum(sizes.values())
+
+            def by_size(s: SnapshotId) -> bool:
+                nonlocal total
+                if self.log.size_bytes + total > cfg.retention_max_bytes:
+                    total -= sizes[s]
+                    return True
+                return False
+            self._clean_snapshots(by_size, "retention_bytes")
+        if cfg.retention_ms >= 0:
+            def by_time(s: SnapshotId) -> bool:
+                data = self.quorum.disk.read_all(self._snap_rel(s))
+                header = decode_snapshot(data).header
+                return self._now() - header.last_contained_log_timestamp > cfg.retention_ms
+            self._clean_snapshots(by_time, "retention_ms")
+
+    def _clean_snapshots(self, breaks, reason: str) -> None:
+        for older, newer in list(zip(self.snapshots, self.snapshots[1:])):
+            if not breaks(older) or not self._delete_before_snapshot(newer, reason):
+                return
+
+    def _delete_before_snapshot(self, sid: SnapshotId, reason: str) -> bool:
+        latest = self.latest_snapshot
+        if (latest is None or sid not in self.snapshots or not self.log.log_start_offset < sid.end_offset
+                or sid.end_offset > latest.end_offset or sid.end_offset > self.log.high_watermark):
+            return False
+        self.log.delete_records(sid.end_offset, reason="snapshot")
+        self._write_log_start()
+        self.log.delete_old_segments()
+        self._forget_snapshots_before(sid, reason)
+        return True
+
+    def _snapshot_for(self, req: RaftFetchRequest) -> SnapshotId | None:
+        """The snapshot a fetch must take instead, or None: an empty fetcher always gets the latest
+        snapshot (KafkaRaftClient.tryCompleteFetchRequest: it is cheaper than the segments), else
+        ReplicatedLog.validateOffsetAndEpoch."""
+        start = self.log_start_offset
+        if not self.snapshots:
+            return None
+        if req.fetch_offset == 0:
+            return self.latest_snapshot
+        earliest = self.snapshots[0]
+        if (req.fetch_offset < start or (req.fetch_offset == start and req.last_fetched_epoch != earliest.epoch)
+                or req.last_fetched_epoch < earliest.epoch):
+            return self.latest_snapshot
+        return None
+
+    def _on_fetch_snapshot(self, src: int, req: FetchSnapshotRequest) -> None:
+        error = None
+        if self.state != "leader":
+            error = "NOT_LEADER_OR_FOLLOWER"
+        elif req.current_leader_epoch != self.epoch:
+            error = "FENCED_LEADER_EPOCH" if req.current_leader_epoch < self.epoch else "UNKNOWN_LEADER_EPOCH"
+        sid = SnapshotId(req.end_offset, req.epoch)
+        size, chunk = 0, b""
+        if error is None:
+            if sid not in self.snapshots:
+                error = "SNAPSHOT_NOT_FOUND"
+            else:
+                size = self.quorum.disk.size(self._snap_rel(sid))
+                if req.position < 0 or req.position >= size:
+                    error = "POSITION_OUT_OF_RANGE"
+                else:
+                    chunk = self.quorum.disk.read(self._snap_rel(sid), req.position,
+                                                  min(req.max_bytes, size - req.position))
+                    if src in self.end_offsets:
+                        self._note_voter_fetch(src)     # it counts for check quorum, as a Fetch does
+        self._emit(RaftSnapshotFetchAnswered(self.id, src, self.epoch, error, sid.end_offset, sid.epoch,
+                                             req.position, len(chunk), size))
+        leader = self.leader_id if self.state in ("leader", "follower") else -1
+        self._send(src, FetchSnapshotResponse(error, leader, self.epoch, sid.end_offset, sid.epoch, size,
+                                              req.position, chunk, req.session))
+
+    def _begin_snapshot_fetch(self, sid: SnapshotId) -> None:
+        part = self._snap_rel(sid) + ".part"
+        self.quorum.disk.delete(part)
+        self.quorum.disk.touch(part)
+        self.fetching_snapshot = {"id": sid, "position": 0}
+
+    def _send_fetch_snapshot(self, dst: int) -> None:
+        sid, pos = self.fetching_snapshot["id"], self.fetching_snapshot["position"]
+        self._emit(RaftSnapshotFetchSent(self.id, dst, self.epoch, sid.end_offset, sid.epoch, pos))
+        self._send(dst, FetchSnapshotRequest(self.id, self.epoch, sid.end_offset, sid.epoch, pos,
+                                             self.config.fetch_max_bytes, self.fetch_session))
+        self.scheduler.schedule(self.config.request_timeout_ms, self._fetch_request_timeout, self.incarnation,
+                                self.fetch_session, name=f"raft-{self.id} fetch snapshot request timeout")
+
+    def _on_fetch_snapshot_response(self, src: int, resp: FetchSnapshotResponse) -> None:
+        if resp.session != self.fetch_session or not self.fetch_inflight:
+            return
+        self.fetch_inflight = False
+        if resp.error is not None and resp.error not in ("SNAPSHOT_NOT_FOUND", "POSITION_OUT_OF_RANGE"):
+            if not self._observe_epoch(resp.leader_epoch, resp.leader_id, f"FetchSnapshot answer from {src}: {resp.error}"):
+                self._retry_fetch_later()
+            return
+        if self.state != "follower" or src != self.leader_id or resp.leader_epoch != self.epoch:
+            return
+        fetching = self.fetching_snapshot
+        if fetching is None:
+            return
+        sid = fetching["id"]
+        if resp.error is not None or (resp.end_offset, resp.epoch) != (sid.end_offset, sid.epoch):
+            # The leader no longer has it (its log start moved on): back to Fetch, which names the new one.
+            self.quorum.disk.delete(self._snap_rel(sid) + ".part")
+            self.fetching_snapshot = None
+            self._send_fetch()
+            return
+        self.has_fetched = True
+        self._set_timer(self.config.fetch_timeout_ms)
+        if resp.position != fetching["position"]:
+            self._send_fetch()
+            return
+        part = self._snap_rel(sid) + ".part"
+        self.quorum.disk.append(part, resp.records)
+        fetching["position"] += len(resp.records)
+        if fetching["position"] >= resp.size:
+            self.fetching_snapshot = None
+            try:
+                values = decode_snapshot(self.quorum.disk.read_all(part), f"node {self.id} {sid.name}").values
+            except CorruptRecordError:
+                self.quorum.disk.delete(part)      # not whole: fetch it again
+                self._send_fetch()
+                return
+            self._freeze(sid, b"", "fetched", len(values))
+            self._load_snapshot(sid)
+        self._send_fetch()
+
+    def _load_snapshot(self, sid: SnapshotId) -> None:
+        """The downloaded snapshot replaces the log: empty from its end offset, HW at least there."""
+        old_leo = self.log_end_offset
+        self.log.truncate_fully_and_start_at(sid.end_offset, reason=f"snapshot {sid.name} fetched")
+        self._write_log_start()
+        self._forget_snapshots_before(sid, "full_truncation")
+        self._emit(RaftSnapshotLoaded(self.id, sid.end_offset, sid.epoch, old_leo))
+        self.quorum.checker.on_snapshot_loaded(self, sid)
+        self.snapshot_counted_to = sid.end_offset
+        self.bytes_since_snapshot = 0
+        if sid.end_offset > self.high_watermark:
+            self._set_hw(sid.end_offset)
+        else:
+            self.log.update_high_watermark(self.high_watermark)
+
     # ---- network endpoint ---------------------------------------------------------------
     def receive(self, src: int, msg: Any) -> None:
         handler = _HANDLERS.get(type(msg))
@@ -656,4 +979,6 @@ _HANDLERS = {
     EndQuorumEpochResponse: RaftNode._on_response_ignored,
     RaftFetchRequest: RaftNode._on_fetch,
     RaftFetchResponse: RaftNode._on_fetch_response,
+    FetchSnapshotRequest: RaftNode._on_fetch_snapshot,
+    FetchSnapshotResponse: RaftNode._on_fetch_snapshot_response,
 }

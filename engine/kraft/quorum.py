@@ -29,12 +29,16 @@ class Quorum:
     """Voters ``voters`` and ``observers`` (node ids), started by :meth:`start`."""
 
     def __init__(self, root: str, voters=(1, 2, 3), observers=(), *, seed: int = 0,
-                 config: QuorumConfig | None = None, latency_ms: int = 1, keep_events: int | None = None) -> None:
+                 config: QuorumConfig | None = None, latency_ms: int = 1, keep_events: int | None = None,
+                 snapshot_state: Callable[[list], list] | None = None) -> None:
         ids = list(voters) + list(observers)
         if len(set(ids)) != len(ids) or not voters or any(i < 0 for i in ids):
             raise InvalidRequestError(f"voters {list(voters)} and observers {list(observers)} must be distinct ids >= 0")
         self.seed = seed
         self.config = config or QuorumConfig()
+        # What a snapshot holds, from the committed data records' values in log order: the values
+        # themselves (None), or a fold such as engine.kraft.image.compact (the metadata image).
+        self.snapshot_state = snapshot_state
         self.scheduler = Scheduler(VirtualClock(0))
         self.rng = random.Random(seed)
         self.events = EventLog(self.scheduler.clock, keep=keep_events)

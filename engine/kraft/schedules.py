@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .config import QuorumConfig
 from .quorum import Quorum
 
-__all__ = ["fault_schedule", "run_schedule", "ScheduleResult", "OPS"]
+__all__ = ["fault_schedule", "run_schedule", "schedule_config", "ScheduleResult", "OPS"]
 
 # op -> weight
 OPS = {"append": 20, "crash": 8, "crash_leader": 8, "restart": 14, "shutdown_leader": 5, "cut": 6,
@@ -23,6 +23,20 @@ OPS = {"append": 20, "crash": 8, "crash_leader": 8, "restart": 14, "shutdown_lea
 BACKGROUND_APPEND_MS = 150   # besides the schedule's bursts, the leader (if any) appends a record this often
 PAUSES_MS = (10, 50, 200, 500, 1000, 1500, 2500, 4000)
 SETTLE_MS = 40_000
+
+
+def schedule_config(seed: int) -> QuorumConfig:
+    """The quorum settings of schedule ``seed``: Kafka's defaults one seed in three; otherwise
+    snapshots every few hundred bytes to a few KiB of committed batches, retention 0 (the log
+    start moves to the newer snapshot as soon as there are two) with the cleaner every 0–5 s, and
+    small fetch sizes, so snapshots are made, the log start moves and lagging replicas catch
+    up with FetchSnapshot in several chunks, under the same faults."""
+    if seed % 3 == 0:
+        return QuorumConfig()
+    rng = random.Random(f"kraft-schedule-config-{seed}")
+    return QuorumConfig(max_bytes_between_snapshots=rng.choice((300, 1000, 4000)), retention_max_bytes=0,
+                        log_cleaner_interval_ms=rng.choice((0, 1000, 5000)),
+                        fetch_max_bytes=rng.choice((200, 1000, 8 * 1024 * 1024)))
 
 
 def fault_schedule(seed: int, voters: int, steps: int, observers: tuple = ()) -> list[dict]:
@@ -72,6 +86,8 @@ class ScheduleResult:
     virtual_ms: int = 0
     digest: str = ""
     applied: list = field(default_factory=list)
+    snapshots: int = 0            # snapshots frozen and checked against the committed log
+    snapshots_loaded: int = 0     # replicas that caught up through FetchSnapshot
 
     @property
     def ok(self) -> bool:
@@ -140,13 +156,14 @@ def _apply(q: Quorum, a: dict, counter: list) -> str:
 def run_schedule(seed: int, root: str, *, voters: int | None = None, steps: int | None = None,
                  config: QuorumConfig | None = None, observers: int | None = None,
                  settle: bool = True) -> ScheduleResult:
-    """Run schedule ``seed`` (3 or 5 voters, 12–30 actions, and an observer one seed in
-    three, from the seed unless given)."""
+    """Run schedule ``seed`` (3 or 5 voters, 12–30 actions, an observer one seed in three and
+    :func:`schedule_config`, from the seed unless given)."""
     voters = voters or (3 if seed % 2 == 0 else 5)
     steps = steps or 12 + seed % 19
     observers = (1 if seed % 3 == 0 else 0) if observers is None else observers
     obs = tuple(range(100, 100 + observers))
     actions = fault_schedule(seed, voters, steps, obs)
+    config = schedule_config(seed) if config is None else config
     q = Quorum(root, voters=range(1, voters + 1), observers=obs, seed=seed, config=config, keep_events=5000)
     q.start()
     q.run(2500)
@@ -167,7 +184,8 @@ def run_schedule(seed: int, root: str, *, voters: int | None = None, steps: int 
         stalled = _settle(q)
     q.checker.check_logs()
     return ScheduleResult(seed, voters, actions, list(q.checker.violations), stalled, counter[0],
-                          len(q.checker.committed), q.checker.elections, q.now_ms(), q.events.digest(), applied)
+                          len(q.checker.committed), q.checker.elections, q.now_ms(), q.events.digest(), applied,
+                          q.checker.snapshots_checked, q.checker.snapshots_loaded)
 
 
 def _background_append(q: Quorum, counter: list) -> None:

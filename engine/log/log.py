@@ -658,15 +658,16 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         self.high_watermark = min(max(offset, self.log_start_offset), self._log_end_offset)
         return self.high_watermark
 
-    def delete_records(self, offset: int) -> int:
+    def delete_records(self, offset: int, reason: str = "delete_records") -> int:
         """DeleteRecords: move the log start offset up to ``offset`` (-1 = HW); whole segments
-        below it go at the next retention pass."""
+        below it go at the next retention pass. ``reason`` names the mover in the event (the
+        KRaft metadata log moves it to a snapshot: "snapshot")."""
         if offset == -1:
             offset = self.high_watermark
         if offset < 0 or offset > self.high_watermark:
             raise OffsetOutOfRangeError(offset, self.log_start_offset, self._log_end_offset,
                                         f"{self.name} (delete_records is bounded by the high watermark {self.high_watermark})")
-        self._set_log_start_offset(offset, "delete_records")
+        self._set_log_start_offset(offset, reason)
         return self.log_start_offset
 
     def _set_log_start_offset(self, offset: int, reason: str) -> None:

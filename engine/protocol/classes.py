@@ -16,7 +16,8 @@ field's default, unless the field is ``ignorable`` (Kafka's generated ``write`` 
 UnsupportedVersionException the same way).
 
 :meth:`Message.to_json` gives what Kafka's generated JSON converters write (the dump tool prints
-it): camelCase names, fields of the version only, a uuid as text, bytes as base64.
+it): camelCase names, fields of the version only (a tagged one only when it differs from its
+default), a uuid as text, bytes as base64.
 """
 from __future__ import annotations
 
@@ -186,6 +187,8 @@ def _to_json(obj: Any, fields: tuple, version: int) -> dict:
         if version not in f.versions:
             continue
         v = getattr(obj, f.name)
+        if version in f.tagged and _is_default(f, v):
+            continue                       # Kafka's converter writes a tagged field only when it is set
         key = camel_name(f.json_name)
         if v is None:
             out[key] = None
