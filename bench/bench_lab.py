@@ -23,6 +23,7 @@ decoding them in this process with the same scanner.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import sys
@@ -46,24 +47,32 @@ def spark_turn(master: str, grid, tmp: Path) -> dict:
     """One timed sweep of ``grid`` on a fresh session of ``master``; start-up timed apart."""
     from engine.lab.grid import make_grid
     from kafkaviz.lab.spark_jobs import spark_session, sweep
+    from proctree import cpu_by_kind, cpu_delta
 
+    gc.collect()
     t0 = time.perf_counter()
     spark = spark_session(master, app=f"bench-{master}")
     # Warm-up: the Python workers start and import the engine, the JVM compiles the write path.
     sweep(make_grid("truncation", runs=2 * spark.sparkContext.defaultParallelism, seed=10_000),
           _out(tmp, "warm"), spark=spark)
     t1 = time.perf_counter()
+    c0 = cpu_by_kind()
     summary = sweep(grid, _out(tmp, master), spark=spark)
+    cpu = cpu_delta(c0, cpu_by_kind())
     spark.stop()
     return {"startup_s": t1 - t0, "runs_s": summary["timing"]["runs_s"],
-            "aggregate_s": summary["timing"]["aggregate_s"]}
+            "aggregate_s": summary["timing"]["aggregate_s"], "cpu": cpu}
 
 
 def plain_turn(grid, tmp: Path) -> dict:
     from kafkaviz.lab.spark_jobs import sweep_without_spark
+    from proctree import cpu_by_kind, cpu_delta
 
+    gc.collect()
+    c0 = cpu_by_kind()
     t = sweep_without_spark(grid, _out(tmp, "plain"))["timing"]
-    return {"startup_s": 0.0, "runs_s": t["runs_s"], "aggregate_s": t["aggregate_s"]}
+    cpu = cpu_delta(c0, cpu_by_kind())
+    return {"startup_s": 0.0, "runs_s": t["runs_s"], "aggregate_s": t["aggregate_s"], "cpu": cpu}
 
 
 def make_logdir(root: Path, mb: int) -> int:
@@ -120,9 +129,10 @@ def bench_sweeps(grid, total: int, tmp: Path, rounds: int) -> None:
     from paired import figure, print_figure
 
     print(f"durability lab: preset truncation, {len(grid.cells)} cells x {grid.runs} runs = {total} runs, "
-          f"{rounds} paired rounds; {os.cpu_count()} cores; load average before: {load()}", flush=True)
-    turns = {"--no-spark": lambda: plain_turn(grid, tmp), "local[1]": lambda: spark_turn("local[1]", grid, tmp),
-             "local[2]": lambda: spark_turn("local[2]", grid, tmp)}
+          f"{rounds} paired rounds; {os.cpu_count()} cores; autogroup scheduling "
+          f"{_autogroup()}; load average before: {load()}", flush=True)
+    turns = {"local[2]": lambda: spark_turn("local[2]", grid, tmp), "--no-spark": lambda: plain_turn(grid, tmp),
+             "local[1]": lambda: spark_turn("local[1]", grid, tmp)}
     names = list(turns)
     got: dict[str, list[dict]] = {n: [] for n in names}
     for r in range(rounds):
@@ -130,10 +140,15 @@ def bench_sweeps(grid, total: int, tmp: Path, rounds: int) -> None:
         for n in order:
             res = turns[n]()
             got[n].append(res)
-            print(f"  round {r + 1} {n:<10}: {total / res['runs_s']:7.1f} runs/s ({res['runs_s']:.1f} s; "
-                  f"start-up {res['startup_s']:.1f} s, aggregation {res['aggregate_s']:.1f} s)  load {load()}",
-                  flush=True)
+            cpu = res["cpu"]
+            print(f"  round {r + 1} {n:<10}: {total / res['runs_s']:6.1f} runs/s ({res['runs_s']:.1f} s; start-up "
+                  f"{res['startup_s']:.1f} s, aggregation {res['aggregate_s']:.1f} s); CPU "
+                  f"{1000 * sum(cpu.values()) / total:.1f} ms/run (driver {1000 * cpu['driver'] / total:.1f}, "
+                  f"JVM {1000 * cpu['jvm'] / total:.1f}, Python workers {1000 * cpu['python workers'] / total:.1f})"
+                  f"  load {load()}", flush=True)
     per = {n: [x["runs_s"] / total for x in got[n]] for n in names}
+    cpu = {n: [sum(x["cpu"].values()) / total for x in got[n]] for n in names}
+    print("  wall time (the runs and the write; start-up and aggregation apart):")
     print_figure(figure("per-run wall time, Spark local[1] / in-process", [a / b for a, b in
                         zip(per["local[1]"], per["--no-spark"])], "x", "<= 1.5x", at_most=1.5))
     print_figure(figure("runs/s, local[2] / --no-spark", [b / a for a, b in zip(per["local[2]"], per["--no-spark"])],
@@ -142,11 +157,25 @@ def bench_sweeps(grid, total: int, tmp: Path, rounds: int) -> None:
                         "x", "(reported)"))
     for n in names:
         print_figure(figure(f"{n} runs/s", [1 / x for x in per[n]], "runs/s", "(reported)"))
-        print_figure(figure(f"{n} ms per run", [1000 * x for x in per[n]], "ms", "(reported)"))
+    print("  CPU time per run, every process of the job (driver, JVM, Python workers; aggregation included):")
+    print_figure(figure("per-run CPU, Spark local[1] / in-process", [a / b for a, b in
+                        zip(cpu["local[1]"], cpu["--no-spark"])], "x", "<= 1.5x", at_most=1.5))
+    print_figure(figure("per-run CPU, Spark local[2] / in-process", [a / b for a, b in
+                        zip(cpu["local[2]"], cpu["--no-spark"])], "x", "<= 1.33x (what 1.5x on 2 cores allows)",
+                        at_most=4 / 3))
+    for n in names:
+        print_figure(figure(f"{n} CPU per run", [1000 * x for x in cpu[n]], "ms", "(reported)"))
     print(f"  start-up (session, first workers, warm-up sweep), median: local[1] "
           f"{sorted(x['startup_s'] for x in got['local[1]'])[rounds // 2]:.1f} s, local[2] "
           f"{sorted(x['startup_s'] for x in got['local[2]'])[rounds // 2]:.1f} s")
     print(f"  load average after: {load()}", flush=True)
+
+
+def _autogroup() -> str:
+    try:
+        return "on" if Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1" else "off"
+    except OSError:
+        return "unknown"
 
 
 def bench_analytics(mb_wanted: int, tmp: Path) -> None:
