@@ -8,7 +8,7 @@ import time
 import pytest
 from django.test import Client
 
-from engine.lab.grid import make_grid
+from engine.lab.grid import PRESET_RUNS, make_grid
 from kafkaviz.lab import jobs
 from kafkaviz.lab.spark_jobs import sweep_without_spark
 
@@ -196,7 +196,7 @@ def test_the_form_speaks_plainly_with_the_presets_default_runs(finished):
     html = Client().get("/lab/?preset=truncation").content.decode()
     assert "Which settings" in html and "How many runs of each combination" in html
     assert "high-watermark or leader-epoch truncation (lesson 10)" in html
-    assert 'name="runs" min="1" value="100"' in html
+    assert f'name="runs" min="1" value="{PRESET_RUNS["truncation"]}"' in html
 
 
 def test_the_lab_speaks_chinese_with_lang_zh(finished):
