@@ -26,6 +26,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from engine.lab.grid import AXES, Grid, cell_id
-from engine.lab.logscan import NotALogDirError, find_partition_dirs, scan_paths, segment_files
+from engine.lab.logscan import NOT_VISIBLE, NotALogDirError, find_partition_dirs, scan_paths, segment_files
 from engine.lab.runs import (CELL_FIGURES, FIGURE_DEFINITIONS, ROW_FIELDS, WORST_FIELDS, cell_axes, cell_figures, run_indices,
                              run_partition, worst_run_log)
 
@@ -537,7 +538,13 @@ def analyze(logdir: Path, out: Path, *, spark: Any = None, master: str | None = 
             scanned = s.createDataFrame(paths.mapPartitions(functools.partial(scan_paths, names=names)),
                                         schema).cache()
             segments, parts, problems = (f.cache() for f in _analytics_frames(scanned))
-            segments.write.parquet(str(tmp / "segments"))
+            try:
+                segments.write.parquet(str(tmp / "segments"))
+            except Exception as exc:  # noqa: BLE001 - Spark wraps the executor's error in a py4j trace
+                found = re.search(re.escape(NOT_VISIBLE) + r"[^\n]*", str(exc))
+                if found:
+                    raise LabError(found.group(0).rstrip()) from None
+                raise
             parts.write.parquet(str(tmp / "partitions"))
             problems.write.parquet(str(tmp / "problems"))
             # The page shows at most SUMMARY_ROWS segments and damaged places; the Parquet has them all.
