@@ -2,10 +2,12 @@
 
 A Spark job's CPU is spread over the driver (this Python), its JVM and the JVM's Python
 workers; on a shared machine their wall time moves with the load, their CPU time does not.
-``cpu_by_kind()`` sums user + system time, including that of children already reaped
-(``cutime``/``cstime``), for this process and all its descendants."""
-from __future__ import annotations
-
+A snapshot holds each process's own user + system time; :func:`cpu_delta` sums, per process,
+what it spent between two snapshots (a process that started in between counts whole). Time of
+children already reaped (``cutime``) is left out on purpose: when a session stops, the JVM reaps
+its Python daemon and so inherits every worker's lifetime CPU, which belongs to earlier turns.
+A process that both starts and ends between two snapshots is missed; Spark's reused Python
+workers live as long as their session."""
 import os
 
 __all__ = ["cpu_by_kind", "cpu_delta", "snapshot"]
@@ -21,8 +23,8 @@ def _stat(pid: int) -> tuple[int, float] | None:
         return None
     rest = text[text.rindex(")") + 2:].split()
     ppid = int(rest[1])
-    utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
-    return ppid, (utime + stime + cutime + cstime) / _TICK
+    utime, stime = int(rest[11]), int(rest[12])
+    return ppid, (utime + stime) / _TICK
 
 
 def _kind(pid: int) -> str:
@@ -65,11 +67,10 @@ def cpu_by_kind() -> dict[int, tuple[str, float]]:
 
 
 def cpu_delta(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
-    """CPU seconds spent between two snapshots, by kind. Counted per process: one that started
-    in between counts whole; one that ended in between counts what its parent reaped (a worker
-    that exits and is waited for), never less than nothing."""
+    """CPU seconds spent between two snapshots, by kind, counted per process (one that started
+    in between counts whole)."""
     out = {"driver": 0.0, "jvm": 0.0, "python workers": 0.0, "other": 0.0}
     for pid, (kind, cpu) in after.items():
         prev = before.get(pid)
-        out[kind] += cpu - (prev[1] if prev is not None and prev[0] == kind else 0.0)
+        out[kind] += cpu - (prev[1] if prev is not None else 0.0)
     return out
