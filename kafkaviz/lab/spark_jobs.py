@@ -422,9 +422,11 @@ def sweep(grid: Grid, out: Path, *, spark: Any = None, master: str | None = None
 
 
 def _executor_python(sc: Any) -> dict:
-    """Which Python an executor ran (the packed environment's, on a cluster given one)."""
+    """Which Python an executor ran (the packed environment's, on a cluster given one). Collected,
+    not ``first()``: a Python worker whose output is not read to the end cannot be reused, so
+    ``first()`` cost every sweep a new worker and a new import of the engine."""
     path, version = sc.parallelize([0], 1).map(
-        lambda _: (__import__("sys").executable, __import__("sys").version.split()[0])).first()
+        lambda _: (__import__("sys").executable, __import__("sys").version.split()[0])).collect()[0]
     return {"executable": path, "version": version}
 
 
