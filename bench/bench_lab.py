@@ -32,6 +32,7 @@ import argparse
 import gc
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -191,8 +192,8 @@ def bench_sweeps(grid, total: int, tmp: Path, rounds: int, before_tasks: int | N
         print_figure(figure(f"runs/s, local[2] / {b}", [c / a for a, c in zip(per["local[2]"], per[b])], "x",
                             "(reported: the task size before)"))
     print(f"  start-up (session, first workers, warm-up sweep), median: local[1] "
-          f"{sorted(x['startup_s'] for x in got['local[1]'])[rounds // 2]:.1f} s, local[2] "
-          f"{sorted(x['startup_s'] for x in got['local[2]'])[rounds // 2]:.1f} s")
+          f"{statistics.median(x['startup_s'] for x in got['local[1]']):.1f} s, local[2] "
+          f"{statistics.median(x['startup_s'] for x in got['local[2]']):.1f} s")
     print(f"  load average after: {load()}", flush=True)
 
 
