@@ -196,6 +196,9 @@ def scan_file(path: str, data: bytes) -> dict[str, Any]:
     return row
 
 
+NOT_VISIBLE = "an executor cannot see"
+
+
 def scan_paths(paths: Iterable[str], names: list[str]) -> Iterator[tuple]:
     """Like :func:`scan_rows`, but each executor opens the files itself and maps them: a file
     is paged in by the operating system as the walk reaches it, never copied whole into
@@ -203,7 +206,15 @@ def scan_paths(paths: Iterable[str], names: list[str]) -> Iterator[tuple]:
     import mmap
 
     for path in paths:
-        with open(path, "rb") as fh:
+        try:
+            fh = open(path, "rb")
+        except FileNotFoundError:
+            import socket
+
+            raise FileNotFoundError(f"{NOT_VISIBLE} {path} on {socket.gethostname()}: on a cluster every worker must "
+                                    f"see the log directory at the same path (a shared filesystem), or run the "
+                                    f"analysis with --master local[*] on the machine that holds the logs") from None
+        with fh:
             size = os.fstat(fh.fileno()).st_size
             if size == 0:
                 row = scan_file(path, b"")

@@ -35,7 +35,7 @@ import shutil
 from collections import Counter
 from typing import Any, Iterable
 
-from ..cluster.run import Run, dump_command_log, make_config
+from ..cluster.run import Run, cluster_views, dump_command_log, make_config
 from ..cluster.scenarios import FAULT_CONFIG, SCENARIOS, fault_schedule
 from ..errors import BrokerNotAvailableError, KafkaError, LeaderNotAvailableError, OffsetOutOfRangeError
 from .grid import AXES, NOT_APPLICABLE, SCENARIO_PREFIX, RunSpec, cell_id, cell_settings
@@ -212,6 +212,7 @@ def _play(spec: RunSpec, root: str, with_log: bool = False) -> dict[str, Any]:
     sent = 0
 
     sends: list[tuple[int, int]] = []       # (virtual ms sent, request id) of every produce request
+    seen = [0]                              # findings already looked at for the first loss
 
     def apply(c: dict) -> bool:
         nonlocal first_loss
@@ -224,8 +225,11 @@ def _play(spec: RunSpec, root: str, with_log: bool = False) -> dict[str, Any]:
             return False
         if c["cmd"] == "produce":
             sends.append((sent_at, run.results[-1]["request_id"]))
-        if first_loss is None and any(f["kind"] == "check_acked_record_lost" for f in run.checker.findings):
-            first_loss = run.position
+        if first_loss is None:
+            findings = run.checker.findings
+            if any(findings[i]["kind"] == "check_acked_record_lost" for i in range(seen[0], len(findings))):
+                first_loss = run.position
+            seen[0] = len(findings)
         return True
 
     def resend() -> bool:
@@ -280,8 +284,7 @@ def _row(spec: RunSpec, run: Run, config: dict, consumed: list[dict], first_loss
     kinds = Counter(f["kind"] for f in findings)
     lost = {(f["topic"], f["partition"], f["offset"], f["digest"]) for f in findings
             if f["kind"] == "check_acked_record_lost"}
-    summary = run.summary()
-    lost_at_end = sum(1 for p in summary["partitions"] for a in p["acknowledged"] if a["present"] is False)
+    lost_at_end = _lost_at_end(run)
     seen = Counter(r["digest"] for r in consumed)
     requests = run.checker.requests.values()
     values = {v for r in requests for v in r["values"]}
@@ -293,8 +296,7 @@ def _row(spec: RunSpec, run: Run, config: dict, consumed: list[dict], first_loss
         "acked": len(run.checker.acked), "lost": len(lost), "lost_at_end": lost_at_end,
         "diverged": kinds["check_replicas_diverged"], "hw_regressed": kinds["check_hw_regressed"],
         "uncommitted_reads": kinds["check_uncommitted_read"],
-        "unavailable_ms": client_unavailable_ms(sends, _outcomes(run.cluster.events.select("produce_acked",
-                                                                                            "produce_failed")),
+        "unavailable_ms": client_unavailable_ms(sends, _outcomes(run.checker.requests),
                                                 run.cluster.scheduler.now_ms()),
         "duplicates": sum(n - 1 for n in seen.values()), "consumed": len(consumed),
         "produce_requests": len(run.checker.requests),
@@ -316,14 +318,25 @@ def _window(spec: RunSpec) -> str:
     return "random"
 
 
-def _outcomes(envelopes: Iterable[Any]) -> dict[int, tuple[str, int]]:
-    """request id -> (produce_acked | produce_failed, virtual ms the client learnt it)."""
-    out: dict[int, tuple[str, int]] = {}
-    for env in envelopes:
-        kind = env.event.kind
-        if kind in ("produce_acked", "produce_failed") and env.event.request_id not in out:
-            out[env.event.request_id] = (kind, env.time_ms)
-    return out
+def _outcomes(requests: dict) -> dict[int, tuple[str, int]]:
+    """request id -> (produce_acked | produce_failed, virtual ms the client learnt it), from the
+    checker's record of each request's first answer (the event ring may have dropped it)."""
+    return {rid: (r["outcome"]["kind"], r["outcome"]["time_ms"]) for rid, r in requests.items()
+            if r["outcome"] is not None}
+
+
+def _lost_at_end(run: Run) -> int:
+    """Acknowledged records that are not at their offset in their partition's final leader's
+    log (a partition without a live leader counts none): ``Run.summary``'s ``present is False``,
+    without building the whole summary (every replica's records as text, a copy of the checker)."""
+    views = cluster_views(run.cluster, reader=run._reader)
+    n = 0
+    for a in run.checker.acked:
+        view = views.get((a.topic, a.partition))
+        leader = None if view is None else view.leader_replica()
+        if leader is not None and leader.records.get(a.offset) != a.digest:
+            n += 1
+    return n
 
 
 def client_unavailable_ms(sends: Iterable[tuple[int, int]], outcomes: dict, end_ms: int) -> int:

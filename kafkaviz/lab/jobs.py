@@ -32,7 +32,13 @@ _CHILDREN: dict[int, subprocess.Popen] = {}   # reaped on every status look
 
 
 class JobError(Exception):
-    """A job that may not start (busy, not allowed); the message is for the visitor."""
+    """A job that may not start (busy, not allowed); the message is for the visitor (the
+    page words it in its own language from ``busy``: the running job's name, or None when
+    launching from the page is switched off)."""
+
+    def __init__(self, message: str, busy: str | None = None) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 @dataclass(frozen=True)
@@ -153,13 +159,14 @@ def launch(kind: str, args: list[str], preset: str | None = None) -> str:
     conf = lab_settings()
     if not conf["LAUNCH"]:
         raise JobError("Starting lab jobs from this page is switched off on this server "
-                       "(KAFKAVIZ_LAB_LAUNCH); run `python manage.py lab` instead.")
+                       "(KAFKAVIZ_LAB_LAUNCH); run `python manage.py lab` instead.", busy=None)
     root = lab_dir()
     with open(root / ".launch.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)     # two clicks at once start one job
         busy = running()
         if busy:
-            raise JobError(f"Another lab job ({busy[0].name}) is still running; wait for it to finish.")
+            raise JobError(f"Another lab job ({busy[0].name}) is still running; wait for it to finish.",
+                           busy=busy[0].name)
         return _spawn(root, kind, args, conf, preset)
 
 

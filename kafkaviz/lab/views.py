@@ -123,10 +123,16 @@ def launch_sweep(request: HttpRequest) -> HttpResponse:
         runs, seed = int(request.POST.get("runs", "20")), int(request.POST.get("seed", "0"))
     except ValueError:
         return _refuse(request, _("The number of runs and the first seed must be whole numbers."), 400, form)
+    if runs < 1:
+        return _refuse(request, _("How many runs: at least 1 for each combination of settings."), 400, form)
+    if seed < 0:
+        return _refuse(request, _("The first seed must be 0 or more."), 400, form)
     try:
         grid = make_grid(preset, axes, runs=runs, seed=seed)
     except GridError as exc:
-        return _refuse(request, str(exc), 400, form)
+        # Only a form sent by hand reaches this (the form offers known settings only).
+        return _refuse(request, _("These settings are not ones the lab knows: %(detail)s") % {"detail": exc},
+                       400, form)
     total = len(grid.cells) * grid.runs
     limit = lab_settings()["MAX_RUNS"]
     if total > limit:
@@ -139,13 +145,21 @@ def launch_sweep(request: HttpRequest) -> HttpResponse:
     try:
         name = jobs.launch("sweep", args, preset=preset)
     except jobs.JobError as exc:
-        return _refuse(request, str(exc), 409 if "running" in str(exc) else 403, form)
+        return _refuse(request, _job_error(exc), 409 if exc.busy else 403, form)
     return redirect(reverse("lab:sweep", args=[name]) + ("?lang=zh" if request.lab_lang == "zh" else ""))
+
+
+def _job_error(exc: "jobs.JobError") -> str:
+    """Why a job could not start, in the page's language."""
+    if exc.busy:
+        return _("Another lab job (%(name)s) is still running; wait for it to finish.") % {"name": exc.busy}
+    return _("Starting lab jobs from this page is switched off on this server (KAFKAVIZ_LAB_LAUNCH); "
+             "run `python manage.py lab` instead.")
 
 
 def _allowed_logdir(path: str) -> Path:
     if not path:
-        raise ValueError("Give the path of a log directory.")
+        raise ValueError(_("Give the path of a log directory."))
     real = Path(os.path.realpath(path))
     roots = [Path(os.path.realpath(r)) for r in lab_settings()["LOG_ROOTS"]]
     if not any(real == r or r in real.parents for r in roots):
@@ -167,13 +181,16 @@ def launch_analytics(request: HttpRequest) -> HttpResponse:
             return _refuse(request, _("That sandbox is not one of yours, or it has no data yet."), 400, form)
     try:
         real = _allowed_logdir(path)
-    except (ValueError, NotALogDirError) as exc:
+    except NotALogDirError:
+        return _refuse(request, _("That is not a Kafka log directory: there is no <topic>-<partition> directory "
+                                  "with a .log segment under it."), 400, form)
+    except ValueError as exc:
         return _refuse(request, str(exc), 400, form)
     try:
         name = jobs.launch("analyze", [str(real)])
     except jobs.JobError as exc:
-        return _refuse(request, str(exc), 409 if "running" in str(exc) else 403, form)
-    return redirect("lab:analytics", name=name)
+        return _refuse(request, _job_error(exc), 409 if exc.busy else 403, form)
+    return redirect(reverse("lab:analytics", kwargs={"name": name}) + ("?lang=zh" if request.lab_lang == "zh" else ""))
 
 
 def _job_or_404(name: str, kind: str) -> jobs.Job:

@@ -122,3 +122,23 @@ def test_a_directory_that_is_not_a_log_dir_leaves_nothing(spark, tmp_path):
         analyze(tmp_path / "photos", tmp_path / "out", spark=spark)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["photos"]
 
+
+
+def test_files_an_executor_cannot_see_fail_in_one_line_that_says_so(spark, logdir, tmp_path, monkeypatch):
+    # On a cluster, paths travel and each executor opens them: a worker without the directory
+    # at the same path (no shared filesystem) is told so, not handed a py4j trace.
+    from kafkaviz.lab import spark_jobs
+
+    src = tmp_path / "logs"
+    shutil.copytree(logdir[0] / "broker-9", src)
+    frames = spark_jobs._analytics_frames
+
+    def vanishing(scanned):            # listed by the driver, gone before the executors look
+        shutil.rmtree(src)
+        return frames(scanned)
+    monkeypatch.setattr(spark_jobs, "_analytics_frames", vanishing)
+    with pytest.raises(LabError) as info:
+        analyze(src, tmp_path / "out", spark=spark)
+    line = str(info.value)
+    assert line.startswith("an executor cannot see ") and "same path" in line and "\n" not in line
+    assert not (tmp_path / "out").exists() and not (tmp_path / ".out.partial").exists()

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.test import Client
 
-from engine.lab.grid import make_grid
+from engine.lab.grid import PRESET_RUNS, make_grid
 from kafkaviz.lab import jobs
 from kafkaviz.lab.spark_jobs import sweep_without_spark
 
@@ -110,7 +110,8 @@ def test_launching_runs_a_background_process_and_progress_turns_into_a_refresh(l
 
 @pytest.mark.parametrize("form, message", [
     ({"axis_acks": ["2"], "runs": "3", "seed": "0"}, "axis acks has no value"),
-    ({"runs": "0", "seed": "0"}, "the grid would be empty"),
+    ({"runs": "0", "seed": "0"}, "How many runs: at least 1"),
+    ({"runs": "3", "seed": "-1"}, "seed must be 0 or more"),
     ({"runs": "many", "seed": "0"}, "whole numbers"),
     ({"preset": "full", "runs": "50", "seed": "0"}, "at most 400"),
 ])
@@ -135,6 +136,27 @@ def test_analytics_only_reads_log_directories_under_the_allowed_roots(lab, tmp_p
     assert r.status_code == 400 and "Only log directories under" in r.content.decode()
     r = Client().post("/lab/analytics/", {"logdir": str(tmp_path / "data")})
     assert r.status_code == 400 and "not a Kafka log directory" in r.content.decode()
+
+
+@pytest.mark.parametrize("url, form, message", [
+    ("/lab/sweeps/", {"runs": "0", "seed": "0"}, "运行次数：每种设置组合至少 1 次。"),
+    ("/lab/sweeps/", {"axis_acks": ["2"], "runs": "3", "seed": "0"}, "实验室不认识这些设置"),
+    ("/lab/analytics/", {"logdir": ""}, "请给出一个日志目录的路径。"),
+    ("/lab/analytics/", {"logdir": "/etc"}, "这里只能分析本服务器允许的目录下的日志目录"),
+])
+def test_refusals_speak_chinese_with_lang_zh(lab, url, form, message):
+    r = Client().post(url + "?lang=zh", form)
+    assert r.status_code == 400 and message in r.content.decode()
+
+
+def test_a_busy_or_switched_off_lab_says_so_in_chinese(lab, settings):
+    lab.mkdir(parents=True)
+    (lab / ".sweep-20260101-000001-beef.job.json").write_text(json.dumps({"pid": os.getpid(), "args": []}))
+    r = Client().post("/lab/sweeps/?lang=zh", {"runs": "1", "seed": "0"})
+    assert r.status_code == 409 and "另一个实验任务（sweep-20260101-000001-beef）还在运行" in r.content.decode()
+    settings.KAFKAVIZ_LAB = {**settings.KAFKAVIZ_LAB, "LAUNCH": False}
+    r = Client().post("/lab/sweeps/?lang=zh", {"runs": "1", "seed": "0"})
+    assert r.status_code == 403 and "本服务器关闭了从此页面启动实验任务" in r.content.decode()
 
 
 def test_unknown_or_malformed_job_names_are_404(lab):
@@ -174,7 +196,7 @@ def test_the_form_speaks_plainly_with_the_presets_default_runs(finished):
     html = Client().get("/lab/?preset=truncation").content.decode()
     assert "Which settings" in html and "How many runs of each combination" in html
     assert "high-watermark or leader-epoch truncation (lesson 10)" in html
-    assert 'name="runs" min="1" value="100"' in html
+    assert f'name="runs" min="1" value="{PRESET_RUNS["truncation"]}"' in html
 
 
 def test_the_lab_speaks_chinese_with_lang_zh(finished):

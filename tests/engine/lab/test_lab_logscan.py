@@ -98,3 +98,12 @@ def test_index_entries_and_their_spacing(tmp_path):
     idx = scan_file(str(d / "00000000000000000000.index"), open(d / "00000000000000000000.index", "rb").read())
     assert idx["index_entries"] > 2
     assert idx["index_spacing_bytes"] >= 150                # index.interval.bytes
+
+
+def test_scan_paths_names_a_file_it_cannot_see_and_what_a_cluster_needs(tmp_path):
+    from engine.lab.logscan import NOT_VISIBLE, scan_paths
+
+    missing = str(tmp_path / "orders-0" / "00000000000000000000.log")
+    with pytest.raises(FileNotFoundError) as info:
+        list(scan_paths([missing], ["file"]))
+    assert str(info.value).startswith(f"{NOT_VISIBLE} {missing} on ") and "same path" in str(info.value)
