@@ -53,11 +53,12 @@ class RaftNode:
     everything else is plain data reset by a crash, except what is on the Disk: the
     metadata log (``node-<id>/__cluster_metadata-0/``) and its ``quorum-state``."""
 
-    def __init__(self, quorum: "QuorumHost", node_id: int, voter: bool) -> None:
+    def __init__(self, quorum: "QuorumHost", node_id: int, voter: bool, root: str | None = None) -> None:
         self.quorum = quorum
         self.id = node_id
         self.voter = voter
-        self.dir = f"node-{node_id}/{METADATA_DIR}"
+        # ``root``: the node's log directory (a combined node's is its broker's, ``broker-<id>``).
+        self.dir = f"{root or f'node-{node_id}'}/{METADATA_DIR}"
         self.alive = False
         self.incarnation = 0
         self.log: Log | None = None
@@ -152,7 +153,7 @@ class RaftNode:
         lost: list = []
         if power_loss:
             lost = [{"file": f, "size_before": a, "size_after": b}
-                    for f, a, b in self.quorum.disk.crash(f"node-{self.id}")]
+                    for f, a, b in self.quorum.disk.crash(self.dir)]
         else:
             self.quorum.disk.close_all()
         self.log = None
