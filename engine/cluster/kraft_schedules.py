@@ -129,3 +129,54 @@ def run_kraft_schedule(seed: int, disk_root: str, *, truncation: str = "epoch", 
     checker.check_applied()
     run.raft_violations = list(checker.violations)
     return run
+
+
+def time_controller_failover(seed: int, root: str, mode: str = "dedicated", brokers: int = 3,
+                             limit_ms: int = 60_000) -> dict[str, Any]:
+    """Virtual time from the active controller's crash to a new active controller, at Kafka's
+    default ``controller.quorum.*`` and broker timeouts (each link with a seeded 0-9 ms extra
+    delay per direction, so followers do not time out in lockstep). Also: until every broker
+    fetches from the new leader, and until a metadata change (a new topic) is applied by its
+    replicas. A topic with traffic runs before the crash for a seed-chosen while."""
+    from .cluster import Cluster
+    from .config import ClusterConfig
+    from engine.disk import Disk
+
+    cfg = {"brokers": brokers, "kraft": True}
+    if mode == "dedicated":
+        cfg["controllers"] = 3
+    c = Cluster(Disk(root, os_fsync=False), ClusterConfig.from_mapping(cfg), seed)
+    rng = random.Random(f"controller-failover-{seed}")
+    nodes = sorted(c.brokers) + sorted(c.controller_nodes())
+    for a in nodes:
+        for b in nodes:
+            if a != b:
+                c.network.set_delay(a, b, rng.randrange(10), both=False)
+    c.create_topic("t", 1, min(3, brokers))
+    end = c.now_ms() + rng.randrange(1000, 6000)
+    while c.now_ms() < end:
+        c.produce("t", 0, [b"x"], acks=-1)
+        c.advance(rng.randrange(20, 300))
+    c.advance(rng.randrange(0, 3000))
+    old = c.controller.active
+    old_epoch = c.controller.epoch
+    if mode == "dedicated":
+        c.crash(old, power_loss=False)
+    else:
+        c.crash(old, power_loss=False)
+    t0 = c.now_ms()
+    while c.controller.active is None and c.now_ms() < t0 + limit_ms:
+        c.advance(5)
+    elected = c.now_ms() - t0
+    new = c.controller.active
+    live = [b for b in c.brokers if c.brokers[b].alive]
+    while any(c.brokers[b].raft.leader_id != new for b in live) and c.now_ms() < t0 + limit_ms:
+        c.advance(5)
+    followed = c.now_ms() - t0
+    c.create_topic("u", 1, 1, assignment=[[live[0]]])
+    while ("u", 0) not in c.brokers[live[0]].partitions and c.now_ms() < t0 + limit_ms:
+        c.advance(5)
+    applied = c.now_ms() - t0
+    return {"seed": seed, "mode": mode, "old": old, "new": new, "old_epoch": old_epoch,
+            "new_epoch": c.controller.epoch, "elected_ms": elected, "brokers_follow_ms": followed,
+            "new_topic_applied_ms": applied}

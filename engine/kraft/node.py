@@ -114,6 +114,8 @@ class RaftNode:
         self.has_fetched = False
         self.fetch_session = 0
         self.fetch_inflight = False
+        self.fetch_dst = -1
+        self.unready: dict = {}              # observer: voter -> until when it is not asked (its fetch timed out)
         self.end_offsets: dict = {}          # leader: voter -> fetch offset last reported
         self.unacked_begin: set = set()      # leader: voters not yet answering BeginQuorumEpoch
         self.cq_fetched: set = set()         # leader: voters fetched since the check-quorum timer was reset
@@ -204,6 +206,7 @@ class RaftNode:
             if self.voter:
                 self._become_prospective(f"no fetch answered by leader {self.leader_id} in {self.config.fetch_timeout_ms} ms")
             else:
+                self._mark_unready(self.leader_id)     # its request to the leader is still pending
                 self._become_unattached(self.epoch, -1, "fetch timeout: looking for the leader again")
         elif s == "resigned":
             self._become_unattached(self.epoch, self.voted_id, "election timeout after resigning")
@@ -326,7 +329,8 @@ class RaftNode:
         # Same epoch: only a node that knows no leader for it learns one (a prospective keeps
         # the leader it lost touch with; a vote answer naming that leader is no news).
         if (epoch == self.epoch and leader >= 0 and leader != self.id and self.leader_id < 0
-                and self.state in ("unattached", "prospective", "candidate")):
+                and self.state in ("unattached", "prospective", "candidate")
+                and (self.voter or self.unready.get(leader, -1) <= self._now())):   # nor an observer to a silent one
             self._become_follower(epoch, leader, reason)
             return True
         return False
@@ -562,7 +566,10 @@ class RaftNode:
         if self.state == "follower":
             return self.leader_id
         if not self.voter and self.state == "unattached":
-            return self.quorum.rng.choice(self.voters)
+            # Kafka's RequestManager: a voter whose last request timed out is not ready; ask another.
+            now = self._now()
+            ready = [v for v in self.voters if self.unready.get(v, -1) <= now]
+            return self.quorum.rng.choice(ready or self.voters)
         return None
 
     def _send_fetch(self) -> None:
@@ -571,6 +578,7 @@ class RaftNode:
             return
         self.fetch_session += 1
         self.fetch_inflight = True
+        self.fetch_dst = dst
         req = RaftFetchRequest(self.id, self.epoch, self.log_end_offset, self.last_fetched_epoch,
                                self.config.fetch_max_wait_ms, self.fetch_session)
         self._emit(RaftFetchSent(self.id, dst, self.epoch, req.fetch_offset, req.last_fetched_epoch))
@@ -580,7 +588,12 @@ class RaftNode:
 
     def _fetch_request_timeout(self, incarnation: int, session: int) -> None:
         if self.alive and incarnation == self.incarnation and session == self.fetch_session and self.fetch_inflight:
+            self._mark_unready(self.fetch_dst)
             self._send_fetch()
+
+    def _mark_unready(self, node: int) -> None:
+        """Kafka's RequestManager: a node whose request timed out is not asked again for a while."""
+        self.unready = {**self.unready, node: self._now() + self.config.request_timeout_ms}
 
     def _retry_fetch_later(self) -> None:
         self.fetch_inflight = True
@@ -599,9 +612,15 @@ class RaftNode:
             if not self._observe_epoch(resp.leader_epoch, resp.leader_id, f"fetch answer from {src}: {resp.error}"):
                 self._retry_fetch_later()
             return
+        if (not self.voter and self.state == "unattached" and resp.leader_id == src
+                and resp.leader_epoch >= self.epoch):
+            # An observer's fetch reached the leader itself: follow it (and fetch again as its follower).
+            self._become_follower(resp.leader_epoch, src, f"fetch answered by leader {src}")
+            return
         if self.state != "follower" or src != self.leader_id or resp.leader_epoch != self.epoch:
             return
         self.has_fetched = True
+        self.unready = {}
         self._set_timer(self.config.fetch_timeout_ms)
         if resp.diverging_epoch >= 0 or resp.diverging_end_offset >= 0:
             # The truncated log may still diverge further back (the next fetch checks again):
