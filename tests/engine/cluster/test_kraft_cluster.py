@@ -247,3 +247,37 @@ def test_the_same_seed_replays_the_same_kraft_cluster(tmp_path):
         c.advance(5000)
         digests.append(c.events.digest())
     assert digests[0] == digests[1]
+
+
+@pytest.mark.parametrize("mode", ["combined", "dedicated"])
+def test_failover_at_kafkas_default_timeouts(tmp_path, mode):
+    """Crash the active controller (defaults: fetch timeout 2000 ms, election timeout 1000 ms):
+    a new leader within about a fetch timeout plus an election or two, and every live broker
+    fetching from it (and applying a new topic) soon after."""
+    from engine.cluster.kraft_schedules import time_controller_failover
+    for seed in range(6):
+        r = time_controller_failover(seed, str(tmp_path / str(seed)), mode)
+        assert r["new"] != r["old"] and r["new_epoch"] > r["old_epoch"], r
+        assert 1000 <= r["elected_ms"] <= 8000, r
+        assert r["brokers_follow_ms"] <= r["elected_ms"] + 4000, r
+        assert r["new_topic_applied_ms"] <= r["brokers_follow_ms"] + 1000, r
+
+
+@pytest.mark.parametrize("cfg", [{"kraft": True}, {"controllers": 3}])
+def test_a_kraft_run_rewinds_and_redoes_to_the_same_streams(tmp_path, cfg):
+    from engine.cluster.run import Run
+    from tests.engine.cluster.test_run_replay import COMMANDS, CONFIG
+    commands = COMMANDS + [{"cmd": "crash", "broker": 100 if cfg.get("controllers") else 0},
+                           {"cmd": "advance", "ms": 4000}, {"cmd": "produce", "topic": "t", "value": "d"},
+                           {"cmd": "advance", "ms": 500}]
+    run = Run(3, {**CONFIG, **cfg}, str(tmp_path / "a"), snapshot_every=4)
+    digests = [run.event_digest()]
+    for c in commands:
+        run.apply(c)
+        digests.append(run.event_digest())
+    for k in (len(commands), 9, 4, 0, 15, 2):
+        run.seek(k)
+        assert run.event_digest() == digests[k], k
+    run.seek(len(commands))
+    assert run.summary()["event_digest"] == digests[-1]
+    assert run.summary()["controller"]["mode"] == ("dedicated" if cfg.get("controllers") else "combined")
