@@ -572,7 +572,9 @@ class KRaftController(Controller):
             "epoch": max((self.quorum.nodes[n].epoch for n in nodes if self.quorum.nodes[n].alive), default=0),
             "voters": list(self.voter_ids),
             "metadata_high_watermark": self.committed_offset,
-            "applied_offsets": {str(n): self.applied_offset(n) for n in nodes},
+            # A stopped node's memory is gone with it: None until it runs again.
+            "applied_offsets": {str(n): self.applied_offset(n) if self.quorum.nodes[n].alive else None
+                                for n in nodes},
             "nodes": [self.quorum.nodes[n].describe() for n in nodes],
         }
 

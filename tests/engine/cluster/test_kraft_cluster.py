@@ -281,3 +281,23 @@ def test_a_kraft_run_rewinds_and_redoes_to_the_same_streams(tmp_path, cfg):
     run.seek(len(commands))
     assert run.summary()["event_digest"] == digests[-1]
     assert run.summary()["controller"]["mode"] == ("dedicated" if cfg.get("controllers") else "combined")
+
+
+@pytest.mark.parametrize("flags, mode, voters", [([], "hybrid", []), (["--kraft"], "combined", [0, 1, 2]),
+                                                 (["--controllers", "3"], "dedicated", [100, 101, 102])])
+def test_run_json_has_a_controller_object(tmp_path, capsys, flags, mode, voters):
+    import json
+    from engine.cluster.cli import main
+    log = tmp_path / "c.jsonl"
+    log.write_text('{"cmd": "create_topic", "topic": "t", "partitions": 1, "replication_factor": 3}\n'
+                   '{"cmd": "advance", "ms": 1000}\n{"cmd": "crash", "broker": 2}\n{"cmd": "advance", "ms": 500}\n')
+    assert main(["run", "--commands", str(log), "--json", *flags]) == 0
+    ctl = json.loads(capsys.readouterr().out)["controller"]
+    assert ctl["mode"] == mode and ctl["voters"] == voters
+    assert set(ctl) == {"mode", "active", "epoch", "voters", "metadata_high_watermark", "applied_offsets"}
+    if mode == "hybrid":
+        assert ctl["active"] == 0 and ctl["metadata_high_watermark"] is None
+    else:
+        assert ctl["active"] in voters and ctl["epoch"] >= 1 and ctl["metadata_high_watermark"] > 0
+        assert ctl["applied_offsets"]["2"] is None            # crashed: its applied state is gone
+        assert all(o is None or 0 < o <= ctl["metadata_high_watermark"] for o in ctl["applied_offsets"].values())
