@@ -301,3 +301,28 @@ def test_run_json_has_a_controller_object(tmp_path, capsys, flags, mode, voters)
         assert ctl["active"] in voters and ctl["epoch"] >= 1 and ctl["metadata_high_watermark"] > 0
         assert ctl["applied_offsets"]["2"] is None            # crashed: its applied state is gone
         assert all(o is None or 0 < o <= ctl["metadata_high_watermark"] for o in ctl["applied_offsets"].values())
+
+
+# Lessons whose faults take two of brokers 0-2, or the active controller with a partition leader: in
+# combined mode the controller quorum goes with them (docs/kraft.md, "The lessons under KRaft").
+COMBINED_DIFFERS = {"isr-shrink-acks-all", "kip279-divergence", "unclean-election-loss"}
+
+
+def _scenario_cases():
+    from engine.cluster.scenarios import SCENARIOS
+    return [(name, t) for name, sc in sorted(SCENARIOS.items()) for t in sorted(sc.expected)]
+
+
+@pytest.mark.parametrize("name, truncation", _scenario_cases())
+def test_every_lesson_verdict_holds_with_dedicated_controllers(tmp_path, name, truncation):
+    from engine.cluster.scenarios import SCENARIOS, run_scenario
+    out = run_scenario(SCENARIOS[name], truncation=truncation, disk_root=str(tmp_path), controllers=3)
+    assert out["verdict"]["matches"], out["verdict"]["mismatches"]
+    assert out["controller"]["mode"] == "dedicated"
+
+
+@pytest.mark.parametrize("name, truncation", [c for c in _scenario_cases() if c[0] not in COMBINED_DIFFERS])
+def test_lesson_verdicts_hold_in_combined_mode(tmp_path, name, truncation):
+    from engine.cluster.scenarios import SCENARIOS, run_scenario
+    out = run_scenario(SCENARIOS[name], truncation=truncation, disk_root=str(tmp_path), kraft=True)
+    assert out["verdict"]["matches"], out["verdict"]["mismatches"]
