@@ -439,7 +439,7 @@ _WHY_ZH = {
     "hw": "截到高水位", "out_of_range": "偏移量越界", "truncate": "截断", "append": "追加", "txn_marker": "事务标记",
     "isr_leo": "ISR 中所有副本的 LEO 都已到达", "leader_hw": "跟随 leader 的高水位", "caught_up": "已追上",
     "lagging": "落后超过 replica.lag.time.max.ms", "session_timeout": "会话超时", "startup": "启动",
-    "lost_quorum": "失去多数派", "controlled_shutdown": "受控关闭", "clean": "从 ISR 中干净选举",
+    "lost_quorum": "失去多数派", "raft_election": "Raft 选举", "controlled_shutdown": "受控关闭", "clean": "从 ISR 中干净选举",
     "unclean": "非干净选举：可能丢失已确认的消息", "initial": "初次选举", "preferred": "首选副本",
     "fenced_leader_epoch": "leader epoch 已过期", "invalid_update_version": "分区版本已过期",
     "ineligible_replica": "副本不符合条件", "metadata_changed": "元数据已变",
@@ -685,6 +685,11 @@ PLAIN_SENTENCES: dict[str, Sentence] = {
         lambda e, w: {'controller': e['controller'], 'broker': e['broker'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
         en='controller {controller} fenced broker {broker} ({reason_words})',
         zh='控制器 {controller} 隔离了 broker {broker}（{reason}）'),
+    'metadata_applied': Sentence(
+        lambda e, w: {'node': e['node'], 'to': e['to_offset'], 'n': len(e['records']),
+                      'kinds': w.join(e['records']) if e['records'] else ('只有控制记录' if w.zh else 'control records only')},
+        en='node {node} applied {n} committed metadata record(s) up to offset {to} ({kinds})',
+        zh='节点 {node} 应用了 {n} 条已提交的元数据记录，直到偏移量 {to}（{kinds}）'),
     'controller_changed': Sentence(
         lambda e, w: {'new': e['new'], 'controller_epoch': e['controller_epoch'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
         en='broker {new} is the active controller (controller epoch {controller_epoch}, {reason_words})',

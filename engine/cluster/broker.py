@@ -53,6 +53,10 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 class Broker:
     """One broker. ``alive`` and ``incarnation`` are what the network checks."""
 
+    # KRaft: this broker's metadata node (the voter it hosts, or an observer); None under the
+    # hybrid controller. Class-level so older snapshots load.
+    raft: Any = None
+
     def __init__(self, cluster: ClusterHost, broker_id: int) -> None:
         self.cluster = cluster
         self.id = broker_id
@@ -100,7 +104,11 @@ class Broker:
             self.cluster.network.send(self.id, dst, msg)
 
     def send_to_controller(self, msg: Any) -> None:
-        active = self.cluster.controller.active
+        if self.raft is not None:
+            # KRaft: the leader this broker's metadata node knows of (it may be stale).
+            active = self.cluster.controller.broker_target(self.id)
+        else:
+            active = self.cluster.controller.active
         if active is not None:
             self.send(active, msg)
 
@@ -137,6 +145,8 @@ class Broker:
         if clean:
             # The marker is only valid for one start: a crash after this must recover.
             self.disk.delete(marker)
+        if self.raft is not None:
+            self.cluster.controller.start_node(self.id)
         self.schedule_tasks()
 
     def schedule_tasks(self) -> None:
@@ -197,6 +207,8 @@ class Broker:
             log.cancel_tasks()
 
     def crash(self, power_loss: bool = True) -> None:
+        if self.raft is not None:
+            self.cluster.controller.stop_node(self.id, "crash", power_loss)
         self.stop_tasks()
         self.partitions = {}
         self.alive = False
@@ -209,6 +221,8 @@ class Broker:
 
     def shutdown(self, moved: list) -> None:
         """Clean shutdown after the controller moved leadership away: flush, checkpoint, marker."""
+        if self.raft is not None:
+            self.cluster.controller.stop_node(self.id, "shutdown")
         self.stop_tasks()
         for key in sorted(self.partitions):
             self.partitions[key].log.flush()
@@ -228,7 +242,8 @@ class Broker:
     def heartbeat(self) -> None:
         known = tuple((t, p, part.leader_epoch, part.partition_epoch)
                       for (t, p), part in sorted(self.partitions.items()))
-        self.send_to_controller(BrokerHeartbeat(self.id, self.incarnation, known))
+        offset = self.cluster.controller.applied_offset(self.id) if self.raft is not None else -1
+        self.send_to_controller(BrokerHeartbeat(self.id, self.incarnation, known, offset))
 
     def _write(self, name: str, entries: list) -> None:
         self.checkpoint(name).write(entries)
@@ -305,6 +320,13 @@ class Broker:
                 self.cluster.controller.handle(src, msg)
         elif isinstance(msg, ProduceResponse):  # the answer to this broker's own (coordinator's) append
             self.cluster.deliver_produce_response(msg)
+        elif self.raft is not None:
+            if getattr(msg, "api", "") == "AlterPartitionResponse":
+                part = self.partitions.get((msg.topic, msg.partition))
+                if part is not None:
+                    part.pending_isr = None      # refused: propose again once the metadata says so
+            else:
+                self.raft.receive(src, msg)      # the quorum's Vote, BeginQuorumEpoch, Fetch, ...
 
     def handle_produce(self, src: int, req: ProduceRequest) -> None:
         from engine.records import SimpleRecord

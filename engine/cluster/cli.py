@@ -57,6 +57,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fetch-protocol", choices=("offsets_for_leader_epoch", "diverging_epoch"), default=None,
                    help="how an epoch follower finds its divergence: an OffsetsForLeaderEpoch round trip "
                         "(Kafka 0.11-2.6, the default) or Fetch v12's DivergingEpoch (Kafka >= 2.7)")
+    p.add_argument("--kraft", action="store_true", default=None,
+                   help="run the controller as Kafka 4 does: a Raft quorum keeping __cluster_metadata, in combined "
+                        "mode (the voters are brokers 0-2, or controller.quorum.voters)")
+    p.add_argument("--controllers", type=int, default=None, metavar="N",
+                   help="dedicated KRaft mode: N controller nodes (ids 100, 101, ...) beside the brokers")
     p.add_argument("--data-dir", default=None, help="directory for broker data (default: a temporary one)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -87,7 +92,8 @@ def run_command(args: argparse.Namespace) -> int:
         with _data_dir(args.data_dir) as root:
             summary = run_commands(commands, seed=args.seed,
                                    truncation=args.truncation, brokers=args.brokers,
-                                   disk_root=root, fetch_protocol=args.fetch_protocol)
+                                   disk_root=root, fetch_protocol=args.fetch_protocol,
+                                   kraft=args.kraft, controllers=args.controllers)
     except KafkaError as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -113,7 +119,8 @@ def scenario_command(args: argparse.Namespace) -> int:
         scenario = get_scenario(args.name)
         with _data_dir(args.data_dir) as root:
             outcome = run_scenario(scenario, truncation=args.truncation or "epoch", seed=args.seed,
-                                   disk_root=root, fetch_protocol=args.fetch_protocol)
+                                   disk_root=root, fetch_protocol=args.fetch_protocol,
+                                   kraft=args.kraft, controllers=args.controllers)
     except KafkaError as exc:
         return _fail(str(exc))
     except OSError as exc:

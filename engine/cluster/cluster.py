@@ -25,6 +25,7 @@ from .broker import Broker
 from .config import CLIENT, ClusterConfig
 from .consumer import GroupService
 from .controller import Controller
+from .kraft_controller import KRaftController
 from .events import (ConfigChanged, ConsumerRead, ProduceAcked, ProduceFailed, ProducerCreated, ProduceRetried,
                      TopicCreated)
 from .network import Network, ProduceRequest, ProduceResponse
@@ -153,12 +154,14 @@ class Cluster:
         self.events = events
         self.rng = random.Random(seed)
         self.network = Network(self.scheduler, self.rng, self.events, config.network_latency_ms)
-        self.controller = Controller(self)
+        self.controller = KRaftController(self) if config.kraft else Controller(self)
         self.brokers: dict[int, Broker] = {i: Broker(self, i) for i in range(config.brokers)}
         self.client = Client(self)
         self.network.register(CLIENT, self.client)
         for i in sorted(self.brokers):
             self.network.register(i, self.brokers[i])
+            if config.kraft:
+                self.controller.attach_broker(self.brokers[i])
         self.produce_results: dict[int, ProduceResult] = {}
         self._pending_produces: dict[int, tuple] = {}
         self._keys: dict[int, bytes | None] = {}
@@ -181,6 +184,10 @@ class Cluster:
             self.controller.bootstrap_register(i, self.brokers[i].incarnation)
         self._controller_task = self.scheduler.schedule_periodic(config.controller_check_interval_ms,
                                                                  self.controller.tick, name="controller-check")
+        if config.kraft:
+            # A fresh KRaft cluster's first seconds: an election, then every broker registers,
+            # catches up on the metadata log and is unfenced.
+            self.controller.bootstrap()
 
     # ---- validation helpers ---------------------------------------------------------
 
@@ -199,7 +206,18 @@ class Cluster:
     def _node(self, node: Any) -> int:
         if node == CLIENT and not isinstance(node, bool):
             return CLIENT
+        if not isinstance(node, bool) and node in self.controller_nodes():
+            return node
         return self._broker(node).id
+
+    def controller_nodes(self) -> dict:
+        """KRaft dedicated mode: controller node id -> its process; else empty."""
+        return getattr(self.controller, "controller_nodes", None) or {}
+
+    def _controller_node(self, node: Any) -> Any:
+        if not isinstance(node, bool) and node in self.controller_nodes():
+            return self.controller_nodes()[node]
+        return None
 
     def now_ms(self) -> int:
         return self.scheduler.now_ms()
@@ -211,6 +229,8 @@ class Cluster:
         list of replica lists (one per partition, preferred leader first), or a dict
         {partition: [replicas]}. Returns {partition: [replicas]}."""
         validate_topic_name(name)
+        if self.config.kraft:
+            self.controller.require_active(f"create topic {name!r}")
         if name in self.controller.topics:
             raise InvalidTopicError(f"topic {name!r} already exists")
         _int("partitions", partitions, 1, 1000)
@@ -662,6 +682,12 @@ class Cluster:
     def crash(self, broker: int, *, power_loss: bool = True) -> None:
         """Hard crash. With ``power_loss`` (default) un-fsynced bytes of its log directory
         are lost (``disk.crash``); without, it is a process kill (the page cache survives)."""
+        node = self._controller_node(broker)
+        if node is not None:
+            if not node.alive:
+                raise BrokerNotAvailableError(f"controller {broker} is already down")
+            self.controller.stop_node(broker, "crash", power_loss)
+            return
         b = self._broker(broker)
         if not b.alive:
             raise BrokerNotAvailableError(f"broker {broker} is already down")
@@ -669,6 +695,12 @@ class Cluster:
 
     def shutdown(self, broker: int) -> list:
         """Controlled shutdown: leadership moves away, then flush + checkpoints + marker."""
+        node = self._controller_node(broker)
+        if node is not None:
+            if not node.alive:
+                raise BrokerNotAvailableError(f"controller {broker} is already down")
+            self.controller.stop_node(broker, "shutdown")
+            return []
         b = self._broker(broker)
         if not b.alive:
             raise BrokerNotAvailableError(f"broker {broker} is already down")
@@ -678,6 +710,12 @@ class Cluster:
 
     def restart(self, broker: int) -> None:
         """Start a stopped broker: reopen (and recover) every log, rejoin via heartbeat."""
+        node = self._controller_node(broker)
+        if node is not None:
+            if node.alive:
+                raise InvalidRequestError(f"controller {broker} is running; crash or shut it down first")
+            self.controller.start_node(broker)
+            return
         b = self._broker(broker)
         if b.alive:
             raise InvalidRequestError(f"broker {broker} is running; crash or shut it down first")
@@ -685,10 +723,10 @@ class Cluster:
 
     def isolate(self, broker: int) -> None:
         """Cut every link between ``broker`` and all other nodes (client included)."""
-        b = self._broker(broker)
-        for other in [CLIENT] + sorted(self.brokers):
-            if other != b.id:
-                self.network.cut(b.id, other, True)
+        nid = broker if self._controller_node(broker) is not None else self._broker(broker).id
+        for other in [CLIENT] + sorted(self.brokers) + sorted(self.controller_nodes()):
+            if other != nid:
+                self.network.cut(nid, other, True)
 
     def cut_link(self, a: int, b: int, both: bool = True) -> None:
         self.network.cut(self._node(a), self._node(b), bool(both))
@@ -732,6 +770,8 @@ class Cluster:
                 raise InvalidConfigError("the number of brokers cannot change in a running cluster")
             return new
         if scope == "topic":
+            if self.config.kraft:
+                self.controller.require_active(f"change topic {target!r}'s config")
             meta = self.controller.topics.get(target)
             if meta is None:
                 self.controller.partition(target, 0)  # raises UnknownTopicOrPartitionError
@@ -769,6 +809,8 @@ class Cluster:
             meta = self.controller.topics[target]
             meta.config = checked
             meta.config_changes = {**meta.config_changes, **changes}
+            if self.config.kraft:
+                self.controller.set_topic_config(target, changes)
             for i in sorted(self.brokers):
                 self.brokers[i].apply_log_overrides()
             target_name = str(target)

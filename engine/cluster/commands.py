@@ -330,10 +330,18 @@ class _BrokerCommand(Command):
 
 
 @dataclass(frozen=True)
-class _StopCommand(_BrokerCommand):
+class _ProcessCommand(_BrokerCommand):
+    """A command on a process: a broker, or (KRaft dedicated mode) a controller node."""
+
+    def validate(self, cluster: Any) -> None:
+        _check_process(self.cmd, cluster, self.broker)
+
+
+@dataclass(frozen=True)
+class _StopCommand(_ProcessCommand):
     def validate(self, cluster: Any) -> None:
         super().validate(cluster)
-        if not cluster.brokers[self.broker].alive:
+        if not _process(cluster, self.broker).alive:
             raise BrokerNotAvailableError(f"{self.cmd}: broker {self.broker} is already down")
 
 
@@ -350,18 +358,18 @@ class Shutdown(_StopCommand):
 
 
 @dataclass(frozen=True)
-class Restart(_BrokerCommand):
+class Restart(_ProcessCommand):
     cmd: ClassVar[str] = "restart"
     summary: ClassVar[str] = "Start a stopped broker: log recovery, then it rejoins as follower."
 
     def validate(self, cluster: Any) -> None:
         super().validate(cluster)
-        if cluster.brokers[self.broker].alive:
+        if _process(cluster, self.broker).alive:
             raise InvalidRequestError(f"restart: broker {self.broker} is running; crash or shut it down first")
 
 
 @dataclass(frozen=True)
-class Isolate(_BrokerCommand):
+class Isolate(_ProcessCommand):
     cmd: ClassVar[str] = "isolate"
     summary: ClassVar[str] = "Cut every link between this broker and all others (it keeps running)."
 
@@ -401,7 +409,7 @@ class _LinkCommand(Command):
     def validate(self, cluster: Any) -> None:
         for node in (self.a, self.b):
             if node != CLIENT_NODE:
-                _check_broker(self.cmd, cluster, node)
+                _check_process(self.cmd, cluster, node)
         if self.a == self.b:
             raise InvalidRequestError(f"{self.cmd}: a link needs two different brokers, got {self.a} twice")
 
@@ -811,6 +819,22 @@ def _check_broker(cmd: str, cluster: Any, broker: Any) -> None:
     if broker not in cluster.brokers:
         raise InvalidRequestError(f"{cmd}: unknown broker {broker!r}; brokers are "
                                   f"{', '.join(map(str, sorted(cluster.brokers)))}")
+
+
+def _controller_nodes(cluster: Any) -> dict:
+    return getattr(cluster.controller, "controller_nodes", None) or {}
+
+
+def _process(cluster: Any, node: int) -> Any:
+    return cluster.brokers[node] if node in cluster.brokers else _controller_nodes(cluster)[node]
+
+
+def _check_process(cmd: str, cluster: Any, node: Any) -> None:
+    """A broker, or a dedicated controller node (KRaft)."""
+    if node in cluster.brokers or (not isinstance(node, bool) and node in _controller_nodes(cluster)):
+        return
+    ids = sorted(cluster.brokers) + sorted(_controller_nodes(cluster))
+    raise InvalidRequestError(f"{cmd}: unknown broker {node!r}; brokers are {', '.join(map(str, ids))}")
 
 
 def _check_partition(cmd: str, cluster: Any, topic: str, partition: int) -> None:

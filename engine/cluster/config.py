@@ -55,6 +55,20 @@ class ClusterConfig:
     # NOT_ENOUGH_REPLICAS_AFTER_APPEND after the ISR shrank during its wait.
     hw_min_isr_guard: bool = _f(True, kafka="hw.min.isr.guard")
     controller_check_interval_ms: int = _f(1000, 1, INT_MAX, kafka="controller.check.interval.ms")
+    # KRaft (engine/cluster/kraft_controller.py): a Raft quorum of voters keeps __cluster_metadata and
+    # brokers fetch it. Off = the hybrid controller (a majority of running brokers, metadata pushed
+    # as LeaderAndIsr) the lessons were recorded with. ``controllers`` > 0 = dedicated mode (that
+    # many controller nodes, ids 100, 101, ...; implies kraft); 0 with kraft = combined mode, the
+    # voters being brokers (``controller.quorum.voters``, default the first three).
+    kraft: bool = _f(False, kafka="kraft")
+    controllers: int = _f(0, 0, 5, kafka="controllers")
+    controller_quorum_voters: str = field(default="", metadata={"kafka": "controller.quorum.voters"})
+    controller_quorum_election_timeout_ms: int = _f(1000, 0, INT_MAX, kafka="controller.quorum.election.timeout.ms")
+    controller_quorum_election_backoff_max_ms: int = _f(
+        1000, 0, INT_MAX, kafka="controller.quorum.election.backoff.max.ms")
+    controller_quorum_fetch_timeout_ms: int = _f(2000, 1, INT_MAX, kafka="controller.quorum.fetch.timeout.ms")
+    controller_quorum_request_timeout_ms: int = _f(2000, 1, INT_MAX, kafka="controller.quorum.request.timeout.ms")
+    controller_quorum_retry_backoff_ms: int = _f(20, 0, INT_MAX, kafka="controller.quorum.retry.backoff.ms")
     # Emit an event for every step of the brokers' purgatory timing wheels (lesson 15); off by
     # default because an acks=all produce would then cost several more events.
     timer_events: bool = _f(False, kafka="timer.events")
@@ -73,6 +87,10 @@ class ClusterConfig:
             elif f.name == "min_insync_replicas":
                 if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                     raise InvalidConfigError(f"min_insync_replicas must be an integer >= 1, got {value!r}")
+            elif f.name == "controller_quorum_voters":
+                if not isinstance(value, str):
+                    raise InvalidConfigError(f"controller_quorum_voters must be text like '0@broker-0:9093,1@...', "
+                                             f"got {value!r}")
             elif f.name == "unclean_leader_election_enable":
                 if value is not None and not isinstance(value, bool):
                     raise InvalidConfigError(f"unclean_leader_election_enable must be true or false, got {value!r}")
@@ -81,6 +99,8 @@ class ClusterConfig:
         if self.initial_controller >= self.brokers:
             raise InvalidConfigError(
                 f"initial_controller must be a broker id below brokers={self.brokers}, got {self.initial_controller}")
+        if self.controllers > 0 and not self.kraft:
+            object.__setattr__(self, "kraft", True)
         # Fold the convenience fields into the topic defaults so there is one source of truth.
         changes: dict[str, Any] = {}
         if self.min_insync_replicas is not None:
@@ -113,6 +133,11 @@ class ClusterConfig:
 
     def replace(self, **changes: Any) -> "ClusterConfig":
         return self.from_mapping(changes, base=self)
+
+    @property
+    def controller_mode(self) -> str:
+        """"hybrid" (no Raft quorum), "combined" or "dedicated"."""
+        return "dedicated" if self.controllers > 0 else "combined" if self.kraft else "hybrid"
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "log"}

@@ -21,7 +21,7 @@ __all__ = [
     "EpochRequestSent", "EpochRequestAnswered", "ReplicaTruncated", "ProduceReceived",
     "ProduceAppended", "ProduceWaiting", "ProduceAcked", "ProduceFailed", "ConsumerRead",
     "CheckpointWritten", "LinkChanged", "MessageDropped", "ConfigChanged", "LogsLoaded",
-    "ProducerCreated", "ProduceRetried", "ProduceDuplicate",
+    "ProducerCreated", "ProduceRetried", "ProduceDuplicate", "MetadataApplied",
     "ClientConnected", "ClientDisconnected", "ClientRequest", "ClientResponse",
 ]
 
@@ -82,6 +82,17 @@ class BrokerFenced(Event):
     reason: str
     last_heartbeat_ms: int | None
     controller: int
+
+
+@event("metadata_applied")
+class MetadataApplied(Event):
+    """Node ``node`` applied the committed metadata records in ``[from_offset, to_offset)`` of
+    ``__cluster_metadata`` (``records``: their types in log order): a broker acts on them,
+    a controller's view moves on. ``to_offset`` is its applied offset now."""
+    node: int
+    from_offset: int
+    to_offset: int
+    records: list
 
 
 @event("controller_changed")

@@ -136,6 +136,7 @@ class BrokerHeartbeat:
     broker: int
     incarnation: int
     known: tuple = ()
+    metadata_offset: int = -1    # KRaft: the broker's applied offset of __cluster_metadata
 
 
 @dataclass(frozen=True)

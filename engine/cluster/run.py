@@ -701,7 +701,7 @@ def build_summary(run: Run, checker: Checker | None = None) -> dict[str, Any]:
         "steps": run.position, "time_ms": cluster.scheduler.now_ms(),
         "events": cluster.events.seq, "events_dropped": cluster.events.seq - cluster.events.retained_count(),
         "event_digest": cluster.events.digest(),
-        "controller": _controller_id(cluster),
+        "controller": controller_summary(cluster),
         "alive": [b for b in sorted(cluster.brokers) if cluster.brokers[b].alive],
         "partitions": partitions, "produce": produce,
         "ok": check["ok"], "findings": check["findings"], "finding_counts": check["counts"],
@@ -710,6 +710,20 @@ def build_summary(run: Run, checker: Checker | None = None) -> dict[str, Any]:
 
 def _controller_id(cluster: Any) -> int | None:
     return cluster.controller.active
+
+
+def controller_summary(cluster: Any) -> dict[str, Any]:
+    """The run summary's ``controller`` object: ``mode`` (hybrid, combined, dedicated),
+    ``active`` (node id or None), ``epoch`` (the quorum's; the controller epoch under the
+    hybrid controller), ``voters``, the metadata log's high watermark and each node's
+    applied metadata offset (both None / empty without a quorum)."""
+    ctl = cluster.controller
+    describe = getattr(ctl, "describe", None)
+    if describe is None:
+        return {"mode": "hybrid", "active": ctl.active, "epoch": ctl.epoch, "voters": [],
+                "metadata_high_watermark": None, "applied_offsets": {}}
+    d = describe()
+    return {k: d[k] for k in ("mode", "active", "epoch", "voters", "metadata_high_watermark", "applied_offsets")}
 
 
 # ---- command logs -------------------------------------------------------------------------
@@ -760,13 +774,15 @@ def dump_command_log(commands: Iterable[Mapping[str, Any] | Command], *, seed: i
 
 def run_commands(log: CommandLog | Iterable[Mapping[str, Any] | Command], *, seed: int | None = None,
                  truncation: str | None = None, brokers: int | None = None, disk_root: str,
-                 config: Mapping[str, Any] | None = None, fetch_protocol: str | None = None) -> dict[str, Any]:
+                 config: Mapping[str, Any] | None = None, fetch_protocol: str | None = None,
+                 kraft: bool | None = None, controllers: int | None = None) -> dict[str, Any]:
     """Execute a command log on a fresh cluster and return its summary."""
     if not isinstance(log, CommandLog):
         log = CommandLog(None, {}, tuple(c if isinstance(c, Command) else parse_command(dict(c)) for c in log))
     base = dict(log.config)
     base.update(config or {})
-    cfg = make_config(base, truncation=truncation, brokers=brokers, fetch_protocol=fetch_protocol)
+    cfg = make_config(base, truncation=truncation, brokers=brokers, fetch_protocol=fetch_protocol,
+                      kraft=kraft, controllers=controllers)
     run = Run(seed if seed is not None else (log.seed or 0), cfg, disk_root)
     for i, cmd in enumerate(log.commands):
         try:
@@ -817,5 +833,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         v = summary["verdict"]
         lines.append(f"expected ({v['truncation']}): {'MATCHES' if v['matches'] else 'DIFFERS'}"
                      + "".join(f"\n  - {m}" for m in v["mismatches"]))
+    ctl = summary.get("controller")
+    if isinstance(ctl, dict) and ctl.get("mode") != "hybrid":
+        lines.append(f"controller ({ctl['mode']}): active {ctl['active']} epoch {ctl['epoch']} voters {ctl['voters']} "
+                     f"metadata HW {ctl['metadata_high_watermark']} applied {ctl['applied_offsets']}")
     lines.append("checker: OK" if summary["ok"] else f"checker: {len(summary['findings'])} finding(s)")
     return "\n".join(lines)

@@ -58,12 +58,14 @@ class RaftNode:
     everything else is plain data reset by a crash, except what is on the Disk: the
     metadata log (``node-<id>/__cluster_metadata-0/``) and its ``quorum-state``."""
 
-    def __init__(self, quorum: "QuorumHost", node_id: int, voter: bool) -> None:
+    def __init__(self, quorum: "QuorumHost", node_id: int, voter: bool, root: str | None = None) -> None:
         self.quorum = quorum
         self.id = node_id
         self.voter = voter
-        self.dir = f"node-{node_id}/{METADATA_DIR}"
-        self.log_start_file = CheckpointFile(quorum.disk, f"node-{node_id}/{LOG_START_CHECKPOINT}", (str, int, int))
+        # ``root``: the node's log directory (a combined node's is its broker's, ``broker-<id>``).
+        self.root = root or f"node-{node_id}"
+        self.dir = f"{self.root}/{METADATA_DIR}"
+        self.log_start_file = CheckpointFile(quorum.disk, f"{self.root}/{LOG_START_CHECKPOINT}", (str, int, int))
         self.snapshots: list[SnapshotId] = []   # frozen snapshots on disk, oldest first
         self.alive = False
         self.incarnation = 0
@@ -133,6 +135,8 @@ class RaftNode:
         self.has_fetched = False
         self.fetch_session = 0
         self.fetch_inflight = False
+        self.fetch_dst = -1
+        self.unready: dict = {}              # observer: voter -> until when it is not asked (its fetch timed out)
         self.end_offsets: dict = {}          # leader: voter -> fetch offset last reported
         self.unacked_begin: set = set()      # leader: voters not yet answering BeginQuorumEpoch
         self.cq_fetched: set = set()         # leader: voters fetched since the check-quorum timer was reset
@@ -191,7 +195,7 @@ class RaftNode:
         lost: list = []
         if power_loss:
             lost = [{"file": f, "size_before": a, "size_after": b}
-                    for f, a, b in self.quorum.disk.crash(f"node-{self.id}")]
+                    for f, a, b in self.quorum.disk.crash(self.dir)]
         else:
             self.quorum.disk.close_all()
         self.log = None
@@ -242,6 +246,7 @@ class RaftNode:
             if self.voter:
                 self._become_prospective(f"no fetch answered by leader {self.leader_id} in {self.config.fetch_timeout_ms} ms")
             else:
+                self._mark_unready(self.leader_id)     # its request to the leader is still pending
                 self._become_unattached(self.epoch, -1, "fetch timeout: looking for the leader again")
         elif s == "resigned":
             self._become_unattached(self.epoch, self.voted_id, "election timeout after resigning")
@@ -609,7 +614,10 @@ class RaftNode:
         if self.state == "follower":
             return self.leader_id
         if not self.voter and self.state == "unattached":
-            return self.quorum.rng.choice(self.voters)
+            # Kafka's RequestManager: a voter whose last request timed out is not ready; ask another.
+            now = self._now()
+            ready = [v for v in self.voters if self.unready.get(v, -1) <= now]
+            return self.quorum.rng.choice(ready or self.voters)
         return None
 
     def _send_fetch(self) -> None:
@@ -618,6 +626,7 @@ class RaftNode:
             return
         self.fetch_session += 1
         self.fetch_inflight = True
+        self.fetch_dst = dst
         if self.fetching_snapshot is not None:
             self._send_fetch_snapshot(dst)
             return
@@ -630,7 +639,12 @@ class RaftNode:
 
     def _fetch_request_timeout(self, incarnation: int, session: int) -> None:
         if self.alive and incarnation == self.incarnation and session == self.fetch_session and self.fetch_inflight:
+            self._mark_unready(self.fetch_dst)
             self._send_fetch()
+
+    def _mark_unready(self, node: int) -> None:
+        """Kafka's RequestManager: a node whose request timed out is not asked again for a while."""
+        self.unready = {**self.unready, node: self._now() + self.config.request_timeout_ms}
 
     def _retry_fetch_later(self) -> None:
         self.fetch_inflight = True
@@ -649,9 +663,15 @@ class RaftNode:
             if not self._observe_epoch(resp.leader_epoch, resp.leader_id, f"fetch answer from {src}: {resp.error}"):
                 self._retry_fetch_later()
             return
+        if (not self.voter and self.state == "unattached" and resp.leader_id == src
+                and resp.leader_epoch >= self.epoch):
+            # An observer's fetch reached the leader itself: follow it (and fetch again as its follower).
+            self._become_follower(resp.leader_epoch, src, f"fetch answered by leader {src}")
+            return
         if self.state != "follower" or src != self.leader_id or resp.leader_epoch != self.epoch:
             return
         self.has_fetched = True
+        self.unready = {}
         self._set_timer(self.config.fetch_timeout_ms)
         if resp.snapshot_end_offset >= 0 and resp.snapshot_epoch >= 0:
             # Below the leader's log start: download its latest snapshot first.
