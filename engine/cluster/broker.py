@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
+from engine.errors import CorruptCheckpointError
 from engine.timer import DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
@@ -40,6 +41,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 HW_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+_METADATA_TOPIC = "__cluster_metadata"   # engine/kraft/node.py's METADATA_TOPIC (the broker never imports kraft)
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -264,6 +266,12 @@ class Broker:
             first_base = segs[0].base_offset if segs else 0
             if log.log_start_offset > first_base:
                 entries.append((t, p, log.log_start_offset))
+        # A combined KRaft node keeps its metadata log in this directory too, and its log
+        # start in this file (engine/kraft/node.py): the broker's write keeps that line.
+        try:
+            entries += [e for e in self.checkpoint(LOG_START_CHECKPOINT).read() if e[0] == _METADATA_TOPIC]
+        except CorruptCheckpointError:
+            pass        # a torn file: the broker's own lines are rewritten whole below
         self._write(LOG_START_CHECKPOINT, entries)
 
     def isr_check(self) -> None:

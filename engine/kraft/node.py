@@ -736,7 +736,10 @@ class RaftNode:
         return None
 
     def _write_log_start(self) -> None:
-        self.log_start_file.write([(METADATA_TOPIC, 0, self.log.log_start_offset)])
+        # A combined node shares this file with its broker (one per log directory): keep the
+        # broker's lines and replace only the metadata log's.
+        others = [e for e in self.log_start_file.read() if e[0] != METADATA_TOPIC]
+        self.log_start_file.write(others + [(METADATA_TOPIC, 0, self.log.log_start_offset)])
 
     def _truncate_to_latest_snapshot(self, recovering: bool = False) -> bool:
         """KafkaMetadataLog.truncateToLatestSnapshot: when the latest snapshot is ahead of the log

@@ -350,3 +350,23 @@ def test_lesson_verdicts_hold_in_combined_mode(tmp_path, name, truncation):
     from engine.cluster.scenarios import SCENARIOS, run_scenario
     out = run_scenario(SCENARIOS[name], truncation=truncation, disk_root=str(tmp_path), kraft=True)
     assert out["verdict"]["matches"], out["verdict"]["mismatches"]
+
+
+def test_a_combined_node_and_its_broker_share_the_log_start_checkpoint_without_erasing_each_other(tmp_path):
+    """Kafka keeps one log-start-offset-checkpoint per log directory; a combined node's metadata
+    log lives in its broker's directory, so neither writer may drop the other's lines."""
+    from engine.cluster.broker import LOG_START_CHECKPOINT
+    from engine.kraft.node import METADATA_TOPIC
+    c = make(tmp_path, kraft=True)
+    topic(c)
+    node = c.controller.quorum.nodes[0]
+    broker = c.brokers[0]
+    assert node.root == "broker-0"
+    node._write_log_start()
+    broker.checkpoint_log_starts()
+    lines = broker.checkpoint(LOG_START_CHECKPOINT).read()
+    assert [e for e in lines if e[0] == METADATA_TOPIC] == [(METADATA_TOPIC, 0, node.log.log_start_offset)]
+    broker.checkpoint(LOG_START_CHECKPOINT).write([("t", 0, 5)])
+    node._write_log_start()
+    assert sorted(broker.checkpoint(LOG_START_CHECKPOINT).read()) == sorted(
+        [("t", 0, 5), (METADATA_TOPIC, 0, node.log.log_start_offset)])
