@@ -5,7 +5,9 @@ A package of its own, not wired into :class:`engine.cluster.Cluster` yet:
 - ``config``       :class:`QuorumConfig`, the ``controller.quorum.*`` settings with Kafka's defaults
 - ``messages``     Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch requests and responses (frozen data)
 - ``events``       what every step emits (state changes, messages, appends, truncations, HW moves)
-- ``records``      the metadata log's batches: opaque data records and LeaderChangeMessage control records
+- ``metadata``     Kafka's metadata records (generated from its JSON), framed as ApiMessageAndVersion
+- ``records``      the metadata log's batches: metadata (or opaque) data records and control records
+                   (LeaderChangeMessage, SnapshotHeader/Footer, ...) generated from Kafka's JSON
 - ``quorum_state`` the ``quorum-state`` file that keeps a voter's epoch and vote across crashes
 - ``node``         :class:`RaftNode`, one voter's or observer's state machine (KafkaRaftClient + QuorumState)
 - ``quorum``       :class:`Quorum`, N voters and some observers on the engine's Network and Scheduler

@@ -36,7 +36,7 @@ from .events import (RaftAppended, RaftBeginEpochSent, RaftEndEpochSent, RaftFet
 from .messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
                        EndQuorumEpochResponse, RaftFetchRequest, RaftFetchResponse, VoteRequest, VoteResponse)
 from .quorum_state import ElectionState, QuorumStateFile
-from .records import LeaderChangeMessage, data_batch, leader_change_batch
+from .records import data_batch, leader_change_batch, leader_change_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from .host import QuorumHost
@@ -290,7 +290,7 @@ class RaftNode:
         self.unacked_begin = {v for v in self.voters if v != self.id}
         self.cq_fetched = {self.id}
         # The HW may only move past a record of this epoch: write one at once.
-        msg = LeaderChangeMessage(self.id, tuple(self.voters), granting)
+        msg = leader_change_message(self.id, self.voters, granting)
         self._append_batch(leader_change_batch(msg, base_offset=self.log_end_offset, epoch=self.epoch, now_ms=now),
                            control=True)
         self._send_begin_epoch()

@@ -1,107 +1,128 @@
-"""The metadata log's batches: data records (opaque bytes for now) and LeaderChangeMessage
-control records, in Kafka's v2 record batch format with the leader epoch in every batch's
-partitionLeaderEpoch.
+"""The metadata log's batches, in Kafka's v2 record batch format with the leader epoch in every
+batch's partitionLeaderEpoch:
 
-A LeaderChangeMessage is a control batch (attributes bit 5) with one record whose key is the
-control key (int16 version 0, int16 type 2 = LEADER_CHANGE) and whose value is the message
-in its flexible version 0 (``LeaderChangeMessage.json``)::
+- data batches: records whose values are metadata records framed as ApiMessageAndVersion
+  (:mod:`engine.kraft.metadata`), or, for the quorum's own tests, opaque bytes;
+- control batches (attributes bit 5) of one record each, whose key is the control key (int16
+  version 0, int16 type) and whose value is the control message in its flexible version 0,
+  with no frame: LeaderChangeMessage (type 2), SnapshotHeaderRecord (3), SnapshotFooterRecord
+  (4), KRaftVersionRecord (5), VotersRecord (6).
 
-    Version int16 (0), LeaderId int32,
-    Voters         compact array: uvarint(n + 1), then per voter VoterId int32, tagged fields uvarint 0
-    GrantingVoters compact array, as Voters
-    tagged fields  uvarint 0
-
-(Written by hand here, one message; the shared codec generator from Kafka's JSON takes over
-when it lands, with the metadata records.)
+The control messages' classes are generated from Kafka's JSON definitions
+(``engine/protocol/definitions/``), as the metadata records' are.
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from engine.errors import CorruptRecordError
+from engine.protocol.classes import Message, message_class
+from engine.protocol.codec import Codec, DecodeError
 from engine.records import ControlRecordType, SimpleRecord, encode_batch
 
-__all__ = ["LeaderChangeMessage", "encode_leader_change", "decode_leader_change", "leader_change_batch",
-           "data_batch", "control_key"]
+from . import metadata
+
+__all__ = ["LeaderChangeMessage", "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord",
+           "VotersRecord", "CONTROL_MESSAGES", "CONTROL_VERSION", "control_key", "control_type",
+           "encode_control", "decode_control", "leader_change_message", "encode_leader_change",
+           "decode_leader_change", "leader_change_batch", "control_batch", "data_batch", "metadata_batch"]
 
 _KEY = struct.Struct(">hh")
-_HEAD = struct.Struct(">hi")
-_INT32 = struct.Struct(">i")
+
+LeaderChangeMessage = message_class("LeaderChangeMessage")
+SnapshotHeaderRecord = message_class("SnapshotHeaderRecord")
+SnapshotFooterRecord = message_class("SnapshotFooterRecord")
+KRaftVersionRecord = message_class("KRaftVersionRecord")
+VotersRecord = message_class("VotersRecord")
+
+CONTROL_VERSION = 0
+"""The version every control message is written and read at (ControlRecordUtils' *_CURRENT_VERSION)."""
+
+CONTROL_MESSAGES: dict[ControlRecordType, type] = {
+    ControlRecordType.LEADER_CHANGE: LeaderChangeMessage,
+    ControlRecordType.SNAPSHOT_HEADER: SnapshotHeaderRecord,
+    ControlRecordType.SNAPSHOT_FOOTER: SnapshotFooterRecord,
+    ControlRecordType.KRAFT_VERSION: KRaftVersionRecord,
+    ControlRecordType.KRAFT_VOTERS: VotersRecord,
+}
+_TYPE_OF = {cls: kind for kind, cls in CONTROL_MESSAGES.items()}
+_CODECS = {kind: Codec(cls.SPEC, CONTROL_VERSION) for kind, cls in CONTROL_MESSAGES.items()}
 
 
 def control_key(kind: ControlRecordType) -> bytes:
     return _KEY.pack(0, int(kind))
 
 
-@dataclass(frozen=True)
-class LeaderChangeMessage:
-    leader_id: int
-    voters: tuple
-    granting_voters: tuple
-    version: int = 0
+def control_type(key: bytes | None) -> ControlRecordType:
+    """The type named by a control record's key (CorruptRecordError if it names none)."""
+    if key is None or len(key) < _KEY.size:
+        raise CorruptRecordError(f"control record key of {0 if key is None else len(key)} bytes, needs 4")
+    version, kind = _KEY.unpack_from(key)
+    if version != 0:
+        raise CorruptRecordError(f"control record key version {version} (only 0 exists)")
+    try:
+        return ControlRecordType(kind)
+    except ValueError:
+        raise CorruptRecordError(f"unknown control record type {kind}") from None
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+def encode_control(msg: Message) -> tuple[bytes, bytes]:
+    """(key, value) of a control record carrying ``msg``."""
+    kind = _TYPE_OF.get(type(msg))
+    if kind is None:
+        raise TypeError(f"not a control message: {msg!r}")
+    return control_key(kind), _CODECS[kind].encode(msg.to_value(CONTROL_VERSION))
 
 
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if pos >= len(data):
-            raise CorruptRecordError("LeaderChangeMessage ends inside a varint")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
+def decode_control(key: bytes | None, value: bytes | None) -> Message:
+    """The control message in a control record of the metadata log (CorruptRecordError if bad)."""
+    kind = control_type(key)
+    codec = _CODECS.get(kind)
+    if codec is None:
+        raise CorruptRecordError(f"control record type {kind.name} does not belong in the metadata log")
+    if value is None:
+        raise CorruptRecordError(f"{kind.name} control record without a value")
+    try:
+        decoded, end = codec.decode(value)
+    except DecodeError as exc:
+        raise CorruptRecordError(f"{kind.name}: {exc}") from None
+    if end != len(value):
+        raise CorruptRecordError(f"{kind.name}: {len(value) - end} byte(s) after the message")
+    return CONTROL_MESSAGES[kind].from_value(decoded, CONTROL_VERSION)
 
 
-def encode_leader_change(msg: LeaderChangeMessage) -> bytes:
-    out = bytearray(_HEAD.pack(msg.version, msg.leader_id))
-    for voters in (msg.voters, msg.granting_voters):
-        out += _uvarint(len(voters) + 1)
-        for v in voters:
-            out += _INT32.pack(v) + b"\x00"
-    out += b"\x00"
-    return bytes(out)
+def leader_change_message(leader_id: int, voters, granting_voters) -> Message:
+    """The LeaderChangeMessage a new leader writes: its id, the voters and those that voted for it."""
+    return LeaderChangeMessage(version=CONTROL_VERSION, leader_id=leader_id,
+                               voters=tuple(LeaderChangeMessage.Voter(voter_id=v) for v in voters),
+                               granting_voters=tuple(LeaderChangeMessage.Voter(voter_id=v) for v in granting_voters))
 
 
-def decode_leader_change(value: bytes) -> LeaderChangeMessage:
-    if len(value) < _HEAD.size:
-        raise CorruptRecordError(f"LeaderChangeMessage of {len(value)} bytes, needs at least {_HEAD.size}")
-    version, leader = _HEAD.unpack_from(value)
-    pos = _HEAD.size
-    arrays = []
-    for _ in range(2):
-        n, pos = _read_uvarint(value, pos)
-        items = []
-        for _ in range(n - 1):
-            items.append(_INT32.unpack_from(value, pos)[0])
-            tags, pos = _read_uvarint(value, pos + 4)
-            if tags:
-                raise CorruptRecordError("unexpected tagged fields in a LeaderChangeMessage voter")
-        arrays.append(tuple(items))
-    return LeaderChangeMessage(leader, arrays[0], arrays[1], version)
+def encode_leader_change(msg: Message) -> bytes:
+    return encode_control(msg)[1]
 
 
-def leader_change_batch(msg: LeaderChangeMessage, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
-    record = SimpleRecord(encode_leader_change(msg), key=control_key(ControlRecordType.LEADER_CHANGE),
-                          timestamp=now_ms)
-    return encode_batch([record], base_offset=base_offset, partition_leader_epoch=epoch, now_ms=now_ms,
-                        is_control=True)[0]
+def decode_leader_change(value: bytes) -> Message:
+    return decode_control(control_key(ControlRecordType.LEADER_CHANGE), value)
 
 
-def data_batch(values: list[bytes], *, base_offset: int, epoch: int, now_ms: int) -> bytes:
-    records = [SimpleRecord(bytes(v), timestamp=now_ms) for v in values]
+def control_batch(msg: Message, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    key, value = encode_control(msg)
+    return encode_batch([SimpleRecord(value, key=key, timestamp=now_ms)], base_offset=base_offset,
+                        partition_leader_epoch=epoch, now_ms=now_ms, is_control=True)[0]
+
+
+def leader_change_batch(msg: Message, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    return control_batch(msg, base_offset=base_offset, epoch=epoch, now_ms=now_ms)
+
+
+def data_batch(values: list, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    """A data batch: metadata records (encoded as ApiMessageAndVersion) or raw values."""
+    records = [SimpleRecord(metadata.encode(v) if isinstance(v, Message) else bytes(v), timestamp=now_ms)
+               for v in values]
     return encode_batch(records, base_offset=base_offset, partition_leader_epoch=epoch, now_ms=now_ms)[0]
+
+
+def metadata_batch(records: list, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    """A data batch of metadata records (each framed as ApiMessageAndVersion)."""
+    return data_batch([metadata.encode(r) for r in records], base_offset=base_offset, epoch=epoch, now_ms=now_ms)
