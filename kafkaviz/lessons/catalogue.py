@@ -32,6 +32,7 @@ ORDER: tuple[str, ...] = (
     "committing-offsets",
     "idempotence-and-transactions",
     "timing-wheel",
+    "controller-quorum",
 )
 
 

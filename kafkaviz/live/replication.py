@@ -41,6 +41,7 @@ from engine.cluster.scenarios import Scenario, Step, get_scenario
 
 from .group_views import deliveries, group_view, lag_series, protocol_steps
 from .kinds import MAX_STEPS, SandboxKind, command
+from .quorum_view import quorum_view
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
@@ -52,9 +53,9 @@ SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
 
 # Bounds the web puts on engine fields with no (or a very large) upper bound: one
 # command of a shared demo host must stay cheap (a 7-day advance would be millions of
-# heartbeat events).
+# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
 WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
-            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 99, "a": 99, "b": 99}
+            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
 CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
 
 
@@ -514,6 +515,8 @@ class ReplicationSandbox(SandboxKind):
             if "lag-chart" in diagrams:
                 out["lag_series"] = lag_series(cluster.events, self.topic)
                 out["deliveries"] = deliveries(cluster.events, self.topic, view["group"] if view else None)
+        if "metadata-log" in diagrams or getattr(cluster.config, "kraft", False):
+            out["quorum"] = quorum_view(cluster)     # lesson 17: the controller quorum and its log
         if "produce-results" in diagrams:
             out["produce"] = produce_table(cluster, part["acknowledged"] if part else [], self.topic, self.partition)
         return out
