@@ -44,7 +44,7 @@
       Object.keys(q.applied || {}).map(Number).sort(function (a, b) { return b >= 100 && a < 100 ? 1 : a >= 100 && b < 100 ? -1 : a - b; }).forEach(function (id) {
         const v = q.applied[String(id)];
         const ctl = (q.controllers || []).find(function (c) { return c.node === id; });
-        const role = ctl ? (ctl.alive ? KV.t("ml_state_" + ctl.state) + " e" + ctl.epoch : KV.t("down")) : "";
+        const role = ctl && ctl.alive ? KV.t("ml_state_" + ctl.state) + " e" + ctl.epoch : "";
         applied.append(KV.html("li", { class: "ml-node" + (v === null ? " ml-down" : "") },
           nodeName(id, q) + (role ? " (" + role + ")" : "") + ": " + (v === null ? KV.t("down") : KV.t("ml_applied", { n: v }))));
       });
