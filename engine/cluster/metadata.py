@@ -4,8 +4,9 @@ builds by applying them in log order (the controller its whole log, a broker wha
 committed).
 
 Records carry Kafka's field names (``metadata/src/main/resources/common/metadata/*.json``)
-and apiKeys. Only :func:`encode_record` and :func:`decode_record` know the bytes; they are
-a plain self-describing form until the generated ApiMessageAndVersion codec takes over.
+and apiKeys. Only :func:`encode_record` and :func:`decode_record` know the bytes: Kafka's
+ApiMessageAndVersion framing through the classes generated from those definitions
+(:mod:`engine.kraft.metadata`).
 
 How a PartitionChangeRecord changes a partition is Kafka's ``PartitionRegistration.merge``:
 ``Leader`` = -2 means "no change"; any other value (the same leader included) bumps the
@@ -13,12 +14,14 @@ leader epoch; ``Isr`` absent (None) means "no change"; every record bumps the pa
 """
 from __future__ import annotations
 
+import base64
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from engine.config import LogConfig, config_from_mapping
 from engine.errors import CorruptRecordError
+from engine.kraft import metadata as kmeta
 
 from .controller import BrokerRegistration, PartitionMeta, TopicMeta
 
@@ -126,23 +129,60 @@ class AlterPartitionResponse:
 
 
 # ---- the byte seam ------------------------------------------------------------------------
+# The bytes are Kafka's: each record value framed as ApiMessageAndVersion by the classes generated
+# from Kafka's JSON definitions (engine.kraft.metadata). Our values keep Kafka's field names in
+# their JSON spelling; the generated classes spell them in snake_case.
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+_INCARNATION_MARK = b"kafkaviz"   # first 8 bytes of an IncarnationId; the last 8: the process's incarnation
+
+
+def incarnation_uuid(incarnation: int) -> str:
+    """A broker process's IncarnationId (a Kafka Uuid, base64url without padding) for our counter."""
+    raw = _INCARNATION_MARK + int(incarnation).to_bytes(8, "big")
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def incarnation_of(uuid: str) -> int:
+    raw = base64.urlsafe_b64decode(uuid + "=" * (-len(uuid) % 4))
+    if len(raw) != 16:
+        raise CorruptRecordError(f"IncarnationId {uuid!r} is not a Uuid")
+    return int.from_bytes(raw[8:], "big")
+
 
 def encode_record(rec: Any) -> bytes:
-    """The bytes of one metadata record in the log (apiKey first, then its fields)."""
-    body = {"apiKey": rec.API_KEY, "version": 0,
-            "fields": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(rec).items()}}
-    return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+    """The bytes of one metadata record in the log: ApiMessageAndVersion, Kafka's record at its
+    highest version (``kafka-dump-log.sh --cluster-metadata-decoder`` reads them)."""
+    cls = kmeta.RECORD_TYPES[rec.API_KEY]
+    values = {}
+    for f in fields(rec):
+        v = getattr(rec, f.name)
+        if f.name == "IncarnationId":
+            v = incarnation_uuid(v)
+        values[_snake(f.name)] = v
+    return kmeta.encode(cls(**values))
 
 
 def decode_record(value: bytes) -> Any:
     try:
-        body = json.loads(value)
-        cls = RECORD_TYPES[body["apiKey"]]
-        names = {f.name for f in fields(cls)}
-        args = {k: tuple(v) if isinstance(v, list) else v for k, v in body["fields"].items() if k in names}
-        return cls(**args)
-    except (ValueError, KeyError, TypeError) as exc:
+        msg = kmeta.decode(value)
+    except kmeta.MetadataParseError as exc:
         raise CorruptRecordError(f"not a metadata record: {exc}") from None
+    cls = RECORD_TYPES.get(msg.SPEC.api_key)
+    if cls is None:
+        raise CorruptRecordError(f"metadata record type {type(msg).__name__} is not one the controller writes")
+    args = {}
+    for f in fields(cls):
+        v = getattr(msg, _snake(f.name))
+        if f.name == "IncarnationId":
+            v = incarnation_of(v)
+        elif isinstance(v, list):
+            v = tuple(v)
+        args[f.name] = v
+    return cls(**args)
 
 
 def config_value(value: Any) -> str | None:

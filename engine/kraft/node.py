@@ -329,8 +329,7 @@ class RaftNode:
         # Same epoch: only a node that knows no leader for it learns one (a prospective keeps
         # the leader it lost touch with; a vote answer naming that leader is no news).
         if (epoch == self.epoch and leader >= 0 and leader != self.id and self.leader_id < 0
-                and self.state in ("unattached", "prospective", "candidate")
-                and (self.voter or self.unready.get(leader, -1) <= self._now())):   # nor an observer to a silent one
+                and self.state in ("unattached", "prospective", "candidate")):
             self._become_follower(epoch, leader, reason)
             return True
         return False
