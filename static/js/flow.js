@@ -81,6 +81,9 @@
         case "raft_fetch_answered":
           if (ev.error) add(ev, ev.node, ev.to, "metadata-fetch-response", ev.error, error);
           else if (ev.records) add(ev, ev.node, ev.to, "metadata-fetch-response", range(ev.fetch_offset, ev.fetch_offset + ev.records - 1) + " · HW " + ev.high_watermark, answer);
+          // No records, answered before the leader's 500 ms wait ran out: the HW moved, so the
+          // fetcher may now apply what it holds (an idle answer waits the full 500 ms).
+          else if (ev.parked_ms < RAFT_FETCH_WAIT_MS) add(ev, ev.node, ev.to, "metadata-fetch-response", "HW " + ev.high_watermark, answer);
           break;
         case "raft_snapshot_fetch_sent":
           add(ev, ev.node, ev.to, "fetch-snapshot", "FetchSnapshot " + ev.end_offset + "-" + ev.snapshot_epoch + " @" + ev.position); break;
@@ -157,6 +160,7 @@
     const keep = new Set(rare.concat(rest));
     return out.filter(function (t) { return keep.has(t); });
   }
+  const RAFT_FETCH_WAIT_MS = 500;      // Kafka's hard-coded raft fetch max wait (engine/kraft/node.py)
   const RARE = { "pre-vote": 1, "pre-vote-response": 1, "vote": 1, "vote-response": 1, "begin-quorum-epoch": 1,
     "end-quorum-epoch": 1, "fetch-snapshot": 1, "fetch-snapshot-response": 1 };
 

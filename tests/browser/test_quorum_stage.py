@@ -69,7 +69,13 @@ def test_the_metadata_log_shows_the_topic_records_and_every_nodes_applied_offset
     try:
         open_lesson(page, live_server_url, SLUG, "zh")
         step(page)
+        # The new records leave the active controller at once in the answers to parked fetches ...
+        out = {(t["from"], t["to"]): t["label"] for t in seen_tokens(page, 2500) if t["flow"] == "metadata-fetch-response"}
+        assert all(out.get(("101", b)) == "8–10 · HW 8" for b in ("0", "1", "2", "100", "102")), out
         step(page)
+        # ... and one round of fetches later the HW passes them: that answer is what lets a broker apply them.
+        hw = {(t["from"], t["to"]): t["label"] for t in seen_tokens(page, 2500) if t["flow"] == "metadata-fetch-response"}
+        assert any(f == "101" and to in ("0", "1", "2") and label == "HW 11" for (f, to), label in hw.items()), hw
         cells = page.evaluate("Array.from(document.querySelectorAll('#metadata-log .ml-cell .ml-type')).map((n) => n.textContent)")
         assert cells[-3:] == ["Topic", "Config", "Partition"], cells
         applied = page.evaluate("Array.from(document.querySelectorAll('#metadata-log .ml-node')).map((n) => n.textContent)")
