@@ -92,6 +92,10 @@ class Scheduler:
     clock: VirtualClock = field(default_factory=VirtualClock)
     _heap: list = field(default_factory=list)
     _seq: int = 0
+    # (fn, args) to run as soon as the task now running returns, before any other task
+    # (:meth:`run_soon`); _running: a task of step/run_until is running.
+    _soon: list = field(default_factory=list)
+    _running: bool = False
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -126,6 +130,37 @@ class Scheduler:
         task = ScheduledTask(due_ms, 0, seq, fn, args, name or getattr(fn, "__name__", "task"), None)
         heapq.heappush(self._heap, ((due_ms, 0, seq), task))
         return task
+
+    def run_soon(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run ``fn(*args)`` as soon as the task now running returns: at the same virtual
+        time, before the next task (even one due at the same instant), in the order asked,
+        without a heap entry. False, with nothing queued, when no task is running (the caller
+        schedules instead). If the running task raises, what it queued becomes ordinary tasks
+        due now, in order."""
+        if not self._running:
+            return False
+        self._soon.append((fn, args))
+        return True
+
+    def _run_soon(self) -> None:
+        soon = self._soon
+        i = 0
+        try:
+            while i < len(soon):          # what runs here may queue more; all of it runs now
+                fn, args = soon[i]
+                i += 1
+                fn(*args)
+        finally:
+            del soon[:i]
+
+    def _requeue_soon(self) -> None:
+        """A task raised: what it (or what ran after it) queued and did not run yet becomes
+        tasks due now, in order (nothing is lost)."""
+        soon = list(self._soon)
+        self._soon.clear()
+        now = self.clock.now_ms()
+        for fn, args in soon:
+            self._push(now, 0, fn, args, "soon", None)
 
     def cancel(self, task: ScheduledTask | None) -> None:
         if task is not None:
@@ -162,32 +197,50 @@ class Scheduler:
             task.due_ms += task.period_ms
             task.seq = self._seq
             heapq.heappush(self._heap, (task.sort_key(), task))
-        task.fn(*task.args)
+        was, self._running = self._running, True
+        try:
+            task.fn(*task.args)
+            if self._soon:
+                self._run_soon()
+        except BaseException:
+            self._requeue_soon()
+            raise
+        finally:
+            self._running = was
         return task
 
     def run_until(self, time_ms: int) -> int:
         """Run every task due at or before ``time_ms``; leave the clock there. Returns tasks run.
         (:meth:`step` in a loop, without its per-task calls: this is every request's path.)"""
         ran = 0
-        heap, clock = self._heap, self.clock
+        heap, clock, soon = self._heap, self.clock, self._soon
         pop, push = heapq.heappop, heapq.heappush
-        while heap:
-            task = heap[0][1]
-            if task.cancelled:
+        was, self._running = self._running, True
+        try:
+            while heap:
+                task = heap[0][1]
+                if task.cancelled:
+                    pop(heap)
+                    continue
+                if task.due_ms > time_ms:
+                    break
                 pop(heap)
-                continue
-            if task.due_ms > time_ms:
-                break
-            pop(heap)
-            clock.advance_to(task.due_ms)
-            if task.period_ms is not None:
-                # Re-arm the same object before running it (see step).
-                self._seq += 1
-                task.due_ms += task.period_ms
-                task.seq = self._seq
-                push(heap, ((task.due_ms, task.priority, task.seq), task))
-            task.fn(*task.args)
-            ran += 1
+                clock.advance_to(task.due_ms)
+                if task.period_ms is not None:
+                    # Re-arm the same object before running it (see step).
+                    self._seq += 1
+                    task.due_ms += task.period_ms
+                    task.seq = self._seq
+                    push(heap, ((task.due_ms, task.priority, task.seq), task))
+                task.fn(*task.args)
+                if soon:
+                    self._run_soon()
+                ran += 1
+        except BaseException:
+            self._requeue_soon()
+            raise
+        finally:
+            self._running = was
         clock.advance_to(max(time_ms, clock.now_ms()))
         return ran
 

@@ -261,6 +261,23 @@ class EventLog:
             if self.keep is not None and len(ring) > self._limit():
                 self._trim()
 
+    def emit_row(self, cls: type[Event], values: tuple) -> None:
+        """:meth:`emit_rows` of one ``(event class, field values)``: the append path's event."""
+        if cls._digest is not None or self._subs or self._counters:
+            self.emit_fields(cls, *values)
+            return
+        self.seq = seq = self.seq + 1
+        if self._first_row is None:
+            self._first_row = len(self._ring)
+        row = (seq, self.clock.now_ms(), cls.kind, values)
+        self._ring.append(row)
+        pending = self._pending
+        pending.append(row)
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
+            if self.keep is not None and len(self._ring) > self._limit():
+                self._trim()
+
     def _limit(self) -> int:
         keep = self.keep
         return keep + max(keep >> 2, 64)
@@ -310,6 +327,28 @@ class EventLog:
                     ring[i] = _new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3])))
             self._first_row = None
         return self._ring
+
+    def select(self, *kinds: str) -> list[Envelope]:
+        """The retained events of ``kinds``, oldest first: ``[e for e in envelopes if e.event.kind
+        in kinds]`` without building the rows of other kinds into events."""
+        if self.keep is not None:
+            self._trim()
+        wanted = frozenset(kinds)
+        types = EVENT_TYPES
+        out = []
+        for item in self._ring:
+            if type(item) is tuple:
+                if item[2] in wanted:
+                    out.append(_new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3]))))
+            elif item.event.kind in wanted:
+                out.append(item)
+        return out
+
+    def retained_count(self) -> int:
+        """``len(self.envelopes)`` without building the rows into events."""
+        if self.keep is not None:
+            self._trim()
+        return len(self._ring)
 
     @envelopes.setter
     def envelopes(self, envelopes: list[Envelope]) -> None:

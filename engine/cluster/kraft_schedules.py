@@ -160,10 +160,7 @@ def time_controller_failover(seed: int, root: str, mode: str = "dedicated", brok
     c.advance(rng.randrange(0, 3000))
     old = c.controller.active
     old_epoch = c.controller.epoch
-    if mode == "dedicated":
-        c.crash(old, power_loss=False)
-    else:
-        c.crash(old, power_loss=False)
+    c.crash(old, power_loss=False)          # no clean shutdown: no EndQuorumEpoch
     t0 = c.now_ms()
     while c.controller.active is None and c.now_ms() < t0 + limit_ms:
         c.advance(5)

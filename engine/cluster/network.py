@@ -283,7 +283,9 @@ class Network:
         Messages due at the same instant are one scheduler task when nothing else was scheduled
         between their sends (the task's items run in send order, so every message is delivered
         exactly where a task of its own would have run); each keeps its send and delivery time
-        (:meth:`in_flight`)."""
+        (:meth:`in_flight`). A fetch response with records over a link without delay is
+        delivered as soon as the sending task returns (:meth:`Scheduler.run_soon`), before
+        anything else due at that instant; it is never in flight between two tasks."""
         self.sent += 1
         link = self.links.get((src, dst))
         if link is not None:
@@ -301,8 +303,13 @@ class Network:
         dst_inc = getattr(node, "incarnation", 0) if node is not None else -1
         scheduler = self.scheduler
         now = scheduler.clock.now_ms()
-        due = now + delay
         item = (src, dst, src_inc, dst_inc, msg, now)
+        if not delay and type(msg) is FetchResponse and msg.records and scheduler.run_soon(self._deliver_soon, item):
+            # A fetch that found data, over a link without delay: delivered as soon as the task
+            # that read it returns, at the same instant, without a heap entry. The one order
+            # this changes: it comes before other tasks already due at that instant.
+            return True
+        due = now + delay
         batch = self._batch
         if batch is not None and batch[0] == due and batch[1] == scheduler._seq:
             batch[2].append(item)
@@ -318,6 +325,10 @@ class Network:
             self._batch = None          # running: a message sent from here gets a task of its own
         for src, dst, src_inc, dst_inc, msg, _ in items:
             self._deliver(src, dst, src_inc, dst_inc, msg)
+
+    def _deliver_soon(self, item: tuple) -> None:
+        src, dst, src_inc, dst_inc, msg, _ = item
+        self._deliver(src, dst, src_inc, dst_inc, msg)
 
     def in_flight(self) -> list[dict]:
         """Every message on its way, in delivery order: ``src``, ``dst``, ``api``, ``sent_ms``,

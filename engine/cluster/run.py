@@ -227,7 +227,7 @@ class Run:
     def events_dropped(self) -> int:
         """Events emitted by this run that the bounded ring no longer holds."""
         events = self.cluster.events
-        return events.seq - len(events.envelopes)
+        return events.seq - events.retained_count()
 
     def _take_snapshot(self) -> None:
         if self.position in self._snapshots:
@@ -597,7 +597,7 @@ def build_summary(run: Run, checker: Checker | None = None) -> dict[str, Any]:
     return {
         "seed": run.seed, "truncation": run.config.truncation, "brokers": run.config.brokers,
         "steps": run.position, "time_ms": cluster.scheduler.now_ms(),
-        "events": cluster.events.seq, "events_dropped": cluster.events.seq - len(cluster.events.envelopes),
+        "events": cluster.events.seq, "events_dropped": cluster.events.seq - cluster.events.retained_count(),
         "event_digest": cluster.events.digest(),
         "controller": controller_summary(cluster),
         "alive": [b for b in sorted(cluster.brokers) if cluster.brokers[b].alive],

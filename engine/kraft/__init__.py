@@ -1,6 +1,7 @@
 """KRaft: the Raft quorum that keeps Kafka 4's ``__cluster_metadata`` log (KIP-595, KIP-996).
 
-A package of its own, not wired into :class:`engine.cluster.Cluster` yet:
+A package of its own; :mod:`engine.cluster.kraft_controller` runs it as a cluster's controller
+(settings ``kraft`` / ``controllers``):
 
 - ``config``       :class:`QuorumConfig`, the ``controller.quorum.*`` settings with Kafka's defaults
 - ``messages``     Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch requests and responses (frozen data)

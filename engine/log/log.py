@@ -176,6 +176,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         self.config = config
         for seg in self._segments:
             seg.index_interval_bytes = config.index_interval_bytes
+            seg.roll_window = None
         if self._tasks:
             self._schedule_tasks()
 
@@ -350,29 +351,38 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         """:meth:`_append` of a single batch (the common case), without the grouping."""
         size = len(data)
         seg = self._segments[-1]
-        roll = self._roll_reason(seg, size, h, now)
-        if roll is not None:
-            seg = self._roll(roll[0], roll[1], h.base_offset)
-        pos, wrote_o, wrote_t = seg.append(data, h, now)
         base, epoch, max_ts, count = h.base_offset, h.partition_leader_epoch, h.max_timestamp, h.records_count
         last = base + h.last_offset_delta
-        self._log_end_offset = last + 1
         broker, topic, partition = self._ident
-        seg_base = seg.base_offset
-        batch = (BatchAppended, (broker, topic, partition, seg_base, base, last, pos, size, count, max_ts, epoch))
-        if wrote_o and not wrote_t:
-            # the entry just written is (last, pos)
-            rows = (batch, (IndexEntryWritten, (broker, topic, partition, "offset", seg_base, last, pos, None,
-                                                len(seg.offset_index.keys))))
-        elif wrote_o:
-            ti = seg.time_index
-            rows = (batch, (IndexEntryWritten, (broker, topic, partition, "offset", seg_base, last, pos, None,
-                                                len(seg.offset_index.keys))),
-                    (IndexEntryWritten, (broker, topic, partition, "time", seg_base, ti.values[-1], None, ti.keys[-1],
-                                         len(ti.keys))))
+        # The common case first: inside the roll window and no index entry due (one call).
+        pos = seg.append_quiet(data, size, last, max_ts, now)
+        if pos >= 0:
+            seg_base = seg.base_offset
+            self.events.emit_row(BatchAppended, (broker, topic, partition, seg_base, base, last, pos, size, count,
+                                                 max_ts, epoch))
         else:
-            rows = (batch,)
-        self.events.emit_rows(rows)
+            roll = self._roll_reason(seg, size, h, now)
+            if roll is not None:
+                seg = self._roll(roll[0], roll[1], h.base_offset)
+            pos, wrote_o, wrote_t = seg.append(data, h, now)
+            if seg.bytes_since_last_index_entry <= seg.index_interval_bytes:
+                seg.roll_window = self._roll_window(seg)    # the next append may take the quiet path
+            seg_base = seg.base_offset
+            batch = (BatchAppended, (broker, topic, partition, seg_base, base, last, pos, size, count, max_ts, epoch))
+            if wrote_o and not wrote_t:
+                # the entry just written is (last, pos)
+                rows = (batch, (IndexEntryWritten, (broker, topic, partition, "offset", seg_base, last, pos, None,
+                                                    len(seg.offset_index.keys))))
+            elif wrote_o:
+                ti = seg.time_index
+                rows = (batch, (IndexEntryWritten, (broker, topic, partition, "offset", seg_base, last, pos, None,
+                                                    len(seg.offset_index.keys))),
+                        (IndexEntryWritten, (broker, topic, partition, "time", seg_base, ti.values[-1], None,
+                                             ti.keys[-1], len(ti.keys))))
+            else:
+                rows = (batch,)
+            self.events.emit_rows(rows)
+        self._log_end_offset = last + 1
         if epoch >= 0:
             cache = self.leader_epoch_cache
             latest = cache.latest_epoch
@@ -431,6 +441,26 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             return "offset_overflow", (f"offset {h.base_offset + h.last_offset_delta} - base {seg.base_offset} "
                                        "does not fit in int32")
         return None
+
+    def _roll_window(self, seg: LogSegment) -> tuple[int, int, int] | None:
+        """What :meth:`_roll_reason` allows on ``seg`` from now on, as bounds an append can be
+        checked against without asking it (:attr:`LogSegment.roll_window`): (end of the segment
+        in bytes, a batch's max timestamp, a batch's last offset). None when the rule must be
+        asked every time: an empty segment, one rolled by wall time (no batch timestamps), or a
+        full index. Holds until the segment's index grows or its stats are rebuilt, which
+        reset the window (tests/engine/test_log.py checks it against the rule)."""
+        cfg = self.config
+        rbt = seg.rolling_based_timestamp
+        if not seg.size or rbt is None or rbt < 0:
+            return None
+        oi, ti = seg.offset_index, seg.time_index
+        if len(oi.keys) >= oi.max_entries or len(ti.keys) >= ti.max_entries - 1:
+            return None
+        jitter = seg.rolling_jitter_ms
+        max_ts = rbt + cfg.segment_ms - jitter
+        if "compact" in cfg.cleanup_policy:
+            max_ts = min(max_ts, rbt + cfg.max_compaction_lag_ms - jitter)
+        return cfg.segment_bytes, max_ts, seg.base_offset + INT32_MAX
 
     def roll(self, reason: str = "manual") -> LogSegment:
         """Start a new active segment at LEO (no-op if the active segment is empty)."""

@@ -97,3 +97,40 @@ def test_a_reserved_timer_rearmed_where_a_cancelled_one_sits_runs_once_in_its_pl
     s.schedule_reserved(10, seq, ran.append, "again")
     s.advance(10)
     assert ran == ["again", "later"]
+
+
+def test_run_soon_runs_after_the_running_task_before_tasks_due_at_the_same_instant():
+    s = Scheduler()
+    seen = []
+
+    def first():
+        seen.append("first")
+        assert s.run_soon(seen.append, "soon-1")
+        assert s.run_soon(lambda: (seen.append("soon-2"), s.run_soon(seen.append, "soon-3")))
+        seen.append("first-end")
+
+    assert not s.run_soon(seen.append, "outside")   # no task running: nothing queued
+    for run in (lambda: s.advance(10), lambda: [s.step() for _ in range(2)]):
+        seen.clear()
+        s.schedule(5, first)
+        s.schedule(5, seen.append, "second")     # due at the same instant, queued before the soon work
+        run()
+        assert seen == ["first", "first-end", "soon-1", "soon-2", "soon-3", "second"]
+        assert s.pending() == [] and s._soon == []
+
+
+def test_run_soon_work_of_a_task_that_raises_becomes_tasks_due_now():
+    s = Scheduler()
+    seen = []
+
+    def boom():
+        s.run_soon(seen.append, "kept-1")
+        s.run_soon(seen.append, "kept-2")
+        raise RuntimeError("boom")
+
+    s.schedule(3, boom)
+    with pytest.raises(RuntimeError):
+        s.advance(5)
+    assert seen == [] and [t.due_ms for t in s.pending()] == [3, 3] and not s._running
+    s.advance(0)
+    assert seen == ["kept-1", "kept-2"]

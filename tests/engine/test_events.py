@@ -225,3 +225,26 @@ def test_a_listener_of_some_kinds_sees_only_those_and_counters_count_every_kind(
     plain.emit(OneField("b"))
     plain.emit(ThingHappened("c"))
     assert log.digest() == plain.digest()
+
+
+def test_emit_row_select_and_retained_count_agree_with_the_envelopes():
+    """One-row emit_row makes the stream emit makes; select builds only the kinds asked for
+    and gives what filtering the envelopes gives; retained_count is their length."""
+    ca, cb = VirtualClock(), VirtualClock()
+    a, b = EventLog(ca, keep=300), EventLog(cb, keep=300)
+    for i in range(700):
+        for clock, log in ((ca, a), (cb, b)):
+            clock.advance(i % 2)
+        a.emit(ThingHappened(str(i), (i,)))
+        b.emit_row(ThingHappened, (str(i), (i,)))
+        if i % 7 == 0:
+            a.emit(ThingDigested("d", (i,)))
+            b.emit_row(ThingDigested, ("d", (i,)))
+    assert b.digest() == a.digest() and b.seq == a.seq
+    assert b.retained_count() == len(a.envelopes)
+    rows_before = sum(type(item) is tuple for item in b._ring)
+    picked = b.select("test_thing_happened")
+    assert rows_before > 200 and sum(type(item) is tuple for item in b._ring) == rows_before   # built nothing in place
+    assert picked == [e for e in a.envelopes if e.event.kind == "test_thing_happened"]
+    assert b.select("test_thing_digested") == [e for e in a.envelopes if e.event.kind == "test_thing_digested"]
+    assert b.envelopes == a.envelopes and b.retained_count() == len(a.envelopes)
