@@ -467,6 +467,9 @@ class ReplicationSandbox(SandboxKind):
         part = next((p for p in summary["partitions"] if p["topic"] == topic and p["partition"] == pnum), None)
         pmeta = cstate["topics"][topic]["partitions"][pnum] if part is not None else None
         controller = cstate["controller"]
+        # Under KRaft a broker leads once it has applied the record that says so (lesson 17): the
+        # crown follows the broker's own replica, not the controller's decision it has not fetched.
+        kraft = bool(getattr(cluster.config, "kraft", False))
         brokers = []
         for i in range(len(cluster.brokers)):
             bs = cstate["brokers"][str(i)]
@@ -474,7 +477,7 @@ class ReplicationSandbox(SandboxKind):
             brokers.append({"id": i, "alive": bs["alive"], "incarnation": bs["incarnation"],
                             "fenced": bool(reg.get("fenced")), "controller": controller["active"] == i,
                             "replica": pmeta is not None and i in pmeta["replicas"],
-                            "leader": pmeta is not None and pmeta["leader"] == i})
+                            "leader": pmeta is not None and (_leads_itself(part, i) if kraft else pmeta["leader"] == i)})
         at_end = run.position == len(run.log)
         expected = self.scenario_def.expected.get(self.truncation)
         return {
@@ -534,6 +537,11 @@ def _course_notes(scenario: str, lang: str) -> dict[str, str]:
         if content is not None and scenario in (content.scenario.get("choices") or ()):
             return content.notes
     return {}
+
+
+def _leads_itself(part: dict | None, broker: int) -> bool:
+    return part is not None and any(r["broker"] == broker and r["alive"] and r.get("role") == "leader"
+                                    for r in part["replicas"])
 
 
 def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, Any]:

@@ -67,6 +67,9 @@ def test_a_topic_travels_as_records_into_the_log_and_out_to_the_brokers(walked):
     assert all(after_create["applied"][str(b)] < end for b in (0, 1, 2))
     assert all(after_fetch["applied"][str(b)] >= end for b in (0, 1, 2))
     assert walked[2]["partition"]["leader"] == 0
+    # The picture's crown follows what the broker applied: not yet in step 1, in step 2.
+    assert not any(b["leader"] for b in walked[1]["brokers"])
+    assert [b["id"] for b in walked[2]["brokers"] if b["leader"]] == [0]
 
 
 def test_the_active_controller_dies_and_a_higher_epoch_takes_over(walked):
