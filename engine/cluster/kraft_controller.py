@@ -211,9 +211,9 @@ class KRaftController(Controller):
                                          f"broker (0..{cfg.brokers - 1})")
         self.voter_ids = tuple(sorted(voters))
         self.quorum = ClusterQuorum(cluster, self, self.voter_ids, quorum_config(cfg))
-        self.state = MetadataState(cfg.log)          # the active controller's working state (or the committed one)
-        self.topics = self.state.topics
-        self.brokers = self.state.brokers
+        self.image = MetadataState(cfg.log)          # the active controller's working state (or the committed one)
+        self.topics = self.image.topics
+        self.brokers = self.image.brokers
         self.images: dict[int, MetadataState] = {}    # node -> what it has applied (committed records)
         self.committed: list[tuple[int, Any]] = []    # (offset, record) of the committed log
         self.committed_offset = 0
@@ -269,7 +269,7 @@ class KRaftController(Controller):
         end = cluster.scheduler.now_ms() + BOOTSTRAP_LIMIT_MS
 
         def ready() -> bool:
-            if self.active is None or "metadata.version" not in self.state.features:
+            if self.active is None or "metadata.version" not in self.image.features:
                 return False
             return all(b in self.brokers and not self.brokers[b].fenced for b in cluster.brokers) and \
                 all(self.images[b].offset >= self.committed_offset for b in cluster.brokers)
@@ -300,9 +300,9 @@ class KRaftController(Controller):
         node = self.quorum.nodes[node_id]
         if not self._leads(node, epoch, incarnation):
             return
-        if "metadata.version" not in self.state.features:
+        if "metadata.version" not in self.image.features:
             rec = FeatureLevelRecord("metadata.version", METADATA_VERSION)
-            self.state.apply(rec)
+            self.image.apply(rec)
             self._append([rec])
 
     def _leads(self, node: RaftNode, epoch: int, incarnation: int) -> bool:
@@ -321,7 +321,7 @@ class KRaftController(Controller):
             st.apply(rec, self.now())
             if type(rec) is RegisterBrokerRecord:
                 self.registered_at[rec.BrokerId] = off + 1
-        self.state = st
+        self.image = st
         self.topics = st.topics
         self.brokers = st.brokers
         self.next_broker_epoch = st.next_broker_epoch
@@ -404,7 +404,7 @@ class KRaftController(Controller):
         if not leader_changed and not isr_changed:
             pm.leader_epoch, pm.partition_epoch = leader_epoch, partition_epoch
             return
-        tid = self.state.topic_id(pm.topic)
+        tid = self.image.topic_id(pm.topic)
         rec = PartitionChangeRecord(pm.partition, tid, tuple(pm.isr) if isr_changed else None,
                                     pm.leader if leader_changed else NO_LEADER_CHANGE)
         # Kafka's merge decides the epochs; the working state follows it.
@@ -438,7 +438,7 @@ class KRaftController(Controller):
         epoch = self.next_broker_epoch
         self.next_broker_epoch += 1
         rec = RegisterBrokerRecord(broker, incarnation, epoch, True, False)
-        self.state.apply(rec, self.now())
+        self.image.apply(rec, self.now())
         self.registered_at[broker] = self._append([rec]) or 1 << 62
         reg = self.brokers[broker]
         self.events.emit(BrokerRegistered(broker, epoch, incarnation, self.active))
@@ -469,7 +469,7 @@ class KRaftController(Controller):
 
     def _unfence(self, reg) -> None:
         rec = UnfenceBrokerRecord(reg.broker, reg.broker_epoch)
-        self.state.apply(rec, self.now())
+        self.image.apply(rec, self.now())
         self._append([rec])
         for pm in self.all_partitions():
             if reg.broker in pm.replicas and pm.leader < 0:
@@ -479,7 +479,7 @@ class KRaftController(Controller):
         for b in brokers:
             reg = self.brokers[b]
             rec = FenceBrokerRecord(b, reg.broker_epoch)
-            self.state.apply(rec, self.now())
+            self.image.apply(rec, self.now())
             self._append([rec])
             self.events.emit(BrokerFenced(b, reason, reg.last_heartbeat_ms, self.active))
         gone = set(brokers)
@@ -501,7 +501,7 @@ class KRaftController(Controller):
         reg = self.brokers.get(broker)
         if reg is not None and not reg.fenced:
             rec = FenceBrokerRecord(broker, reg.broker_epoch)
-            self.state.apply(rec, self.now())
+            self.image.apply(rec, self.now())
             self._append([rec])
             reg.shutting_down = True
             self.events.emit(BrokerFenced(broker, "controlled_shutdown", reg.last_heartbeat_ms, self.active))
@@ -522,10 +522,10 @@ class KRaftController(Controller):
     def create_topic(self, name, config, changes, assignment, placement):
         self.require_active(f"create topic {name!r}")
         meta = super().create_topic(name, config, changes, assignment, placement)
-        tid = self.state.topic_id(name) or self._topic_id(name)
+        tid = self.image.topic_id(name) or self._topic_id(name)
         records: list = [TopicRecord(name, tid)]
         records += [ConfigRecord(TOPIC_RESOURCE, name, k, config_value(v)) for k, v in sorted(changes.items())]
-        self.state.topic_ids[tid] = name
+        self.image.topic_ids[tid] = name
         for pm in meta.partitions:
             records.append(PartitionRecord(pm.partition, tid, tuple(pm.replicas), tuple(pm.isr), pm.leader,
                                            pm.leader_epoch, pm.partition_epoch))

@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import InvalidRequestError, KafkaError
 from .commands import record_digest
 from .group_scenarios import GROUP_SCENARIOS
+from .quorum_scenarios import QUORUM_SCENARIOS
 from .scenario import Expected, Scenario, Step, step
 
 __all__ = ["Step", "Expected", "Scenario", "SCENARIOS", "get_scenario", "run_scenario", "judge",
@@ -727,3 +728,4 @@ CLEAN_ELECTION = Scenario(
 
 SCENARIOS.update({s.name: s for s in (FETCH_LOOP, ACKS_COMPARED, CLEAN_ELECTION)})
 SCENARIOS.update({s.name: s for s in GROUP_SCENARIOS})   # lessons 12 and 13: consumer groups
+SCENARIOS.update({s.name: s for s in QUORUM_SCENARIOS})  # lesson 17: the controller quorum (KRaft)

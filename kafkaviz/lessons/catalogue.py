@@ -33,6 +33,7 @@ ORDER: tuple[str, ...] = (
     "idempotence-and-transactions",
     "timing-wheel",
     "what-your-client-says",
+    "controller-quorum",
 )
 
 

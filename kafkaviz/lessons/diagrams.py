@@ -44,6 +44,7 @@ DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (
     _diagram("epoch-cache"),
     _diagram("hw-calc", styles=(_STORAGE_CSS,)),
     _diagram("lag-chart", styles=(_STORAGE_CSS, _GROUPS_CSS)),
+    _diagram("metadata-log", styles=("css/diagrams-kraft.css",)),   # lesson 17: __cluster_metadata and who applied it
     _diagram("page-cache", styles=(_STORAGE_CSS,)),
     _diagram("partition-dir"),
     _diagram("produce-results", styles=(_STORAGE_CSS,)),

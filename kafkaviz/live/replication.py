@@ -44,6 +44,7 @@ from . import client_listener
 from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
 from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, SandboxKind, command
+from .quorum_view import quorum_view
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
@@ -55,9 +56,9 @@ SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
 
 # Bounds the web puts on engine fields with no (or a very large) upper bound: one
 # command of a shared demo host must stay cheap (a 7-day advance would be millions of
-# heartbeat events).
+# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
 WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
-            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 99, "a": 99, "b": 99}
+            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
 CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
 
 
@@ -383,6 +384,9 @@ class ReplicationSandbox(SandboxKind):
         part = next((p for p in summary["partitions"] if p["topic"] == topic and p["partition"] == pnum), None)
         pmeta = cstate["topics"][topic]["partitions"][pnum] if part is not None else None
         controller = cstate["controller"]
+        # Under KRaft a broker leads once it has applied the record that says so (lesson 17): the
+        # crown follows the broker's own replica, not the controller's decision it has not fetched.
+        kraft = bool(getattr(cluster.config, "kraft", False))
         brokers = []
         for i in range(len(cluster.brokers)):
             bs = cstate["brokers"][str(i)]
@@ -390,7 +394,7 @@ class ReplicationSandbox(SandboxKind):
             brokers.append({"id": i, "alive": bs["alive"], "incarnation": bs["incarnation"],
                             "fenced": bool(reg.get("fenced")), "controller": controller["active"] == i,
                             "replica": pmeta is not None and i in pmeta["replicas"],
-                            "leader": pmeta is not None and pmeta["leader"] == i})
+                            "leader": pmeta is not None and (_leads_itself(part, i) if kraft else pmeta["leader"] == i)})
         at_end = run.position == len(run.log)
         expected = self.scenario_def.expected.get(self.truncation)
         return {
@@ -435,6 +439,8 @@ class ReplicationSandbox(SandboxKind):
             if "lag-chart" in diagrams:
                 out["lag_series"] = lag_series(cluster.events, self.topic)
                 out["deliveries"] = deliveries(cluster.events, self.topic, view["group"] if view else None)
+        if "metadata-log" in diagrams or getattr(cluster.config, "kraft", False):
+            out["quorum"] = quorum_view(cluster)     # lesson 17: the controller quorum and its log
         if "produce-results" in diagrams:
             out["produce"] = produce_table(cluster, part["acknowledged"] if part else [], self.topic, self.partition)
         return out
@@ -483,6 +489,11 @@ def _course_notes(scenario: str, lang: str) -> dict[str, str]:
         if content is not None and scenario in (content.scenario.get("choices") or ()):
             return content.notes
     return {}
+
+
+def _leads_itself(part: dict | None, broker: int) -> bool:
+    return part is not None and any(r["broker"] == broker and r["alive"] and r.get("role") == "leader"
+                                    for r in part["replicas"])
 
 
 def _verdict(part: dict | None, findings: list[dict], lang: str) -> dict[str, Any]:

@@ -58,7 +58,9 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
     from engine.cluster.scenarios import get_scenario
 
     brokers = max(int(get_scenario(name).config.get("brokers", 3)) for name in choices)
-    return {"broker_ids": list(range(brokers)),
+    # Dedicated KRaft controllers (lesson 17) are nodes 100, 101, ...: crashed and restarted as brokers are.
+    controllers = max(int(get_scenario(name).config.get("controllers", 0)) for name in choices)
+    return {"broker_ids": list(range(brokers)) + [100 + i for i in range(controllers)],
             "broker_actions": [(name, label, key, commands[name]["help"])
                                for name, label, key in _broker_actions() if name in commands]}
 

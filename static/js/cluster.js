@@ -18,19 +18,70 @@
 
   // Brokers in rows as wide as the diagram is (text keeps its real size on a phone), the
   // client -- the engine's one client node, where producers and consumers run -- below them.
-  function layout(n) {
-    perRow = Math.max(1, Math.min(n, Math.floor((W - 12 + GAP) / (92 + GAP))));
+  // KRaft with dedicated controllers (lesson 17): the controller nodes are a row of their own
+  // above the brokers, keyed by their node ids (100, 101, ...), so raft messages travel
+  // between them and to the brokers on the same picture.
+  const CTL_H = 80, CTL_GAP = 92;
+  function layout(n, ctlIds) {
+    ctlIds = ctlIds || [];
+    perRow = Math.max(1, Math.min(Math.max(n, ctlIds.length), Math.floor((W - 12 + GAP) / (92 + GAP))));
     BOX_W = Math.min(200, Math.floor((W - 12 - (perRow - 1) * GAP) / perRow));
     const out = {};
     const rowW = perRow * BOX_W + (perRow - 1) * GAP, left = (W - rowW) / 2;
+    const ctlW = ctlIds.length * BOX_W + (ctlIds.length - 1) * GAP, ctlLeft = (W - ctlW) / 2;
+    ctlIds.forEach(function (id, i) { out[id] = { x: ctlLeft + i * (BOX_W + GAP), y: TOP, w: BOX_W, h: CTL_H }; });
+    const top = TOP + (ctlIds.length ? CTL_H + CTL_GAP : 0);
     for (let i = 0; i < n; i++) {
       const row = Math.floor(i / perRow), col = i % perRow;
-      out[i] = { x: left + col * (BOX_W + GAP), y: TOP + row * (BOX_H + 70), w: BOX_W, h: BOX_H };
+      out[i] = { x: left + col * (BOX_W + GAP), y: top + row * (BOX_H + 70), w: BOX_W, h: BOX_H };
     }
     const rows = Math.ceil(n / perRow);
     CLIENT_W = Math.min(230, W - 24);
-    out[-1] = { x: (W - CLIENT_W) / 2, y: TOP + rows * BOX_H + (rows - 1) * 70 + 84, w: CLIENT_W, h: CLIENT_H };
+    out[-1] = { x: (W - CLIENT_W) / 2, y: top + rows * BOX_H + (rows - 1) * 70 + 84, w: CLIENT_W, h: CLIENT_H };
     return out;
+  }
+
+  // One controller node's box: its Raft state and epoch, its log end and HW, what it applied.
+  function drawController(boxesG, c, p, q, desc) {
+    const g = KV.keep(boxesG, "cl-ctl-" + c.node, function () {
+      const n = el("g", { class: "cl-broker cl-ctl", "data-broker": c.node, "data-node": c.node, tabindex: "-1" });
+      n.append(el("rect", { height: CTL_H, rx: 10, class: "cl-box" }), el("path", { class: "cl-cross" }),
+        el("text", { x: 10, y: 20, class: "cl-name" }), el("text", { x: 10, y: 38, class: "cl-status" }),
+        el("text", { x: 10, y: 56, class: "cl-role" }), el("text", { x: 10, y: 72, class: "cl-nums" }));
+      const b = el("g", { class: "cl-controller" });
+      b.append(el("rect", { width: 104, height: 22, rx: 11 }), el("text", { x: 52, y: 15.5, "text-anchor": "middle" }));
+      n.append(b);
+      n.addEventListener("click", function () { pick(c.node); });
+      return n;
+    });
+    g.setAttribute("transform", "translate(" + p.x + "," + p.y + ")");
+    g.setAttribute("class", "cl-broker cl-ctl " + (c.alive ? "up" : "down") + (BOX_W < 130 ? " cl-narrow" : ""));
+    g.querySelector(".cl-box").setAttribute("width", BOX_W);
+    g.querySelector(".cl-cross").setAttribute("d", "M0,0 L" + BOX_W + "," + CTL_H + " M" + BOX_W + ",0 L0," + CTL_H);
+    const texts = g.querySelectorAll(":scope > text");
+    const state = c.alive ? KV.t("ml_state_" + c.state) + " · e" + c.epoch : "✗ " + KV.t("down");
+    texts[0].textContent = KV.t("cl_ctl_name", { n: c.node });
+    texts[1].textContent = state;
+    texts[2].textContent = c.alive ? KV.t("cl_ctl_log", { end: c.log_end_offset, hw: c.high_watermark }) : "";
+    texts[3].textContent = c.alive && c.applied !== null && c.applied !== undefined ? KV.t("cl_applied", { n: c.applied }) : "";
+    for (let i = 0; i < 4; i++) {
+      texts[i].removeAttribute("textLength");
+      if (texts[i].textContent && texts[i].getComputedTextLength() > BOX_W - 14) {
+        texts[i].setAttribute("textLength", BOX_W - 14);
+        texts[i].setAttribute("lengthAdjust", "spacingAndGlyphs");
+      }
+    }
+    const badge = g.querySelector(".cl-controller");
+    const active = q.active === c.node;
+    badge.style.display = active ? "" : "none";
+    const bt = badge.querySelector("text");
+    bt.textContent = "★ " + KV.t("controller");
+    const bw = active ? Math.ceil(bt.getComputedTextLength()) + 18 : 0;
+    badge.querySelector("rect").setAttribute("width", bw);
+    bt.setAttribute("x", bw / 2);
+    badge.setAttribute("transform", "translate(" + Math.max(2 - p.x, Math.min(W - 2 - p.x - bw, BOX_W / 2 - bw / 2)) + ",-28)");
+    desc.push(texts[0].textContent + ": " + state + (active ? ", ★ " + KV.t("controller") : "") +
+      (texts[2].textContent ? ", " + texts[2].textContent : "") + (texts[3].textContent ? ", " + texts[3].textContent : ""));
   }
 
   // The way a message goes from node a to node b: three points (start, bend, end), the same
@@ -172,6 +223,12 @@
     });
   }
 
+  // KRaft: how far broker b has applied the metadata log (its status line says it).
+  function applied(st, b) {
+    const n = st.quorum && b.alive ? (st.quorum.applied || {})[String(b.id)] : null;
+    return n === null || n === undefined ? "" : " · " + KV.t("cl_applied_short", { n: n });
+  }
+
   function coordinates(st, id) {
     if (st.group && st.group.coordinator === id) return "◆ " + KV.t("cl_group_coordinator");
     if ((st.transactions || []).some(function (t) { return t.coordinator === id; })) return "◆ " + KV.t("cl_txn_coordinator");
@@ -184,7 +241,9 @@
     W = Math.max(320, Math.min(980, container.clientWidth || 560));
     // Room above the boxes for a second badge when the controller's broker also coordinates.
     TOP = brokers.some(function (b) { return b.controller && coordinates(st, b.id); }) ? 62 : 36;
-    const pos = layout(brokers.length);
+    const quorum = st.quorum && st.quorum.mode === "dedicated" ? st.quorum : null;
+    const ctls = quorum ? quorum.controllers || [] : [];
+    const pos = layout(brokers.length, ctls.map(function (c) { return c.node; }));
     const rows = Math.ceil(brokers.length / perRow);
     const svg = KV.keep(container, "cl-svg", function () {
       const s = el("svg", { class: "cl-svg", role: "img", "aria-labelledby": "cl-title cl-desc" });
@@ -271,7 +330,7 @@
         [g.querySelector(".cl-controller").querySelector("text"), g.querySelector(".cl-coordinator").querySelector("text")]);
       texts[0].textContent = KV.brokerName(b.id);
       texts[1].textContent = (b.alive ? "● " + KV.t("up") : "✗ " + KV.t("down")) + (b.fenced ? " · " + KV.t("fenced") : "") +
-        (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "");
+        (isolated[b.id] ? " · ✂ " + KV.t("isolated") : "") + applied(st, b);
       const h = holding(st, b);
       texts[2].textContent = h.role;
       texts[3].textContent = h.nums;
@@ -312,6 +371,7 @@
         (b.controller ? ", " + KV.t("cl_controller_epoch", { epoch: (st.controller || {}).epoch }) : "") + ", " + h.role.replace("♛ ", "") +
         (h.nums ? " (" + h.nums + (h.isr ? ", " + h.isr : "") + ")" : ""));
     });
+    ctls.forEach(function (c) { drawController(boxesG, c, pos[c.node], quorum, desc); });
     const client = KV.keep(boxesG, "cl-client", function () {
       const n = el("g", { class: "cl-client", "data-node": "-1" });
       n.append(el("rect", { height: CLIENT_H, rx: 20, class: "cl-client-box" }),
@@ -335,6 +395,7 @@
   // form's default is the highest id, which a smaller scenario may lack).
   function syncBrokerPickers(st) {
     const ids = new Set((st.brokers || []).map(function (b) { return String(b.id); }));
+    ((st.quorum && st.quorum.mode === "dedicated" && st.quorum.controllers) || []).forEach(function (c) { ids.add(String(c.node)); });
     if (!ids.size) return;
     const slow = $("slow-form");
     [$("broker-pick"), slow && slow.querySelector("select")].forEach(function (sel) {

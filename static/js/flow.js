@@ -52,14 +52,45 @@
       out.push(Object.assign({ t: ev.time_ms, seq: ev.seq, from: from, to: to, flow: flow, label: label, cls: "" }, extra || {}));
     }
     const answer = { cls: "flow-answer" }, error = { cls: "flow-answer flow-error" };
+    // KRaft (lesson 17): a metadata Fetch travels when its answer carries records (the quorum's
+    // idle fetches, one per node every 500 ms, would bury the votes); an answer with an error
+    // travels alone. Keyed fetcher > target @ fetch offset.
+    const carrying = {};
+    (frame.events || []).forEach(function (ev) {
+      if (ev.kind === "raft_fetch_answered" && ev.records && !ev.error) carrying[ev.to + ">" + ev.node + "@" + ev.fetch_offset] = true;
+    });
     (frame.events || []).forEach(function (ev) {
       if (ev.group !== undefined && ev.coordinator !== undefined) coordinators["g:" + ev.group] = ev.coordinator;
       if (ev.transactional_id !== undefined && ev.coordinator !== undefined) coordinators["t:" + ev.transactional_id] = ev.coordinator;
       switch (ev.kind) {
         case "leader_elected":
           leaders[ev.topic + "-" + ev.partition] = ev.chosen;
-          add(ev, ev.controller, ev.chosen, "metadata", "leader " + ev.chosen + " · e" + ev.leader_epoch + " · ISR [" + ev.isr.join(",") + "]");
+          // Under KRaft nothing is pushed: the decision is a record that the brokers fetch.
+          if (!st.quorum) add(ev, ev.controller, ev.chosen, "metadata", "leader " + ev.chosen + " · e" + ev.leader_epoch + " · ISR [" + ev.isr.join(",") + "]");
           break;
+        case "raft_vote_sent":
+          add(ev, ev.node, ev.to, ev.pre_vote ? "pre-vote" : "vote", (ev.pre_vote ? "PreVote" : "Vote") + " e" + ev.epoch); break;
+        case "raft_vote_answered":
+          add(ev, ev.node, ev.to, (ev.pre_vote ? "pre-vote" : "vote") + "-response", (ev.granted ? "✓ " : "✗ ") + (ev.pre_vote ? "PreVote" : "Vote") + " e" + ev.epoch,
+            ev.granted ? answer : error); break;
+        case "raft_begin_epoch_sent":
+          add(ev, ev.node, ev.to, "begin-quorum-epoch", "BeginQuorumEpoch e" + ev.epoch); break;
+        case "raft_end_epoch_sent":
+          add(ev, ev.node, ev.to, "end-quorum-epoch", "EndQuorumEpoch e" + ev.epoch); break;
+        case "raft_fetch_sent":
+          if (carrying[ev.node + ">" + ev.to + "@" + ev.fetch_offset]) add(ev, ev.node, ev.to, "metadata-fetch", "Fetch " + ev.fetch_offset + " · e" + ev.last_fetched_epoch);
+          break;
+        case "raft_fetch_answered":
+          if (ev.error) add(ev, ev.node, ev.to, "metadata-fetch-response", ev.error, error);
+          else if (ev.records) add(ev, ev.node, ev.to, "metadata-fetch-response", range(ev.fetch_offset, ev.fetch_offset + ev.records - 1) + " · HW " + ev.high_watermark, answer);
+          // No records, answered before the leader's 500 ms wait ran out: the HW moved, so the
+          // fetcher may now apply what it holds (an idle answer waits the full 500 ms).
+          else if (ev.parked_ms < RAFT_FETCH_WAIT_MS) add(ev, ev.node, ev.to, "metadata-fetch-response", "HW " + ev.high_watermark, answer);
+          break;
+        case "raft_snapshot_fetch_sent":
+          add(ev, ev.node, ev.to, "fetch-snapshot", "FetchSnapshot " + ev.end_offset + "-" + ev.snapshot_epoch + " @" + ev.position); break;
+        case "raft_snapshot_fetch_answered":
+          add(ev, ev.node, ev.to, "fetch-snapshot-response", ev.error ? ev.error : ev.bytes + " B @" + ev.position, ev.error ? error : answer); break;
         case "fetch_sent":
           add(ev, ev.broker, ev.leader, "fetch", "Fetch " + ev.fetch_offset + " · e" + ev.last_fetched_epoch); break;
         case "fetch_answered":
@@ -127,8 +158,18 @@
         default:
       }
     });
-    return out.slice(-MAX_TOKENS);
+    if (out.length <= MAX_TOKENS) return out;
+    // Too many for one frame: an election's few messages (lesson 17) are kept before the
+    // heartbeats and fetches around them; the rest keep the newest, as ever.
+    const rare = out.filter(function (t) { return RARE[t.flow]; }).slice(-MAX_TOKENS);
+    const room = MAX_TOKENS - rare.length;
+    const rest = room > 0 ? out.filter(function (t) { return !RARE[t.flow]; }).slice(-room) : [];
+    const keep = new Set(rare.concat(rest));
+    return out.filter(function (t) { return keep.has(t); });
   }
+  const RAFT_FETCH_WAIT_MS = 500;      // Kafka's hard-coded raft fetch max wait (engine/kraft/node.py)
+  const RARE = { "pre-vote": 1, "pre-vote-response": 1, "vote": 1, "vote-response": 1, "begin-quorum-epoch": 1,
+    "end-quorum-epoch": 1, "fetch-snapshot": 1, "fetch-snapshot-response": 1 };
 
   function at(r, f) {
     // The point a fraction f along the quadratic the cluster draws for a link.

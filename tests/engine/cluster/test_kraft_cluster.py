@@ -120,7 +120,7 @@ def test_the_working_state_is_the_replay_of_the_leaders_log(tmp_path):
     replay = MetadataState(c.config.log)
     for rec in leader_log(c):
         replay.apply(rec)
-    assert replay.signature() == c.controller.state.signature()
+    assert replay.signature() == c.controller.image.signature()
     pm = c.controller.partition("t", 0)
     # Every broker acts on exactly what the log says.
     for b in pm.replicas:
@@ -259,7 +259,7 @@ def test_the_metadata_log_decodes_with_kafkas_generated_records(tmp_path):
             decoded += [kmeta.decode(r.value) for r in batch.records]
     assert [type(m).__name__ for m in decoded] == [type(r).__name__ for r in leader_log(c)]
     topic_msg = next(m for m in decoded if type(m).__name__ == "TopicRecord")
-    assert topic_msg.name == "t" and topic_msg.topic_id == c.controller.state.topic_id("t")
+    assert topic_msg.name == "t" and topic_msg.topic_id == c.controller.image.topic_id("t")
 
 
 def test_the_same_seed_replays_the_same_kraft_cluster(tmp_path):
