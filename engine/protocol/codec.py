@@ -396,10 +396,18 @@ def response_header_version(api_key: int, flexible: bool) -> int:
 
 
 class _Header:
+    """A request or response header's codecs, read from Kafka's JSON on first use: the
+    engine imports this module for its metadata records (engine/protocol/definitions) and
+    must not need kafka-python's request definitions to do so (a Spark executor's packed
+    environment, for one, carries only what the engine needs)."""
+
     def __init__(self, name: str) -> None:
-        spec = load_message(name)
-        self.codecs = {v: Codec(spec, v, flexible=v in spec.flexible)
-                       for v in range(spec.valid.low, spec.valid.high + 1)}
+        self.name = name
+
+    @functools.cached_property
+    def codecs(self) -> dict[int, "Codec"]:
+        spec = load_message(self.name)
+        return {v: Codec(spec, v, flexible=v in spec.flexible) for v in range(spec.valid.low, spec.valid.high + 1)}
 
     def encode(self, value: dict, version: int) -> bytes:
         return self.codecs[version].encode(value)

@@ -13,15 +13,15 @@ from it. The files carry ``//`` comment lines, which are stripped before parsing
 
 kafka-python ships no metadata records (``metadata/src/main/resources/common/metadata/``) and
 none of the raft control records (LeaderChangeMessage, SnapshotHeaderRecord, ...), so those
-files are committed under ``definitions/`` as Apache Kafka has them (its README names the
-commit). :func:`load_message` looks in kafka-python's copy first, then in ours.
+files are committed under ``definitions/``, reduced to Kafka's facts (its README names the
+commit). :func:`load_message` looks in ours first, then in kafka-python's: the engine's
+metadata records never need kafka-python.
 """
 from __future__ import annotations
 
 import functools
 import importlib.resources
 import json
-import pathlib
 import re
 from dataclasses import dataclass
 
@@ -29,7 +29,9 @@ __all__ = ["Versions", "FieldSpec", "MessageSpec", "load_message", "snake_name",
            "DEFINITIONS", "definition_names"]
 
 RESOURCE_PACKAGE = "kafka.protocol.schemas.resources"
-DEFINITIONS = pathlib.Path(__file__).with_name("definitions")
+# Through importlib.resources, so the definitions are found inside a zip too (the lab ships the
+# engine to Spark executors as one).
+DEFINITIONS = importlib.resources.files(__package__).joinpath("definitions")
 _COMMENT_LINES = re.compile(r"(?m)^\s*//.*\n?")
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -119,12 +121,15 @@ def _field(raw: dict, common: dict) -> FieldSpec:
 @functools.lru_cache(maxsize=None)
 def load_message(name: str) -> MessageSpec:
     """``load_message("MetadataRequest")``: the parsed definition (FileNotFoundError if absent)."""
-    try:
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise FileNotFoundError(f"no message definition {name!r}")
+    ours = DEFINITIONS.joinpath(name + ".json")
+    if ours.is_file():
+        # Ours first: the metadata and control records need nothing but the engine (a Spark
+        # executor's packed environment has no kafka-python); the two sets share no name.
+        text = ours.read_text()
+    else:
         text = importlib.resources.files(RESOURCE_PACKAGE).joinpath(name + ".json").read_text()
-    except FileNotFoundError:
-        if "/" in name or "\\" in name or name.startswith("."):
-            raise
-        text = (DEFINITIONS / (name + ".json")).read_text()
     data = json.loads(_COMMENT_LINES.sub("", text))
     common = {s["name"]: s["fields"] for s in data.get("commonStructs", [])}
     return MessageSpec(name=data["name"], api_key=data.get("apiKey"), type=data["type"],
@@ -135,4 +140,4 @@ def load_message(name: str) -> MessageSpec:
 
 def definition_names() -> list[str]:
     """The names of the definitions committed under ``definitions/`` (metadata and control records)."""
-    return sorted(p.stem for p in DEFINITIONS.glob("*.json"))
+    return sorted(p.name[:-len(".json")] for p in DEFINITIONS.iterdir() if p.name.endswith(".json"))

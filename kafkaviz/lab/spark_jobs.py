@@ -159,8 +159,10 @@ def _engine_zip() -> str:
         fd, path = tempfile.mkstemp(prefix="kafkaviz-engine-", suffix=".zip")
         os.close(fd)
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-            for f in sorted(ENGINE_DIR.rglob("*.py")):
-                zf.write(f, f.relative_to(ENGINE_DIR.parent).as_posix())
+            # The code and its data (Kafka's metadata record definitions, engine/protocol/definitions).
+            for f in sorted(ENGINE_DIR.rglob("*")):
+                if f.suffix in (".py", ".json") and "__pycache__" not in f.parts:
+                    zf.write(f, f.relative_to(ENGINE_DIR.parent).as_posix())
         _ZIP = path
     return _ZIP
 
