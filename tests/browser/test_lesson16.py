@@ -20,6 +20,10 @@ SIZES = {"wide": (1366, 800), "phone": (390, 844)}
 def at_step(page: Page, n: int) -> None:
     expect(page.locator("#step-counter")).to_have_text(f"Step {n} of {TOTAL}" if n else f"Start · 0/{TOTAL}",
                                                        timeout=15000)
+    # The counter is on the stage, drawn at once; the requests table is below it, drawn after
+    # the next paint. KV.lastFrame is set once a frame is drawn whole.
+    wait_for(page, f"window.KV && KV.lastFrame && KV.lastFrame.state && KV.lastFrame.state.run"
+                   f" && KV.lastFrame.state.run.step === {n}")
 
 
 def step(page: Page, n: int) -> None:
