@@ -400,23 +400,29 @@ class Controller:
         return striped_assignment(brokers, partitions, rf, start, shift), f"striped start={start} shift={shift}"
 
     # ---- ISR changes from leaders -------------------------------------------------------
+    def alter_partition_refusal(self, pm: Any, req: AlterPartitionRequest) -> str | None:
+        """Why the controller refuses an ISR change (Kafka's error, lower case), or None."""
+        if pm.leader != req.broker or pm.leader_epoch != req.leader_epoch:
+            return "fenced_leader_epoch"
+        if pm.partition_epoch != req.partition_epoch:
+            return "invalid_update_version"
+        if any(not self.is_eligible(r) for r in req.new_isr if r not in pm.isr):
+            return "ineligible_replica"
+        return None
+
+    def refuse_alter_partition(self, pm: Any, req: AlterPartitionRequest, reason: str) -> None:
+        """Tell the leader: here, by pushing the partition's state back to it."""
+        self.send_state(pm, req.broker)
+
     def on_alter_partition(self, req: AlterPartitionRequest) -> None:
         try:
             pm = self.partition(req.topic, req.partition)
         except UnknownTopicOrPartitionError:
             return
-        reason = None
-        if pm.leader != req.broker or pm.leader_epoch != req.leader_epoch:
-            reason = "fenced_leader_epoch"
-        elif pm.partition_epoch != req.partition_epoch:
-            reason = "invalid_update_version"
-        else:
-            added = [r for r in req.new_isr if r not in pm.isr]
-            if any(not self.is_eligible(r) for r in added):
-                reason = "ineligible_replica"
+        reason = self.alter_partition_refusal(pm, req)
         if reason is not None:
             self.events.emit(AlterPartitionRejected(req.broker, req.topic, req.partition, reason))
-            self.send_state(pm, req.broker)
+            self.refuse_alter_partition(pm, req, reason)
             return
         old = pm.isr
         pm.isr = tuple(r for r in pm.replicas if r in req.new_isr)

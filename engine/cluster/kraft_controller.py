@@ -36,7 +36,7 @@ from engine.kraft.node import RaftNode
 from engine.records import iter_batches
 
 from .controller import Controller, PartitionMeta
-from .events import (AlterPartitionRejected, BrokerFenced, BrokerRegistered, ControllerChanged, IsrShrunk,
+from .events import (BrokerFenced, BrokerRegistered, ControllerChanged, IsrShrunk,
                      MetadataApplied)
 from .metadata import (NO_LEADER_CHANGE, TOPIC_RESOURCE, AlterPartitionResponse, ConfigRecord, FeatureLevelRecord,
                        FenceBrokerRecord, MetadataState, METADATA_VERSION, PartitionChangeRecord, PartitionRecord,
@@ -544,24 +544,12 @@ class KRaftController(Controller):
     def on_alter_partition(self, req: AlterPartitionRequest) -> None:
         if self._leader() is None:
             return
-        try:
-            pm = self.partition(req.topic, req.partition)
-        except Exception:
-            return
-        reason = None
-        if pm.leader != req.broker or pm.leader_epoch != req.leader_epoch:
-            reason = "fenced_leader_epoch"
-        elif pm.partition_epoch != req.partition_epoch:
-            reason = "invalid_update_version"
-        elif any(not self.is_eligible(r) for r in req.new_isr if r not in pm.isr):
-            reason = "ineligible_replica"
-        if reason is not None:
-            self.events.emit(AlterPartitionRejected(req.broker, req.topic, req.partition, reason))
-            # Refused at once (accepted changes are answered by the metadata log).
-            self.cluster.network.send(self.active, req.broker, AlterPartitionResponse(
-                self.active, req.topic, req.partition, reason.upper()))
-            return
         super().on_alter_partition(req)
+
+    def refuse_alter_partition(self, pm: Any, req: AlterPartitionRequest, reason: str) -> None:
+        # Refused at once (accepted changes are answered by the metadata log).
+        self.cluster.network.send(self.active, req.broker, AlterPartitionResponse(
+            self.active, req.topic, req.partition, reason.upper()))
 
     # ---- views ----------------------------------------------------------------------------
     def describe(self) -> dict:
