@@ -370,3 +370,22 @@ def test_a_combined_node_and_its_broker_share_the_log_start_checkpoint_without_e
     node._write_log_start()
     assert sorted(broker.checkpoint(LOG_START_CHECKPOINT).read()) == sorted(
         [("t", 0, 5), (METADATA_TOPIC, 0, node.log.log_start_offset)])
+
+
+@pytest.mark.parametrize("change, error", [({"leader_epoch": 99}, "FENCED_LEADER_EPOCH"),
+                                           ({"partition_epoch": 99}, "INVALID_UPDATE_VERSION")])
+def test_a_refused_alter_partition_is_answered_at_once_and_changes_nothing(tmp_path, change, error):
+    from engine.cluster.network import AlterPartitionRequest
+    c = make(tmp_path, kraft=True)
+    topic(c)
+    ctl = c.controller
+    pm = ctl.partition("t", 0)
+    before = (pm.isr, pm.partition_epoch, ctl.committed_offset)
+    seen = sent_apis(c)
+    req = AlterPartitionRequest(**{"broker": pm.leader, "topic": "t", "partition": 0, "leader_epoch": pm.leader_epoch,
+                                   "partition_epoch": pm.partition_epoch, "new_isr": (pm.leader,),
+                                   "reason": "test", "lag_ms": (), **change})
+    ctl.on_alter_partition(req)
+    answers = [(dst, m.error) for _, dst, m in seen if getattr(m, "api", "") == "AlterPartitionResponse"]
+    assert answers == [(pm.leader, error)]
+    assert (pm.isr, pm.partition_epoch, ctl.committed_offset) == before
