@@ -603,7 +603,7 @@ class Runtime:
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
-        spec, values = validate_command(COMMON_COMMANDS, {"type": "import", "run": json.dumps(data)})
+        spec, values = validate_command(COMMON_COMMANDS, {"cmd": "import", "run": json.dumps(data)})
         return await self._execute(sb, spec, values)
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
