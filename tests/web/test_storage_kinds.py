@@ -359,10 +359,10 @@ def test_lookup_steps_are_worded_from_the_event_in_both_languages(tmp_path):
 
 
 def test_a_run_exported_before_the_switch_still_opens(tmp_path):
-    """Share links and files made when the storage lessons said {"cmd": "advance", "seconds": 5}."""
+    """Share links and files made when the storage lessons said {"type": "advance", "seconds": 5}."""
     k = make("retention", tmp_path)
-    old = {"log": [{"id": None, "do": [{"cmd": "produce", "count": 20, "value_size": 100}], "scripted": False},
-                   {"id": None, "do": [{"cmd": "advance", "seconds": 5}], "scripted": False}], "step": 2}
+    old = {"log": [{"id": None, "do": [{"type": "produce", "count": 20, "value_size": 100}], "scripted": False},
+                   {"id": None, "do": [{"type": "advance", "seconds": 5}], "scripted": False}], "step": 2}
     k.import_run(old)
     assert k.position == 2 and k.clock.now_ms() == 20 * 100 + 5000
     assert k.export_run()["log"][1]["do"] == [{"cmd": "advance", "ms": 5000}]
