@@ -93,7 +93,10 @@ class Field:
                         and len(v) > self.max_length:
                     raise CommandError("invalid", f"{self.label}: the value of {k} must be a short string, number "
                                        f"or boolean, got {_show(v)}.", self.name, command)
-            return dict(raw)
+            # A form sends text: a whole number or true/false is sent to the engine as one.
+            return {k: _to_int(v) if _to_int(v) is not None else
+                    (v.lower() == "true" if isinstance(v, str) and v.lower() in ("true", "false") else v)
+                    for k, v in raw.items()}
         elif self.kind == "bool":
             if isinstance(raw, bool):
                 value = raw
