@@ -109,8 +109,13 @@ def test_no_form_sends_type_or_seconds():
         text = path.read_text()
         assert 'name="type"' not in text, f"{path.name}: a command form names its command with name=\"cmd\""
         assert 'name="seconds"' not in text, f"{path.name}: the clock moves in ms"
+    # A script names a command with cmd too; type names only the socket's own messages.
+    socket_messages = {"sync", "predict", "grant", "revoke", "remove"}
     for path in SCRIPTS:
-        assert 'input[name="type"]' not in path.read_text(), path.name
+        text = path.read_text()
+        assert 'input[name="type"]' not in text, path.name
+        sent = set(re.findall(r'send\((?:JSON\.stringify\()?\{\s*type:\s*"([a-z_]+)"', text))
+        assert sent <= socket_messages, f"{path.name} sends commands under type: {sorted(sent - socket_messages)}"
 
 
 @pytest.mark.parametrize("kind", sorted(SANDBOX_KINDS))
