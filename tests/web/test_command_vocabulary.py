@@ -160,3 +160,12 @@ def test_every_storage_command_field_is_documented():
         section = storage.split(f"### `{name}`\n")[1].split("\n### ")[0]
         for f in dataclasses.fields(cls):
             assert f"| `{f.name}` |" in section, (name, f.name)
+
+
+def test_a_command_forms_number_limits_come_from_the_engines_field_metadata():
+    """``min``/``max`` of a number input in a command form read ``commands.<cmd>.<field>``
+    (the spec derived from the engine's metadata and the host's caps), never a number."""
+    for path in TEMPLATES:
+        for form in re.findall(r"<form\b[^>]*\bws-send\b.*?</form>", path.read_text(), flags=re.S):
+            for tag in re.findall(r'<input\b[^>]*type="number"[^>]*>', form, flags=re.S):
+                assert not re.search(r'\b(?:min|max)="-?\d', tag), f"{path.name}: {tag}"
