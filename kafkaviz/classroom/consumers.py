@@ -61,12 +61,6 @@ READ_ONLY = frozenset({"export", "share"})
 ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
-def _type_of(content: Any) -> str | None:
-    """A message's command (``cmd``, or ``type``) if it is a string (anything else is the runtime's to refuse)."""
-    ctype = command_name(content)
-    return ctype if isinstance(ctype, str) else None
-
-
 MAX_SOCKETS_PER_MEMBER = 4
 
 
@@ -135,7 +129,7 @@ class RoomConsumer(LessonConsumer):
         return f"room-member:{self.member_id}" if self.member_id is not None else super().visitor()
 
     async def authorise(self, content: Any) -> CommandError | None:
-        ctype = _type_of(content)
+        ctype = command_name(content)
         if ctype in READ_ONLY or self.instructor:
             return None
         if self.member_id is not None and await database_sync_to_async(self._granted)():
@@ -194,16 +188,15 @@ class RoomConsumer(LessonConsumer):
             await super().release()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if _type_of(content) == "predict":
+        name = command_name(content)
+        if name == "predict":
             await self._predict(content)
-            return
-        if _type_of(content) == "remove":
+        elif name == "remove":
             await self._remove(content)
-            return
-        if _type_of(content) in ROOM_MESSAGES:
+        elif name in ROOM_MESSAGES:
             await self._grant(content)
-            return
-        await super().receive_json(content, **kwargs)
+        else:
+            await super().receive_json(content, **kwargs)
 
     async def _predict(self, content: dict[str, Any]) -> None:
         if self.member_id is None:
