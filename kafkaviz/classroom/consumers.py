@@ -61,6 +61,13 @@ READ_ONLY = frozenset({"export", "share"})
 ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
+def _room_message(content: Any) -> str | None:
+    """A room's own socket message (``{"type": "predict" | "grant" | "revoke" | "remove"}``),
+    else None: anything else is a command (``cmd``), the runtime's to run or refuse."""
+    kind = content.get("type") if isinstance(content, dict) else None
+    return kind if isinstance(kind, str) and kind in ROOM_MESSAGES else None
+
+
 MAX_SOCKETS_PER_MEMBER = 4
 
 
@@ -188,12 +195,12 @@ class RoomConsumer(LessonConsumer):
             await super().release()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        name = command_name(content)
+        name = _room_message(content)
         if name == "predict":
             await self._predict(content)
         elif name == "remove":
             await self._remove(content)
-        elif name in ROOM_MESSAGES:
+        elif name is not None:
             await self._grant(content)
         else:
             await super().receive_json(content, **kwargs)
@@ -288,7 +295,7 @@ class RoomConsumer(LessonConsumer):
         if not run:
             return
         try:
-            await get_router().command(self.sandbox_id, {"type": "import", "run": run})
+            await get_router().command(self.sandbox_id, {"cmd": "import", "run": run})
         except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
             log_problem("room start run failed", exc, sandbox=self.sandbox_id)
             if isinstance(exc, CommandError):
@@ -304,7 +311,7 @@ class RoomConsumer(LessonConsumer):
             return
         try:
             # The server's own keeping, not the member's request: never refused for a spent budget.
-            reply = await get_router().command(self.sandbox_id, {"type": "export"})
+            reply = await get_router().command(self.sandbox_id, {"cmd": "export"})
         except CommandError as exc:
             if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
                 return

@@ -285,7 +285,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(reply)
 
     async def share(self, content: dict[str, Any]) -> None:
-        """``{"type": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
+        """``{"cmd": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
         new runs limited per visitor and per address) and reply its ``share_id``. The run
         comes from the sandbox's owner as an export; the database work happens here."""
         try:
@@ -294,7 +294,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self.refuse(exc)
             return
         try:
-            reply = await get_router().command(self.sandbox_id, {"type": "export"}, self.budget())
+            reply = await get_router().command(self.sandbox_id, {"cmd": "export"}, self.budget())
             if len(json.dumps(reply["data"])) > MAX_RUN_BYTES:
                 raise CommandError("quota", self.tr(_("This run is too long to share; step back or reset first.")),
                                    command="share")

@@ -41,6 +41,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kafkaviz.lessons.checks import TaskTracker, evaluate
+from kafkaviz.lessons.diagrams import diagram_views
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
 __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved",
@@ -583,6 +584,9 @@ class SandboxKind:
 
     def state(self) -> dict[str, Any]:
         st = self.kind_state()
+        views = diagram_views(getattr(self.lesson, "diagrams", ()), self.run)   # a diagram's own view(run) (lessons/diagrams.py)
+        if views:
+            st["views"] = views
         st["run"] = self.run_state()
         st["tasks"] = self.tracker.state(st)
         st["prediction"] = self.prediction_state(st)

@@ -637,7 +637,7 @@ class Runtime:
     async def restore(self, sandbox_id: str, data: dict[str, Any]) -> dict[str, Any]:
         """Replay a run the server itself kept (the sandbox's last owner process died):
         validated and replayed like an import, not counted against the command rate."""
-        return await self.command(sandbox_id, {"type": "import", "run": json.dumps(data)}, restore=True)
+        return await self.command(sandbox_id, {"cmd": "import", "run": json.dumps(data)}, restore=True)
 
     def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any], take: bool = True,
              ) -> tuple[Any, BaseException | None, list[str] | None]:

@@ -119,7 +119,7 @@ async def test_one_serialised_text_reaches_every_watcher(tmp_path):
         await layer.group_add(group_name(sid), ch)
     try:
         await rt.attach(sid, "segments")
-        await rt.command(sid, {"type": "produce", "count": "2"})
+        await rt.command(sid, {"cmd": "produce", "count": "2"})
         assert len(published) == 1 and set(published[0]) == {"type", "text"}
         texts = [(await layer.receive(ch))["text"] for ch in watchers]
         assert texts == [published[0]["text"]] * 3
@@ -141,9 +141,9 @@ async def test_the_first_command_after_a_quiet_spell_is_published_at_once(tmp_pa
     sid = new_sandbox_id()
     try:
         await rt.attach(sid, "segments")
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
         assert len(sent) == 1                       # no timer in the way of a click
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
         assert len(sent) == 1 and rt.sandboxes[sid].flush_handle is not None   # a burst waits its turn
     finally:
         rt.close_all()

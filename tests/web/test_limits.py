@@ -95,10 +95,10 @@ async def test_commands_queued_for_one_sandbox_are_bounded(tmp_path):
     await rt.attach(sid, "segments")
     sb = rt.sandboxes[sid]
     await sb.turn.acquire()                        # a long command holds the sandbox
-    waiting = [asyncio.ensure_future(rt.command(sid, {"type": "produce", "count": "1"})) for _ in range(2)]
+    waiting = [asyncio.ensure_future(rt.command(sid, {"cmd": "produce", "count": "1"})) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
     assert err.value.code == "rate_limited" and "still working" in err.value.message
     sb.turn.release()
     assert [r["type"] for r in await asyncio.gather(*waiting)] == ["ack", "ack"]
@@ -167,7 +167,7 @@ async def test_a_busy_lesson_2_sandbox_keeps_its_path_caches_bounded(tmp_path):
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
     for i in range(60):
-        await rt.command(sid, {"type": "produce", "partition": str(i % 2), "count": "50", "value_size": "100"})
+        await rt.command(sid, {"cmd": "produce", "partition": str(i % 2), "count": "50", "value_size": "100"})
     engine = rt.sandboxes[sid].engine
     assert sum(log.log_start_offset for log in engine.logs) > 2000          # retention deleted most of it
     assert len(engine.disk._paths) <= PATH_CACHE_ENTRIES and len(engine.disk._checked) <= PATH_CACHE_ENTRIES
@@ -187,9 +187,9 @@ async def test_a_stuck_sandbox_does_not_stall_the_others(tmp_path):
     await rt.attach(other, "segments")
     rt.sandboxes[stuck].lock.acquire()            # as if the engine were busy for a long time
     try:
-        waiting = [asyncio.ensure_future(rt.command(stuck, {"type": "produce", "count": "1"})) for _ in range(queued)]
+        waiting = [asyncio.ensure_future(rt.command(stuck, {"cmd": "produce", "count": "1"})) for _ in range(queued)]
         await asyncio.sleep(0.05)
-        reply = await asyncio.wait_for(rt.command(other, {"type": "produce", "count": "1"}), timeout=5)
+        reply = await asyncio.wait_for(rt.command(other, {"cmd": "produce", "count": "1"}), timeout=5)
         assert reply["type"] == "ack" and not any(w.done() for w in waiting)
     finally:
         rt.sandboxes[stuck].lock.release()
