@@ -195,16 +195,15 @@ class RoomConsumer(LessonConsumer):
             await super().release()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if _room_message(content) == "predict":
+        name = _room_message(content)
+        if name == "predict":
             await self._predict(content)
-            return
-        if _room_message(content) == "remove":
+        elif name == "remove":
             await self._remove(content)
-            return
-        if _room_message(content) is not None:
+        elif name is not None:
             await self._grant(content)
-            return
-        await super().receive_json(content, **kwargs)
+        else:
+            await super().receive_json(content, **kwargs)
 
     async def _predict(self, content: dict[str, Any]) -> None:
         if self.member_id is None:

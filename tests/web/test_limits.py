@@ -106,13 +106,14 @@ async def test_commands_queued_for_one_sandbox_are_bounded(tmp_path):
     rt.close_all()
 
 
-def test_connections_per_address_are_capped(tmp_path):
+@pytest.mark.asyncio
+async def test_connections_per_address_are_capped(tmp_path):
     rt, _ = make_runtime(tmp_path, MAX_CONNECTIONS_PER_ADDRESS=2)
-    assert rt.open_connection("a") and rt.open_connection("a")
-    assert not rt.open_connection("a")
-    assert rt.open_connection("b")
-    rt.close_connection("a")
-    assert rt.open_connection("a")
+    assert await rt.open_connection("a") and await rt.open_connection("a")
+    assert not await rt.open_connection("a")
+    assert await rt.open_connection("b")
+    await rt.close_connection("a")
+    assert await rt.open_connection("a")
 
 
 @pytest.fixture
