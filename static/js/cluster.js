@@ -430,10 +430,10 @@
     if (sel) sel.addEventListener("change", function () { if (KV.lastFrame) refreshButtons(KV.lastFrame.state || {}); });
     // Buttons that share one form say which command they send.
     document.addEventListener("click", function (e) {
-      const btn = e.target.closest && e.target.closest("button[data-type]");
+      const btn = e.target.closest && e.target.closest("button[data-cmd]");
       if (!btn || !btn.form) return;
       const input = btn.form.querySelector('input[name="cmd"]');
-      if (input) input.value = btn.dataset.type;
+      if (input) input.value = btn.dataset.cmd;
     }, true);
     // The settings form names one entry of set_config's changes object: changes.name and
     // changes.value become {"changes": {name: value}}, the engine's own command.

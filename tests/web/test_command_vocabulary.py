@@ -5,7 +5,7 @@ what they send.
 "Sent" means: a lesson file's steps and setup, the commands a lesson offers its learner
 (``scenario.commands``), the commands of the engine scenarios a lesson plays, a classroom
 preset's, and a template's command form (``<input name="cmd" value=...>``) or action button
-(``data-type``). "Documented" is read off docs/commands.md: the ``### `name` `` headings and
+(``data-cmd``). "Documented" is read off docs/commands.md: the ``### `name` `` headings and
 the first column of a "command" table, split into its cluster part, its storage part and
 its page controls.
 """
@@ -66,7 +66,7 @@ def _sent_by_forms() -> set[str]:
     for path in TEMPLATES:
         text = path.read_text()
         names |= set(re.findall(r'name="cmd" value="([a-z_]+)"', text))
-        names |= set(re.findall(r'data-type="([a-z_]+)"', text))
+        names |= set(re.findall(r'data-cmd="([a-z_]+)"', text))
     return names
 
 
@@ -108,6 +108,7 @@ def test_no_form_sends_type_or_seconds():
     for path in TEMPLATES:
         text = path.read_text()
         assert 'name="type"' not in text, f"{path.name}: a command form names its command with name=\"cmd\""
+        assert "data-type=" not in text, f"{path.name}: a button names the command it sends with data-cmd"
         assert 'name="seconds"' not in text, f"{path.name}: the clock moves in ms"
     # A script names a command with cmd too; type names only the socket's own messages.
     socket_messages = {"sync", "predict", "grant", "revoke", "remove"}

@@ -51,11 +51,11 @@ def test_the_page_draws_the_buttons_the_declarations_say(client):
     broker_form = html.split('id="broker-form"')[1].split("</form>")[0]
     link_form = html.split('id="link-form"')[1].split("</form>")[0]
     want_broker = [n for n, c in faults().items() if n in offered and fault_panel(c) == "broker"]
-    assert re.findall(r'data-type="([a-z_]+)"', broker_form) == want_broker
-    assert re.findall(r'data-type="([a-z_]+)"', link_form) == \
+    assert re.findall(r'data-cmd="([a-z_]+)"', broker_form) == want_broker
+    assert re.findall(r'data-cmd="([a-z_]+)"', link_form) == \
         [n for n, c in faults().items() if n in offered and fault_panel(c) == "link"]
     for name in want_broker:
-        button = re.search(rf'<button[^>]*data-type="{name}"[^>]*>([^<]*)</button>', broker_form)
+        button = re.search(rf'<button[^>]*data-cmd="{name}"[^>]*>([^<]*)</button>', broker_form)
         fault = COMMANDS[name].fault
         assert button.group(1) == fault.label
         assert (f'aria-keyshortcuts="{fault.key}"' in button.group(0)) == bool(fault.key)
