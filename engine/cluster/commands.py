@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Mapping
 
 from ..config import LogConfig, config_from_mapping, validate_topic_name
 from ..errors import BrokerNotAvailableError, InvalidRequestError, UnknownTopicOrPartitionError
+from .config import ACKS  # re-exported: the web's acks choices
 from .partition import record_digest  # re-exported: commands, events and the checker share one digest
 
 __all__ = [
@@ -44,10 +45,6 @@ MAX_CONSUME_RECORDS = 10_000
 MAX_PARTITIONS = 1_000
 
 COMMANDS: dict[str, type["Command"]] = {}
-
-# Kafka's acks values by the names a form offers ("all" is -1, which a command may also
-# send as -1 or "-1"). The one home of what acks may be: the web's choices are its keys.
-ACKS: dict[str, int] = {"all": -1, "1": 1, "0": 0}
 
 
 # ---- field specs -------------------------------------------------------------------------
