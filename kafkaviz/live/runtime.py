@@ -16,9 +16,10 @@ Limits (``settings.KAFKAVIZ_RUNTIME``): sandboxes per process and per client add
 a command-rate bucket per sandbox, a bound on commands queued per sandbox (a busy
 sandbox cannot take the worker threads everybody shares), and reclaim of sandboxes
 nobody has watched for ``IDLE_SECONDS`` (a reload reconnects long before). Reclaim
-runs in a background task, in batches, off any visitor's request. Commands, however, must reach the process that owns
-the sandbox: today that is this process (one ASGI process, or sticky sessions).
-docs/web.md says what it would take to move the runtime behind a channel.
+runs in a background task, in batches, off any visitor's request. Without Redis the
+runtime is also the socket's router (``router.get_router()``): a consumer calls it
+directly. With several processes, ``router.RedisRouter`` gets a request to the process
+that owns the sandbox (docs/web.md, "Several processes").
 """
 from __future__ import annotations
 
@@ -739,8 +740,6 @@ def _tree_bytes(root: Path) -> int:
 # ---- runs: export, import, share --------------------------------------------------------
 
 def _export(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
-    import json
-
     data = {"format": RUN_FORMAT, "version": 1, "lesson": sb.slug, "kind": sb.kind_name, "seed": sb.seed,
             "run": sb.engine.export_run()}
     # "file" is the JSON text to save as it is: browsers' numbers lose digits past 2**53
@@ -767,8 +766,6 @@ def _import_payload(sb: Sandbox, data: Any) -> str:
 
 
 def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
-    import json
-
     try:
         data = json.loads(values["run"])
     except ValueError:
@@ -777,8 +774,6 @@ def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
 
 
 def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
-    import json
-
     from django.db import connections
 
     from .models import MAX_RUN_BYTES
@@ -797,7 +792,6 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
-    from django.conf import settings
     from django.db import connections
 
     from .models import SharedRun
@@ -863,7 +857,6 @@ def get_runtime() -> Runtime:
     with _runtime_lock:
         if _runtime is None:
             from channels.layers import get_channel_layer
-            from django.conf import settings
 
             layer = get_channel_layer()
             _runtime = Runtime(settings.KAFKAVIZ_DATA_DIR, settings=settings.KAFKAVIZ_RUNTIME,
