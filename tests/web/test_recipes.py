@@ -66,6 +66,10 @@ def test_the_recipes_touch_few_files_and_the_toy_lesson_runs(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "KAFKAVIZ_", "PYTEST_"))}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
                           "tests/web/test_toy_check.py", "tests/web/test_command_vocabulary.py", "tests/web/test_fault_kinds.py",
+                          "tests/web/test_content.py",
                           "tests/engine/test_import_graph.py"],
                          cwd=copy, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "stalled-brokers" in subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                                                "tests/web/test_content.py"], cwd=copy, env=env, capture_output=True,
+                                               text=True, timeout=300).stdout     # the toy's content was checked
