@@ -753,9 +753,15 @@ def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary 
                         return None
                     pos += 2
                 else:
-                    off, pos = dv(data, pos)
-                    if off != i:
-                        return None
+                    b3 = data[pos + 2]
+                    if b3 < 0x80:         # offset deltas from 8,192 (batches of many small records)
+                        if (b & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14) != i << 1:    # ZigZag of i >= 0
+                            return None
+                        pos += 3
+                    else:
+                        off, pos = dv(data, pos)
+                        if off != i:
+                            return None
             # key
             b = data[pos]
             if b < 0x80:

@@ -253,6 +253,23 @@ def test_the_record_walk_agrees_with_the_decoder_on_client_shaped_batches(record
     assert (None if walk is None else tuple(walk)) == _walk_as_decoded(raw)
 
 
+def test_the_record_walk_agrees_with_the_decoder_past_8192_records():
+    """Offset deltas from 8,192 take three varint bytes (read inline by the walk): every
+    single-byte change to the last records is judged as the decoder judges it."""
+    raw = build_batch([SimpleRecord(b"v", timestamp=1_700_000_000_000 + i // 3000) for i in range(8300)])
+    count = struct.unpack_from(">i", raw, 57)[0]
+    assert tuple(walk_records(raw, BATCH_OVERHEAD, len(raw), count)) == _walk_as_decoded(raw) == (0, 2, True)
+    verdicts = set()
+    for i in range(len(raw) - 60, len(raw)):
+        for byte in (raw[i] ^ 1, raw[i] ^ 0x80, 0x80, 0):
+            bad = raw[:i] + bytes([byte]) + raw[i + 1:]
+            want = _walk_as_decoded(bad)
+            walk = walk_records(bad, BATCH_OVERHEAD, len(bad), count)
+            assert (None if walk is None else tuple(walk)) == want, (i, byte)
+            verdicts.add(want is None)
+    assert verdicts == {True, False}
+
+
 def test_header_with_null_value_and_unicode_key_round_trips():
     headers = (Header("trace", None), Header("ключ", b""), Header("", b"x"))
     assert decode_batch(build_batch([SimpleRecord(b"v", headers=headers)])).records[0].headers == headers
