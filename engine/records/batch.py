@@ -50,7 +50,7 @@ __all__ = [
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
     "build_batch", "encode_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
     "RecordsSummary", "walk_records",
-    "whole_batch_header",
+    "whole_batch_header", "whole_batch_values",
     "with_offset_and_epoch", "with_log_append_time",
     "ControlRecordType", "EndTransactionMarker", "build_end_txn_marker", "read_end_txn_marker",
 ]
@@ -448,6 +448,13 @@ def whole_batch_header(data: bytes) -> BatchHeader | None:
     """The header of ``data`` when it is exactly one whole batch with a valid magic, length and
     CRC; None otherwise (then :func:`scan_valid` says what is wrong). The common one-batch
     append checks its input with this, in one step."""
+    v = whole_batch_values(data)
+    return None if v is None else _tuple_new(BatchHeader, v)
+
+
+def whole_batch_values(data: bytes) -> tuple | None:
+    """:func:`whole_batch_header`'s fields as a plain tuple, in :class:`BatchHeader`'s order:
+    a follower's single-batch append reads five of them by index and builds no header."""
     n = len(data)
     if n < BATCH_OVERHEAD:
         return None
@@ -457,7 +464,7 @@ def whole_batch_header(data: bytes) -> BatchHeader | None:
     # A small batch is cheaper to slice than to view (two objects); a large one is not.
     if crc32c(data[_CRC_START:] if n <= _SLICE_BELOW else memoryview(data)[_CRC_START:]) != v[4]:
         return None
-    return _tuple_new(BatchHeader, v)
+    return v
 
 
 def scan_valid(buf, pos: int = 0) -> ValidPrefix:
