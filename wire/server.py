@@ -84,8 +84,10 @@ class Pacer:
             delay = 0.05 if due is None else min(0.05, max(0.0, (due - self.clock()) / 1000))
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), delay)
-            except asyncio.TimeoutError:
+                # asyncio.timeout, not wait_for: no task per wait (the pacer waits after every request)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+            except TimeoutError:
                 pass
 
     def start(self) -> None:
@@ -378,8 +380,9 @@ class WireServer:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                head = await asyncio.wait_for(reader.readexactly(4), self.connections_max_idle_ms / 1000)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self.connections_max_idle_ms / 1000):   # no task per request
+                    head = await reader.readexactly(4)
+            except TimeoutError:
                 log.info("closing idle connection %s", session.node.id)
                 return
             size = frame_size(head, self.max_frame_bytes)
@@ -434,10 +437,21 @@ class WireServer:
 
     async def _answer(self, session: Session, reader: asyncio.StreamReader, done: asyncio.Future) -> Any:
         """Wait for a request's answer; give up when the broker dies (Kafka's sockets die with
-        its process) or the client hangs up (a lost message is otherwise never answered)."""
-        while True:
-            try:
-                return await asyncio.wait_for(asyncio.shield(done), 0.5)
-            except asyncio.TimeoutError:
-                if not self.cluster.brokers[session.broker_id].alive or reader.at_eof():
-                    raise _Gone() from None
+        its process) or the client hangs up (a lost message is otherwise never answered).
+        Checked every half second by one timer (a wait_for of a shielded future built a task,
+        a shield and a timeout for every request)."""
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            nonlocal timer
+            if done.done():
+                return
+            if not self.cluster.brokers[session.broker_id].alive or reader.at_eof():
+                done.set_exception(_Gone())
+            else:
+                timer = loop.call_later(0.5, check)
+        timer = loop.call_later(0.5, check)
+        try:
+            return await done
+        finally:
+            timer.cancel()
