@@ -191,7 +191,8 @@ class WireServer:
                  connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None,
                  max_requests_per_second_per_address: float = 10_000.0, checker: bool = False,
                  cluster: Cluster | None = None, trace: bool = False,
-                 guard: Callable[[], Any] = contextlib.nullcontext) -> None:
+                 guard: Callable[[], Any] = contextlib.nullcontext,
+                 advertise: tuple[str, int | None] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -223,7 +224,13 @@ class WireServer:
         # slowed, not cut off, as Kafka's request quotas mute a channel for the throttle time.
         self.request_rate = max_requests_per_second_per_address
         self._buckets: dict[str, list[float]] = {}      # address -> [tokens, wall seconds]
+        # What Metadata and FindCoordinator tell clients (Kafka's advertised.listeners), and what
+        # each broker's socket is bound to (``listening``). ``advertise`` = (host, port or None):
+        # for a listener behind a proxy or NAT, broker b advertises host:(port + b), or host with
+        # its own bound port when no port is given; by default what is bound is advertised.
+        self.advertise = advertise
         self.endpoints: dict[int, tuple[str, int]] = {}
+        self.listening: dict[int, tuple[str, int]] = {}
         self.recorder = Recorder(record_path)
         # The engine's checker (engine/cluster/checker.py), told of every record a client was
         # acknowledged: check() then finds acknowledged records lost, diverged replicas, HW
@@ -320,7 +327,12 @@ class WireServer:
             srv = await asyncio.start_server(lambda r, w, b=b: self._serve(b, r, w), self.host,
                                              self.base_port + b if self.base_port else 0, limit=1 << 16)
             port = srv.sockets[0].getsockname()[1]
-            self.endpoints[b] = (self.host, port)
+            self.listening[b] = (self.host, port)
+            if self.advertise is None:
+                self.endpoints[b] = (self.host, port)
+            else:
+                host, base = self.advertise
+                self.endpoints[b] = (host, port if base is None else base + b)
             self._servers.append(srv)
         # Answers carry the endpoints (Metadata, FindCoordinator): a replay needs them too.
         self.recorder.add({"t": self.cluster.now_ms(), "kind": "listen",
