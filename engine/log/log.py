@@ -207,7 +207,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 h = read_header(data)
             else:
                 # baseOffset and the epoch lie outside the CRC: the checked header, with them set
-                h = BatchHeader._make((offset, h[1], leader_epoch) + h[3:])
+                h = _tuple_new(BatchHeader, (offset, h[1], leader_epoch) + h[3:])
             parsed = self._check_sizes([(0, h)])
         else:
             check_record_timestamps((getattr(r, "timestamp", None) for r in records), self.config, now, self.name)
@@ -224,8 +224,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                                  leader_epoch, -1, True)
         info = self._append(data, parsed, now, now if append_time else -1)
         self._track_producers(data, parsed, "client")
-        if leader_epoch >= 0 and (self.leader_epoch_cache.latest_epoch is None
-                                  or leader_epoch > self.leader_epoch_cache.latest_epoch):
+        if leader_epoch > self.leader_epoch_cache.newest:     # newest >= -1: only an epoch >= 0 is assigned
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
 
@@ -405,8 +404,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         cache = self.leader_epoch_cache
         for cls, *values in group:
             if cls is None:
-                latest = cache.latest_epoch
-                if latest is None or values[0] > latest:
+                if values[0] > cache.newest:
                     cache.assign(*values)
             else:
                 emit(cls, *values)
