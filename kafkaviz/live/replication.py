@@ -256,9 +256,18 @@ class ReplicationSandbox(SandboxKind):
                                          "run cannot go back or start over until it disconnects."),
                                command=spec.type)
         try:
-            return super().execute(spec, values)
-        finally:
-            self._follow()        # a new run's (or a restored checkpoint's) cluster is the one served
+            text = super().execute(spec, values)
+        except BaseException:
+            # A failed command may still have replaced the cluster; the listener follows it, but
+            # the command's own error is the one the learner sees: a listener that found no
+            # free ports for the new cluster is closed, and the page shows it closed.
+            try:
+                self._follow()
+            except CommandError:
+                pass
+            raise
+        self._follow()            # a new run's (or a restored checkpoint's) cluster is the one served
+        return text
 
     def _follow(self) -> None:
         port = self.client_port_
