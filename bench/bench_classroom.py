@@ -162,7 +162,7 @@ async def measure(teacher: Watcher, students: list[Watcher], rounds: int) -> tup
     brokers = [b["id"] for b in (teacher.state or {}).get("brokers", [])] or [0, 1, 2]
     for r in range(rounds):
         broker = brokers[r // 2 % len(brokers)]
-        command = {"type": "crash" if r % 2 == 0 else "restart", "broker": broker}
+        command = {"cmd": "crash" if r % 2 == 0 else "restart", "broker": broker}
         marks = [len(s.arrivals) for s in students]
         last_seq = max((max(seqs) for _, seqs in teacher.arrivals), default=-1)
         sent = time.perf_counter()

@@ -140,7 +140,7 @@ async def clicks_lesson(client: Client, n: int, start_count: int) -> list[float]
     task = asyncio.create_task(reader())
     for k in range(1, n + 1):
         sent[k] = time.perf_counter()
-        await client.ws.send(json.dumps({"type": "produce", "partition": 0, "count": 1, "value_size": 20, "key": ""}))
+        await client.ws.send(json.dumps({"cmd": "produce", "partition": 0, "count": 1, "value_size": 20, "key": ""}))
         await asyncio.sleep(CLICK_GAP_S)
     await asyncio.wait_for(task, 30)
     return [got[k] for k in sorted(got)]
@@ -169,7 +169,7 @@ async def burst_lesson(client: Client, n: int, start_count: int) -> tuple[float,
     t0 = time.perf_counter()
     frames0 = client.frames
     for _ in range(n):
-        await client.ws.send(json.dumps({"type": "produce", "partition": 1, "count": BURST_COUNT, "value_size": 20,
+        await client.ws.send(json.dumps({"cmd": "produce", "partition": 1, "count": BURST_COUNT, "value_size": 20,
                                          "key": ""}))
     while client.state is None or client.state["messages_sent"] - start_count < n * BURST_COUNT:
         msg = json.loads(await asyncio.wait_for(client.ws.recv(), 30))

@@ -131,7 +131,7 @@ def idle(count: int) -> None:
             await rt.attach(sid, "segments")
             sent = 0
             while sent < limits["MAX_MESSAGES"]:
-                await rt.command(sid, {"type": "produce", "partition": str(sent // 50 % 2), "count": "50",
+                await rt.command(sid, {"cmd": "produce", "partition": str(sent // 50 % 2), "count": "50",
                                        "value_size": "100"})
                 await rt.flush(rt.sandboxes[sid])
                 sent += 50
@@ -198,7 +198,7 @@ async def soak(minutes: float, sandboxes: int) -> None:
                             stats["errors"] += 1
                             stats["codes"][msg["code"]] = stats["codes"].get(msg["code"], 0) + 1
                             if msg["code"] == "quota":
-                                await ws.send(json.dumps({"type": "reset"}))
+                                await ws.send(json.dumps({"cmd": "reset"}))
                         else:
                             stats["frames"] += 1
 
@@ -206,10 +206,10 @@ async def soak(minutes: float, sandboxes: int) -> None:
                 while time.monotonic() < stop_at[0]:
                     r = rng.random()
                     if r < 0.8:
-                        cmd = {"type": "produce", "partition": str(rng.randrange(2)), "count": str(rng.randint(1, 10)),
+                        cmd = {"cmd": "produce", "partition": str(rng.randrange(2)), "count": str(rng.randint(1, 10)),
                                "value_size": str(rng.randint(10, 300))}
                     else:
-                        cmd = {"type": "advance", "seconds": str(rng.randint(1, 60))}
+                        cmd = {"cmd": "advance", "ms": str(rng.randint(1, 60) * 1000)}
                     await ws.send(json.dumps(cmd))
                     await asyncio.sleep(rng.uniform(0.3, 0.7))
                 task.cancel()
