@@ -183,30 +183,50 @@
     return false;
   };
 
-  // The stage's main picture fits the first screen of a wide window (issue 17): after each
-  // frame, a picture that runs past the window's bottom gives up the excess -- an SVG marked
-  // .stage-fit scales down (to no less than 60 % of its drawn size, its text stays
-  // readable), a list or table marked .stage-fit scrolls in a shorter box (never under
-  // 4.5 em). A phone keeps every size and scrolls the page instead. It runs
-  // as the stage's last diagram, so it measures what the stage's diagrams just drew.
+  // The stage's main picture fits the first screen (issue 17), at 1366×800, 1280×720 and on a
+  // phone: after each frame, a picture that runs past the window's bottom gives up the
+  // excess -- an SVG marked .stage-fit scales down (to no less than 60 % of the size it is
+  // drawn at full scale, so its text stays readable), a list or table marked .stage-fit
+  // scrolls in a shorter box (never under 4.5 em, 3.5 em on a phone). It runs as the stage's
+  // last diagram, so it measures what the stage's diagrams just drew.
   // The main picture: the stage's first diagram, or the part of it marked data-stage-main.
   KV.stageMain = function () {
     const d = document.querySelector("#stage .stage-slot-1 [data-diagram]");
     return d && (d.querySelector("[data-stage-main]") || d);
   };
+  // What must be on the first screen: the main picture and, where the stage marks them
+  // (data-stage-also, e.g. lesson 13's lag row), the parts the step's sentence speaks about.
+  KV.stageBottom = function () {
+    const main = KV.stageMain();
+    if (!main) return 0;
+    let bottom = main.getBoundingClientRect().bottom;
+    document.querySelectorAll("#stage [data-stage-also]").forEach(function (n) {
+      if (n.getClientRects().length) bottom = Math.max(bottom, n.getBoundingClientRect().bottom);
+    });
+    return bottom + window.scrollY;
+  };
+  // An SVG's scale now (drawn width over its viewBox's): its floor is 60 % of full scale.
+  function svgFloor(p, h) {
+    const vb = p.viewBox && p.viewBox.baseVal, w = p.getBoundingClientRect().width;
+    const scale = vb && vb.width && w ? w / vb.width : 1;
+    return Math.min(h, h * 0.6 / Math.max(scale, 0.6));
+  }
   function fitStage() {
     const main = KV.stageMain();
     if (!main) return;
-    const parts = Array.prototype.slice.call(main.querySelectorAll(".stage-fit"));
+    const stage = document.getElementById("stage");
+    const parts = Array.prototype.slice.call(stage.querySelectorAll(".stage-fit")).filter(function (p) {
+      return main.contains(p) || !!p.closest("[data-stage-also]");
+    });
     const kept = parts.map(function (p) { return p.scrollTop; });
     parts.forEach(function (p) { p.style.maxHeight = ""; });
-    if (window.innerWidth < 1000 || !parts.length) return;
-    const over = function () { return main.getBoundingClientRect().bottom + window.scrollY - window.innerHeight + 8; };
+    if (!parts.length) return;
+    const over = function () { return KV.stageBottom() - window.innerHeight + 8; };
     if (over() <= 0) return;
-    const em = parseFloat(getComputedStyle(main).fontSize) || 16;
+    const em = parseFloat(getComputedStyle(main).fontSize) || 16, phone = window.innerWidth < 600;
     const tall = parts.map(function (p) {
       const h = p.getBoundingClientRect().height;
-      return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? h * 0.6 : Math.min(h, 4.5 * em) };
+      return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? svgFloor(p, h) : Math.min(h, (phone ? 3.5 : 4.5) * em) };
     });
     // Every part gives up the same share of what it can (parts side by side shrink together):
     // the largest share f in [0, 1] kept (1: its drawn size) that fits, by bisection.
