@@ -246,10 +246,50 @@
     parts.forEach(function (p, i) { p.scrollTop = p.hasAttribute("data-fit-end") ? p.scrollHeight : kept[i]; });
   }
   KV.fitStage = fitStage;
+  // On a phone, parts of the main picture marked data-stage-tab (siblings) share one place:
+  // a row of buttons above them picks which one shows, and a step that changes one of them
+  // shows it (the part the step's sentence speaks about). Wider windows show them all (the
+  // buttons are hidden by CSS). A button's name is its part's label (or heading).
+  function stageTabs() {
+    const groups = new Map();
+    document.querySelectorAll("#stage [data-stage-tab]").forEach(function (p) {
+      if (!groups.has(p.parentNode)) groups.set(p.parentNode, []);
+      groups.get(p.parentNode).push(p);
+    });
+    groups.forEach(function (panels, parent) {
+      let bar = parent.querySelector(":scope > .stage-tabs");
+      const pick = function (chosen) {
+        panels.forEach(function (p, i) {
+          p.toggleAttribute("data-tab-off", p !== chosen);
+          bar.children[i].setAttribute("aria-pressed", String(p === chosen));
+        });
+      };
+      if (!bar) {
+        bar = KV.html("div", { class: "stage-tabs", role: "group" });
+        panels.forEach(function (p) {
+          const head = p.querySelector("h2, h3, h4");
+          const b = KV.html("button", { type: "button", class: "secondary stage-tab", "aria-pressed": "false" },
+            p.getAttribute("aria-label") || (head ? head.textContent : ""));
+          b.addEventListener("click", function () { pick(p); fitStage(); });
+          bar.append(b);
+        });
+        parent.insertBefore(bar, panels[0]);
+        pick(panels[0]);
+      }
+      const changed = panels.filter(function (p) {
+        const was = p._kvTabText, now = p.textContent;
+        p._kvTabText = now;
+        return was !== undefined && was !== now;
+      });
+      if (changed.length) pick(changed[changed.length - 1]);
+    });
+  }
+  KV.stageTabs = stageTabs;
   // Refit whenever the step's sentence or the picture changes size (the sentence is written
   // after the diagrams draw); the observer runs after layout and before paint, so a picture
   // is never seen past the window's bottom. Fitting twice gives the same sizes: no loop.
   KV.register("stage-fit", { update: function () {
+    stageTabs();
     fitStage();
     if (KV.stageFitWatch || !window.ResizeObserver) return;
     // The diagram's own element (it stays while a diagram redraws what is inside it).
