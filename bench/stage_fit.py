@@ -22,7 +22,8 @@ SIZES = ((1366, 800), (1280, 720), (390, 844))
 GEOMETRY = """() => {
   const doc = (n) => { const r = n.getBoundingClientRect(); return { top: r.top + scrollY, bottom: r.bottom + scrollY }; };
   const m = KV.stageMain();
-  return { main: doc(m), say: doc(document.getElementById("narration")),
+  // The main picture with the parts the stage marks to go with it (lesson 13's lag row).
+  return { main: { top: doc(m).top, bottom: KV.stageBottom() }, say: doc(document.getElementById("narration")),
            controls: document.getElementById("controls").getBoundingClientRect().height, vh: innerHeight };
 }"""
 
@@ -41,7 +42,7 @@ def walk(page, url: str, slug: str, lang: str) -> dict:
     page.goto(f"{url}/lessons/{slug}/?lang={lang}")
     poll(page, "window.KV && KV.lastFrame && KV.lastFrame.state && KV.lastFrame.state.run")
     total = page.evaluate("KV.lastFrame.state.run.total")
-    worst = {"main": -1e9, "say": -1e9, "controls": 0.0, "at": {}}
+    worst = {"main": -1e9, "say": -1e9, "controls": 0.0, "at": {}, "over": {}}
     for n in range(total + 1):
         if n:
             page.click("#step-button")
@@ -53,6 +54,8 @@ def walk(page, url: str, slug: str, lang: str) -> dict:
             if over > worst[k]:
                 worst[k], worst["at"][k] = over, n
         worst["controls"] = max(worst["controls"], g["controls"])
+        if g["main"]["bottom"] - g["vh"] > 3:
+            worst["over"][n] = round(g["main"]["bottom"] - g["vh"])
     return worst
 
 
@@ -77,7 +80,8 @@ def main() -> None:
                 r = walk(page, url, slug, args.lang)
                 results[f"{number}.{w}"] = r
                 print(f"{number:>2} {slug:<30} {w}x{h}: main {r['main']:+6.0f} (step {r['at']['main']}), "
-                      f"sentence {r['say']:+6.0f} (step {r['at']['say']}), controls {r['controls']:.0f} px", flush=True)
+                      f"sentence {r['say']:+6.0f} (step {r['at']['say']}), controls {r['controls']:.0f} px"
+                      + (f"; over at steps {r['over']}" if r["over"] else ""), flush=True)
             ctx.close()
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
