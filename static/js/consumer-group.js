@@ -50,9 +50,7 @@
     root.appendChild(ul);
 
     const max = Math.max(1, ...g.partitions.map(function (p) { return p.high_watermark || 0; }));
-    // The lag row: on a stage where the group is not the main picture (lesson 13) it must share
-    // the first screen with it too (data-stage-also, KV.fitStage).
-    const table = h("div", { class: "cg-parts", id: "cg-parts", role: "list", "data-stage-also": "" });
+    const table = h("div", { class: "cg-parts", id: "cg-parts", role: "list" });
     g.partitions.forEach(function (p) {
       const hw = p.high_watermark || 0;
       const committed = p.committed === null || p.committed === undefined ? null : p.committed;

@@ -194,29 +194,37 @@
     const d = document.querySelector("#stage .stage-slot-1 [data-diagram]");
     return d && (d.querySelector("[data-stage-main]") || d);
   };
-  // What must be on the first screen: the main picture and, where the stage marks them
-  // (data-stage-also, e.g. lesson 13's lag row), the parts the step's sentence speaks about.
+  // What must be on the first screen: the main picture and, where the stage names them
+  // (#stage[data-stage-also], a selector: lesson 13's lag rows), the parts the step's sentence
+  // speaks about beside it.
+  function stageAlso() {
+    const stage = document.getElementById("stage"), sel = stage && stage.getAttribute("data-stage-also");
+    return sel ? Array.prototype.slice.call(stage.querySelectorAll(sel)) : [];
+  }
   KV.stageBottom = function () {
     const main = KV.stageMain();
     if (!main) return 0;
     let bottom = main.getBoundingClientRect().bottom;
-    document.querySelectorAll("#stage [data-stage-also]").forEach(function (n) {
+    stageAlso().forEach(function (n) {
       if (n.getClientRects().length) bottom = Math.max(bottom, n.getBoundingClientRect().bottom);
     });
     return bottom + window.scrollY;
   };
-  // An SVG's scale now (drawn width over its viewBox's): its floor is 60 % of full scale.
+  // An SVG's scale now (drawn width over its viewBox's): its floor is 60 % of full scale, or
+  // what its data-fit-min says (a picture whose small print is already small).
   function svgFloor(p, h) {
     const vb = p.viewBox && p.viewBox.baseVal, w = p.getBoundingClientRect().width;
     const scale = vb && vb.width && w ? w / vb.width : 1;
-    return Math.min(h, h * 0.6 / Math.max(scale, 0.6));
+    const min = Math.max(0.6, Number(p.getAttribute("data-fit-min")) || 0);
+    return Math.min(h, h * min / Math.max(scale, min));
   }
   function fitStage() {
     const main = KV.stageMain();
     if (!main) return;
     const stage = document.getElementById("stage");
+    const also = stageAlso();
     const parts = Array.prototype.slice.call(stage.querySelectorAll(".stage-fit")).filter(function (p) {
-      return main.contains(p) || !!p.closest("[data-stage-also]");
+      return main.contains(p) || also.some(function (a) { return a.contains(p); });
     });
     const kept = parts.map(function (p) { return p.scrollTop; });
     parts.forEach(function (p) { p.style.maxHeight = ""; });
