@@ -6,7 +6,7 @@ With --walk, the first screen only (what a learner sees without scrolling) after
 step of the lesson, as <slug>.<lang>.<width>.s<step>.png: does the picture show what the
 step's sentence says?
 
-    .venv/bin/python bench/screenshots.py [--out DIR] [--steps 3] [--only slug,slug] [--lang zh] [--sizes 1280x720] [--walk]
+    .venv/bin/python bench/screenshots.py [--out DIR] [--steps 3] [--only slug,slug] [--lang zh] [--sizes 1280x720] [--walk | --first]
 """
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--only", default="")
     ap.add_argument("--walk", action="store_true", help="the first screen after every step")
+    ap.add_argument("--first", action="store_true", help="the first screen only (no slices), after --steps steps")
     ap.add_argument("--lang", default="", help="only this language (en, zh)")
     ap.add_argument("--sizes", default="", help="only these sizes, e.g. 1280x720,390x844")
     args = ap.parse_args()
@@ -89,6 +90,9 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001 - a page without a sandbox still gets its shot
                     print(f"  {slug} {lang} {width}: {type(exc).__name__}")
                 time.sleep(0.5)
+                if args.first:
+                    page.screenshot(path=str(out / f"{slug}.{lang}.{width}.first.png"))
+                    continue
                 overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
                 height = page.evaluate("document.documentElement.scrollHeight")
                 # Slices a viewer can show at full size (a 390 px page is ~6,000 px tall).
