@@ -37,6 +37,9 @@
     g.consumers.forEach(function (c) {
       let what;
       if (c.status === "closed") what = KV.t("cg_closed");
+      else if (c.status === "left") what = KV.t("cg_left");
+      else if (c.status === "expired") what = KV.t("cg_expired");
+      else if (c.status === "disconnected") what = KV.t("cg_disconnected");
       else if (!c.alive) what = KV.t("cg_dead");
       else if (c.status !== "stable") what = KV.t("cg_joining", { status: c.status });
       else if (!c.owned.length) what = KV.t("cg_idle");

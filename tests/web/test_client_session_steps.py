@@ -78,3 +78,22 @@ def test_export_and_import_keep_the_step_and_a_tampered_run_changes_nothing(tmp_
     finally:
         kind.close()
         other.close()
+
+
+def test_each_member_that_is_gone_is_said_as_what_became_of_it(tmp_path):
+    # The group box names each real client's member by what happened to it, never "crashed":
+    # member-b closes and sends LeaveGroup (step 7); kcat's process is killed and the
+    # coordinator removes it after session.timeout.ms (step 8); member-c stops polling and
+    # leaves the group itself, its connection still open (step 9).
+    kind = make(tmp_path)
+    try:
+        said = {}
+        for n in (7, 8, 9):
+            kind.seek(n)
+            said[n] = {c["name"].rsplit("-", 1)[0]: (c["status"], c["alive"]) for c in kind.kind_state()["group"]["consumers"]}
+        assert said[7]["member-b"] == ("closed", True)
+        assert said[8]["member-k"] == ("expired", False)
+        assert said[9]["member-c"] == ("left", True) and said[9]["member-a"] == ("stable", True)
+        assert not any(status == "dead" for step in said.values() for status, _alive in step.values())
+    finally:
+        kind.close()
