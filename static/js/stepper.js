@@ -75,6 +75,10 @@
     KV.setDisabled($("step-button"), st.step >= st.total, KV.t("at_end"));
     const cur = st.step > 0 ? st.steps[st.step - 1] : null;
     const say = $("step-say");
+    // A new step's sentence is read from its start ("Step n of N — ..."), even where the
+    // narration is a scroll box the learner scrolled down in to finish the last one.
+    const box0 = $("narration");
+    if (box0 && say && say.dataset.step !== String(st.step)) { box0.scrollTop = 0; say.dataset.step = String(st.step); }
     if (say) {
       say.textContent = cur ? KV.t("step_of", { step: st.step, total: st.total }) + " — " +
         (cur.say || sentence(cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label)) : "";
