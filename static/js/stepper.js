@@ -93,7 +93,11 @@
     const next = $("next-step");
     if (next) {
       const n = st.steps[st.step];
-      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : "";
+      // At the end (a lesson finished, or opened again later, or in the other language: the
+      // run is kept) the disabled Step is explained where the learner reads, not only in its title.
+      const ended = !n && st.total > 0 && st.step >= st.total;
+      next.classList.toggle("run-end", ended);
+      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : ended ? KV.t("run_end_hint") : "";
     }
     if (st.step >= st.total && playing) setPlaying(false);
   }
