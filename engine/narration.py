@@ -1495,7 +1495,19 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
                 ("idempotent" if cmd.get("idempotent", True) else "enable.idempotence=false"))
         return f"创建生产者 {cmd.get('name')}（{kind}）" if zh else f"create producer {cmd.get('name')} ({kind})"
     if c in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"):
-        return f"{cmd.get('name')}：{c}" if zh else f"{cmd.get('name')}: {c.replace('_', ' ')}"
+        verb = {"init_transactions": "初始化事务", "begin_transaction": "开始事务", "commit_transaction": "提交事务",
+                "abort_transaction": "中止事务"}[c]
+        return f"{cmd.get('name')}：{verb}" if zh else f"{cmd.get('name')}: {c.replace('_', ' ')}"
+    if c == "send_offsets_to_transaction":
+        return "把消费位置发送给事务" if zh else "send offsets to transaction"
+    if c == "configure_transactions":
+        n = cmd.get("transaction_state_log_num_partitions", 50)
+        return (f"设置 __transaction_state（{n} 个分区）" if zh else
+                f"set up __transaction_state ({n} partition(s))")
+    if c == "elect_preferred_leaders":
+        return "选举首选 leader" if zh else "elect preferred leaders"
+    if c == "heal_all":
+        return "修复所有链路" if zh else "heal all links"
     if c == "create_topic":
         assignment = cmd.get("assignment") or []
         on = ", ".join(map(str, assignment[0])) if assignment else ""
