@@ -587,7 +587,8 @@ class SandboxKind:
         for _seq, ev in sorted(decided.items()):
             text = narration.finding_text(ev, self.lang)
             said[text] = said.get(text, 0) + 1
-        evidence = [text if n == 1 else f"{text} (×{n})" for text, n in said.items()]
+        times = "{}（×{}）" if self.lang == "zh" else "{} (×{})"
+        evidence = [text if n == 1 else times.format(text, n) for text, n in said.items()]
         return {"id": pid, "step": pos, "question": p.question, "choices": choices,
                 "evidence": evidence[:MAX_EVIDENCE], "more_evidence": max(0, len(evidence) - MAX_EVIDENCE)}
 
