@@ -1558,6 +1558,8 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
                 f"set up __transaction_state ({n} partition(s))")
     if c == "elect_preferred_leaders":
         return "选举首选 leader" if zh else "elect preferred leaders"
+    if c == "replay_to":                        # lesson 16: a recorded client session, phase by phase
+        return f"重放记录的会话，直到“{cmd.get('mark')}”" if zh else f"replay the recorded session to “{cmd.get('mark')}”"
     if c == "heal_all":
         return "修复所有链路" if zh else "heal all links"
     if c == "create_topic":

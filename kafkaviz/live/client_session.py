@@ -213,6 +213,8 @@ class ClientSessionSandbox(GuidedClusterSandbox):
         out["requests"] = self._requests()
         out["group"] = self._group(group_view(cluster, self.topic, self.scenario.get("group")))
         out["protocol"] = protocol_steps(cluster.events, self.lang)
+        # The record's clock is the wall-clock time it was made at: the page counts from there.
+        out["time_origin_ms"] = settings_of(self.entries)["start_ms"]
         return out
 
     def _group(self, g: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -75,7 +75,7 @@
     // On a short stage the list scrolls in a shorter box, kept at its newest step (KV.fitStage).
     const ol = h("ol", { class: "cg-protocol stage-fit", id: "cg-protocol", tabindex: "0", "data-fit-end": "", "aria-label": KV.t("cg_protocol") });
     steps.forEach(function (s) {
-      ol.appendChild(h("li", { class: "cg-step cg-k-" + s.kind, id: "cg-s-" + s.seq }, (s.time_ms / 1000).toFixed(1) + " s · " + s.text));
+      ol.appendChild(h("li", { class: "cg-step cg-k-" + s.kind, id: "cg-s-" + s.seq }, KV.secs(s.time_ms, 1) + " · " + s.text));
     });
     root.appendChild(t("details", { class: "cg-protocol-box", open: "" }, [h("summary", {}, KV.t("cg_protocol")), ol]));
     return root;

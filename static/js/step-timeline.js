@@ -17,7 +17,7 @@
 
   function eventItem(ev) {
     const li = KV.html("li", { class: "tl-item tl-" + ev.kind, "data-seq": ev.seq });
-    li.append(KV.html("span", { class: "tl-time" }, (ev.time_ms / 1000).toFixed(3) + " s"), " ",
+    li.append(KV.html("span", { class: "tl-time" }, KV.secs(ev.time_ms, 3)), " ",
       KV.html("span", { class: "tl-text" }, ev.text));
     return li;
   }

@@ -11,7 +11,7 @@
     li.dataset.seq = ev.seq;
     const t = document.createElement("span");
     t.className = "tl-time";
-    t.textContent = (ev.time_ms / 1000).toFixed(1) + " s";
+    t.textContent = KV.secs(ev.time_ms, 1);
     const k = document.createElement("span");
     k.className = "tl-kind";
     k.textContent = ev.kind.replace(/_/g, " ");

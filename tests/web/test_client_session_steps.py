@@ -97,3 +97,17 @@ def test_each_member_that_is_gone_is_said_as_what_became_of_it(tmp_path):
         assert not any(status == "dead" for step in said.values() for status, _alive in step.values())
     finally:
         kind.close()
+
+
+def test_the_page_counts_the_recorded_sessions_time_from_its_start(tmp_path):
+    # The record's clock is wall-clock time (1.7e12 ms); the state names where it starts, so the
+    # page's virtual clock and timeline read seconds into the session, not "1795702382.4 s".
+    kind = make(tmp_path)
+    try:
+        kind.seek(kind.total_steps)
+        st = kind.state()
+        assert st["time_origin_ms"] > 10**12
+        assert 0 < st["clock_ms"] - st["time_origin_ms"] < 120_000
+        assert all(0 <= e["time_ms"] - st["time_origin_ms"] < 120_000 for e in kind.step_events())
+    finally:
+        kind.close()
