@@ -17,6 +17,7 @@
   // machine, a slow socket) waits for it instead of taking step 0 of 0 for the end.
   let run = null;
   let playing = null, sentAt = -1;
+  let openedAtEnd = false;
 
   function press(id) {
     const btn = $(id);
@@ -93,9 +94,12 @@
     const next = $("next-step");
     if (next) {
       const n = st.steps[st.step];
-      // At the end (a lesson finished, or opened again later, or in the other language: the
-      // run is kept) the disabled Step is explained where the learner reads, not only in its title.
-      const ended = !n && st.total > 0 && st.step >= st.total;
+      // A page that opens at the run's end (a lesson finished earlier, or the other language's
+      // page: the run is kept) says where the learner reads why Step is off, not only in its
+      // title. A learner who steps to the end saw it come: no line is added under the picture.
+      if (frame.snapshot || frame.reset) openedAtEnd = !n && st.total > 0 && st.step >= st.total;
+      else if (n) openedAtEnd = false;
+      const ended = openedAtEnd && !n;
       next.classList.toggle("run-end", ended);
       next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : ended ? KV.t("run_end_hint") : "";
     }

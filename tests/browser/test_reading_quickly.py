@@ -68,8 +68,8 @@ def test_one_tab_walks_every_lesson_in_order_and_each_gets_a_sandbox(one_session
 
 
 def test_a_lesson_opened_again_at_its_end_says_why_step_is_off(one_session, tight_server):
-    # The run is kept (a revisit, the language switch): at its end Step is off, and the step's
-    # box says so in words, at both widths.
+    # The run is kept (a revisit, the language switch): a page that opens at its end has Step
+    # off, and the step's box says so in words, at both widths.
     page = one_session.new_page()
     try:
         page.goto(f"{tight_server}/lessons/topics-partitions-offsets/")
@@ -87,6 +87,10 @@ def test_a_lesson_opened_again_at_its_end_says_why_step_is_off(one_session, tigh
         page.keyboard.press("Home")
         wait_for(page, "KV.lastFrame.state.run.step === 0")
         expect(page.locator("#next-step")).not_to_contain_text("The lesson's steps end here")
+        # A learner who walks to the end saw it come: no line is added under the picture.
+        page.keyboard.press("End")
+        wait_for(page, "KV.lastFrame.state.run.step === KV.lastFrame.state.run.total", timeout_s=20)
+        expect(page.locator("#next-step")).to_be_empty()
     finally:
         page.close()
 
