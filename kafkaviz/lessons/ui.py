@@ -194,6 +194,7 @@ def ui_strings() -> dict[str, str]:
         "tw_no_leader": _("The partition has no live leader, so there is no purgatory to show."),
         "tw_head": _("Broker {broker}'s {purgatory} · the wheels' time {now} ms · cluster clock {clock} ms · {pending} waiting"),
         "full_stop": pgettext("the end of a sentence", "."),
+        "colon": pgettext("between a heading and what it names", ": "),
         "st_here": _("◀ you are here"),
         "tw_name_produce": _("produce purgatory (DelayedProduce)"),
         "tw_name_fetch": _("fetch purgatory (DelayedFetch)"),

@@ -14,6 +14,8 @@
     t.textContent = KV.secs(ev.time_ms, 1);
     const k = document.createElement("span");
     k.className = "tl-kind";
+    k.lang = "en";                 // the engine's name for the event: an identifier, said in English
+    k.translate = false;
     k.textContent = ev.kind.replace(/_/g, " ");
     const text = document.createElement("span");
     text.className = "tl-text";
