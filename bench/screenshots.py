@@ -1,4 +1,4 @@
-"""Screenshots of every lesson page, as a person would look at them: 1366×800 and 390×844,
+"""Screenshots of every lesson page, as a person would look at them: 1366×800, 1280×720 and 390×844,
 English and (where a lesson is translated) Chinese, after the first frame arrived and a few
 guided steps ran. Written to a temp dir (never committed); look at them.
 
@@ -6,7 +6,7 @@ With --walk, the first screen only (what a learner sees without scrolling) after
 step of the lesson, as <slug>.<lang>.<width>.s<step>.png: does the picture show what the
 step's sentence says?
 
-    .venv/bin/python bench/screenshots.py [--out DIR] [--steps 3] [--only slug,slug] [--lang zh] [--walk]
+    .venv/bin/python bench/screenshots.py [--out DIR] [--steps 3] [--only slug,slug] [--lang zh] [--sizes 1280x720] [--walk | --first]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_click_latency import served_browser  # noqa: E402  (one way to start daphne for benches)
 
 REPO = Path(__file__).resolve().parents[1]
-SIZES = ((1366, 800), (390, 844))
+SIZES = ((1366, 800), (1280, 720), (390, 844))
 SLICE = 1400
 
 
@@ -61,13 +61,16 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--only", default="")
     ap.add_argument("--walk", action="store_true", help="the first screen after every step")
+    ap.add_argument("--first", action="store_true", help="the first screen only (no slices), after --steps steps")
     ap.add_argument("--lang", default="", help="only this language (en, zh)")
+    ap.add_argument("--sizes", default="", help="only these sizes, e.g. 1280x720,390x844")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="kafkaviz-shots-"))
     out.mkdir(parents=True, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
     with served_browser("kafkaviz-shots-") as (url, browser):
-        for width, height in SIZES:
+        sizes = [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")] if args.sizes else SIZES
+        for width, height in sizes:
             ctx = browser.new_context(viewport={"width": width, "height": height}, reduced_motion="reduce")
             page = ctx.new_page()
             for slug, lang in pages():
@@ -87,6 +90,9 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001 - a page without a sandbox still gets its shot
                     print(f"  {slug} {lang} {width}: {type(exc).__name__}")
                 time.sleep(0.5)
+                if args.first:
+                    page.screenshot(path=str(out / f"{slug}.{lang}.{width}.first.png"))
+                    continue
                 overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
                 height = page.evaluate("document.documentElement.scrollHeight")
                 # Slices a viewer can show at full size (a 390 px page is ~6,000 px tall).

@@ -20,6 +20,7 @@ of each item of a list, come from the language's table of clauses (``_CLAUSES``)
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping
@@ -1148,6 +1149,58 @@ def _leader_or_none(leader: int, zh: bool) -> str:
     return f"leader {leader}"
 
 
+# Why a quorum node changed state or refused a vote (engine/kraft/node.py writes these in
+# English): the same reason in Chinese, a nested one ("pre-vote lost (election timeout)") said
+# whole. Anything not listed is shown as the engine wrote it.
+_RAFT_REASONS_ZH: tuple[tuple[str, str], ...] = (
+    (r"started with no quorum-state", "启动时没有 quorum-state"),
+    (r"restarted; quorum-state names the leader", "重启；quorum-state 记着 leader"),
+    (r"restarted", "重启"),
+    (r"restarted as the epoch's leader", "以本 epoch 的 leader 身份重启"),
+    (r"won the election with votes from \[(.*)\]", "凭 [\\1] 的选票赢得选举"),
+    (r"epoch (-?\d+) < (-?\d+)", "epoch \\1 < \\2"),
+    (r"election timeout after resigning", "辞任后选举超时"),
+    (r"election timeout", "选举超时"),
+    (r"backoff over", "退避结束"),
+    (r"no fetch answered by leader (-?\d+) in (\d+) ms", "leader \\1 在 \\2 毫秒内没有回答拉取"),
+    (r"fetch timeout: looking for the leader again", "拉取超时：重新寻找 leader"),
+    (r"a majority of pre-votes", "得到多数预投票"),
+    (r"pre-vote lost \((.*)\); back to the last leader", "预投票失败（{0}）；回到上一个 leader"),
+    (r"pre-vote lost \((.*)\)", "预投票失败（{0}）"),
+    (r"pre-vote refused by \[(.*)\]", "被 [\\1] 拒绝预投票"),
+    (r"graceful shutdown", "正常关闭"),
+    (r"vote request from (-?\d+) at a higher epoch", "收到 \\1 在更高 epoch 的投票请求"),
+    (r"vote answer from (-?\d+)", "来自 \\1 的投票应答"),
+    (r"fetch answer from (-?\d+): (\w+)", "来自 \\1 的拉取应答：\\2"),
+    (r"(\w+) answer from (-?\d+): (\w+)", "来自 \\2 的 \\1 应答：\\3"),
+    (r"(\w+) answer from (-?\d+)", "来自 \\2 的 \\1 应答"),
+    (r"fetch answered by leader (-?\d+)", "leader \\1 回答了拉取"),
+    (r"check quorum: only \[(.*)\] fetched in (\d+) ms, a majority is (\d+)",
+     "check quorum：\\2 毫秒内只有 [\\1] 来拉取，多数是 \\3"),
+    (r"log not up to date", "日志不够新"),
+    (r"already leader in this epoch", "本 epoch 已是 leader"),
+    (r"resigned from this epoch", "已辞任本 epoch"),
+    (r"already following leader (-?\d+)", "已在跟随 leader \\1"),
+    (r"leader (-?\d+) answered my fetches", "leader \\1 回答了我的拉取"),
+    (r"voted for myself", "已投给自己"),
+    (r"voted for (-?\d+)", "已投给 \\1"),
+    (r"leader (-?\d+) is known", "已知 leader \\1"),
+    (r"(\w+) from (-?\d+)", "收到 \\2 的 \\1"),
+)
+
+
+def _raft_reason(reason: str, zh: bool) -> str:
+    if not zh or not reason:
+        return reason
+    for pattern, said in _RAFT_REASONS_ZH:
+        m = re.fullmatch(pattern, reason)
+        if m:
+            if "{0}" in said:                     # a reason inside a reason
+                return said.format(_raft_reason(m.group(1), zh))
+            return m.expand(said)
+    return reason
+
+
 # The KRaft quorum (engine/kraft/events.py): elections, the metadata log's fetches and its HW.
 RAFT_SENTENCES: dict[str, Sentence] = {
     "raft_node_started": Sentence(
@@ -1166,9 +1219,8 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         zh={"power": "{node} 停止（{how}），且断电：未刷盘的数据丢失（{lost} 个文件）",
             "plain": "{node} 停止（{how}）"}),
     "raft_state_changed": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("old_state", "state", "old_epoch", "epoch",
-                                                                   "reason")},
-                      "leader": _leader_or_none(e["leader"], w.zh)},
+        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("old_state", "state", "old_epoch", "epoch")},
+                      "reason": _raft_reason(e["reason"], w.zh), "leader": _leader_or_none(e["leader"], w.zh)},
         en="{node}: {old_state} → {state}, epoch {old_epoch} → {epoch}, {leader} ({reason})",
         zh="{node}：{old_state} → {state}，epoch {old_epoch} → {epoch}，{leader}（{reason}）"),
     "raft_quorum_state_written": Sentence(
@@ -1191,7 +1243,7 @@ RAFT_SENTENCES: dict[str, Sentence] = {
             "vote": "{node} → node {to}：请求在 epoch {epoch} 投票给我（最后偏移量 {last_offset}，epoch "
                     "{last_offset_epoch}）"}),
     "raft_vote_answered": Sentence(
-        lambda e, w: {"node": _raft_node(e), "to": e["to"], "epoch": e["epoch"], "reason": e["reason"],
+        lambda e, w: {"node": _raft_node(e), "to": e["to"], "epoch": e["epoch"], "reason": _raft_reason(e["reason"], w.zh),
                       "form": ("pre_" if e["pre_vote"] else "") + ("yes" if e["granted"] else "no")},
         en={"yes": "{node} → node {to}: vote granted for epoch {epoch}",
             "no": "{node} → node {to}: vote refused for epoch {epoch} ({reason})",
@@ -1498,7 +1550,21 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
                 ("idempotent" if cmd.get("idempotent", True) else "enable.idempotence=false"))
         return f"创建生产者 {cmd.get('name')}（{kind}）" if zh else f"create producer {cmd.get('name')} ({kind})"
     if c in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"):
-        return f"{cmd.get('name')}：{c}" if zh else f"{cmd.get('name')}: {c.replace('_', ' ')}"
+        verb = {"init_transactions": "初始化事务", "begin_transaction": "开始事务", "commit_transaction": "提交事务",
+                "abort_transaction": "中止事务"}[c]
+        return f"{cmd.get('name')}：{verb}" if zh else f"{cmd.get('name')}: {c.replace('_', ' ')}"
+    if c == "send_offsets_to_transaction":
+        return "把消费位置发送给事务" if zh else "send offsets to transaction"
+    if c == "configure_transactions":
+        n = cmd.get("transaction_state_log_num_partitions", 50)
+        return (f"设置 __transaction_state（{n} 个分区）" if zh else
+                f"set up __transaction_state ({n} partition(s))")
+    if c == "elect_preferred_leaders":
+        return "选举首选 leader" if zh else "elect preferred leaders"
+    if c == "replay_to":                        # lesson 16: a recorded client session, phase by phase
+        return f"重放记录的会话，直到“{cmd.get('mark')}”" if zh else f"replay the recorded session to “{cmd.get('mark')}”"
+    if c == "heal_all":
+        return "修复所有链路" if zh else "heal all links"
     if c == "create_topic":
         assignment = cmd.get("assignment") or []
         on = ", ".join(map(str, assignment[0])) if assignment else ""

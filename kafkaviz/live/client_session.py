@@ -209,14 +209,17 @@ class ClientSessionSandbox(GuidedClusterSandbox):
         out["requests"] = self._requests()
         out["group"] = self._group(group_view(cluster, self.topic, self.scenario.get("group")))
         out["protocol"] = protocol_steps(cluster.events, self.lang)
+        # The record's clock is the wall-clock time it was made at: the page counts from there.
+        out["time_origin_ms"] = settings_of(self.entries)["start_ms"]
         return out
 
     def _group(self, g: dict[str, Any] | None) -> dict[str, Any] | None:
         """The group as the coordinator has it, its members named by the client id they
         sent (``member-a-1015``: client id, connection) rather than the listener's
         ``wire-1015``, and each connection's member in the words of what became of it:
-        stable in the group and owning what it was assigned, closed after its LeaveGroup,
-        dead after its session timed out."""
+        stable in the group and owning what it was assigned, left (its LeaveGroup sent, its
+        connection open) or closed after its LeaveGroup, expired after its session timed out,
+        disconnected (its connection closed, the coordinator not yet told)."""
         if g is None:
             return None
         reasons: dict[str, str] = {}
@@ -235,9 +238,14 @@ class ClientSessionSandbox(GuidedClusterSandbox):
                 c.update(alive=True, member_id=m["member"], owned=list(m["partitions"]), in_group=True,
                          status="stable" if g["state"] == "Stable" else "rebalancing")
             elif c["name"] in reasons:
+                # A LeaveGroup with the connection still open is a member that left (lesson 16's
+                # max.poll.interval.ms); with it closed, one that closed. Removed for silence, it
+                # expired: the coordinator heard nothing for session.timeout.ms (a killed process
+                # and a cut cable look the same to it), never "crashed".
                 gone = reasons[c["name"]]
-                c.update(alive=gone == "leave_group", status="closed" if gone == "leave_group" else "dead",
-                         member_id=None, owned=[])
+                connected = c["status"] != "disconnected"
+                status = ("left" if connected else "closed") if gone == "leave_group" else "expired"
+                c.update(alive=gone == "leave_group", status=status, member_id=None, owned=[])
             c["name"] = names[c["name"]]
         for m in g["members"]:
             m["client"] = names.get(m["client"], m["client"])

@@ -59,8 +59,12 @@ def group_view(cluster: Any, topic: str, group: str | None = None) -> dict[str, 
         if c["group"] != name:
             continue
         alive = c["alive"] and c["status"] != "closed"
+        # Not alive: an engine consumer closed (LeaveGroup sent) or crashed (the lessons'
+        # consumer_crash); a real client's connection (status "wire") just closed: the
+        # listener cannot tell a killed process from a clean close, so it says only that.
+        gone = "closed" if c["alive"] else "disconnected" if c["status"] == "wire" else "dead"
         consumers.append({"name": cname, "alive": alive,
-                          "status": c["status"] if alive else ("closed" if c["alive"] else "dead"),
+                          "status": c["status"] if alive else gone,
                           "member_id": c["member_id"] if alive else None, "generation": c["generation"],
                           "owned": [p for t, p in (c["owned"] if alive else []) if t == topic],
                           "positions": c["positions"] if alive else {},

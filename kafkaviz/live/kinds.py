@@ -578,7 +578,14 @@ class SandboxKind:
             held, matched = evaluate(check, events, st)
             choices.append({"text": text, "happened": held})
             decided.update((ev.get("seq"), ev) for ev in matched)
-        evidence = [narration.finding_text(ev, self.lang) for _seq, ev in sorted(decided.items())]
+        # One line per sentence, in order, counted when the same thing happened again (lesson 17
+        # step 10: controller 100 loses its pre-vote twice), not the same line twice.
+        said: dict[str, int] = {}
+        for _seq, ev in sorted(decided.items()):
+            text = narration.finding_text(ev, self.lang)
+            said[text] = said.get(text, 0) + 1
+        times = "{}（×{}）" if self.lang == "zh" else "{} (×{})"
+        evidence = [text if n == 1 else times.format(text, n) for text, n in said.items()]
         return {"id": pid, "step": pos, "question": p.question, "choices": choices,
                 "evidence": evidence[:MAX_EVIDENCE], "more_evidence": max(0, len(evidence) - MAX_EVIDENCE)}
 

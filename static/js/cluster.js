@@ -239,7 +239,9 @@
 
   function draw(container, st) {
     const brokers = st.brokers || [];
-    BOX_H = st.lanes ? BOX_H_LANE : BOX_H_PLAIN;
+    // Room for a lane only once some replica has a log to draw (lesson 17's pending replicas
+    // have none: their boxes stay short, and the picture shares a phone's first screen).
+    BOX_H = (st.lanes || []).some(function (l) { return l.alive || l.records; }) ? BOX_H_LANE : BOX_H_PLAIN;
     W = Math.max(320, Math.min(980, container.clientWidth || 560));
     // Room above the boxes for a second badge when the controller's broker also coordinates.
     TOP = brokers.some(function (b) { return b.controller && coordinates(st, b.id); }) ? 62 : 36;
@@ -248,7 +250,9 @@
     const pos = layout(brokers.length, ctls.map(function (c) { return c.node; }));
     const rows = Math.ceil(brokers.length / perRow);
     const svg = KV.keep(container, "cl-svg", function () {
-      const s = el("svg", { class: "cl-svg", role: "img", "aria-labelledby": "cl-title cl-desc" });
+      // A phone's stage may scale the picture to 85 % to fit a long sentence above it (KV.fitStage):
+      // its small print is drawn at 10.5 px, so no further.
+      const s = el("svg", { class: "cl-svg stage-fit", "data-fit-min": "0.85", role: "img", "aria-labelledby": "cl-title cl-desc" });
       s.append(el("title", { id: "cl-title" }, ""), el("desc", { id: "cl-desc" }, ""));
       const defs = el("defs");
       const m = el("marker", { id: "cl-head", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" });

@@ -16,7 +16,8 @@
   }
 
   function segments(list, prefix, point, title) {
-    const col = t("div", { class: "cp-col", id: prefix }, [h("h3", { class: "cp-col-title" }, title)]);
+    const col = t("div", { class: "cp-col stage-fit", id: prefix, tabindex: "0", role: "region", "aria-label": title }, [   // scrolls on a short stage (KV.fitStage)
+     h("h3", { class: "cp-col-title" }, title)]);
     if (!list) { col.appendChild(h("p", { class: "note" }, KV.t("cp_no_pass"))); return col; }
     list.forEach(function (s) {
       const body = h("div", { class: "cp-recs" });

@@ -37,6 +37,9 @@
     g.consumers.forEach(function (c) {
       let what;
       if (c.status === "closed") what = KV.t("cg_closed");
+      else if (c.status === "left") what = KV.t("cg_left");
+      else if (c.status === "expired") what = KV.t("cg_expired");
+      else if (c.status === "disconnected") what = KV.t("cg_disconnected");
       else if (!c.alive) what = KV.t("cg_dead");
       else if (c.status !== "stable") what = KV.t("cg_joining", { status: c.status });
       else if (!c.owned.length) what = KV.t("cg_idle");
@@ -72,7 +75,7 @@
     // On a short stage the list scrolls in a shorter box, kept at its newest step (KV.fitStage).
     const ol = h("ol", { class: "cg-protocol stage-fit", id: "cg-protocol", tabindex: "0", "data-fit-end": "", "aria-label": KV.t("cg_protocol") });
     steps.forEach(function (s) {
-      ol.appendChild(h("li", { class: "cg-step cg-k-" + s.kind, id: "cg-s-" + s.seq }, (s.time_ms / 1000).toFixed(1) + " s · " + s.text));
+      ol.appendChild(h("li", { class: "cg-step cg-k-" + s.kind, id: "cg-s-" + s.seq }, KV.secs(s.time_ms, 1) + " · " + s.text));
     });
     root.appendChild(t("details", { class: "cg-protocol-box", open: "" }, [h("summary", {}, KV.t("cg_protocol")), ol]));
     return root;

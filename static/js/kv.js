@@ -183,30 +183,58 @@
     return false;
   };
 
-  // The stage's main picture fits the first screen of a wide window (issue 17): after each
-  // frame, a picture that runs past the window's bottom gives up the excess -- an SVG marked
-  // .stage-fit scales down (to no less than 60 % of its drawn size, its text stays
-  // readable), a list or table marked .stage-fit scrolls in a shorter box (never under
-  // 4.5 em). A phone keeps every size and scrolls the page instead. It runs
-  // as the stage's last diagram, so it measures what the stage's diagrams just drew.
+  // The stage's main picture fits the first screen (issue 17), at 1366×800, 1280×720 and on a
+  // phone: after each frame, a picture that runs past the window's bottom gives up the
+  // excess -- an SVG marked .stage-fit scales down (to no less than 60 % of the size it is
+  // drawn at full scale, so its text stays readable), a list or table marked .stage-fit
+  // scrolls in a shorter box (never under 4.5 em, 3.5 em on a phone). It runs as the stage's
+  // last diagram, so it measures what the stage's diagrams just drew.
   // The main picture: the stage's first diagram, or the part of it marked data-stage-main.
   KV.stageMain = function () {
     const d = document.querySelector("#stage .stage-slot-1 [data-diagram]");
     return d && (d.querySelector("[data-stage-main]") || d);
   };
+  // What must be on the first screen: the main picture and, where the stage names them
+  // (#stage[data-stage-also], a selector: lesson 13's lag rows), the parts the step's sentence
+  // speaks about beside it.
+  function stageAlso() {
+    const stage = document.getElementById("stage"), sel = stage && stage.getAttribute("data-stage-also");
+    return sel ? Array.prototype.slice.call(stage.querySelectorAll(sel)) : [];
+  }
+  KV.stageBottom = function () {
+    const main = KV.stageMain();
+    if (!main) return 0;
+    let bottom = main.getBoundingClientRect().bottom;
+    stageAlso().forEach(function (n) {
+      if (n.getClientRects().length) bottom = Math.max(bottom, n.getBoundingClientRect().bottom);
+    });
+    return bottom + window.scrollY;
+  };
+  // An SVG's scale now (drawn width over its viewBox's): its floor is 60 % of full scale, or
+  // what its data-fit-min says (a picture whose small print is already small).
+  function svgFloor(p, h) {
+    const vb = p.viewBox && p.viewBox.baseVal, w = p.getBoundingClientRect().width;
+    const scale = vb && vb.width && w ? w / vb.width : 1;
+    const min = Math.max(0.6, Number(p.getAttribute("data-fit-min")) || 0);
+    return Math.min(h, h * min / Math.max(scale, min));
+  }
   function fitStage() {
     const main = KV.stageMain();
     if (!main) return;
-    const parts = Array.prototype.slice.call(main.querySelectorAll(".stage-fit"));
+    const stage = document.getElementById("stage");
+    const also = stageAlso();
+    const parts = Array.prototype.slice.call(stage.querySelectorAll(".stage-fit")).filter(function (p) {
+      return main.contains(p) || also.some(function (a) { return a.contains(p); });
+    });
     const kept = parts.map(function (p) { return p.scrollTop; });
     parts.forEach(function (p) { p.style.maxHeight = ""; });
-    if (window.innerWidth < 1000 || !parts.length) return;
-    const over = function () { return main.getBoundingClientRect().bottom + window.scrollY - window.innerHeight + 8; };
+    if (!parts.length) return;
+    const over = function () { return KV.stageBottom() - window.innerHeight + 8; };
     if (over() <= 0) return;
-    const em = parseFloat(getComputedStyle(main).fontSize) || 16;
+    const em = parseFloat(getComputedStyle(main).fontSize) || 16, phone = window.innerWidth < 600;
     const tall = parts.map(function (p) {
       const h = p.getBoundingClientRect().height;
-      return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? h * 0.6 : Math.min(h, 4.5 * em) };
+      return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? svgFloor(p, h) : Math.min(h, (phone ? 3.5 : 4.5) * em) };
     });
     // Every part gives up the same share of what it can (parts side by side shrink together):
     // the largest share f in [0, 1] kept (1: its drawn size) that fits, by bisection.
@@ -226,10 +254,50 @@
     parts.forEach(function (p, i) { p.scrollTop = p.hasAttribute("data-fit-end") ? p.scrollHeight : kept[i]; });
   }
   KV.fitStage = fitStage;
+  // On a phone, parts of the main picture marked data-stage-tab (siblings) share one place:
+  // a row of buttons above them picks which one shows, and a step that changes one of them
+  // shows it (the part the step's sentence speaks about). Wider windows show them all (the
+  // buttons are hidden by CSS). A button's name is its part's label (or heading).
+  function stageTabs() {
+    const groups = new Map();
+    document.querySelectorAll("#stage [data-stage-tab]").forEach(function (p) {
+      if (!groups.has(p.parentNode)) groups.set(p.parentNode, []);
+      groups.get(p.parentNode).push(p);
+    });
+    groups.forEach(function (panels, parent) {
+      let bar = parent.querySelector(":scope > .stage-tabs");
+      const pick = function (chosen) {
+        panels.forEach(function (p, i) {
+          p.toggleAttribute("data-tab-off", p !== chosen);
+          bar.children[i].setAttribute("aria-pressed", String(p === chosen));
+        });
+      };
+      if (!bar) {
+        bar = KV.html("div", { class: "stage-tabs", role: "group" });
+        panels.forEach(function (p) {
+          const head = p.querySelector("h2, h3, h4");
+          const b = KV.html("button", { type: "button", class: "secondary stage-tab", "aria-pressed": "false" },
+            p.getAttribute("aria-label") || (head ? head.textContent : ""));
+          b.addEventListener("click", function () { pick(p); fitStage(); });
+          bar.append(b);
+        });
+        parent.insertBefore(bar, panels[0]);
+        pick(panels[0]);
+      }
+      const changed = panels.filter(function (p) {
+        const was = p._kvTabText, now = p.textContent;
+        p._kvTabText = now;
+        return was !== undefined && was !== now;
+      });
+      if (changed.length) pick(changed[changed.length - 1]);
+    });
+  }
+  KV.stageTabs = stageTabs;
   // Refit whenever the step's sentence or the picture changes size (the sentence is written
   // after the diagrams draw); the observer runs after layout and before paint, so a picture
   // is never seen past the window's bottom. Fitting twice gives the same sizes: no loop.
   KV.register("stage-fit", { update: function () {
+    stageTabs();
     fitStage();
     if (KV.stageFitWatch || !window.ResizeObserver) return;
     // The diagram's own element (it stays while a diagram redraws what is inside it).

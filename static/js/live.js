@@ -6,6 +6,11 @@
   "use strict";
   const KV = window.KV;
   KV.lastFrame = null;
+  // Virtual time as the page shows it: seconds since the run's origin. Every engine run starts
+  // its clock at 0 except lesson 16's, which replays a client session recorded at wall-clock
+  // time (its state names that start, time_origin_ms): "1795702382.4 s" told a learner nothing.
+  KV.timeOrigin = 0;
+  KV.secs = function (ms, digits) { return ((ms - KV.timeOrigin) / 1000).toFixed(digits) + " s"; };
   const $ = function (id) { return document.getElementById(id); };
 
   function announce(text) {
@@ -118,8 +123,9 @@
   function onFrame(frame) {
     frame = withStepEvents(frame);
     const state = frame.state || {};
+    KV.timeOrigin = typeof state.time_origin_ms === "number" ? state.time_origin_ms : 0;
     const clock = $("clock");
-    if (clock && typeof state.clock_ms === "number") clock.textContent = (state.clock_ms / 1000).toFixed(1) + " s";
+    if (clock && typeof state.clock_ms === "number") clock.textContent = KV.secs(state.clock_ms, 1);
     const nodes = Array.prototype.slice.call(document.querySelectorAll("[data-diagram]")), stage = $("stage");
     const onStage = function (n) { return !stage || stage.contains(n); };
     draw(nodes.filter(onStage), frame);

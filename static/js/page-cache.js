@@ -21,12 +21,13 @@
         h("span", { class: "pc-key sendfile", text: KV.t("pc_key_sendfile") }),
       ]),
       h("div", { class: "pc-pages", id: "pc-pages", role: "list", "aria-label": KV.t("pc_pages_label") }),
-      h("table", { class: "pc-files" }, [
+      // The files scroll under their column heads on a short stage (KV.fitStage).
+      h("div", { class: "pc-files-box stage-fit", tabindex: "0", role: "region", "aria-label": KV.t("pc_files_caption") }, [h("table", { class: "pc-files" }, [
         h("caption", { text: KV.t("pc_files_caption") }),
         h("thead", {}, [h("tr", {}, [h("th", { scope: "col", text: KV.t("pc_col_file") }), h("th", { scope: "col", text: KV.t("pc_col_size") }),
           h("th", { scope: "col", text: KV.t("pc_on_disk") }), h("th", { scope: "col", text: KV.t("pc_cache_only") })])]),
         h("tbody", { id: "pc-file-rows" }),
-      ]),
+      ])]),
       h("div", { class: "pc-report stage-fit", id: "pc-report", tabindex: "0", "aria-live": "polite" }),   // may scroll on a short stage (KV.fitStage)
       h("p", { class: "pc-fetch", id: "pc-fetch" }),
     ]));

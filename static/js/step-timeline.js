@@ -17,7 +17,7 @@
 
   function eventItem(ev) {
     const li = KV.html("li", { class: "tl-item tl-" + ev.kind, "data-seq": ev.seq });
-    li.append(KV.html("span", { class: "tl-time" }, (ev.time_ms / 1000).toFixed(3) + " s"), " ",
+    li.append(KV.html("span", { class: "tl-time" }, KV.secs(ev.time_ms, 3)), " ",
       KV.html("span", { class: "tl-text" }, ev.text));
     return li;
   }
@@ -35,7 +35,7 @@
     for (let i = groups.length - 1; i >= 0; i--) {
       const sec = KV.html("section", { class: "st-step" + (i === run.step ? " current" : ""), "data-step": i });
       const info = i > 0 ? (run.steps || [])[i - 1] : null;
-      sec.append(KV.html("h3", { "data-here": KV.t("st_here") }, i === 0 ? KV.t("start") : KV.t("step_of", { step: i, total: run.total }) + ": " + (info ? info.label : "")));
+      sec.append(KV.html("h3", { "data-here": KV.t("st_here") }, i === 0 ? KV.t("start") : KV.t("step_of", { step: i, total: run.total }) + KV.t("colon") + (info ? info.label : "")));
       const ol = KV.html("ol", { class: "timeline st-events" });
       let folded = 0;
       groups[i].forEach(function (ev) { if (FOLD[ev.kind]) folded++; else ol.append(eventItem(ev)); });
@@ -74,7 +74,7 @@
       if (!frame.snapshot && (frame.events || []).length && KV.announce) {
         const cur = (run.steps || [])[run.step - 1];
         if (rewound) KV.announce(KV.t("back_to", { step: run.step }));
-        else if (cur) KV.announce(KV.t("step_of", { step: run.step, total: run.total }) + ": " + cur.label + ". " + (run.happened || []).join(". "));
+        else if (cur) KV.announce(KV.t("step_of", { step: run.step, total: run.total }) + KV.t("colon") + cur.label + KV.t("full_stop") + " " + (run.happened || []).join(KV.t("full_stop") + " "));
       }
     },
   });

@@ -17,6 +17,7 @@
   // machine, a slow socket) waits for it instead of taking step 0 of 0 for the end.
   let run = null;
   let playing = null, sentAt = -1;
+  let openedAtEnd = false;
 
   function press(id) {
     const btn = $(id);
@@ -75,6 +76,10 @@
     KV.setDisabled($("step-button"), st.step >= st.total, KV.t("at_end"));
     const cur = st.step > 0 ? st.steps[st.step - 1] : null;
     const say = $("step-say");
+    // A new step's sentence is read from its start ("Step n of N — ..."), even where the
+    // narration is a scroll box the learner scrolled down in to finish the last one.
+    const box0 = $("narration");
+    if (box0 && say && say.dataset.step !== String(st.step)) { box0.scrollTop = 0; say.dataset.step = String(st.step); }
     if (say) {
       say.textContent = cur ? KV.t("step_of", { step: st.step, total: st.total }) + " — " +
         (cur.say || sentence(cur.scripted ? cur.label : KV.t("your_command") + ": " + cur.label)) : "";
@@ -89,7 +94,14 @@
     const next = $("next-step");
     if (next) {
       const n = st.steps[st.step];
-      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : "";
+      // A page that opens at the run's end (a lesson finished earlier, or the other language's
+      // page: the run is kept) says where the learner reads why Step is off, not only in its
+      // title. A learner who steps to the end saw it come: no line is added under the picture.
+      if (frame.snapshot || frame.reset) openedAtEnd = !n && st.total > 0 && st.step >= st.total;
+      else if (n) openedAtEnd = false;
+      const ended = openedAtEnd && !n;
+      next.classList.toggle("run-end", ended);
+      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : ended ? KV.t("run_end_hint") : "";
     }
     if (st.step >= st.total && playing) setPlaying(false);
   }

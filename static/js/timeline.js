@@ -11,9 +11,11 @@
     li.dataset.seq = ev.seq;
     const t = document.createElement("span");
     t.className = "tl-time";
-    t.textContent = (ev.time_ms / 1000).toFixed(1) + " s";
+    t.textContent = KV.secs(ev.time_ms, 1);
     const k = document.createElement("span");
     k.className = "tl-kind";
+    k.lang = "en";                 // the engine's name for the event: an identifier, said in English
+    k.translate = false;
     k.textContent = ev.kind.replace(/_/g, " ");
     const text = document.createElement("span");
     text.className = "tl-text";

@@ -78,3 +78,36 @@ def test_export_and_import_keep_the_step_and_a_tampered_run_changes_nothing(tmp_
     finally:
         kind.close()
         other.close()
+
+
+def test_each_member_that_is_gone_is_said_as_what_became_of_it(tmp_path):
+    # The group box names each real client's member by what happened to it, never "crashed":
+    # member-b closes and sends LeaveGroup (step 7); kcat's process is killed and the
+    # coordinator removes it after session.timeout.ms (step 8); member-c stops polling and
+    # leaves the group itself, its connection still open (step 9).
+    kind = make(tmp_path)
+    try:
+        said = {}
+        for n in (7, 8, 9):
+            kind.seek(n)
+            said[n] = {c["name"].rsplit("-", 1)[0]: (c["status"], c["alive"]) for c in kind.kind_state()["group"]["consumers"]}
+        assert said[7]["member-b"] == ("closed", True)
+        assert said[8]["member-k"] == ("expired", False)
+        assert said[9]["member-c"] == ("left", True) and said[9]["member-a"] == ("stable", True)
+        assert not any(status == "dead" for step in said.values() for status, _alive in step.values())
+    finally:
+        kind.close()
+
+
+def test_the_page_counts_the_recorded_sessions_time_from_its_start(tmp_path):
+    # The record's clock is wall-clock time (1.7e12 ms); the state names where it starts, so the
+    # page's virtual clock and timeline read seconds into the session, not "1795702382.4 s".
+    kind = make(tmp_path)
+    try:
+        kind.seek(kind.total_steps)
+        st = kind.state()
+        assert st["time_origin_ms"] > 10**12
+        assert 0 < st["clock_ms"] - st["time_origin_ms"] < 120_000
+        assert all(0 <= e["time_ms"] - st["time_origin_ms"] < 120_000 for e in kind.step_events())
+    finally:
+        kind.close()

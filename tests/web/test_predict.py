@@ -254,3 +254,43 @@ def test_the_outcome_is_worked_out_once_per_step(tmp_path, monkeypatch):
     monkeypatch.setattr(kind, "step_events", no_reread)
     monkeypatch.setattr(kind, "run_state", lambda: {})     # it narrates from step_events too
     assert kind.state()["prediction"]["outcome"] is first
+
+
+# ---- every outcome says why -------------------------------------------------------------------
+
+def _predicting_runs():
+    from kafkaviz.lessons.catalogue import LESSONS
+    out = []
+    for lesson in LESSONS:
+        content = load_content(lesson.slug)
+        if content is None or not content.kind or not content.predictions:
+            continue
+        if content.kind == "replication":
+            out += [(lesson.slug, name, rule) for name in content.scenario["choices"]
+                    for rule in (content.scenario.get("truncations") or ["epoch"])]
+        else:
+            out.append((lesson.slug, None, None))
+    return out
+
+
+@pytest.mark.parametrize("slug, scenario, truncation", _predicting_runs())
+def test_every_outcome_names_the_events_that_decided_it(tmp_path, slug, scenario, truncation):
+    # A choice whose check is only an absence ("nobody leads", "nothing happens") would leave
+    # the page's "decided by these events" list empty: each names the events that show why,
+    # each sentence once (an event repeated is counted, not listed twice).
+    from kafkaviz.live.kinds import get_kind
+
+    lesson = load_content(slug)
+    kind = get_kind(lesson.kind)(tmp_path / "box", seed=1, limits=Limits(1000, 10**8), lesson=lesson)
+    if isinstance(kind, ReplicationSandbox):
+        kind.load(scenario, truncation)
+    try:
+        while kind.position < kind.total_steps:
+            kind.step()
+            out = (kind.state()["prediction"] or {}).get("outcome")
+            if out and out["step"] == kind.position:
+                where = f"{slug} {scenario or ''} step {out['step']}"
+                assert out["evidence"], f"{where}: '{out['question']}' is decided by no event"
+                assert len(set(out["evidence"])) == len(out["evidence"]), where
+    finally:
+        kind.close()

@@ -22,6 +22,7 @@ TECH_TERMS = {
     "deleted", "index", "timeindex", "txnindex", "consumer_offsets", "fetch#F@O",
     "retention.bytes", "batch.size", "flush.messages", "flush.ms", "index.interval.bytes", "transactional.id",
     "replica.fetch.wait.max.ms", "min.cleanable.dirty.ratio", "cleaner-offset-checkpoint",
+    "LeaveGroup", "session.timeout.ms",
 }
 # Keys whose Chinese text is rightly the English one: nothing in them but technical terms.
 SAME_IN_CHINESE = {"broker_n", "hw_broker", "leader", "follower", "epoch", "tl_epoch", "tl_no_seq",
