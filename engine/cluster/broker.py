@@ -20,6 +20,7 @@ point in the checkpoint, and the HW comes back from replication-offset-checkpoin
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 from engine.config import LogConfig
@@ -29,6 +30,7 @@ from engine.timer import DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
 from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
+from .fetch_session import DEFAULT_EVICTION_MS, FetchSessionCache
 from .host import ClusterHost
 from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
@@ -87,6 +89,12 @@ class Broker:
                             events=self.events if self.cluster.config.timer_events else None)
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", timer)
         self.fetch_timer_driver = TimerDriver(timer, self.scheduler, f"broker-{self.id} fetch purgatory")
+        # KIP-227 incremental fetch sessions live in the broker's memory and die with it. Their
+        # ids come from a generator of their own (seeded by the run's seed, this broker and its
+        # incarnation), so serving sessions never moves the cluster's other random draws.
+        self.fetch_sessions = FetchSessionCache(
+            self.cluster.config.max_incremental_fetch_session_cache_slots, DEFAULT_EVICTION_MS,
+            random.Random(f"fetch-sessions:{getattr(self.cluster, 'seed', 0)}:{self.id}:{self.incarnation}"))
 
     # ---- shortcuts ----------------------------------------------------------------
     @property
