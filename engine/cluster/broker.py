@@ -32,7 +32,7 @@ from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properti
 from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, FetchParked, LogsLoaded
 from .fetch_session import DEFAULT_EVICTION_MS, FetchSessionCache, new_context
 from .host import ClusterHost
-from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchResponse, LeaderAndIsr,
+from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
                       OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse,
                       SessionFetchRequest, SessionFetchResponse)
 from .partition import Partition
@@ -336,7 +336,17 @@ class Broker:
     # ---- network endpoint --------------------------------------------------------------
     def receive(self, src: int, msg: Any) -> None:
         t = type(msg)
-        if t is SessionFetchRequest:
+        if t is FetchRequest:
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.handle_fetch(src, msg)
+                return
+        elif t is FetchResponse:
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.fetcher.on_fetch_response(msg)
+            return
+        elif t is SessionFetchRequest:
             self.handle_session_fetch(src, msg)
             return
         elif t is SessionFetchResponse:
@@ -417,7 +427,18 @@ class Broker:
         self.send(src, SessionFetchResponse(self.id, error, session_id, tuple(out), req.request, has_records))
 
     def _receive(self, src: int, msg: Any) -> None:
-        if isinstance(msg, OffsetsForLeaderEpochRequest):
+        if isinstance(msg, FetchRequest):
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is None:
+                self.send(src, FetchResponse(self.id, msg.topic, msg.partition, msg.fetch_offset, b"", 0, 0, 0, -1,
+                                             "NOT_LEADER_OR_FOLLOWER", msg.session))
+            else:
+                part.handle_fetch(src, msg)
+        elif isinstance(msg, FetchResponse):
+            part = self.partitions.get((msg.topic, msg.partition))
+            if part is not None:
+                part.fetcher.on_fetch_response(msg)
+        elif isinstance(msg, OffsetsForLeaderEpochRequest):
             part = self.partitions.get((msg.topic, msg.partition))
             if part is None:
                 self.send(src, OffsetsForLeaderEpochResponse(self.id, msg.topic, msg.partition, msg.epoch, -1, -1,

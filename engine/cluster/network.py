@@ -339,7 +339,8 @@ class Network:
         scheduler = self.scheduler
         now = scheduler.clock.now_ms()
         item = (src, dst, src_inc, dst_inc, msg, now)
-        if not delay and type(msg) is SessionFetchResponse and msg.has_records and \
+        if not delay and ((type(msg) is FetchResponse and msg.records) or
+                          (type(msg) is SessionFetchResponse and msg.has_records)) and \
                 scheduler.run_soon(self._deliver_soon, item):
             # A fetch that found data, over a link without delay: delivered as soon as the task
             # that read it returns, at the same instant, without a heap entry. The one order

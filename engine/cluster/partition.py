@@ -24,7 +24,7 @@ from engine.timer import DelayedOperation
 from engine.errors import KafkaError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, RequestTimedOutError
 
 from .events import (AlterPartitionSent, BecameFollower, BecameLeader, EpochRequestAnswered, FetchAnswered,
-                     FetchDiverging, HighWatermarkChanged, LeoChanged, ProduceAppended,
+                     FetchDiverging, FetchParked, HighWatermarkChanged, LeoChanged, ProduceAppended,
                      ProduceDuplicate, ProduceFailed,
                      ProduceReceived, ProduceWaiting, RemoteLeoUpdated)
 from .host import ReplicaHost
@@ -69,6 +69,32 @@ class RemoteReplica:
     last_fetch_ms: int = 0
     last_fetch_leader_leo: int = 0
     last_caught_up_ms: int = 0
+
+
+class DelayedFetch(DelayedOperation):
+    """A follower fetch that found nothing new, waiting in the broker's fetch purgatory (Kafka's
+    ``DelayedFetch``) on its own timing wheel: completed when the leader's log end passes the
+    fetch offset or its HW moves (checked when the leader appends and when the HW moves), when
+    this replica stops leading (NOT_LEADER_OR_FOLLOWER), or at ``max_wait_ms`` with what there is."""
+
+    def __init__(self, partition: "Partition", src: int, request: FetchRequest, parked_ms: int) -> None:
+        super().__init__(request.max_wait_ms, name=f"fetch#{request.replica_id}@{request.fetch_offset}")
+        self.partition = partition
+        self.src = src
+        self.request = request
+        self.parked_ms = parked_ms
+        self.hw_at_park = partition.hw
+        self.leader_epoch = partition.leader_epoch
+
+    def try_complete(self) -> bool:
+        p = self.partition
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.leo > self.request.fetch_offset \
+                or p.hw != self.hw_at_park:
+            return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        self.partition.complete_fetch(self)
 
 
 class DelayedProduce(DelayedOperation):
@@ -302,6 +328,106 @@ class Partition:
             return "UNKNOWN_LEADER_EPOCH"
         return None
 
+    def handle_fetch(self, src: int, req: FetchRequest) -> None:
+        now = self.now()
+        log = self.log
+        leo = log._log_end_offset
+        error = self.error_for_epoch(req.leader_epoch)
+        if error is None and req.replica_id not in self.remotes:
+            error = "NOT_LEADER_OR_FOLLOWER"
+        if error is None and req.last_fetched_epoch >= 0:
+            error = self.check_last_fetched_epoch(src, req)
+            if error == "":
+                return   # answered with DivergingEpoch
+        fetch_offset = req.fetch_offset
+        if error is None and not (log.log_start_offset <= fetch_offset <= leo):
+            error = "OFFSET_OUT_OF_RANGE"
+        if error is not None:
+            self.respond_fetch(src, req, b"", (), self.hw, error, 0)
+            return
+        # Capture what goes in the response *before* this fetch moves the remote LEO (§5.1).
+        hw_before = log.high_watermark
+        r = self.remotes[req.replica_id]
+        old = r.leo
+        # lastCaughtUpTime (§5.2)
+        if fetch_offset >= leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, now)
+        elif fetch_offset >= r.last_fetch_leader_leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
+        r.leo = fetch_offset
+        r.last_fetch_ms = now
+        r.last_fetch_leader_leo = leo
+        if old != fetch_offset:
+            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
+                             fetch_offset, r.last_caught_up_ms)
+        if r.broker not in self.isr and self.pending_isr is None:
+            self.maybe_expand_isr(r)
+        self.maybe_increment_hw("follower_fetch")
+        if fetch_offset < leo or req.max_wait_ms <= 0:
+            self.answer_fetch(src, req, hw_before, 0)
+            return
+        if self.broker.fetch_purgatory.try_complete_else_watch(DelayedFetch(self, src, req, now), [self.key]):
+            return
+        self.broker.fetch_timer_driver.arm()
+        self.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition, fetch_offset,
+                         req.max_wait_ms)
+
+    def check_last_fetched_epoch(self, src: int, req: FetchRequest) -> str | None:
+        """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
+        fetched epoch end here? An error name; "" when the fetch was answered with
+        DivergingEpoch (the follower's epoch is unknown here or ends below its fetch
+        offset) — then without records and without moving the follower's remote LEO;
+        None to read normally."""
+        epoch, end = self.log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch, self.leo)
+        if epoch == UNKNOWN_OFFSET or end == UNKNOWN_OFFSET:
+            return "OFFSET_OUT_OF_RANGE"      # cannot place the follower's last fetched epoch
+        if req.fetch_offset < self.log.log_start_offset:
+            return "OFFSET_OUT_OF_RANGE"
+        if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+            self.emit(FetchDiverging(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                                     req.last_fetched_epoch, epoch, end))
+            self.broker.send(src, FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, b"",
+                                                self.hw, self.log.log_start_offset, self.leo, self.leader_epoch,
+                                                None, req.session, epoch, end))
+            return ""
+        return None
+
+    def answer_fetch(self, src: int, req: FetchRequest, hw: int, waited_ms: int) -> None:
+        try:
+            info = self.log.read(req.fetch_offset, max(1, req.max_bytes), trace=False)
+        except KafkaError as exc:  # truncated under a parked fetch
+            self.respond_fetch(src, req, b"", (), self.hw, getattr(exc, "name", "UNKNOWN_SERVER_ERROR"), waited_ms)
+            return
+        self.respond_fetch(src, req, info.records, info.batches, hw, None, waited_ms)
+
+    def respond_fetch(self, src: int, req: FetchRequest, records: bytes, batches: tuple, hw: int,
+                      error: str | None, waited_ms: int) -> None:
+        if batches:
+            count = 0
+            for b in batches:
+                count += b.records_count
+            first, last = batches[0].base_offset, batches[-1].last_offset
+        else:
+            count, first, last = 0, None, None
+        log = self.log
+        leo, start = log._log_end_offset, log.log_start_offset
+        self.emit_fields(FetchAnswered, self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                         count, first, last, hw, leo, start, error, waited_ms)
+        resp = FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, bytes(records), hw,
+                             start, leo, self.leader_epoch, error, req.session)
+        self.broker.send(src, resp)
+
+    def complete_fetch(self, d: DelayedFetch) -> None:
+        """Answer a parked fetch whose wait is over: at expiry with what there is, on lost
+        leadership with NOT_LEADER_OR_FOLLOWER, else with the new data or HW."""
+        waited = self.now() - d.parked_ms
+        if self.role != "leader" or self.leader_epoch != d.leader_epoch:
+            if not d.expired:
+                self.respond_fetch(d.src, d.request, b"", (), self.hw, "NOT_LEADER_OR_FOLLOWER", waited)
+            return
+        self.answer_fetch(d.src, d.request, self.hw, waited)
+
+    # ---- leader: KIP-227 session fetches (replica.fetch.sessions) ---------------------------
     def fetch_as_leader(self, req: FetchRequest, now: int) -> tuple:
         """One partition of a follower's session fetch, as leader (Kafka's ``Partition.fetchRecords``
         for a follower): check the epoch and the follower's last fetched epoch, record its
@@ -315,7 +441,7 @@ class Partition:
         if error is None and req.replica_id not in self.remotes:
             error = "NOT_LEADER_OR_FOLLOWER"
         if error is None and req.last_fetched_epoch >= 0:
-            diverging = self.check_last_fetched_epoch(req)
+            diverging = self.diverging_for(req)
             if diverging is not None:
                 return diverging
         fetch_offset = req.fetch_offset
@@ -343,7 +469,7 @@ class Partition:
         self.maybe_increment_hw("follower_fetch")
         return ("data" if fetch_offset < leo else "wait"), hw_before
 
-    def check_last_fetched_epoch(self, req: FetchRequest) -> tuple | None:
+    def diverging_for(self, req: FetchRequest) -> tuple | None:
         """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
         fetched epoch end here? ("error", name) when it cannot be placed, ("diverging",
         (epoch, end)) when it is unknown here or ends below the fetch offset — answered then

@@ -178,7 +178,7 @@ class SourceFetcher:
                     if f is None or inflight.get(key) != f.session or f.state_name != "fetching" or f.paused:
                         discarded = True     # not applied: the leader must not think we saw it
                         continue
-                    f.on_fetch_response(row)
+                    f.apply_fetch_response(row)
                 if discarded:
                     self.handler.handle_error()
         finally:
@@ -350,7 +350,10 @@ class ReplicaFetcher:
         # A fetching partition leaves its source fetcher while it backs off (the next fetch forgets
         # it); the source fetcher itself waits the broker's follower delay before each fetch.
         self._leave_source()
-        delay = delay_ms + (self.delay_ms if self.state_name == "truncating" else 0)
+        if self.state_name == "fetching" and self.broker.cluster.config.replica_fetch_sessions:
+            delay = delay_ms        # the source fetcher waits the follower delay before each fetch
+        else:
+            delay = delay_ms + self.delay_ms
         if delay > 0:
             self.task = scheduler.schedule(delay, self.send_next, self.session, name="fetch-backoff")
         else:
@@ -379,10 +382,31 @@ class ReplicaFetcher:
         self._arm_timeout(session)
 
     def send_fetch(self) -> None:
-        """Ready to fetch: join the source fetcher of the leader (it sends when it can)."""
         if self.paused or self.leader is None:
             return
-        self.broker.source_fetcher(self.leader).want(self)
+        p = self.p
+        broker = p.broker
+        cfg = broker.cluster.config
+        if cfg.replica_fetch_sessions:
+            # KIP-227: ready to fetch; the leader's source fetcher sends when it can.
+            broker.source_fetcher(self.leader).want(self)
+            return
+        latest = p.log.leader_epoch_cache.latest_epoch
+        # LastFetchedEpoch exists from Fetch v12 on; the older protocols send none.
+        last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
+        self.session = session = self.session + 1
+        self.in_flight = True
+        leo = p.log._log_end_offset
+        broker.events.emit_fields(FetchSent, broker.id, self.leader, p.topic, p.partition, leo, last_epoch,
+                                  self.leader_epoch)
+        broker.send(self.leader, FetchRequest(broker.id, p.topic, p.partition, leo, last_epoch, self.leader_epoch,
+                                              cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes, session))
+        # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
+        scheduler = broker.scheduler
+        due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
+        self.deadline = (due, scheduler.reserve(), session)
+        if self.timer is None:
+            self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
 
     def fetch_row(self) -> FetchRequest:
         """This partition's row of the next fetch: fetch offset = LEO, and the epochs."""
@@ -470,8 +494,22 @@ class ReplicaFetcher:
         self.schedule_next(0)
 
     def on_fetch_response(self, resp: FetchResponse) -> None:
-        """This partition's row of a session fetch's answer (the source fetcher checked that it
-        answers this partition's newest fetch and that the fetcher is not paused)."""
+        """The answer to this partition's own Fetch (without sessions)."""
+        if resp.session != self.session or self.state_name != "fetching":
+            return
+        if self.paused:
+            if self.task is not None:
+                self.broker.scheduler.cancel(self.task)
+                self.task = None
+            self.deadline = None
+            self.in_flight = False
+            return   # a stuck fetcher thread: whatever was in flight is not applied
+        self.apply_fetch_response(resp)
+
+    def apply_fetch_response(self, resp: FetchResponse) -> None:
+        """Apply this partition's answer: its own Fetch's, or its row of a session fetch's answer
+        (the source fetcher checked that it answers this partition's newest fetch and that the
+        fetcher is not paused)."""
         if self.state_name != "fetching":
             return
         p = self.p

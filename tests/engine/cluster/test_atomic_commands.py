@@ -12,7 +12,7 @@ import json
 import pytest
 
 from engine.cluster.cli import main
-from engine.cluster.replica_fetcher import ReplicaFetcher, SourceFetcher
+from engine.cluster.replica_fetcher import ReplicaFetcher
 from engine.cluster.run import Run, load_command_log, run_commands
 from engine.errors import KafkaError
 
@@ -110,7 +110,7 @@ def test_a_redo_that_fails_is_rolled_back_and_stays_redoable(tmp_path, monkeypat
     end = run.event_digest()
     run.seek(len(SETUP))
     before = run.state_digest()
-    monkeypatch.setattr(SourceFetcher, "on_response", lambda self, resp: 1 / 0)
+    monkeypatch.setattr(ReplicaFetcher, "on_fetch_response", lambda self, resp: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         run.redo()
     monkeypatch.undo()

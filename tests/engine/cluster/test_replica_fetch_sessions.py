@@ -12,7 +12,7 @@ from engine.disk import Disk
 
 
 def _cluster(root, partitions: int) -> Cluster:
-    c = Cluster(Disk(root), ClusterConfig(brokers=3), seed=5)
+    c = Cluster(Disk(root), ClusterConfig(brokers=3, replica_fetch_sessions=True), seed=5)
     c.create_topic("t", partitions, 3, {"min.insync.replicas": 2}, assignment=[[0, 1, 2]] * partitions)
     c.advance(2000)
     return c
@@ -106,3 +106,26 @@ def test_a_follower_restart_opens_a_new_session_and_an_evicted_session_starts_ov
         f = c.brokers[b].fetchers[0]
         s = cache.get(f.handler.session_id)
         assert s is not None and s.epoch == f.handler.epoch + (1 if f.inflight is not None else 0)
+
+
+# ---- seeded fault schedules with sessions ---------------------------------------------------
+
+def _schedule(seed, truncation, acks, root):
+    from engine.cluster.scenarios import run_schedule
+    return run_schedule(seed, root, truncation=truncation, acks=acks, brokers=3 + seed % 5, steps=8 + seed % 13,
+                        overrides={"replica.fetch.sessions": True})
+
+
+def test_fault_schedules_with_sessions_never_lose_an_acknowledged_record(tmp_path):
+    for seed in range(150):
+        run = _schedule(seed, "epoch", "all", str(tmp_path / f"s{seed}"))
+        assert run.checker.findings == [], (seed, run.checker.findings[0])
+        assert run.checker.event_counts.get("replica_fetch_failed", 0) == 0, seed
+
+
+def test_the_same_harness_with_sessions_finds_losses_under_hw_truncation(tmp_path):
+    for seed in range(300):
+        run = _schedule(seed, "hw", "all", str(tmp_path / f"s{seed}"))
+        if any(f["kind"] == "check_acked_record_lost" for f in run.checker.findings):
+            return
+    raise AssertionError("no schedule lost an acknowledged record under truncation=hw with sessions")

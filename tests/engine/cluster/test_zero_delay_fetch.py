@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from engine.cluster.cluster import Cluster
 from engine.cluster.config import ClusterConfig
-from engine.cluster.network import SessionFetchRequest, SessionFetchResponse
+from engine.cluster.network import FetchRequest, FetchResponse
 from engine.disk import Disk
 from engine.records import iter_batches
 
@@ -42,8 +42,8 @@ def test_zero_delay_answers_are_not_heap_tasks_and_replicate_the_same_records(tm
     c0.scheduler._push = push
     assert all(c0.produce_results[i].status == "ok" for i in ids)
     through_heap = [item[4] for items in pushed for item in items]     # every delivery task's messages
-    assert [m for m in through_heap if type(m) is SessionFetchResponse and m.has_records] == []   # answers with data: soon
-    assert sum(type(m) is SessionFetchRequest for m in through_heap) >= 60     # the fetches themselves still travel
+    assert [m for m in through_heap if type(m) is FetchResponse and m.records] == []   # answers with data: soon
+    assert sum(type(m) is FetchRequest for m in through_heap) >= 60     # the fetches themselves still travel
     c1 = _cluster(tmp_path / "one", 1)
     ids1 = _produce(c1, 30)
     assert all(c1.produce_results[i].status == "ok" for i in ids1)
@@ -53,7 +53,7 @@ def test_zero_delay_answers_are_not_heap_tasks_and_replicate_the_same_records(tm
         data = {p.log.read(0, 1 << 30).records for p in logs}
         assert len(data) == 1
         assert _values(data.pop()) == [(i, f"v{i // 3}-{i % 3}".encode()) for i in range(90)]
-    assert c0.network.in_flight() == [] or all(m["api"] != "FetchResponse" or not m["message"].has_records
+    assert c0.network.in_flight() == [] or all(m["api"] != "FetchResponse" or not m["message"].records
                                                for m in c0.network.in_flight())
 
 
