@@ -380,12 +380,28 @@ class Broker:
         plan = []
         ready = req.max_wait_ms <= 0
         partitions = self.partitions
+        rid = req.replica_id
         for key, row in fctx.partitions():
             part = partitions.get(key)
             if part is None:
                 plan.append((key, None, row, "error", "NOT_LEADER_OR_FOLLOWER"))
                 ready = True
                 continue
+            if key not in data and row.last_fetched_epoch < 0:
+                # A partition the request left out (its fetch offset did not change): when the
+                # follower was and is caught up with nothing above the HW, all the bookkeeping
+                # does is note the fetch time (what fetch_as_leader would do, without its calls).
+                log = part.log
+                leo = log._log_end_offset
+                r = part.remotes.get(rid)
+                if r is not None and r.leo == row.fetch_offset == leo and leo <= log.high_watermark and \
+                        part.role == "leader" and row.leader_epoch == part.leader_epoch and rid in part.isr:
+                    if now > r.last_caught_up_ms:
+                        r.last_caught_up_ms = now
+                    r.last_fetch_ms = now
+                    r.last_fetch_leader_leo = leo
+                    plan.append((key, part, row, "wait", log.high_watermark))
+                    continue
             kind, value = part.fetch_as_leader(row, now)
             plan.append((key, part, row, kind, value))
             if kind != "wait":
@@ -404,7 +420,14 @@ class Broker:
     def answer_session_fetch(self, src: int, req: SessionFetchRequest, fctx, plan: list, waited_ms: int) -> None:
         rows = {}
         answers = {}
+        later = {}
         for key, part, row, kind, value in plan:
+            if kind == "wait" and part is not None and row.fetch_offset >= part.log._log_end_offset:
+                # Nothing to read: the session decides from the HW and log start alone whether
+                # this partition is answered; its row is built only if it is.
+                answers[key] = (0, value, part.log.log_start_offset, False, -1)
+                later[key] = (part, row, value)
+                continue
             if part is None:
                 resp = FetchResponse(self.id, key[0], key[1], row.fetch_offset, b"", 0, 0, 0, -1, value, req.request)
                 rows[key] = (None, resp, 0, None, None)
@@ -418,6 +441,9 @@ class Broker:
         out = []
         has_records = False
         for key in keep:
+            if key in later:
+                part, row, value = later[key]
+                rows[key] = (part, *part.fetch_answer(row, "wait", value, req.request))
             part, resp, count, first, last = rows[key]
             if part is not None:
                 part.emit_answered(req.replica_id, resp, count, first, last, waited_ms)

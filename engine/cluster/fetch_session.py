@@ -366,7 +366,12 @@ class FetchSessionHandler:
         self._pending = dict(wanted)
         if full:
             return self.session_id, self.epoch, dict(wanted), []
-        send = {k: p for k, p in wanted.items() if self.sent.get(k) != p}
+        sent = self.sent
+        send = {}
+        for k, p in wanted.items():
+            old = sent.get(k)
+            if old is not p and old != p:
+                send[k] = p
         forget = [k for k in self.sent if k not in wanted]
         return self.session_id, self.epoch, send, forget
 

@@ -68,6 +68,7 @@ class SourceFetcher:
         self.broker = broker
         self.leader = leader
         self.members: dict[tuple, "ReplicaFetcher"] = {}    # partitions ready to fetch, in arrival order
+        self.rows: dict[tuple, FetchRequest] = {}           # each member's row as last built
         self.handler = FetchSessionHandler()
         self.request = 0
         self.inflight: dict | None = None     # key -> the member's counter, for the fetch in flight
@@ -77,13 +78,16 @@ class SourceFetcher:
         self.timer: Any = None
 
     def want(self, f: "ReplicaFetcher") -> None:
-        self.members[f.p.key] = f
+        key = f.p.key
+        self.members[key] = f
+        self.rows.pop(key, None)          # its fetch offset or epochs may have moved: build its row again
         self.kick()
 
     def unwant(self, f: "ReplicaFetcher") -> None:
         key = f.p.key
         if self.members.get(key) is f:
             del self.members[key]
+            self.rows.pop(key, None)
 
     def kick(self) -> None:
         """Send the next fetch unless one is in flight, being answered or already scheduled."""
@@ -104,9 +108,13 @@ class SourceFetcher:
         broker = self.broker
         cfg = broker.cluster.config
         wanted = {}
+        rows = self.rows
         for key, f in self.members.items():
             if not f.paused:
-                wanted[key] = f.fetch_row()
+                row = rows.get(key)
+                if row is None:
+                    row = rows[key] = f.fetch_row()
+                wanted[key] = row
         if not wanted:
             return
         session_id, epoch, send, forget = self.handler.build(wanted)
@@ -195,6 +203,7 @@ class SourceFetcher:
         self.deadline = None
         self.inflight = None
         self.members = {}
+        self.rows = {}
 
     def state(self) -> dict:
         return {"leader": self.leader, "session_id": self.handler.session_id, "session_epoch": self.handler.epoch,
