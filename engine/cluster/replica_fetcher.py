@@ -351,16 +351,18 @@ class ReplicaFetcher:
                                                    self.on_timeout, session, name="fetch-timeout")
 
     def schedule_next(self, delay_ms: int) -> None:
-        scheduler = self.p.broker.scheduler
+        broker = self.p.broker
+        scheduler = broker.scheduler
         if self.task is not None:
             scheduler.cancel(self.task)
         self.deadline = None
         self.in_flight = False
-        # A fetching partition leaves its source fetcher while it backs off (the next fetch forgets
-        # it); the source fetcher itself waits the broker's follower delay before each fetch.
-        self._leave_source()
-        if self.state_name == "fetching" and self.broker.cluster.config.replica_fetch_sessions:
-            delay = delay_ms        # the source fetcher waits the follower delay before each fetch
+        if broker.fetchers:
+            # Sessions: a fetching partition leaves its source fetcher while it backs off (the next
+            # fetch forgets it); the source fetcher itself waits the follower delay before each fetch.
+            self._leave_source()
+        if self.state_name == "fetching" and broker.cluster.config.replica_fetch_sessions:
+            delay = delay_ms
         else:
             delay = delay_ms + self.delay_ms
         if delay > 0:
