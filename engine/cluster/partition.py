@@ -4,11 +4,12 @@ As leader it keeps a :class:`RemoteReplica` per follower (remote LEO, last fetch
 the leader's LEO at that fetch, ``lastCaughtUpTimeMs``), answers Fetch and
 OffsetsForLeaderEpoch requests, moves the high watermark to the lowest LEO in the
 (maximal) ISR (reference §5.3, with the KAFKA-15583 min-ISR guard), proposes ISR
-shrinks/expansions to the controller (AlterPartition), and parks acks=all produces
-(DelayedProduce, §8.2). A follower's fetch arrives as one KIP-227 session fetch for every
-partition it follows on this broker (broker.py ``handle_session_fetch``); each partition's part
-of it is :meth:`Partition.fetch_as_leader` and :meth:`Partition.fetch_answer`, and a session
-fetch with nothing new anywhere waits in the fetch purgatory (broker.py ``DelayedSessionFetch``). As follower it hands the
+shrinks/expansions to the controller (AlterPartition), parks fetches with nothing new
+(DelayedFetch) and acks=all produces (DelayedProduce, §8.2). With ``replica.fetch.sessions`` a
+follower's fetch arrives instead as one KIP-227 session fetch for every partition it follows on
+this broker (broker.py ``handle_session_fetch``); each partition's part of it is
+:meth:`Partition.fetch_as_leader` and :meth:`Partition.fetch_answer`, and a session fetch with
+nothing new anywhere waits in the fetch purgatory (broker.py ``DelayedSessionFetch``). As follower it hands the
 work to its :class:`~engine.cluster.replica_fetcher.ReplicaFetcher`.
 
 The HW placed in a fetch response is captured *before* the fetch moves the follower's
