@@ -72,11 +72,12 @@ except ImportError:  # pragma: no cover - reported in the output
     Producer = None
 
 
-def rf3_seconds(requests: int, partitions: int = 1) -> float:
+def rf3_seconds(requests: int, partitions: int = 1, sessions: bool = False) -> float:
     """Seconds for ``requests`` acks=all batches through a fresh 3-broker cluster (setup untimed),
-    round-robin over ``partitions`` partitions all led by broker 0."""
+    round-robin over ``partitions`` partitions all led by broker 0; ``sessions``: followers fetch
+    in KIP-227 sessions (``replica.fetch.sessions``)."""
     with tempfile.TemporaryDirectory(dir=TMP) as root:
-        cluster = Cluster(Disk(root), ClusterConfig(brokers=3), seed=0)
+        cluster = Cluster(Disk(root), ClusterConfig(brokers=3, replica_fetch_sessions=sessions), seed=0)
         cluster.create_topic("t", partitions, 3, {"min.insync.replicas": 2}, assignment=[[0, 1, 2]] * partitions)
         cluster.advance(1000)
         values = [VALUE] * BATCH
@@ -125,6 +126,14 @@ def single_log_seconds(requests: int) -> float:
 
 def rf3_100_seconds(requests: int) -> float:
     return rf3_seconds(requests, partitions=100)
+
+
+def rf3_sessions_seconds(requests: int) -> float:
+    return rf3_seconds(requests, sessions=True)
+
+
+def rf3_100_sessions_seconds(requests: int) -> float:
+    return rf3_seconds(requests, partitions=100, sessions=True)
 
 
 def floor_seconds(requests: int) -> float:
@@ -244,7 +253,7 @@ def main(argv: list[str]) -> list:
     print(f"[cluster] RF 3, acks=all, min ISR 2: {requests} requests of {BATCH} x {len(VALUE)} B per turn, "
           f"{slices} turns per round, {rounds} paired rounds")
     contenders = {"rf3": rf3_seconds, "single": single_log_seconds, "floor": floor_seconds, "run": run_seconds,
-                  "rf3x100": rf3_100_seconds}
+                  "rf3x100": rf3_100_seconds, "rf3s": rf3_sessions_seconds, "rf3x100s": rf3_100_sessions_seconds}
     if peer is not None:
         contenders["librdkafka"] = peer.seconds
     names = list(contenders)
@@ -282,6 +291,11 @@ def main(argv: list[str]) -> list:
                             [p / t for p, t in zip(times["librdkafka"], times["rf3"])], "x", ">= 0.5x", at_least=0.5)))
     figures.append(print_figure(figure("100 partitions ÷ 1 partition, RF 3 acks=all produce throughput",
                                        [o / h for o, h in zip(times["rf3"], times["rf3x100"])], "x", ">= 0.85x",
+                                       at_least=0.85)))
+    print_figure(figure("with follower fetch sessions (replica.fetch.sessions): RF 3 acks=all, % of a single log",
+                        [100 * s / t for s, t in zip(times["single"], times["rf3s"])], "%", f">= {GOAL:.0f} %"))
+    figures.append(print_figure(figure("with follower fetch sessions: 100 partitions ÷ 1 partition",
+                                       [o / h for o, h in zip(times["rf3s"], times["rf3x100s"])], "x", ">= 0.85x",
                                        at_least=0.85)))
     print_figure(figure("through a Run with the checker, % of the bare cluster",
                         [100 * c / t for c, t in zip(times["rf3"], times["run"])], "%", "(no goal)"))

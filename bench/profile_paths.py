@@ -84,15 +84,15 @@ def profile_lookup(prof: cProfile.Profile, records: int = 200_000) -> str:
     return f"{len(targets)} traced + {len(targets)} untraced lookups in a {records}-record log"
 
 
-def profile_rf3(prof: cProfile.Profile, requests: int = 500) -> str:
+def profile_rf3(prof: cProfile.Profile, requests: int = 500, sessions: bool = False, partitions: int = 1) -> str:
     with tempfile.TemporaryDirectory(dir=TMP) as root:
-        cluster = Cluster(Disk(root), ClusterConfig(brokers=3), seed=0)
-        cluster.create_topic("t", 1, 3, {"min.insync.replicas": 2}, assignment=[[0, 1, 2]])
+        cluster = Cluster(Disk(root), ClusterConfig(brokers=3, replica_fetch_sessions=sessions), seed=0)
+        cluster.create_topic("t", partitions, 3, {"min.insync.replicas": 2}, assignment=[[0, 1, 2]] * partitions)
         cluster.advance(1000)
         values = [b"v" * 100] * 10
         prof.enable()
-        for _ in range(requests):
-            cluster.produce("t", 0, values, acks=-1)
+        for i in range(requests):
+            cluster.produce("t", i % partitions, values, acks=-1)
             cluster.advance(2)
         while len(cluster.produce_results) < requests:
             cluster.advance(10)
@@ -101,7 +101,20 @@ def profile_rf3(prof: cProfile.Profile, requests: int = 500) -> str:
     return f"{requests} acks=all requests of 10 records, {events} events in all"
 
 
-PATHS = {"append": profile_append, "lookup": profile_lookup, "rf3": profile_rf3}
+def profile_rf3_sessions(prof: cProfile.Profile) -> str:
+    return profile_rf3(prof, sessions=True) + " (follower fetch sessions)"
+
+
+def profile_rf3x100(prof: cProfile.Profile) -> str:
+    return profile_rf3(prof, partitions=100) + " over 100 partitions"
+
+
+def profile_rf3x100_sessions(prof: cProfile.Profile) -> str:
+    return profile_rf3(prof, partitions=100, sessions=True) + " over 100 partitions (follower fetch sessions)"
+
+
+PATHS = {"append": profile_append, "lookup": profile_lookup, "rf3": profile_rf3, "rf3s": profile_rf3_sessions,
+         "rf3x100": profile_rf3x100, "rf3x100s": profile_rf3x100_sessions}
 
 
 def main(argv: list[str]) -> int:

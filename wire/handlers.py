@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from engine.cluster.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID, FetchContext, PartitionParams, new_context
 from engine.cluster.log_dir import identity
 from engine.cluster.network import ProduceRequest, ProduceResponse
 from engine.errors import KafkaError
@@ -181,14 +182,15 @@ class DelayedClientFetch(DelayedOperation):
     """A consumer's fetch with less than ``min_bytes`` to return, parked in the broker's
     fetch purgatory under every partition it asks for (Kafka's DelayedFetch for a consumer):
     completed when a read would now return ``min_bytes``, when a partition hits an error
-    (e.g. leadership moved), or at ``max_wait_ms`` with what there is."""
+    (e.g. leadership moved), or at ``max_wait_ms`` with what there is. Its fetch session
+    context (KIP-227) was settled when the request arrived; the answer is filtered by it."""
 
-    def __init__(self, ctx: Context, version: int, req: dict, respond: Callable) -> None:
+    def __init__(self, ctx: Context, version: int, req: dict, fctx: FetchContext, respond: Callable) -> None:
         super().__init__(max(0, req["max_wait_ms"]), name=f"client-fetch@node{ctx.node.id}")
-        self.ctx, self.version, self.req, self.respond = ctx, version, req, respond
+        self.ctx, self.version, self.req, self.fctx, self.respond = ctx, version, req, fctx, respond
 
     def try_complete(self) -> bool:
-        body, size, errors = read_fetch(self.ctx, self.version, self.req)
+        answers, size, errors = read_fetch(self.ctx, self.req, self.fctx)
         if errors or size >= max(1, self.req["min_bytes"]):
             return self.force_complete()
         return False
@@ -196,76 +198,114 @@ class DelayedClientFetch(DelayedOperation):
     def on_complete(self) -> None:
         if not self.ctx.broker.alive:
             return
-        self.respond(read_fetch(self.ctx, self.version, self.req)[0])
+        self.respond(fetch_body(self.fctx, read_fetch(self.ctx, self.req, self.fctx)[0]))
+
+
+def fetch_context(ctx: Context, version: int, req: dict) -> FetchContext:
+    """The request's fetch session context (KIP-227, Fetch v7+): sessionless before v7."""
+    data = {}
+    for t in req["topics"]:
+        name = t["topic"]
+        for p in t["partitions"]:
+            data[(name, p["partition"])] = PartitionParams(p["fetch_offset"], p["partition_max_bytes"],
+                                                           p["current_leader_epoch"], p["log_start_offset"],
+                                                           p["last_fetched_epoch"])
+    now = ctx.cluster.scheduler.now_ms()
+    cache = ctx.broker.fetch_sessions
+    if version < 7:
+        return new_context(cache, now, INVALID_SESSION_ID, FINAL_EPOCH, data, (), False)
+    forgotten = [(t["topic"], p) for t in req["forgotten_topics_data"] or () for p in t["partitions"]]
+    # A consumer's session is not privileged; a follower's (replica_id >= 0) would be.
+    return new_context(cache, now, req["session_id"], req["session_epoch"], data, forgotten,
+                       req["replica_id"] >= 0)
 
 
 def fetch(ctx: Context, version: int, req: dict, respond: Callable) -> None:
-    body, size, errors = read_fetch(ctx, version, req)
-    if errors or size >= max(1, req["min_bytes"]) or req["max_wait_ms"] <= 0:
-        respond(body)
+    fctx = fetch_context(ctx, version, req)
+    if fctx.kind == "error":
+        respond(fetch_body(fctx, {}))
         return
-    keys = [(t["topic"], p["partition"]) for t in req["topics"] for p in t["partitions"]]
+    answers, size, errors = read_fetch(ctx, req, fctx)
+    if errors or size >= max(1, req["min_bytes"]) or req["max_wait_ms"] <= 0:
+        respond(fetch_body(fctx, answers))
+        return
+    keys = [key for key, _ in fctx.partitions()]
     broker = ctx.broker
-    if not broker.fetch_purgatory.try_complete_else_watch(DelayedClientFetch(ctx, version, req, respond), keys):
+    if not broker.fetch_purgatory.try_complete_else_watch(DelayedClientFetch(ctx, version, req, fctx, respond),
+                                                          keys):
         broker.fetch_timer_driver.arm()
 
 
-def read_fetch(ctx: Context, version: int, req: dict) -> tuple[dict, int, int]:
-    """(response body, record bytes in it, partitions with an error)."""
+def fetch_body(fctx: FetchContext, answers: dict) -> dict:
+    """The response: the partitions the session context keeps (all but unchanged ones of an
+    incremental fetch), grouped by topic in order, with the session id and top-level error."""
+    error, session_id, keys = fctx.respond({key: (len(entry["records"]), entry["high_watermark"],
+                                                  entry["log_start_offset"], entry["error_code"] != 0,
+                                                  entry["preferred_read_replica"])
+                                            for key, entry in answers.items()})
+    topics: list[dict] = []
+    for key in keys:
+        if not topics or topics[-1]["topic"] != key[0]:
+            topics.append({"topic": key[0], "partitions": []})
+        topics[-1]["partitions"].append(answers[key])
+    return {"throttle_time_ms": 0, "error_code": error_code(error), "session_id": session_id,
+            "responses": topics}
+
+
+def read_fetch(ctx: Context, req: dict, fctx: FetchContext) -> tuple[dict, int, int]:
+    """(partition key → response entry, record bytes in them, partitions with an error), for
+    every partition the session context names (an incremental fetch reads the whole session)."""
     broker = ctx.broker
+    topics_meta = ctx.cluster.controller.topics
     read_committed = req["isolation_level"] == 1
     budget = req["max_bytes"]
     total = errors = 0
-    topics = []
-    for t in req["topics"]:
-        name = t["topic"]
-        parts = []
-        for p in t["partitions"]:
-            index = p["partition"]
-            part = broker.partitions.get((name, index))
-            entry = {"partition_index": index, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
-                     "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
-                     "records": b""}
-            error = None
-            if name not in ctx.cluster.controller.topics:
-                error = "UNKNOWN_TOPIC_OR_PARTITION"
-            elif part is None:
-                error = "NOT_LEADER_OR_FOLLOWER"
-            else:
-                epoch = p["current_leader_epoch"]
-                error = part.error_for_epoch(epoch) if epoch >= 0 else (
-                    None if part.role == "leader" else "NOT_LEADER_OR_FOLLOWER")
-            if error is None:
-                log = part.log
-                hw = part.hw
-                lso = log.last_stable_offset
-                bound = lso if read_committed else hw
-                offset = p["fetch_offset"]
-                entry.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=log.log_start_offset)
-                if offset < log.log_start_offset or offset > part.leo:
-                    error = "OFFSET_OUT_OF_RANGE"
-                elif offset < bound and budget > 0:
-                    limit = min(p["partition_max_bytes"], budget)
-                    try:
-                        info = log.read(offset, max(1, limit), max_offset=bound, trace=False)
-                    except KafkaError as exc:
-                        error = exc.name
-                    else:
-                        entry["records"] = bytes(info.records)
-                        total += len(info.records)
-                        budget -= len(info.records)
-                        if read_committed:
-                            entry["aborted_transactions"] = [
-                                {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                                for a in log.aborted_transactions(offset, bound)]
-                if read_committed and entry["aborted_transactions"] is None:
-                    entry["aborted_transactions"] = []
-            if error is not None:
-                errors += 1
-                entry["error_code"] = error_code(error)
-            parts.append(entry)
-        topics.append({"topic": name, "partitions": parts})
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": topics}, total, errors
+    answers = {}
+    for key, params in fctx.partitions():
+        name, index = key
+        part = broker.partitions.get(key)
+        entry = {"partition_index": index, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
+                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
+                 "records": b""}
+        error = None
+        if name not in topics_meta:
+            error = "UNKNOWN_TOPIC_OR_PARTITION"
+        elif part is None:
+            error = "NOT_LEADER_OR_FOLLOWER"
+        else:
+            epoch = params.leader_epoch
+            error = part.error_for_epoch(epoch) if epoch >= 0 else (
+                None if part.role == "leader" else "NOT_LEADER_OR_FOLLOWER")
+        if error is None:
+            log = part.log
+            hw = part.hw
+            lso = log.last_stable_offset
+            bound = lso if read_committed else hw
+            offset = params.fetch_offset
+            entry.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=log.log_start_offset)
+            if offset < log.log_start_offset or offset > part.leo:
+                error = "OFFSET_OUT_OF_RANGE"
+            elif offset < bound and budget > 0:
+                limit = min(params.max_bytes, budget)
+                try:
+                    info = log.read(offset, max(1, limit), max_offset=bound, trace=False)
+                except KafkaError as exc:
+                    error = exc.name
+                else:
+                    entry["records"] = bytes(info.records)
+                    total += len(info.records)
+                    budget -= len(info.records)
+                    if read_committed:
+                        entry["aborted_transactions"] = [
+                            {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                            for a in log.aborted_transactions(offset, bound)]
+            if read_committed and entry["aborted_transactions"] is None:
+                entry["aborted_transactions"] = []
+        if error is not None:
+            errors += 1
+            entry["error_code"] = error_code(error)
+        answers[key] = entry
+    return answers, total, errors
 
 
 # ---- ListOffsets -------------------------------------------------------------------------

@@ -20,19 +20,23 @@ point in the checkpoint, and the HW comes back from replication-offset-checkpoin
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
 from engine.errors import CorruptCheckpointError
-from engine.timer import DelayedOperationPurgatory, SystemTimer, TimerDriver
+from engine.timer import DelayedOperation, DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
-from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, LogsLoaded
+from .events import BrokerCrashed, BrokerShutdown, BrokerStarted, CheckpointWritten, FetchParked, LogsLoaded
+from .fetch_session import DEFAULT_EVICTION_MS, FetchSessionCache, new_context
 from .host import ClusterHost
 from .network import (AlterPartitionRequest, BrokerHeartbeat, FetchRequest, FetchResponse, LeaderAndIsr,
-                      OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse)
+                      OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse, ProduceRequest, ProduceResponse,
+                      SessionFetchRequest, SessionFetchResponse)
 from .partition import Partition
+from .replica_fetcher import SourceFetcher
 
 
 __all__ = ["Broker", "CLEAN_SHUTDOWN_FILE", "HW_CHECKPOINT", "RECOVERY_CHECKPOINT", "LOG_START_CHECKPOINT"]
@@ -50,6 +54,47 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     if not sep or not topic or not part.isdigit():
         return None
     return topic, int(part)
+
+
+class DelayedSessionFetch(DelayedOperation):
+    """A follower's session fetch that found nothing new in any of its partitions, waiting in the
+    broker's fetch purgatory (Kafka's ``DelayedFetch``) under every partition of the session:
+    completed when one of them gets records past its fetch offset or a new HW, or stops
+    being led here at the epoch it was fetched at, or at ``max_wait_ms`` with what there is."""
+
+    def __init__(self, broker: "Broker", src: int, req: SessionFetchRequest, fctx, plan: list, now: int) -> None:
+        first = plan[0][2]
+        name = f"fetch#{req.replica_id}@{first.fetch_offset}" if len(plan) == 1 else \
+            f"fetch#{req.replica_id}x{len(plan)}"
+        super().__init__(req.max_wait_ms, name=name)
+        self.broker = broker
+        self.src = src
+        self.req = req
+        self.fctx = fctx
+        # (key, partition, row, HW at park, leader epoch at park) per partition of the session
+        self.plan = [(key, part, row, part.hw, part.leader_epoch) for key, part, row, _, _ in plan]
+        self.parked_ms = now
+
+    def try_complete(self) -> bool:
+        partitions = self.broker.partitions
+        for key, part, row, hw, epoch in self.plan:
+            if partitions.get(key) is not part or part.role != "leader" or part.leader_epoch != epoch \
+                    or part.log._log_end_offset > row.fetch_offset or part.log.high_watermark != hw:
+                return self.force_complete()
+        return False
+
+    def on_complete(self) -> None:
+        broker = self.broker
+        if not broker.alive:
+            return
+        waited = broker.scheduler.now_ms() - self.parked_ms
+        plan = []
+        for key, part, row, _, epoch in self.plan:
+            if broker.partitions.get(key) is not part or part.role != "leader" or part.leader_epoch != epoch:
+                plan.append((key, part, row, "error", "NOT_LEADER_OR_FOLLOWER"))
+            else:
+                plan.append((key, part, row, "wait", part.hw))
+        broker.answer_session_fetch(self.src, self.req, self.fctx, plan, waited)
 
 
 class Broker:
@@ -72,6 +117,7 @@ class Broker:
         self.follower_delay_ms = 0
         self.follower_paused = False
         self.started_ms = 0
+        self.fetchers: dict[int, SourceFetcher] = {}     # follower side: one per source (leader) broker
         self._new_purgatories()
 
     def _new_purgatories(self) -> None:
@@ -87,6 +133,12 @@ class Broker:
                             events=self.events if self.cluster.config.timer_events else None)
         self.fetch_purgatory = DelayedOperationPurgatory("fetch", timer)
         self.fetch_timer_driver = TimerDriver(timer, self.scheduler, f"broker-{self.id} fetch purgatory")
+        # KIP-227 incremental fetch sessions live in the broker's memory and die with it. Their
+        # ids come from a generator of their own (seeded by the run's seed, this broker and its
+        # incarnation), so serving sessions never moves the cluster's other random draws.
+        self.fetch_sessions = FetchSessionCache(
+            self.cluster.config.max_incremental_fetch_session_cache_slots, DEFAULT_EVICTION_MS,
+            random.Random(f"fetch-sessions:{getattr(self.cluster, 'seed', 0)}:{self.id}:{self.incarnation}"))
 
     # ---- shortcuts ----------------------------------------------------------------
     @property
@@ -207,6 +259,9 @@ class Broker:
             self.partitions[key].stop()
             log = self.partitions[key].log
             log.cancel_tasks()
+        for leader in sorted(self.fetchers):
+            self.fetchers[leader].stop()
+        self.fetchers = {}
 
     def crash(self, power_loss: bool = True) -> None:
         if self.raft is not None:
@@ -291,10 +346,111 @@ class Broker:
             if part is not None:
                 part.fetcher.on_fetch_response(msg)
             return
+        elif t is SessionFetchRequest:
+            self.handle_session_fetch(src, msg)
+            return
+        elif t is SessionFetchResponse:
+            fetcher = self.fetchers.get(msg.leader_id)
+            if fetcher is not None:
+                fetcher.on_response(msg)
+            return
         elif t is ProduceRequest:
             self.handle_produce(src, msg)
             return
         self._receive(src, msg)
+
+    def source_fetcher(self, leader: int) -> SourceFetcher:
+        """The follower's fetcher for partitions led by ``leader`` (made on first use)."""
+        fetcher = self.fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self.fetchers[leader] = SourceFetcher(self, leader)
+        return fetcher
+
+    # ---- leader: session fetches ---------------------------------------------------------
+    def handle_session_fetch(self, src: int, req: SessionFetchRequest) -> None:
+        """A follower's fetch (KIP-227 session): settle the session, do each partition's leader
+        bookkeeping, then answer at once if any partition has records or an error, else park."""
+        now = self.scheduler.clock.now_ms()
+        data = {(r.topic, r.partition): r for r in req.partitions}
+        fctx = new_context(self.fetch_sessions, now, req.session_id, req.session_epoch, data,
+                           req.forgotten, True)
+        if fctx.kind == "error":
+            self.send(src, SessionFetchResponse(self.id, fctx.error, 0, (), req.request))
+            return
+        plan = []
+        ready = req.max_wait_ms <= 0
+        partitions = self.partitions
+        rid = req.replica_id
+        for key, row in fctx.partitions():
+            part = partitions.get(key)
+            if part is None:
+                plan.append((key, None, row, "error", "NOT_LEADER_OR_FOLLOWER"))
+                ready = True
+                continue
+            if key not in data and row.last_fetched_epoch < 0:
+                # A partition the request left out (its fetch offset did not change): when the
+                # follower was and is caught up with nothing above the HW, all the bookkeeping
+                # does is note the fetch time (what fetch_as_leader would do, without its calls).
+                log = part.log
+                leo = log._log_end_offset
+                r = part.remotes.get(rid)
+                if r is not None and r.leo == row.fetch_offset == leo and leo <= log.high_watermark and \
+                        part.role == "leader" and row.leader_epoch == part.leader_epoch and rid in part.isr:
+                    if now > r.last_caught_up_ms:
+                        r.last_caught_up_ms = now
+                    r.last_fetch_ms = now
+                    r.last_fetch_leader_leo = leo
+                    plan.append((key, part, row, "wait", log.high_watermark))
+                    continue
+            kind, value = part.fetch_as_leader(row, now)
+            plan.append((key, part, row, kind, value))
+            if kind != "wait":
+                ready = True
+        if ready or not plan:
+            self.answer_session_fetch(src, req, fctx, plan, 0)
+            return
+        op = DelayedSessionFetch(self, src, req, fctx, plan, now)
+        if self.fetch_purgatory.try_complete_else_watch(op, [key for key, _, _, _, _ in plan]):
+            return
+        self.fetch_timer_driver.arm()
+        for r in req.partitions:
+            self.events.emit_fields(FetchParked, self.id, req.replica_id, r.topic, r.partition, r.fetch_offset,
+                                    req.max_wait_ms)
+
+    def answer_session_fetch(self, src: int, req: SessionFetchRequest, fctx, plan: list, waited_ms: int) -> None:
+        rows = {}
+        answers = {}
+        later = {}
+        for key, part, row, kind, value in plan:
+            if kind == "wait" and part is not None and row.fetch_offset >= part.log._log_end_offset:
+                # Nothing to read: the session decides from the HW and log start alone whether
+                # this partition is answered; its row is built only if it is.
+                answers[key] = (0, value, part.log.log_start_offset, False, -1)
+                later[key] = (part, row, value)
+                continue
+            if part is None:
+                resp = FetchResponse(self.id, key[0], key[1], row.fetch_offset, b"", 0, 0, 0, -1, value, req.request)
+                rows[key] = (None, resp, 0, None, None)
+                answers[key] = (0, 0, 0, True, -1)
+                continue
+            resp, count, first, last = part.fetch_answer(row, kind, value, req.request)
+            rows[key] = (part, resp, count, first, last)
+            answers[key] = (len(resp.records), resp.high_watermark, resp.log_start_offset, resp.error is not None,
+                            0 if resp.diverging_epoch >= 0 else -1)
+        error, session_id, keep = fctx.respond(answers)
+        out = []
+        has_records = False
+        for key in keep:
+            if key in later:
+                part, row, value = later[key]
+                rows[key] = (part, *part.fetch_answer(row, "wait", value, req.request))
+            part, resp, count, first, last = rows[key]
+            if part is not None:
+                part.emit_answered(req.replica_id, resp, count, first, last, waited_ms)
+            if resp.records:
+                has_records = True
+            out.append(resp)
+        self.send(src, SessionFetchResponse(self.id, error, session_id, tuple(out), req.request, has_records))
 
     def _receive(self, src: int, msg: Any) -> None:
         if isinstance(msg, FetchRequest):

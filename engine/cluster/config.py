@@ -77,6 +77,14 @@ class ClusterConfig:
     # Emit an event for every step of the brokers' purgatory timing wheels (lesson 15); off by
     # default because an acks=all produce would then cost several more events.
     timer_events: bool = _f(False, kafka="timer.events")
+    # KIP-227 fetch sessions for followers (engine/cluster/replica_fetcher.py SourceFetcher): one
+    # fetch per source broker for all its partitions, carrying and answering only what changed.
+    # Off by default: the lessons draw every partition's fetch round (fetch_sent ... fetch_received),
+    # which a session leaves out when nothing changed (see bench/README.md, issue 23).
+    replica_fetch_sessions: bool = _f(False, kafka="replica.fetch.sessions")
+    # KIP-227: how many incremental fetch sessions each broker caches (engine/cluster/fetch_session.py).
+    max_incremental_fetch_session_cache_slots: int = _f(
+        1000, 0, INT_MAX, kafka="max.incremental.fetch.session.cache.slots")
     # Per-topic defaults that Kafka also has as broker settings; None = take them from ``log``.
     min_insync_replicas: int | None = field(default=None, metadata={"kafka": "min.insync.replicas"})
     unclean_leader_election_enable: bool | None = field(

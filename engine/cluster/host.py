@@ -11,7 +11,9 @@ import of the builder:
 * a :class:`Partition <engine.cluster.partition.Partition>` sees its broker as a
   :class:`ReplicaHost`;
 * a :class:`ReplicaFetcher <engine.cluster.replica_fetcher.ReplicaFetcher>` sees its
-  partition as a :class:`FollowerReplica`.
+  partition as a :class:`FollowerReplica`, and a
+  :class:`SourceFetcher <engine.cluster.replica_fetcher.SourceFetcher>` its broker as a
+  :class:`ReplicaHost`.
 
 A call that is not named here is not part of the contract between them.
 """
@@ -77,6 +79,13 @@ class ReplicaHost(Protocol):
     produce_purgatory: Any
     fetch_purgatory: Any
     fetch_timer_driver: Any
+    # Follower side: the source fetchers by leader id (KIP-227 sessions), the follower delay
+    # each of them waits before a fetch, and the partitions a fetch answer is for.
+    fetchers: dict
+    follower_delay_ms: int
+    partitions: dict
+
+    def source_fetcher(self, leader: int) -> Any: ...
 
     @property
     def scheduler(self) -> Scheduler: ...
@@ -98,6 +107,7 @@ class FollowerReplica(Protocol):
     role: str
     log: Any
     broker: ReplicaHost
+    key: tuple
 
     @property
     def leo(self) -> int: ...

@@ -22,7 +22,8 @@ from .config import CLIENT
 from .events import LinkChanged, MessageDropped
 
 __all__ = [
-    "Network", "Link", "FetchRequest", "FetchResponse", "OffsetsForLeaderEpochRequest",
+    "Network", "Link", "FetchRequest", "FetchResponse", "SessionFetchRequest", "SessionFetchResponse",
+    "OffsetsForLeaderEpochRequest",
     "OffsetsForLeaderEpochResponse", "ProduceRequest", "ProduceResponse", "BrokerHeartbeat",
     "AlterPartitionRequest", "LeaderAndIsr",
 ]
@@ -67,6 +68,40 @@ class FetchResponse:
     # log does on the leader; epoch -1 = absent. Such a response carries no records.
     diverging_epoch: int = -1
     diverging_end_offset: int = -1
+
+
+@dataclass(frozen=True)
+class SessionFetchRequest:
+    """Follower → leader: one Fetch for every partition this follower fetches from that leader
+    (Kafka's one fetcher per source broker), in a KIP-227 session (engine/cluster/fetch_session.py).
+    ``partitions`` holds only what the session does not know yet — every partition on a full
+    fetch (``session_epoch`` 0), only added or changed ones on an incremental fetch — as
+    per-partition :class:`FetchRequest` rows; ``forgotten`` names partitions to drop.
+    ``request`` is the follower's counter for this source (a stale answer is ignored)."""
+    api = "Fetch"
+    replica_id: int
+    session_id: int
+    session_epoch: int
+    partitions: tuple
+    forgotten: tuple
+    max_wait_ms: int
+    max_bytes: int
+    request: int
+
+
+@dataclass(frozen=True)
+class SessionFetchResponse:
+    """Leader → follower: the session's answer. ``error``: a session error (FETCH_SESSION_ID_NOT_FOUND,
+    INVALID_FETCH_SESSION_EPOCH) or None; ``session_id`` 0 when no session was (or could be)
+    made. ``partitions``: :class:`FetchResponse` rows, on an incremental fetch only for the
+    partitions with something to say (records, a moved HW or log start, an error)."""
+    api = "FetchResponse"
+    leader_id: int
+    error: str | None
+    session_id: int
+    partitions: tuple
+    request: int
+    has_records: bool = False
 
 
 @dataclass(frozen=True)
@@ -304,7 +339,9 @@ class Network:
         scheduler = self.scheduler
         now = scheduler.clock.now_ms()
         item = (src, dst, src_inc, dst_inc, msg, now)
-        if not delay and type(msg) is FetchResponse and msg.records and scheduler.run_soon(self._deliver_soon, item):
+        if not delay and ((type(msg) is FetchResponse and msg.records) or
+                          (type(msg) is SessionFetchResponse and msg.has_records)) and \
+                scheduler.run_soon(self._deliver_soon, item):
             # A fetch that found data, over a link without delay: delivered as soon as the task
             # that read it returns, at the same instant, without a heap entry. The one order
             # this changes: it comes before other tasks already due at that instant.

@@ -5,7 +5,11 @@ the leader's LEO at that fetch, ``lastCaughtUpTimeMs``), answers Fetch and
 OffsetsForLeaderEpoch requests, moves the high watermark to the lowest LEO in the
 (maximal) ISR (reference §5.3, with the KAFKA-15583 min-ISR guard), proposes ISR
 shrinks/expansions to the controller (AlterPartition), parks fetches with nothing new
-(DelayedFetch) and acks=all produces (DelayedProduce, §8.2). As follower it hands the
+(DelayedFetch) and acks=all produces (DelayedProduce, §8.2). With ``replica.fetch.sessions`` a
+follower's fetch arrives instead as one KIP-227 session fetch for every partition it follows on
+this broker (broker.py ``handle_session_fetch``); each partition's part of it is
+:meth:`Partition.fetch_as_leader` and :meth:`Partition.fetch_answer`, and a session fetch with
+nothing new anywhere waits in the fetch purgatory (broker.py ``DelayedSessionFetch``). As follower it hands the
 work to its :class:`~engine.cluster.replica_fetcher.ReplicaFetcher`.
 
 The HW placed in a fetch response is captured *before* the fetch moves the follower's
@@ -414,15 +418,6 @@ class Partition:
                              start, leo, self.leader_epoch, error, req.session)
         self.broker.send(src, resp)
 
-    @property
-    def parked_fetches(self) -> int:
-        """Fetches of this partition waiting in the broker's fetch purgatory."""
-        return self.broker.fetch_purgatory.watched(self.key)
-
-    def wake_parked_fetches(self) -> None:
-        """New data, a moved HW or lost leadership: complete the parked fetches that can go."""
-        self.broker.fetch_purgatory.check_and_complete(self.key)
-
     def complete_fetch(self, d: DelayedFetch) -> None:
         """Answer a parked fetch whose wait is over: at expiry with what there is, on lost
         leadership with NOT_LEADER_OR_FOLLOWER, else with the new data or HW."""
@@ -432,6 +427,109 @@ class Partition:
                 self.respond_fetch(d.src, d.request, b"", (), self.hw, "NOT_LEADER_OR_FOLLOWER", waited)
             return
         self.answer_fetch(d.src, d.request, self.hw, waited)
+
+    # ---- leader: KIP-227 session fetches (replica.fetch.sessions) ---------------------------
+    def fetch_as_leader(self, req: FetchRequest, now: int) -> tuple:
+        """One partition of a follower's session fetch, as leader (Kafka's ``Partition.fetchRecords``
+        for a follower): check the epoch and the follower's last fetched epoch, record its
+        remote LEO and caught-up time, maybe expand the ISR and move the HW. Returns
+        (kind, value): ("error", name), ("diverging", (epoch, end offset)), ("data", HW before
+        this fetch moved the remote LEO, §5.1) when there are records past the fetch offset, or
+        ("wait", that HW) when there is nothing new."""
+        log = self.log
+        leo = log._log_end_offset
+        error = self.error_for_epoch(req.leader_epoch)
+        if error is None and req.replica_id not in self.remotes:
+            error = "NOT_LEADER_OR_FOLLOWER"
+        if error is None and req.last_fetched_epoch >= 0:
+            diverging = self.diverging_for(req)
+            if diverging is not None:
+                return diverging
+        fetch_offset = req.fetch_offset
+        if error is None and not (log.log_start_offset <= fetch_offset <= leo):
+            error = "OFFSET_OUT_OF_RANGE"
+        if error is not None:
+            return "error", error
+        # Capture what goes in the response *before* this fetch moves the remote LEO (§5.1).
+        hw_before = log.high_watermark
+        r = self.remotes[req.replica_id]
+        old = r.leo
+        # lastCaughtUpTime (§5.2)
+        if fetch_offset >= leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, now)
+        elif fetch_offset >= r.last_fetch_leader_leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
+        r.leo = fetch_offset
+        r.last_fetch_ms = now
+        r.last_fetch_leader_leo = leo
+        if old != fetch_offset:
+            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
+                             fetch_offset, r.last_caught_up_ms)
+        if r.broker not in self.isr and self.pending_isr is None:
+            self.maybe_expand_isr(r)
+        self.maybe_increment_hw("follower_fetch")
+        return ("data" if fetch_offset < leo else "wait"), hw_before
+
+    def diverging_for(self, req: FetchRequest) -> tuple | None:
+        """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
+        fetched epoch end here? ("error", name) when it cannot be placed, ("diverging",
+        (epoch, end)) when it is unknown here or ends below the fetch offset — answered then
+        without records and without moving the follower's remote LEO — or None to read normally."""
+        epoch, end = self.log.leader_epoch_cache.end_offset_for(req.last_fetched_epoch, self.leo)
+        if epoch == UNKNOWN_OFFSET or end == UNKNOWN_OFFSET:
+            return "error", "OFFSET_OUT_OF_RANGE"      # cannot place the follower's last fetched epoch
+        if req.fetch_offset < self.log.log_start_offset:
+            return "error", "OFFSET_OUT_OF_RANGE"
+        if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+            self.emit(FetchDiverging(self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
+                                     req.last_fetched_epoch, epoch, end))
+            return "diverging", (epoch, end)
+        return None
+
+    def fetch_answer(self, req: FetchRequest, kind: str, value: Any, request: int) -> tuple:
+        """The answer row for one partition of a session fetch, and what the session and the
+        event need: (FetchResponse, record count, first offset, last offset). ``kind``/``value``
+        as :meth:`fetch_as_leader` returns them; "wait" and "data" read from the fetch offset
+        with ``value`` as the HW."""
+        log = self.log
+        leo, start = log._log_end_offset, log.log_start_offset
+        if kind == "error":
+            return (FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, b"", self.hw, start,
+                                  leo, self.leader_epoch, value, request), 0, None, None)
+        if kind == "diverging":
+            return (FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, b"", self.hw, start,
+                                  leo, self.leader_epoch, None, request, value[0], value[1]), 0, None, None)
+        records, count, first, last = b"", 0, None, None
+        if req.fetch_offset < leo:
+            try:
+                info = log.read(req.fetch_offset, max(1, req.max_bytes), trace=False)
+            except KafkaError as exc:  # truncated under a parked fetch
+                return (FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, b"", self.hw,
+                                      start, leo, self.leader_epoch, getattr(exc, "name", "UNKNOWN_SERVER_ERROR"),
+                                      request), 0, None, None)
+            batches = info.batches
+            if batches:
+                for b in batches:
+                    count += b.records_count
+                first, last = batches[0].base_offset, batches[-1].last_offset
+                records = bytes(info.records)
+        return (FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, records, value, start, leo,
+                              self.leader_epoch, None, request), count, first, last)
+
+    def emit_answered(self, follower: int, row: FetchResponse, count: int, first: Any, last: Any,
+                      waited_ms: int) -> None:
+        self.emit_fields(FetchAnswered, self.broker.id, follower, self.topic, self.partition, row.fetch_offset,
+                         count, first, last, row.high_watermark, row.leader_leo, row.log_start_offset, row.error,
+                         waited_ms)
+
+    @property
+    def parked_fetches(self) -> int:
+        """Fetches of this partition waiting in the broker's fetch purgatory."""
+        return self.broker.fetch_purgatory.watched(self.key)
+
+    def wake_parked_fetches(self) -> None:
+        """New data, a moved HW or lost leadership: complete the parked fetches that can go."""
+        self.broker.fetch_purgatory.check_and_complete(self.key)
 
     def handle_epoch_request(self, src: int, req: OffsetsForLeaderEpochRequest) -> None:
         error = self.error_for_epoch(req.current_leader_epoch)

@@ -1,4 +1,9 @@
-"""The follower side of replication (Kafka's ``ReplicaFetcherThread``, one per partition here).
+"""The follower side of replication: a :class:`ReplicaFetcher` state machine per partition, and
+one :class:`SourceFetcher` per source broker (Kafka's ``ReplicaFetcherThread``) that sends the
+fetches of all the partitions it follows there, in a KIP-227 incremental fetch session
+(engine/cluster/fetch_session.py): a partition is in a fetch's message only when the session
+does not know its fetch offset and epochs yet, and in the answer only when it has something to
+say (records, a moved high watermark or log start offset, an error, a DivergingEpoch).
 
 On becoming a follower it first reconciles its log with the leader, the way the
 cluster's ``truncation`` and ``fetch.protocol`` settings say:
@@ -14,7 +19,8 @@ cluster's ``truncation`` and ``fetch.protocol`` settings say:
   algorithm and fetches again (a replica without epochs truncates to its high watermark).
 
 Then it loops: Fetch(fetch_offset = LEO) → append → HW = min(leader HW, own LEO) → next
-Fetch. OFFSET_OUT_OF_RANGE above the leader's LEO truncates to that LEO (with ``hw``
+Fetch (the source fetcher's next session fetch; a partition that backs off leaves it and is
+forgotten by the session until it comes back). OFFSET_OUT_OF_RANGE above the leader's LEO truncates to that LEO (with ``hw``
 truncation and unclean election off that is fatal for the partition, as in Kafka 0.10);
 below its log start: starts over at the leader's log start. A lost request is retried after
 ``request.timeout.ms``; errors back off ``replica.fetch.backoff.ms``.
@@ -38,10 +44,170 @@ from engine.records import read_header
 from .events import (EpochRequestSent, FetchReceived, FetchSent, HighWatermarkChanged, ReplicaFetchFailed,
                      ReplicaTruncated)
 from .host import FollowerReplica
-from .network import FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse
+from .fetch_session import FetchSessionHandler
+from .network import (FetchRequest, FetchResponse, OffsetsForLeaderEpochRequest, OffsetsForLeaderEpochResponse,
+                      SessionFetchRequest, SessionFetchResponse)
 
 
-__all__ = ["ReplicaFetcher"]
+__all__ = ["ReplicaFetcher", "SourceFetcher"]
+
+
+class SourceFetcher:
+    """A follower broker's fetcher for one source (leader) broker (Kafka's ``ReplicaFetcherThread``):
+    one Fetch in flight at a time for every partition it follows there that is ready to fetch,
+    in a KIP-227 session. A full fetch lists them all; then each fetch lists only partitions
+    added or whose fetch offset / epochs changed, and forgets the ones no longer ready (backing
+    off, truncating, failed, moved to another leader); the leader answers only partitions with
+    something to say. An idle partition costs no message, event or timer of its own.
+
+    The fetch's timeout is kept lazily, as a single fetch's was: ``deadline`` = (due ms,
+    reserved scheduler counter, request) of the newest fetch and one armed task that re-arms
+    itself at the deadline when it fires early."""
+
+    def __init__(self, broker: Any, leader: int) -> None:
+        self.broker = broker
+        self.leader = leader
+        self.members: dict[tuple, "ReplicaFetcher"] = {}    # partitions ready to fetch, in arrival order
+        self.rows: dict[tuple, FetchRequest] = {}           # each member's row as last built
+        self.handler = FetchSessionHandler()
+        self.request = 0
+        self.inflight: dict | None = None     # key -> the member's counter, for the fetch in flight
+        self.processing = False
+        self.task: Any = None                 # a send delayed by the broker's follower delay
+        self.deadline: tuple | None = None
+        self.timer: Any = None
+
+    def want(self, f: "ReplicaFetcher") -> None:
+        key = f.p.key
+        self.members[key] = f
+        self.rows.pop(key, None)          # its fetch offset or epochs may have moved: build its row again
+        self.kick()
+
+    def unwant(self, f: "ReplicaFetcher") -> None:
+        key = f.p.key
+        if self.members.get(key) is f:
+            del self.members[key]
+            self.rows.pop(key, None)
+
+    def kick(self) -> None:
+        """Send the next fetch unless one is in flight, being answered or already scheduled."""
+        if self.inflight is not None or self.processing or self.task is not None or not self.members:
+            return
+        delay = self.broker.follower_delay_ms
+        if delay > 0:
+            self.task = self.broker.scheduler.schedule(delay, self._send_delayed, name="fetch-backoff")
+        else:
+            self.send()
+
+    def _send_delayed(self) -> None:
+        self.task = None
+        if self.inflight is None and not self.processing:
+            self.send()
+
+    def send(self) -> None:
+        broker = self.broker
+        cfg = broker.cluster.config
+        wanted = {}
+        rows = self.rows
+        for key, f in self.members.items():
+            if not f.paused:
+                row = rows.get(key)
+                if row is None:
+                    row = rows[key] = f.fetch_row()
+                wanted[key] = row
+        if not wanted:
+            return
+        session_id, epoch, send, forget = self.handler.build(wanted)
+        events = broker.events
+        bid = broker.id
+        inflight = {}
+        for key, f in self.members.items():
+            if key in wanted:
+                f.session += 1
+                f.in_flight = True
+                inflight[key] = f.session
+        for row in send.values():
+            events.emit_fields(FetchSent, bid, self.leader, row.topic, row.partition, row.fetch_offset,
+                               row.last_fetched_epoch, row.leader_epoch)
+        self.request += 1
+        self.inflight = inflight
+        broker.send(self.leader, SessionFetchRequest(bid, session_id, epoch, tuple(send.values()), tuple(forget),
+                                                     cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes,
+                                                     self.request))
+        # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
+        scheduler = broker.scheduler
+        due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
+        self.deadline = (due, scheduler.reserve(), self.request)
+        if self.timer is None:
+            self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
+
+    def on_timer(self) -> None:
+        self.timer = None
+        deadline = self.deadline
+        if deadline is None:
+            return
+        due, seq, request = deadline
+        scheduler = self.broker.scheduler
+        if due > scheduler.now_ms():
+            self.timer = scheduler.schedule_reserved(due, seq, self.on_timer, name="fetch-timeout")
+            return
+        self.deadline = None
+        if request != self.request or self.inflight is None:
+            return
+        # Lost: the next fetch is full and closes the session (the leader may have moved it on).
+        inflight, self.inflight = self.inflight, None
+        self.handler.handle_error()
+        self._settle(inflight)
+        self.kick()
+
+    def _settle(self, inflight: dict) -> None:
+        members = self.members
+        for key, counter in inflight.items():
+            f = members.get(key)
+            if f is not None and f.session == counter:
+                f.in_flight = False
+
+    def on_response(self, resp: SessionFetchResponse) -> None:
+        if resp.request != self.request or self.inflight is None:
+            return            # an answer to an older fetch (timed out, or before a restart)
+        inflight, self.inflight = self.inflight, None
+        self.deadline = None
+        ok = self.handler.handle_response(resp.error, resp.session_id)
+        self.processing = True
+        try:
+            self._settle(inflight)
+            if ok:
+                fetchers = self.broker.partitions
+                discarded = False
+                for row in resp.partitions:
+                    key = (row.topic, row.partition)
+                    part = fetchers.get(key)
+                    f = part.fetcher if part is not None else None
+                    if f is None or inflight.get(key) != f.session or f.state_name != "fetching" or f.paused:
+                        discarded = True     # not applied: the leader must not think we saw it
+                        continue
+                    f.apply_fetch_response(row)
+                if discarded:
+                    self.handler.handle_error()
+        finally:
+            self.processing = False
+        self.kick()
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.broker.scheduler.cancel(self.task)
+            self.task = None
+        if self.timer is not None:
+            self.broker.scheduler.cancel(self.timer)
+            self.timer = None
+        self.deadline = None
+        self.inflight = None
+        self.members = {}
+        self.rows = {}
+
+    def state(self) -> dict:
+        return {"leader": self.leader, "session_id": self.handler.session_id, "session_epoch": self.handler.epoch,
+                "partitions": [f"{t}-{p}" for t, p in self.members], "in_flight": self.inflight is not None}
 
 
 class ReplicaFetcher:
@@ -90,10 +256,18 @@ class ReplicaFetcher:
             self.broker.scheduler.cancel(timer)
             self.timer = None
 
+    def _leave_source(self) -> None:
+        """Stop fetching from the current leader: the source fetcher forgets this partition."""
+        if self.leader is not None:
+            fetcher = self.broker.fetchers.get(self.leader)
+            if fetcher is not None:
+                fetcher.unwant(self)
+
     def stop(self) -> None:
         self.broker.scheduler.cancel(self.task)
         self.task = None
         self._drop_timer()
+        self._leave_source()
         self.state_name = "idle"
         self.failure = None
         self.in_flight = False
@@ -159,6 +333,7 @@ class ReplicaFetcher:
         self.broker.scheduler.cancel(self.task)
         self.task = None
         self._drop_timer()
+        self._leave_source()
         self.in_flight = False
         self.session += 1
         self.state_name = "failed"
@@ -176,12 +351,20 @@ class ReplicaFetcher:
                                                    self.on_timeout, session, name="fetch-timeout")
 
     def schedule_next(self, delay_ms: int) -> None:
-        scheduler = self.p.broker.scheduler
+        broker = self.p.broker
+        scheduler = broker.scheduler
         if self.task is not None:
             scheduler.cancel(self.task)
         self.deadline = None
         self.in_flight = False
-        delay = delay_ms + self.delay_ms
+        if broker.fetchers:
+            # Sessions: a fetching partition leaves its source fetcher while it backs off (the next
+            # fetch forgets it); the source fetcher itself waits the follower delay before each fetch.
+            self._leave_source()
+        if self.state_name == "fetching" and broker.cluster.config.replica_fetch_sessions:
+            delay = delay_ms
+        else:
+            delay = delay_ms + self.delay_ms
         if delay > 0:
             self.task = scheduler.schedule(delay, self.send_next, self.session, name="fetch-backoff")
         else:
@@ -215,6 +398,10 @@ class ReplicaFetcher:
         p = self.p
         broker = p.broker
         cfg = broker.cluster.config
+        if cfg.replica_fetch_sessions:
+            # KIP-227: ready to fetch; the leader's source fetcher sends when it can.
+            broker.source_fetcher(self.leader).want(self)
+            return
         latest = p.log.leader_epoch_cache.latest_epoch
         # LastFetchedEpoch exists from Fetch v12 on; the older protocols send none.
         last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
@@ -231,6 +418,17 @@ class ReplicaFetcher:
         self.deadline = (due, scheduler.reserve(), session)
         if self.timer is None:
             self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
+
+    def fetch_row(self) -> FetchRequest:
+        """This partition's row of the next fetch: fetch offset = LEO, and the epochs."""
+        p = self.p
+        broker = p.broker
+        cfg = broker.cluster.config
+        latest = p.log.leader_epoch_cache.latest_epoch
+        # LastFetchedEpoch exists from Fetch v12 on; the older protocols send none.
+        last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
+        return FetchRequest(broker.id, p.topic, p.partition, p.log._log_end_offset, last_epoch, self.leader_epoch,
+                            cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes, 0)
 
     def on_timer(self) -> None:
         """The armed fetch timer fired: re-arm it at the newest fetch's deadline, or time that fetch out."""
@@ -307,7 +505,23 @@ class ReplicaFetcher:
         self.schedule_next(0)
 
     def on_fetch_response(self, resp: FetchResponse) -> None:
+        """The answer to this partition's own Fetch (without sessions)."""
         if resp.session != self.session or self.state_name != "fetching":
+            return
+        if self.paused:
+            if self.task is not None:
+                self.broker.scheduler.cancel(self.task)
+                self.task = None
+            self.deadline = None
+            self.in_flight = False
+            return   # a stuck fetcher thread: whatever was in flight is not applied
+        self.apply_fetch_response(resp)
+
+    def apply_fetch_response(self, resp: FetchResponse) -> None:
+        """Apply this partition's answer: its own Fetch's, or its row of a session fetch's answer
+        (the source fetcher checked that it answers this partition's newest fetch and that the
+        fetcher is not paused)."""
+        if self.state_name != "fetching":
             return
         p = self.p
         broker = p.broker
@@ -317,8 +531,6 @@ class ReplicaFetcher:
             self.task = None
         self.deadline = None
         self.in_flight = False
-        if self.paused:
-            return   # a stuck fetcher thread: whatever was in flight is not applied
         if resp.error == "OFFSET_OUT_OF_RANGE":
             self._received(resp, 0, resp.error)
             self.on_out_of_range(resp)

@@ -461,17 +461,18 @@ def schedule_config(seed: int, *, truncation: str = "epoch", brokers: int = 3,
 
 
 def run_schedule(seed: int, disk_root: str, *, truncation: str = "epoch", acks: int | str = "all",
-                 fetch_protocol: str | None = None, **kwargs: Any) -> Any:
+                 fetch_protocol: str | None = None, overrides: dict | None = None, **kwargs: Any) -> Any:
     """Play :func:`fault_schedule` on a fresh :class:`Run` (config :func:`schedule_config`)
     and run the final check. A command the cluster refuses (a Kafka-named error from
     validation: a ``consume`` with no leader at that moment, say) is skipped — it changed
     nothing and is not in ``run.log``, which therefore replays exactly — and listed in
     ``run.refusals`` as (step, cmd, error name). Anything else a command raises propagates.
-    Returns the run."""
+    ``overrides`` are config settings on top of the schedule's. Returns the run."""
     from .run import Run, make_config
 
     config = schedule_config(seed, truncation=truncation, brokers=kwargs.get("brokers", 3),
                              fetch_protocol=fetch_protocol)
+    config.update(overrides or {})      # e.g. {"replica.fetch.sessions": True}
     run = Run(seed, make_config(config), disk_root, snapshot_every=10**9)
     run.schedule_config = config
     run.refusals = []
