@@ -62,7 +62,9 @@ CONTROLLER_QUORUM = Scenario(
            "is before it.", "advance", ms=60000),
         _s("Controller 102 restarts.", "restart", broker=102),
         _s("Broker 0 restarts too.", "restart", broker=0),
-        _s("They catch up with the metadata log and the partition.", "advance", ms=8000),
+        _s("They fetch from the leader, below its log start: each downloads its snapshot with FetchSnapshot and "
+           "fetches the rest of the metadata log.", "advance", ms=500),
+        _s("Broker 0 registers again, is unfenced and catches up with the partition.", "advance", ms=7500),
     ),
     expected={m: Expected(lost=(), diverged=False, isr=(0, 1, 2), logs={b: ("m1", "m2", "m3") for b in (0, 1, 2)},
                           events=("controller_changed", "metadata_applied", "raft_vote_sent", "raft_begin_epoch_sent"),

@@ -114,5 +114,5 @@ def test_a_snapshot_moves_the_log_start_and_the_laggards_catch_up_with_fetch_sna
     # The snapshot step: the cleaner moved the leader's log start to its snapshot, the bootstrap one went.
     assert after["start"] == 16 and after["snapshots"] == ["00000000000000000016-0000000003.checkpoint"]
     assert all(r["offset"] >= 16 for r in after["records"])
-    q = walked[17]["quorum"]
+    q = walked[18]["quorum"]
     assert set(q["applied"].values()) == {q["high_watermark"]}
