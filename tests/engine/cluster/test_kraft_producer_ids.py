@@ -1,14 +1,14 @@
 """Producer ids under KRaft (KIP-730): brokers hand ids out of 1,000-id blocks that the active
 controller allocates with AllocateProducerIds and records as ProducerIdsRecord; the records'
 bytes are Kafka's (the generated reader reads what the controller applied, CRCs check with
-kafka-python)."""
+kafka-python). Also the bytes of lesson 17's snapshots and segments after its FetchSnapshot catch-up."""
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from engine.cluster.cluster import Cluster
 from engine.cluster.config import ClusterConfig
 from engine.cluster.kraft_controller import metadata_records
-from engine.cluster.metadata import ProducerIdsRecord
+from engine.cluster.metadata import ProducerIdsRecord, encode_record
 from engine.cluster.producer_ids import PRODUCER_ID_BLOCK_SIZE
 from engine.disk import Disk
 from engine.errors import CoordinatorLoadInProgressError
@@ -179,3 +179,35 @@ def test_a_transactional_producer_retries_init_producer_id_until_its_coordinator
     owner = answers[-1]["coordinator"]
     first, size = c.brokers[owner].producer_ids.block
     assert first <= prod.producer_id < first + size
+
+
+def test_lesson_17s_snapshots_and_segments_check_with_kafka_python_and_hold_what_the_nodes_applied(tmp_path):
+    """After the controller-quorum scenario (snapshots by interval, a log start moved, two FetchSnapshot
+    catch-ups): every batch of every node's segments and snapshots checks its CRC with kafka-python,
+    each snapshot's records decode with the generated reader, and the state a node rebuilt from its
+    snapshot is the committed log's replay (the checker's applied_not_committed_prefix)."""
+    from engine.cluster.run import Run, make_config
+    from engine.cluster.scenarios import SCENARIOS
+    from engine.kraft.image import compact
+    sc = SCENARIOS["controller-quorum"]
+    run = Run(sc.seed, make_config(sc.config, truncation="epoch"), str(tmp_path))
+    run.apply_all(sc.commands())
+    c = run.cluster
+    ctl = c.controller
+    ctl.quorum.checker.check_logs()
+    ctl.quorum.checker.check_applied()
+    assert ctl.quorum.checker.violations == []
+    loaded = {e.to_dict()["node"] for e in c.events.envelopes if e.to_dict()["kind"] == "raft_snapshot_loaded"}
+    assert loaded == {0, 102}
+    for nid, node in ctl.quorum.nodes.items():
+        files = [n for n in c.disk.listdir(node.dir) if n.endswith((".log", ".checkpoint"))]
+        assert any(n.endswith(".checkpoint") for n in files), nid
+        for name in files:
+            mr = MemoryRecords(bytes(c.disk.read_all(f"{node.dir}/{name}")))
+            while mr.has_next():
+                assert mr.next_batch().validate_crc(), (nid, name)
+        for sid in node.snapshots:
+            # The snapshot is the metadata image of the committed records below its end offset.
+            below = [encode_record(r) for off, r in ctl.committed if off < sid.end_offset]
+            assert [kmeta.decode(v) for v in node.read_snapshot(sid)] == [kmeta.decode(v) for v in compact(below)]
+        assert ctl.applied_offset(nid) == ctl.committed_offset
