@@ -22,6 +22,7 @@ programmer errors are assertions.
     ├── InvalidTxnStateError                (48) a transactional call in the wrong state
     ├── TransactionCoordinatorFencedError   (52) a marker from an older coordinator epoch
     ├── BrokerNotAvailableError             (8)
+    ├── CoordinatorLoadInProgressError      (14) a broker waiting for its next producer-id block (KIP-730)
     └── KafkaStorageError                   (56) file-system trouble
         ├── CorruptIndexError                    an index whose entries are not ordered or point past the log
         ├── CorruptCheckpointError               a checkpoint file that does not parse
@@ -37,7 +38,7 @@ __all__ = [
     "RequestTimedOutError", "NotEnoughReplicasError", "NotEnoughReplicasAfterAppendError",
     "BrokerNotAvailableError", "KafkaStorageError", "CorruptIndexError", "CorruptCheckpointError",
     "PathEscapeError", "OutOfOrderSequenceError", "InvalidProducerEpochError", "InvalidTxnStateError",
-    "TransactionCoordinatorFencedError", "CorruptSnapshotError",
+    "TransactionCoordinatorFencedError", "CorruptSnapshotError", "CoordinatorLoadInProgressError",
 ]
 
 
@@ -115,6 +116,10 @@ class RequestTimedOutError(KafkaError):
 
 class BrokerNotAvailableError(KafkaError):
     code, name = 8, "BROKER_NOT_AVAILABLE"
+
+
+class CoordinatorLoadInProgressError(KafkaError):
+    code, name = 14, "COORDINATOR_LOAD_IN_PROGRESS"
 
 
 class NotEnoughReplicasError(KafkaError):

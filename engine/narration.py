@@ -691,6 +691,13 @@ PLAIN_SENTENCES: dict[str, Sentence] = {
                       'kinds': w.join(e['records']) if e['records'] else ('只有控制记录' if w.zh else 'control records only')},
         en='node {node} applied {n} committed metadata record(s) up to offset {to} ({kinds})',
         zh='节点 {node} 应用了 {n} 条已提交的元数据记录，直到偏移量 {to}（{kinds}）'),
+    'producer_id_block_received': Sentence(
+        lambda e, w: {'broker': e['broker'], 'first': e['first'], 'last': e['first'] + e['size'] - 1,
+                      'controller': e['controller']},
+        en='broker {broker} got producer ids {first}–{last} from controller {controller} (a committed ProducerIdsRecord); '
+           'its InitProducerId answers come from this block',
+        zh='broker {broker} 从控制器 {controller} 得到生产者 ID {first}–{last}（已提交的 ProducerIdsRecord）；'
+           '它回答 InitProducerId 时从这一块中分配'),
     'controller_changed': Sentence(
         lambda e, w: {'new': e['new'], 'controller_epoch': e['controller_epoch'], 'reason_words': e['reason'].replace('_', ' '), 'reason': w.why(e['reason'])},
         en='broker {new} is the active controller (controller epoch {controller_epoch}, {reason_words})',
@@ -1311,11 +1318,20 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         zh="{node}：元数据 HW {old} → {new}（epoch {epoch}）：多数投票者已拥有 {new} 之前的全部记录"),
     "raft_snapshot_written": Sentence(
         lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("name", "end_offset", "records", "size")},
-                      "form": "fetched" if e["how"] == "fetched" else "created"},
+                      "form": e["how"] if e["how"] in ("fetched", "interval", "bootstrap") else "created"},
         en={"created": "{node} wrote snapshot {name}: its state below the committed offset {end_offset} "
                        "({records} record(s), {size} bytes)",
+            "interval": "{node} wrote snapshot {name}: metadata.log.max.snapshot.interval.ms has passed since its "
+                        "last one, so it saved its state below the committed offset {end_offset} "
+                        "({records} record(s), {size} bytes)",
+            "bootstrap": "{node} was formatted with the bootstrap snapshot {name}: KRaftVersionRecord and "
+                         "VotersRecord name the initial voters ({size} bytes)",
             "fetched": "{node} downloaded snapshot {name} from the leader ({records} record(s), {size} bytes)"},
         zh={"created": "{node} 写入快照 {name}：已提交偏移量 {end_offset} 之前的状态（{records} 条记录，{size} 字节）",
+            "interval": "{node} 写入快照 {name}：距上次快照已过 metadata.log.max.snapshot.interval.ms，"
+                        "于是保存已提交偏移量 {end_offset} 之前的状态（{records} 条记录，{size} 字节）",
+            "bootstrap": "{node} 格式化时写入引导快照 {name}：KRaftVersionRecord 和 VotersRecord 记下初始投票者"
+                         "（{size} 字节）",
             "fetched": "{node} 从 leader 下载了快照 {name}（{records} 条记录，{size} 字节）"}),
     "raft_snapshot_deleted": Sentence(
         lambda e, w: {"node": _raft_node(e), "name": e["name"], "reason": e["reason"]},

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from engine.cluster.transactions import transaction_service
+from engine.errors import KafkaError
 
 from .protocol import error_code
 
@@ -72,8 +73,12 @@ def _code(error: str | None) -> int:
 def init_producer_id(ctx, version: int, req: dict, respond: Callable) -> None:
     tid = req["transactional_id"]
     if tid is None:
-        respond({"throttle_time_ms": 0, "error_code": 0, "producer_id": ctx.cluster.allocate_producer_id(),
-                 "producer_epoch": 0})
+        try:
+            pid = ctx.cluster.allocate_producer_id(ctx.broker.id)
+        except KafkaError as exc:       # KRaft: the broker is waiting for its next block (retriable)
+            respond({"throttle_time_ms": 0, "error_code": exc.code or -1, "producer_id": -1, "producer_epoch": -1})
+            return
+        respond({"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0})
         return
 
     def done(error: str, result: dict) -> None:

@@ -25,7 +25,6 @@ from typing import Any
 
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
-from engine.errors import CorruptCheckpointError
 from engine.timer import DelayedOperation, DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
@@ -45,7 +44,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 HW_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-_METADATA_TOPIC = "__cluster_metadata"   # engine/kraft/node.py's METADATA_TOPIC (the broker never imports kraft)
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -321,12 +319,9 @@ class Broker:
             first_base = segs[0].base_offset if segs else 0
             if log.log_start_offset > first_base:
                 entries.append((t, p, log.log_start_offset))
-        # A combined KRaft node keeps its metadata log in this directory too, and its log
-        # start in this file (engine/kraft/node.py): the broker's write keeps that line.
-        try:
-            entries += [e for e in self.checkpoint(LOG_START_CHECKPOINT).read() if e[0] == _METADATA_TOPIC]
-        except CorruptCheckpointError:
-            pass        # a torn file: the broker's own lines are rewritten whole below
+        # The metadata log of a combined node lives in this directory too, but it is not one of the
+        # log manager's logs: its start comes from its segments and snapshots (engine/kraft/node.py),
+        # never from this file.
         self._write(LOG_START_CHECKPOINT, entries)
 
     def isr_check(self) -> None:
@@ -485,7 +480,13 @@ class Broker:
         elif isinstance(msg, ProduceResponse):  # the answer to this broker's own (coordinator's) append
             self.cluster.deliver_produce_response(msg)
         elif self.raft is not None:
-            if getattr(msg, "api", "") == "AlterPartitionResponse":
+            api = getattr(msg, "api", "")
+            if api == "AllocateProducerIds":          # KRaft broker -> controller (KIP-730)
+                if self.cluster.controller.active == self.id:
+                    self.cluster.controller.handle(src, msg)
+            elif api == "AllocateProducerIdsResponse":
+                self.producer_ids.on_response(src, msg)
+            elif api == "AlterPartitionResponse":
                 part = self.partitions.get((msg.topic, msg.partition))
                 if part is not None:
                     part.pending_isr = None      # refused: propose again once the metadata says so

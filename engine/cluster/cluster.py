@@ -17,8 +17,9 @@ from typing import Any, Callable
 from engine.clock import Scheduler, VirtualClock
 from engine.config import LogConfig, config_from_mapping, validate_topic_name
 from engine.disk import Disk
-from engine.errors import (BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, InvalidTopicError,
-                           InvalidTxnStateError, LeaderNotAvailableError, OffsetOutOfRangeError)
+from engine.errors import (BrokerNotAvailableError, CoordinatorLoadInProgressError, InvalidConfigError,
+                           InvalidRequestError, InvalidTopicError, InvalidTxnStateError, LeaderNotAvailableError,
+                           OffsetOutOfRangeError)
 from engine.events import EventLog
 
 from .broker import Broker
@@ -289,13 +290,28 @@ class Cluster:
             prod.transactional_id, prod.transaction_timeout_ms = transactional_id, transaction_timeout_ms
             prod.txn_state = "uninitialized"
         elif idempotent:
-            prod.producer_id, prod.producer_epoch = self.allocate_producer_id(), 0
+            prod.producer_id, prod.producer_epoch = self._init_producer_id(retry_backoff_ms, delivery_timeout_ms), 0
         self.producers[name] = prod
         self.events.emit(ProducerCreated(name, idempotent, prod.producer_id, prod.producer_epoch, retries))
         return prod
 
-    def allocate_producer_id(self) -> int:
-        """The next producer id (Kafka's controller hands them out in blocks; one counter here)."""
+    def _init_producer_id(self, retry_backoff_ms: int, timeout_ms: int) -> int:
+        """The client's InitProducerId: under KRaft a broker still waiting for its producer-id block
+        answers COORDINATOR_LOAD_IN_PROGRESS, and the client tries again after retry.backoff.ms."""
+        end = self.scheduler.now_ms() + timeout_ms
+        while True:
+            try:
+                return self.allocate_producer_id()
+            except CoordinatorLoadInProgressError:
+                if not self.config.kraft or self.scheduler.now_ms() >= end:
+                    raise
+                self.advance(retry_backoff_ms)
+
+    def allocate_producer_id(self, broker: int | None = None) -> int:
+        """InitProducerId's producer id. Under KRaft, from the block the controller gave ``broker``
+        (engine/cluster/producer_ids.py, KIP-730); the hybrid controller keeps one counter."""
+        if self.config.kraft:
+            return self.controller.allocate_producer_id(broker)
         pid = self._next_producer_id
         self._next_producer_id += 1
         return pid
@@ -378,6 +394,7 @@ class Cluster:
             prod.on_txn_answer(api, error, result)
             return
         retriable = error in ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "CONCURRENT_TRANSACTIONS",
+                              "COORDINATOR_LOAD_IN_PROGRESS",
                               "REQUEST_TIMED_OUT", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
         if error in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"):
             prod.txn_state = "fenced"

@@ -74,6 +74,15 @@ class ClusterConfig:
     controller_quorum_fetch_timeout_ms: int = _f(2000, 1, INT_MAX, kafka="controller.quorum.fetch.timeout.ms")
     controller_quorum_request_timeout_ms: int = _f(2000, 1, INT_MAX, kafka="controller.quorum.request.timeout.ms")
     controller_quorum_retry_backoff_ms: int = _f(20, 0, INT_MAX, kafka="controller.quorum.retry.backoff.ms")
+    # The metadata log's snapshots and retention (engine/kraft/node.py), Kafka's names and defaults.
+    metadata_log_max_record_bytes_between_snapshots: int = _f(
+        20 * 1024 * 1024, 1, INT_MAX, kafka="metadata.log.max.record.bytes.between.snapshots")
+    metadata_log_max_snapshot_interval_ms: int = _f(3_600_000, 0, LONG_MAX, kafka="metadata.log.max.snapshot.interval.ms")
+    metadata_max_retention_bytes: int = _f(100 * 1024 * 1024, -1, LONG_MAX, kafka="metadata.max.retention.bytes")
+    metadata_max_retention_ms: int = _f(7 * 24 * 3_600_000, -1, LONG_MAX, kafka="metadata.max.retention.ms")
+    # kraft.version (KIP-853): 1 = a dynamic quorum formatted with --initial-controllers (the voters
+    # written as VotersRecord); 0 = static. An explicit controller.quorum.voters is a static quorum.
+    kraft_version: int = _f(1, 0, 1, kafka="kraft.version")
     # Emit an event for every step of the brokers' purgatory timing wheels (lesson 15); off by
     # default because an acks=all produce would then cost several more events.
     timer_events: bool = _f(False, kafka="timer.events")

@@ -95,6 +95,19 @@ class MetadataApplied(Event):
     records: list
 
 
+@event("producer_id_block_received")
+class ProducerIdBlockReceived(Event):
+    """KRaft (KIP-730): broker ``broker`` got the producer-id block ``[first, first + size)`` from
+    controller ``controller`` (AllocateProducerIds, answered once its ProducerIdsRecord committed)."""
+    broker: int
+    first: int
+    size: int
+    controller: int
+
+
+__all__ += ["ProducerIdBlockReceived"]
+
+
 @event("controller_changed")
 class ControllerChanged(Event):
     """A new active controller (KRaft: a new quorum leader; ZooKeeper era: the broker

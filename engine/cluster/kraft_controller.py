@@ -32,6 +32,7 @@ from typing import Any
 from engine.errors import BrokerNotAvailableError, InvalidConfigError
 from engine.kraft.checker import RaftChecker
 from engine.kraft.config import QuorumConfig
+from engine.kraft.image import compact
 from engine.kraft.node import RaftNode
 from engine.records import iter_batches
 
@@ -40,9 +41,11 @@ from .events import (BrokerFenced, BrokerRegistered, ControllerChanged, IsrShrun
                      MetadataApplied)
 from .metadata import (NO_LEADER_CHANGE, TOPIC_RESOURCE, AlterPartitionResponse, ConfigRecord, FeatureLevelRecord,
                        FenceBrokerRecord, MetadataState, METADATA_VERSION, PartitionChangeRecord, PartitionRecord,
-                       RegisterBrokerRecord, TopicRecord, UnfenceBrokerRecord, config_value, decode_record,
-                       encode_record)
+                       ProducerIdsRecord, RegisterBrokerRecord, TopicRecord, UnfenceBrokerRecord, config_value,
+                       decode_record, encode_record)
 from .network import AlterPartitionRequest, BrokerHeartbeat, LeaderAndIsr
+from .producer_ids import (PRODUCER_ID_BLOCK_SIZE, AllocateProducerIdsRequest, AllocateProducerIdsResponse,
+                           BrokerProducerIds)
 
 __all__ = ["KRaftController", "ControllerNode", "ClusterQuorum", "parse_voters", "DEDICATED_BASE_ID",
            "metadata_records"]
@@ -64,6 +67,20 @@ def parse_voters(text: str) -> list[int]:
     if len(set(out)) != len(out):
         raise InvalidConfigError(f"controller.quorum.voters names a voter twice: {text!r}")
     return out
+
+
+def node_records(node: RaftNode, end: int) -> list[tuple[int, Any]]:
+    """``(offset, record)`` that rebuild ``node``'s state up to ``end``: its log from 0, or, once its
+    log starts past 0, the snapshot standing for what is gone (each of its records given the
+    snapshot's last offset) and the log from the snapshot's end."""
+    start = node.log_start_offset
+    if start == 0:
+        return metadata_records(node.log, 0, end)
+    sid = max((s for s in node.snapshots if start <= s.end_offset <= min(end, node.log_end_offset)), default=None)
+    if sid is None:
+        return metadata_records(node.log, start, end)
+    return ([(sid.end_offset - 1, decode_record(v)) for v in node.read_snapshot(sid)]
+            + metadata_records(node.log, sid.end_offset, end))
 
 
 def metadata_records(log: Any, start: int, end: int) -> list[tuple[int, Any]]:
@@ -153,6 +170,16 @@ class ClusterQuorum:
     def now_ms(self) -> int:
         return self.cluster.scheduler.now_ms()
 
+    @staticmethod
+    def snapshot_state(values: list) -> list:
+        """A snapshot holds the metadata image (Kafka's MetadataImage.write), not the history."""
+        return compact(values)
+
+    def directory_id(self, node_id: int) -> str:
+        """The voter's log directory id (meta.properties' directory.id), as VotersRecord names it."""
+        from .log_dir import identity
+        return identity(self.cluster).directory_id(node_id)
+
 
 class ControllerNode:
     """A dedicated controller process on the network: its voter, and the controller's
@@ -172,7 +199,7 @@ class ControllerNode:
         return self.raft.incarnation
 
     def receive(self, src: int, msg: Any) -> None:
-        if isinstance(msg, (BrokerHeartbeat, AlterPartitionRequest)):
+        if isinstance(msg, (BrokerHeartbeat, AlterPartitionRequest, AllocateProducerIdsRequest)):
             if self.controller.active == self.id:
                 self.controller.handle(src, msg)
         else:
@@ -184,7 +211,14 @@ def quorum_config(cfg: Any) -> QuorumConfig:
                         election_backoff_max_ms=cfg.controller_quorum_election_backoff_max_ms,
                         fetch_timeout_ms=cfg.controller_quorum_fetch_timeout_ms,
                         request_timeout_ms=cfg.controller_quorum_request_timeout_ms,
-                        retry_backoff_ms=cfg.controller_quorum_retry_backoff_ms)
+                        retry_backoff_ms=cfg.controller_quorum_retry_backoff_ms,
+                        max_bytes_between_snapshots=cfg.metadata_log_max_record_bytes_between_snapshots,
+                        max_snapshot_interval_ms=cfg.metadata_log_max_snapshot_interval_ms,
+                        retention_max_bytes=cfg.metadata_max_retention_bytes,
+                        retention_ms=cfg.metadata_max_retention_ms,
+                        # A static controller.quorum.voters is kraft.version 0 (Kafka's formatter
+                        # takes --initial-controllers only without it).
+                        kraft_version=0 if cfg.controller_quorum_voters else cfg.kraft_version)
 
 
 class KRaftController(Controller):
@@ -220,6 +254,8 @@ class KRaftController(Controller):
         self.registered_at: dict[int, int] = {}     # broker -> offset just after its registration record
         self.published: dict[tuple, tuple] = {}     # (topic, p) -> (leader, leader epoch, partition epoch, isr)
         self.controller_nodes: dict[int, ControllerNode] = {}
+        # AllocateProducerIds answered once the block's ProducerIdsRecord commits: offset after it -> answers
+        self.pending_pid_blocks: list[tuple[int, int, AllocateProducerIdsResponse]] = []
         for v in self.voter_ids if self.dedicated else ():
             raft = RaftNode(self.quorum, v, True)
             self.quorum.nodes[v] = raft
@@ -241,6 +277,9 @@ class KRaftController(Controller):
     def start_node(self, node_id: int) -> None:
         raft = self.quorum.nodes[node_id]
         self.images[node_id] = MetadataState(self.cluster.config.log)
+        broker = self.cluster.brokers.get(node_id) if node_id not in self.controller_nodes else None
+        if broker is not None:
+            broker.producer_ids = BrokerProducerIds(broker)    # a process's blocks die with it
         raft.start()
 
     def stop_node(self, node_id: int, how: str, power_loss: bool = True) -> None:
@@ -288,7 +327,7 @@ class KRaftController(Controller):
         old = self.active
         self.active = node.id
         self.epoch = node.epoch
-        self._load(metadata_records(node.log, 0, node.log_end_offset))
+        self._load(node_records(node, node.log_end_offset))
         now = self.now()
         for reg in self.brokers.values():
             reg.last_heartbeat_ms = now      # a new controller gives every broker a fresh session
@@ -311,6 +350,7 @@ class KRaftController(Controller):
 
     def _lose_active(self, node: RaftNode, reason: str) -> None:
         self.active = None
+        self.pending_pid_blocks = []        # never answered: the brokers ask again after their timeout
         # Without a leader the cluster's metadata is what was committed.
         self._load(self.committed)
 
@@ -335,6 +375,11 @@ class KRaftController(Controller):
         if node.state == "leader" and new > self.committed_offset:
             self.committed.extend(metadata_records(node.log, self.committed_offset, new))
             self.committed_offset = new
+        if node.state == "leader" and node.id == self.active and self.pending_pid_blocks:
+            done = [p for p in self.pending_pid_blocks if p[0] <= new]
+            self.pending_pid_blocks = [p for p in self.pending_pid_blocks if p[0] > new]
+            for _, broker, resp in done:
+                self.cluster.network.send(node.id, broker, resp)
         image = self.images.get(node.id)
         if image is None or new <= image.offset:
             return
@@ -343,7 +388,13 @@ class KRaftController(Controller):
         touched: dict = {}
         kinds: list = []
         broker = self.cluster.brokers.get(node.id) if node.id not in self.controller_nodes else None
-        for _, rec in metadata_records(node.log, start, new):
+        if start < node.log_start_offset:
+            # Its log now starts past what it applied (it loaded a snapshot): the state is the snapshot's.
+            image = self.images[node.id] = MetadataState(self.cluster.config.log)
+            records = node_records(node, new)
+        else:
+            records = metadata_records(node.log, start, new)
+        for _, rec in records:
             kinds.append(type(rec).__name__)
             pm = image.apply(rec, now)
             if pm is not None:
@@ -539,6 +590,46 @@ class KRaftController(Controller):
 
     def set_topic_config(self, name: str, changes: dict) -> None:
         self._append([ConfigRecord(TOPIC_RESOURCE, name, k, config_value(v)) for k, v in sorted(changes.items())])
+
+    # ---- producer ids (KIP-730) -------------------------------------------------------------
+    def handle(self, src: int, msg: Any) -> None:
+        if isinstance(msg, AllocateProducerIdsRequest):
+            self.on_allocate_producer_ids(src, msg)
+        else:
+            super().handle(src, msg)
+
+    def on_allocate_producer_ids(self, src: int, req: AllocateProducerIdsRequest) -> None:
+        """ProducerIdControlManager.generateNextProducerId: the next block after the last
+        ProducerIdsRecord, answered once its record is committed."""
+        node = self._leader()
+        if node is None:
+            return
+        reg = self.brokers.get(req.broker)
+        if reg is None or reg.broker_epoch != req.broker_epoch:
+            self.cluster.network.send(node.id, req.broker, AllocateProducerIdsResponse(
+                node.id, "STALE_BROKER_EPOCH", -1, 0, req.session))
+            return
+        first = self.image.next_producer_id
+        rec = ProducerIdsRecord(req.broker, req.broker_epoch, first + PRODUCER_ID_BLOCK_SIZE)
+        self.image.apply(rec, self.now())
+        end = self._append([rec])
+        if end is not None:
+            self.pending_pid_blocks.append((end, req.broker, AllocateProducerIdsResponse(
+                node.id, None, first, PRODUCER_ID_BLOCK_SIZE, req.session)))
+
+    def allocate_producer_id(self, broker: int | None = None) -> int:
+        """InitProducerId on ``broker`` (default: the first running broker with an id to give, as a
+        client picks its least loaded node): the next id of that broker's block."""
+        brokers = self.cluster.brokers
+        if broker is None:
+            ready = [b for b in sorted(brokers) if brokers[b].alive and brokers[b].producer_ids.has_id()]
+            broker = ready[0] if ready else next((b for b in sorted(brokers) if brokers[b].alive), None)
+            if broker is None:
+                raise BrokerNotAvailableError("no broker is running to answer InitProducerId")
+        b = brokers[broker]
+        if not b.alive:
+            raise BrokerNotAvailableError(f"broker {broker} is down: cannot answer InitProducerId")
+        return b.producer_ids.generate()
 
     # ---- AlterPartition -------------------------------------------------------------------
     def on_alter_partition(self, req: AlterPartitionRequest) -> None:

@@ -288,4 +288,5 @@ class MetadataState:
                        for n, m in sorted(self.topics.items())},
             "brokers": {b: [r.incarnation, r.broker_epoch, r.fenced] for b, r in sorted(self.brokers.items())},
             "features": dict(sorted(self.features.items())),
+            "next_producer_id": self.next_producer_id,
         }

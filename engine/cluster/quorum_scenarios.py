@@ -19,7 +19,11 @@ _CONFIG = {"brokers": 3, "controllers": 3, "broker.session.timeout.ms": 3000, "b
            "replica.high.watermark.checkpoint.interval.ms": 100,
            # Followers' idle fetches parked 3 s rather than 0.5 s: the data path stays quiet while
            # the quorum's messages travel on the picture (a fetch still returns at once on an append).
-           "replica.fetch.wait.max.ms": 3000, "replica.lag.time.max.ms": 10000}
+           "replica.fetch.wait.max.ms": 3000, "replica.lag.time.max.ms": 10000,
+           # Snapshots within the lesson's minute: by time (20 s since a node's last one, at its next
+           # applied record) rather than by 20 MiB, and no retention, so the log cleaner (every 60 s)
+           # moves the log start to the newest snapshot.
+           "metadata.log.max.snapshot.interval.ms": 20000, "metadata.max.retention.bytes": 0}
 
 CONTROLLER_QUORUM = Scenario(
     name="controller-quorum",
@@ -53,9 +57,14 @@ CONTROLLER_QUORUM = Scenario(
            "leader for t-0.", "advance", ms=6000),
         _s("m3 with acks=all to the new leader.", "produce", topic="t", partition=0, acks="all", value="m3"),
         _s("Acknowledged.", "advance", ms=1000),
+        _s("A minute passes. Each running node has written a snapshot of its metadata, "
+           "<offset>-<epoch>.checkpoint; the log cleaner moves each log's start to its snapshot and deletes what "
+           "is before it.", "advance", ms=60000),
         _s("Controller 102 restarts.", "restart", broker=102),
         _s("Broker 0 restarts too.", "restart", broker=0),
-        _s("They catch up with the metadata log and the partition.", "advance", ms=8000),
+        _s("They fetch from the leader, below its log start: each downloads its snapshot with FetchSnapshot and "
+           "fetches the rest of the metadata log.", "advance", ms=500),
+        _s("Broker 0 registers again, is unfenced and catches up with the partition.", "advance", ms=7500),
     ),
     expected={m: Expected(lost=(), diverged=False, isr=(0, 1, 2), logs={b: ("m1", "m2", "m3") for b in (0, 1, 2)},
                           events=("controller_changed", "metadata_applied", "raft_vote_sent", "raft_begin_epoch_sent"),

@@ -39,7 +39,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidRequestError
+from ..errors import CoordinatorLoadInProgressError, InvalidRequestError
 from ..events import Event, event
 from ..group.java import java_abs, string_hash
 from ..group.offsets import OFFSETS_TOPIC
@@ -398,7 +398,11 @@ class TransactionService:
     def _init(self, broker_id: int, p: int, txns: dict, tid: str, md: TxnMetadata | None, payload: dict,
               now: int, producer: Any, on_done: Any) -> None:
         if md is None:
-            pid = self.cluster.allocate_producer_id()
+            try:
+                pid = self.cluster.allocate_producer_id(broker_id)
+            except CoordinatorLoadInProgressError as exc:     # KRaft: waiting for a producer-id block
+                self._answer(producer, "init_producer_id", broker_id, exc.name, str(exc), on_done, {})
+                return
             target = TxnMetadata(tid, pid, 0, payload["timeout_ms"], "Empty", set(), now, -1)
         elif md.state == "Ongoing":
             # An instance left a transaction open: abort it under a bumped epoch, then answer

@@ -42,6 +42,10 @@ class QuorumConfig:
     # bytes of committed batches have been applied since its last snapshot
     # (metadata.log.max.record.bytes.between.snapshots, 20 MiB).
     max_bytes_between_snapshots: int = 20 * 1024 * 1024
+    # ... or, when committed records have been applied since, once this long has passed since its
+    # last snapshot (or its start): metadata.log.max.snapshot.interval.ms, 1 hour; 0 turns the
+    # time rule off (SnapshotGenerator.publishLogDelta checks bytes first, then time).
+    max_snapshot_interval_ms: int = 3_600_000
     # KafkaMetadataLog.maybeClean: while the log and the snapshots together exceed
     # metadata.max.retention.bytes (100 MiB), or a snapshot is older than metadata.max.retention.ms
     # (7 days), the oldest snapshot goes and the log start moves to the next one. KafkaRaftClient
@@ -51,6 +55,11 @@ class QuorumConfig:
     log_cleaner_interval_ms: int = 60_000
     # One snapshot batch holds at most this many records (the writer's batch accumulator).
     snapshot_batch_records: int = 1000
+    # kraft.version (KIP-853): 0 = a static controller.quorum.voters, nothing written about the
+    # voters; 1 = formatted with --standalone / --initial-controllers: each initial voter starts
+    # with the bootstrap snapshot 0-0 holding KRaftVersionRecord and VotersRecord, the first
+    # leader writes both after its LeaderChangeMessage, and every snapshot carries them.
+    kraft_version: int = 0
 
     @property
     def check_quorum_timeout_ms(self) -> int:

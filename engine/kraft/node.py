@@ -24,12 +24,14 @@ The quorum is a majority of the *voters*, whether they are running or not.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from engine.config import LogConfig
 from engine.errors import CorruptRecordError, NotLeaderOrFollowerError
-from engine.log.checkpoint import CheckpointFile
 from engine.log.log import Log
+from engine.records import ControlRecordType
 
 from .events import (RaftAppended, RaftBeginEpochSent, RaftEndEpochSent, RaftFetchAnswered, RaftFetchSent,
                      RaftHighWatermarkChanged, RaftNodeStarted, RaftNodeStopped, RaftQuorumStateWritten,
@@ -39,17 +41,18 @@ from .messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuo
                        EndQuorumEpochResponse, FetchSnapshotRequest, FetchSnapshotResponse, RaftFetchRequest,
                        RaftFetchResponse, VoteRequest, VoteResponse)
 from .quorum_state import ElectionState, QuorumStateFile
-from .records import data_batch, leader_change_batch, leader_change_message
-from .snapshots import PART_SUFFIX, SnapshotId, decode_snapshot, encode_snapshot, parse_snapshot_name
+from .records import (control_batch, control_type, data_batch, kraft_version_record, leader_change_message,
+                      voters_record)
+from .snapshots import (BOOTSTRAP_SNAPSHOT_ID, PART_SUFFIX, SnapshotId, decode_snapshot, encode_snapshot,
+                        parse_snapshot_name)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .host import QuorumHost
 
-__all__ = ["RaftNode", "METADATA_TOPIC", "METADATA_DIR", "STATES", "LOG_START_CHECKPOINT"]
+__all__ = ["RaftNode", "METADATA_TOPIC", "METADATA_DIR", "STATES"]
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_DIR = f"{METADATA_TOPIC}-0"
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"   # per log directory, as Kafka keeps it
 STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
 
 
@@ -65,7 +68,6 @@ class RaftNode:
         # ``root``: the node's log directory (a combined node's is its broker's, ``broker-<id>``).
         self.root = root or f"node-{node_id}"
         self.dir = f"{self.root}/{METADATA_DIR}"
-        self.log_start_file = CheckpointFile(quorum.disk, f"{self.root}/{LOG_START_CHECKPOINT}", (str, int, int))
         self.snapshots: list[SnapshotId] = []   # frozen snapshots on disk, oldest first
         self.alive = False
         self.incarnation = 0
@@ -109,7 +111,7 @@ class RaftNode:
         """The epoch of the log's last batch; with an empty log, the latest snapshot's (Kafka's
         ``lastFetchedEpoch``); -1 with neither."""
         latest = self.log.leader_epoch_cache.latest_epoch if self.log is not None else None
-        if latest is None and self.snapshots and self.log is not None \
+        if latest is None and self.snapshots and self.log is not None and self.snapshots[-1] != BOOTSTRAP_SNAPSHOT_ID \
                 and self.snapshots[-1].end_offset >= self.log.log_end_offset:
             return self.snapshots[-1].epoch
         return -1 if latest is None else latest
@@ -148,7 +150,9 @@ class RaftNode:
         self.fetching_snapshot: dict | None = None   # follower: {"id", "position"} of a download
         self.snapshot_counted_to = 0         # committed bytes are counted up to this offset ...
         self.bytes_since_snapshot = 0        # ... and add up to this since the last snapshot
+        self.last_snapshot_ms = 0            # when the last snapshot was made or loaded (or the node started)
         self.last_clean_ms = None
+        self._clean_task = None              # the log cleaner's 60 s timer
 
     # ---- lifecycle --------------------------------------------------------------------
     def start(self) -> None:
@@ -157,12 +161,16 @@ class RaftNode:
         self.alive = True
         self._reset_memory()
         self.quorum.disk.mkdir(self.dir)
+        if self.voter and self.config.kraft_version >= 1 and not self.quorum.disk.listdir(self.dir):
+            self._format_bootstrap()
         self.snapshots = self._recover_snapshots()
-        stored_start = self._read_log_start()
+        # The metadata log is not one of the log manager's logs: Kafka opens it with log start 0 and
+        # no log-start-offset-checkpoint, so the log's own recovery gives its start (its first
+        # segment's base offset, at or below the oldest snapshot the cleaner moved it to).
         self.log = Log(self.quorum.disk, self.dir, METADATA_TOPIC, 0, LogConfig(), self.scheduler,
-                       self.quorum.events, broker=self.id, schedule_tasks=False, high_watermark=0,
-                       log_start_offset=stored_start)
-        # A crash between moving the log start and deleting the older snapshots leaves them: they go now.
+                       self.quorum.events, broker=self.id, schedule_tasks=False, high_watermark=0)
+        # KafkaRaftLog.recoverSnapshots: snapshots below the log start are not needed; a log that
+        # starts past 0 must have a snapshot at or past its start to stand for what is gone.
         for sid in [s for s in self.snapshots if s.end_offset < self.log.log_start_offset]:
             self.snapshots.remove(sid)
             self.quorum.disk.delete(self._snap_rel(sid))
@@ -174,6 +182,13 @@ class RaftNode:
         self.snapshot_counted_to = max(self.log.log_start_offset,
                                        self.snapshots[-1].end_offset if self.snapshots else 0)
         self.last_clean_ms = self._now()
+        self.last_snapshot_ms = self._now()        # SnapshotGenerator resets its counters at start
+        if self.config.log_cleaner_interval_ms > 0:
+            # KafkaRaftClient polls its RaftMetadataLogCleanerManager, due every 60 s, whether or
+            # not anything commits.
+            self._clean_task = self.scheduler.schedule_periodic(
+                self.config.log_cleaner_interval_ms, self._clean_due, self.incarnation,
+                name=f"raft-{self.id} log cleaner")
         stored = self.store.read() if self.voter else None
         self._emit(RaftNodeStarted(self.id, self.voter, self.incarnation, self.log.log_end_offset,
                                    None if stored is None else stored.to_dict()))
@@ -214,6 +229,8 @@ class RaftNode:
     def _stop_timers(self) -> None:
         self.scheduler.cancel(self._timer)
         self._timer = None
+        self.scheduler.cancel(self._clean_task)
+        self._clean_task = None
         for t in self._leader_tasks:
             self.scheduler.cancel(t)
         self._leader_tasks = []
@@ -330,8 +347,12 @@ class RaftNode:
         self.unacked_begin = {v for v in self.voters if v != self.id}
         self.cq_fetched = {self.id}
         # The HW may only move past a record of this epoch: write one at once.
-        msg = leader_change_message(self.id, self.voters, granting)
-        self._append_batch(leader_change_batch(msg, base_offset=self.log_end_offset, epoch=self.epoch, now_ms=now),
+        msgs = [leader_change_message(self.id, self.voters, granting)]
+        if self.config.kraft_version >= 1 and not self._voters_in_log():
+            # LeaderState: the voter set came from the bootstrap snapshot only, so the leader writes it
+            # to the log, with the kraft.version, in the same control batch.
+            msgs += self._voter_set_records()
+        self._append_batch(control_batch(msgs, base_offset=self.log_end_offset, epoch=self.epoch, now_ms=now),
                            control=True)
         self._send_begin_epoch()
         if len(self.voters) > 1:
@@ -729,18 +750,6 @@ class RaftNode:
                 found.append(sid)
         return sorted(found)
 
-    def _read_log_start(self) -> int | None:
-        for topic, partition, offset in self.log_start_file.read():
-            if topic == METADATA_TOPIC and partition == 0:
-                return offset
-        return None
-
-    def _write_log_start(self) -> None:
-        # A combined node shares this file with its broker (one per log directory): keep the
-        # broker's lines and replace only the metadata log's.
-        others = [e for e in self.log_start_file.read() if e[0] != METADATA_TOPIC]
-        self.log_start_file.write(others + [(METADATA_TOPIC, 0, self.log.log_start_offset)])
-
     def _truncate_to_latest_snapshot(self, recovering: bool = False) -> bool:
         """KafkaMetadataLog.truncateToLatestSnapshot: when the latest snapshot is ahead of the log
         (a later epoch, or the same epoch past its end), the log restarts empty at the snapshot."""
@@ -753,7 +762,6 @@ class RaftNode:
             return False
         old_leo = self.log_end_offset
         self.log.truncate_fully_and_start_at(sid.end_offset, reason=f"snapshot {sid.name}")
-        self._write_log_start()
         self._forget_snapshots_before(sid, "full_truncation")
         self._emit(RaftSnapshotLoaded(self.id, sid.end_offset, sid.epoch, old_leo))
         return True
@@ -763,6 +771,39 @@ class RaftNode:
             self.snapshots.remove(old)
             self.quorum.disk.delete(self._snap_rel(old))
             self._emit(RaftSnapshotDeleted(self.id, old.name, reason))
+
+    # ---- KIP-853: the voter set as records ------------------------------------------------
+    def _voter_set_records(self) -> list:
+        """KRaftVersionRecord and VotersRecord for this quorum's voters."""
+        q = self.quorum
+        directory_id = getattr(q, "directory_id", None) or _directory_id
+        nodes = getattr(q, "nodes", {})
+        host = lambda v: nodes[v].root if v in nodes else f"node-{v}"  # noqa: E731
+        ids = {v: directory_id(v) for v in self.voters}
+        return [kraft_version_record(self.config.kraft_version),
+                voters_record(self.voters, ids, host, self.config.kraft_version)]
+
+    def _format_bootstrap(self) -> None:
+        """``kafka-storage format --initial-controllers``: the bootstrap snapshot 0-0 holding only the
+        kraft.version and the voter set (Formatter.writeDynamicQuorumSnapshot)."""
+        sid = BOOTSTRAP_SNAPSHOT_ID
+        now = self._now()
+        data = encode_snapshot(sid, [], now, now, header_extras=tuple(self._voter_set_records()))
+        disk = self.quorum.disk
+        part = self._snap_rel(sid) + ".part"
+        disk.append(part, data)
+        disk.fsync(part)
+        disk.rename(part, self._snap_rel(sid))
+        self._emit(RaftSnapshotWritten(self.id, "bootstrap", sid.name, 0, 0, 0, disk.size(self._snap_rel(sid))))
+
+    def _voters_in_log(self) -> bool:
+        """Whether a VotersRecord is in this node's log or in a snapshot made from it."""
+        if any(s != BOOTSTRAP_SNAPSHOT_ID for s in self.snapshots):
+            return True
+        for batch in self.log.batches(self.log.log_start_offset, self.log_end_offset):
+            if batch.is_control and any(control_type(r.key) == ControlRecordType.KRAFT_VOTERS for r in batch.records):
+                return True
+        return False
 
     def read_snapshot(self, sid: SnapshotId) -> list:
         """The data values of one of this node's snapshots."""
@@ -777,6 +818,7 @@ class RaftNode:
         hw = self.high_watermark
         if self.snapshot_counted_to < self.log.log_start_offset:
             self.snapshot_counted_to = self.log.log_start_offset
+        applied = False
         if hw > self.snapshot_counted_to:
             info = self.log.read(self.snapshot_counted_to, 1 << 31, max_offset=hw, trace=False)
             for b in info.batches:
@@ -784,14 +826,28 @@ class RaftNode:
                     break
                 self.bytes_since_snapshot += b.size_in_bytes
                 self.snapshot_counted_to = b.last_offset + 1
-        if self.bytes_since_snapshot >= self.config.max_bytes_between_snapshots:
-            self._create_snapshot()
+                applied = True
         now = self._now()
+        # SnapshotGenerator.publishLogDelta: bytes first, then (when committed batches were just
+        # applied) the time since the last snapshot.
+        interval = self.config.max_snapshot_interval_ms
+        if self.bytes_since_snapshot >= self.config.max_bytes_between_snapshots:
+            self._create_snapshot("created")
+        elif applied and interval > 0 and now - self.last_snapshot_ms >= interval:
+            self._create_snapshot("interval")
         if self.last_clean_ms is None or now - self.last_clean_ms >= self.config.log_cleaner_interval_ms:
             self.last_clean_ms = now
             self._maybe_clean()
 
-    def _create_snapshot(self) -> None:
+    def _clean_due(self, incarnation: int) -> None:
+        if not self.alive or incarnation != self.incarnation or self.log is None:
+            return
+        now = self._now()
+        if now - self.last_clean_ms >= self.config.log_cleaner_interval_ms:
+            self.last_clean_ms = now
+            self._maybe_clean()
+
+    def _create_snapshot(self, how: str = "created") -> None:
         """Freeze this node's state at its last counted committed offset (the snapshot id's offset
         is the first offset after it, its epoch that record's batch epoch)."""
         end = self.snapshot_counted_to
@@ -810,14 +866,17 @@ class RaftNode:
         state = getattr(self.quorum, "snapshot_state", None)
         if state is not None:
             values = state(values)
-        data = encode_snapshot(sid, values, last[0].max_timestamp, self._now(), self.config.snapshot_batch_records)
-        self._freeze(sid, data, "created", len(values))
+        extras = tuple(self._voter_set_records()) if self.config.kraft_version >= 1 else ()
+        data = encode_snapshot(sid, values, last[0].max_timestamp, self._now(), self.config.snapshot_batch_records,
+                               header_extras=extras)
+        self._freeze(sid, data, how, len(values))
         self.bytes_since_snapshot = 0
+        self.last_snapshot_ms = self._now()
 
     def _freeze(self, sid: SnapshotId, data: bytes, how: str, records: int) -> None:
         disk = self.quorum.disk
         part = self._snap_rel(sid) + ".part"
-        if how == "created":
+        if how != "fetched":
             disk.delete(part)
             disk.append(part, data)
         disk.fsync(part)
@@ -863,7 +922,6 @@ class RaftNode:
                 or sid.end_offset > latest.end_offset or sid.end_offset > self.log.high_watermark):
             return False
         self.log.delete_records(sid.end_offset, reason="snapshot")
-        self._write_log_start()
         self.log.delete_old_segments()
         self._forget_snapshots_before(sid, reason)
         return True
@@ -876,7 +934,8 @@ class RaftNode:
         if not self.snapshots:
             return None
         if req.fetch_offset == 0:
-            return self.latest_snapshot
+            # Always cheaper than the segments, except the bootstrap snapshot, which holds no state.
+            return self.latest_snapshot if self.latest_snapshot != BOOTSTRAP_SNAPSHOT_ID else None
         earliest = self.snapshots[0]
         if (req.fetch_offset < start or (req.fetch_offset == start and req.last_fetched_epoch != earliest.epoch)
                 or req.last_fetched_epoch < earliest.epoch):
@@ -967,12 +1026,12 @@ class RaftNode:
         """The downloaded snapshot replaces the log: empty from its end offset, HW at least there."""
         old_leo = self.log_end_offset
         self.log.truncate_fully_and_start_at(sid.end_offset, reason=f"snapshot {sid.name} fetched")
-        self._write_log_start()
         self._forget_snapshots_before(sid, "full_truncation")
         self._emit(RaftSnapshotLoaded(self.id, sid.end_offset, sid.epoch, old_leo))
         self.quorum.checker.on_snapshot_loaded(self, sid)
         self.snapshot_counted_to = sid.end_offset
         self.bytes_since_snapshot = 0
+        self.last_snapshot_ms = self._now()     # SnapshotGenerator.publishSnapshot resets its counters
         if sid.end_offset > self.high_watermark:
             self._set_hw(sid.end_offset)
         else:
@@ -1005,3 +1064,9 @@ _HANDLERS = {
     FetchSnapshotRequest: RaftNode._on_fetch_snapshot,
     FetchSnapshotResponse: RaftNode._on_fetch_snapshot_response,
 }
+
+
+def _directory_id(node_id: int) -> str:
+    """A directory id for a quorum without log directories of its own (a Kafka Uuid's text form)."""
+    raw = hashlib.sha256(f"kafkaviz directory {node_id}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")

@@ -25,7 +25,8 @@ from . import metadata
 __all__ = ["LeaderChangeMessage", "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord",
            "VotersRecord", "CONTROL_MESSAGES", "CONTROL_VERSION", "control_key", "control_type",
            "encode_control", "decode_control", "leader_change_message", "encode_leader_change",
-           "decode_leader_change", "leader_change_batch", "control_batch", "data_batch", "metadata_batch"]
+           "decode_leader_change", "leader_change_batch", "control_batch", "data_batch", "metadata_batch",
+           "kraft_version_record", "voters_record", "KRAFT_VERSION_RECONFIG", "BOOTSTRAP_VOTER_PORT"]
 
 _KEY = struct.Struct(">hh")
 
@@ -106,10 +107,40 @@ def decode_leader_change(value: bytes) -> Message:
     return decode_control(control_key(ControlRecordType.LEADER_CHANGE), value)
 
 
-def control_batch(msg: Message, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
-    key, value = encode_control(msg)
-    return encode_batch([SimpleRecord(value, key=key, timestamp=now_ms)], base_offset=base_offset,
-                        partition_leader_epoch=epoch, now_ms=now_ms, is_control=True)[0]
+def control_batch(msg: Message | list, *, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    """One control batch holding ``msg`` (or each message of a list, in order: Kafka writes a
+    snapshot's SnapshotHeader, KRaftVersionRecord and VotersRecord in one batch, and a new
+    leader's LeaderChangeMessage, KRaftVersionRecord and VotersRecord in one)."""
+    msgs = msg if isinstance(msg, list) else [msg]
+    records = []
+    for m in msgs:
+        key, value = encode_control(m)
+        records.append(SimpleRecord(value, key=key, timestamp=now_ms))
+    return encode_batch(records, base_offset=base_offset, partition_leader_epoch=epoch, now_ms=now_ms,
+                        is_control=True)[0]
+
+
+# KIP-853. kraft.version 1 (KRaftVersion.KRAFT_VERSION_1) is the dynamic quorum Kafka 4 formats with
+# --standalone or --initial-controllers: the voter set lives in the log as a VotersRecord. With a
+# static controller.quorum.voters (kraft.version 0) neither record is ever written.
+KRAFT_VERSION_RECONFIG = 1
+BOOTSTRAP_VOTER_PORT = 9093      # the CONTROLLER listener the voters' endpoints name
+
+
+def kraft_version_record(kraft_version: int = KRAFT_VERSION_RECONFIG) -> Message:
+    return KRaftVersionRecord(version=CONTROL_VERSION, k_raft_version=kraft_version)
+
+
+def voters_record(voters, directory_ids: dict, host_of=None, kraft_version: int = KRAFT_VERSION_RECONFIG) -> Message:
+    """VotersRecord (VoterSet.toVotersRecord): each voter's id, directory id, its CONTROLLER
+    endpoint, and the kraft.version range it supports (0 to ``kraft_version``)."""
+    host_of = host_of or (lambda v: f"node-{v}")
+    return VotersRecord(version=CONTROL_VERSION, voters=tuple(
+        VotersRecord.Voter(voter_id=v, voter_directory_id=directory_ids[v],
+                           endpoints=(VotersRecord.Endpoint(name="CONTROLLER", host=host_of(v), port=BOOTSTRAP_VOTER_PORT),),
+                           k_raft_version_feature=VotersRecord.KRaftVersionFeature(min_supported_version=0,
+                                                                                   max_supported_version=kraft_version))
+        for v in sorted(voters)))
 
 
 def leader_change_batch(msg: Message, *, base_offset: int, epoch: int, now_ms: int) -> bytes:

@@ -6,7 +6,8 @@ v2 record batches, offsets from 0, every batch carrying the snapshot's epoch
 (``RecordsSnapshotWriter``):
 
 - a control batch holding a SnapshotHeaderRecord (version 0, the append time of the last record
-  the snapshot covers);
+  the snapshot covers) and, under kraft.version 1 (KIP-853), a KRaftVersionRecord and the
+  VotersRecord in force (``RecordsSnapshotWriter.Builder``);
 - data batches holding the state machine's records;
 - a control batch holding a SnapshotFooterRecord (version 0).
 
@@ -23,7 +24,7 @@ from engine.records import SimpleRecord, encode_batch, iter_batches
 
 from .records import SnapshotFooterRecord, SnapshotHeaderRecord, control_batch, decode_control
 
-__all__ = ["SnapshotId", "snapshot_name", "parse_snapshot_name", "encode_snapshot", "decode_snapshot",
+__all__ = ["SnapshotId", "BOOTSTRAP_SNAPSHOT_ID", "snapshot_name", "parse_snapshot_name", "encode_snapshot", "decode_snapshot",
            "SnapshotContents", "PART_SUFFIX", "SUFFIX"]
 
 SUFFIX = ".checkpoint"
@@ -42,6 +43,11 @@ class SnapshotId:
         return snapshot_name(self)
 
 
+BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
+"""Snapshots.BOOTSTRAP_SNAPSHOT_ID: ``kafka-storage format --standalone`` / ``--initial-controllers``
+writes it on each initial voter, holding only the KRaftVersionRecord and the VotersRecord."""
+
+
 def snapshot_name(sid: SnapshotId) -> str:
     return f"{sid.end_offset:020d}-{sid.epoch:010d}{SUFFIX}"
 
@@ -56,14 +62,17 @@ class SnapshotContents:
     header: object
     values: list          # the data records' values, in order
     footer: object
+    control: tuple = ()   # the other control messages (KRaftVersionRecord, VotersRecord), in order
 
 
 def encode_snapshot(sid: SnapshotId, values: list, last_contained_ms: int, now_ms: int,
-                    max_batch_records: int = 1000) -> bytes:
-    """The bytes of a snapshot file holding ``values`` (the state machine's records)."""
-    out = bytearray(control_batch(SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_contained_ms),
-                                  base_offset=0, epoch=sid.epoch, now_ms=now_ms))
-    offset = 1
+                    max_batch_records: int = 1000, header_extras: tuple = ()) -> bytes:
+    """The bytes of a snapshot file holding ``values`` (the state machine's records);
+    ``header_extras`` are control messages written in the header's batch after it
+    (KRaftVersionRecord, VotersRecord)."""
+    header = SnapshotHeaderRecord(version=0, last_contained_log_timestamp=last_contained_ms)
+    out = bytearray(control_batch([header, *header_extras], base_offset=0, epoch=sid.epoch, now_ms=now_ms))
+    offset = 1 + len(header_extras)
     for i in range(0, len(values), max_batch_records):
         chunk = [SimpleRecord(bytes(v), timestamp=now_ms) for v in values[i:i + max_batch_records]]
         out += encode_batch(chunk, base_offset=offset, partition_leader_epoch=sid.epoch, now_ms=now_ms)[0]
@@ -77,6 +86,7 @@ def decode_snapshot(data: bytes, what: str = "snapshot") -> SnapshotContents:
     the header first, the footer last, nothing after it)."""
     header = footer = None
     values: list = []
+    control: list = []
     try:
         for _, batch in iter_batches(data):
             if footer is not None:
@@ -93,6 +103,8 @@ def decode_snapshot(data: bytes, what: str = "snapshot") -> SnapshotContents:
                         footer = msg
                     elif header is None:
                         raise CorruptRecordError(f"{what}: does not start with a SnapshotHeader")
+                    else:
+                        control.append(msg)
             else:
                 if header is None:
                     raise CorruptRecordError(f"{what}: does not start with a SnapshotHeader")
@@ -105,4 +117,4 @@ def decode_snapshot(data: bytes, what: str = "snapshot") -> SnapshotContents:
         raise CorruptRecordError(f"{what}: no SnapshotHeader")
     if footer is None:
         raise CorruptRecordError(f"{what}: no SnapshotFooter (not frozen whole)")
-    return SnapshotContents(header, values, footer)
+    return SnapshotContents(header, values, footer, tuple(control))

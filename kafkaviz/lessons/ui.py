@@ -389,6 +389,8 @@ def ui_strings() -> dict[str, str]:
         "ml_committed": _("committed"),
         "ml_not_committed": _("not committed yet"),
         "ml_applied_title": _("Applied offset of each node"),
+        "ml_start": _("Log start {start}; snapshots: {snapshots}"),
+        "ml_no_snapshots": _("none"),
         "ml_applied": _("applied up to {n}"),
         "ml_state_leader": _("leader"),
         "ml_state_follower": _("follower"),

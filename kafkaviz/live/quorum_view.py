@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.cluster import kraft_controller
-from engine.records import iter_batches
+from engine.kraft.records import control_type
+from engine.records import ControlRecordType, iter_batches
 
 __all__ = ["quorum_view", "MAX_LOG_RECORDS"]
 
@@ -22,17 +23,21 @@ def _log_records(node: Any) -> list[dict[str, Any]]:
     log = node.log
     if log is None or node.log_end_offset <= 0:
         return []
-    info = log.read(0, 1 << 31, max_offset=node.log_end_offset, trace=False)
+    info = log.read(node.log_start_offset, 1 << 31, max_offset=node.log_end_offset, trace=False)
     out = []
     for _, batch in iter_batches(info.records, verify_crc=False):
         epoch = batch.partition_leader_epoch
         for r in batch.records:
             if batch.is_control:
-                kind = "LeaderChangeMessage"
+                kind = _CONTROL_NAMES.get(control_type(r.key), "control")
             else:
                 kind = _type_name(kraft_controller.decode_record(r.value))   # the controller's own reader
             out.append({"offset": r.offset, "epoch": epoch, "type": kind})
     return out
+
+
+_CONTROL_NAMES = {ControlRecordType.LEADER_CHANGE: "LeaderChangeMessage", ControlRecordType.KRAFT_VERSION: "KRaftVersionRecord",
+                  ControlRecordType.KRAFT_VOTERS: "VotersRecord"}
 
 
 def _type_name(record: Any) -> str:
@@ -62,5 +67,8 @@ def quorum_view(cluster: Any) -> dict[str, Any] | None:
         "applied": applied,
         "log": {"node": source.id if source is not None else None, "records": records[-MAX_LOG_RECORDS:],
                 "older": max(0, len(records) - MAX_LOG_RECORDS),
-                "end": source.log_end_offset if source is not None else 0},
+                "end": source.log_end_offset if source is not None else 0,
+                # The log start (it moves to a snapshot) and the snapshots <offset>-<epoch>.checkpoint.
+                "start": source.log_start_offset if source is not None else 0,
+                "snapshots": [s.name for s in source.snapshots] if source is not None else []},
     }

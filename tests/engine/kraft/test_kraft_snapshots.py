@@ -9,7 +9,6 @@ from kafka.record.memory_records import MemoryRecords
 from engine.errors import CorruptRecordError
 from engine.kraft import metadata
 from engine.kraft.config import QuorumConfig
-from engine.kraft.node import LOG_START_CHECKPOINT
 from engine.kraft.records import SnapshotFooterRecord, SnapshotHeaderRecord, decode_control
 from engine.kraft.schedules import run_schedule
 from engine.records import iter_batches
@@ -107,8 +106,8 @@ def test_every_node_snapshots_its_committed_state_and_the_log_start_moves_past_i
         assert values == expected[:len(values)] and len(values) >= 40
         data = q.disk.read_all(f"{node.dir}/{sid.name}")
         assert all(b.leader_epoch == sid.epoch for b in _batches(data))
-        start = q.disk.read_all(f"node-{node.id}/{LOG_START_CHECKPOINT}").decode().split("\n")
-        assert start[2] == f"__cluster_metadata 0 {sid.end_offset}"
+        # The metadata log keeps no log-start-offset-checkpoint (it is not a log manager's log).
+        assert not q.disk.exists(f"node-{node.id}/log-start-offset-checkpoint")
     assert q.checker.snapshots_checked >= 4
 
 
@@ -186,13 +185,19 @@ def test_a_restart_keeps_the_log_start_and_the_snapshots(make_quorum, elect):
         q.append([b"v%03d" % i])
         q.run(30)
     q.run(1000)
-    before = {n.id: (n.log_start_offset, list(n.snapshots)) for n in q.nodes.values()}
+    before = {n.id: (n.log_start_offset, list(n.snapshots), n.log.segments[0].base_offset) for n in q.nodes.values()}
+    assert all(start > base for start, _, base in before.values())    # the cleaner moved it inside a segment
     for nid in q.voters:
         q.crash(nid, power_loss=True)
     for nid in q.voters:
         q.restart(nid)
-    for nid, (start, snaps) in before.items():
-        assert q.nodes[nid].log_start_offset == start and q.nodes[nid].snapshots == snaps
+    for nid, (start, snaps, base) in before.items():
+        node = q.nodes[nid]
+        # KafkaRaftLog: the log reopens from its segments (no checkpoint), so its start is the first
+        # segment's base, at or below the oldest snapshot; that snapshot is kept and stands for it.
+        assert node.log_start_offset == base <= snaps[0].end_offset and node.snapshots == snaps
+    q.checker.check_logs()
+    assert q.checker.violations == []
     elect(q, after_epoch=max(n.epoch for n in q.nodes.values()))
     q.append([b"after"])
     _settle(q)
@@ -248,3 +253,35 @@ def test_arbitrary_bytes_are_a_snapshot_or_refused(data):
         decode_snapshot(data)
     except CorruptRecordError as exc:
         assert "\n" not in str(exc)
+
+
+def test_a_snapshot_is_also_made_once_the_interval_has_passed(make_quorum, elect):
+    """metadata.log.max.snapshot.interval.ms: with few bytes, a node snapshots when it applies
+    committed records and the interval has passed since its last snapshot (or its start)."""
+    cfg = QuorumConfig(max_snapshot_interval_ms=5000, log_cleaner_interval_ms=0)
+    q = make_quorum(seed=4, config=cfg)
+    elect(q)
+    q.append([b"a"])
+    _settle(q, 1000)
+    assert all(not n.snapshots for n in q.nodes.values())       # 20 MiB of bytes is far off, 5 s not yet
+    q.run(4500)
+    assert all(not n.snapshots for n in q.nodes.values())       # time alone makes none: nothing new applied
+    q.append([b"b"])
+    _settle(q, 1000)
+    written = [e for e in (x.to_dict() for x in q.events.envelopes) if e["kind"] == "raft_snapshot_written"]
+    assert sorted(e["node"] for e in written) == [1, 2, 3] and {e["how"] for e in written} == {"interval"}
+    for n in q.nodes.values():
+        (sid,) = n.snapshots
+        assert n.read_snapshot(sid) == [b"a", b"b"][:len(n.read_snapshot(sid))]
+    q.append([b"c"])
+    _settle(q, 1000)
+    assert all(len(n.snapshots) == 1 for n in q.nodes.values())  # the next one waits another interval
+
+
+def test_zero_turns_the_time_rule_off(make_quorum, elect):
+    q = make_quorum(seed=4, config=QuorumConfig(max_snapshot_interval_ms=0))
+    elect(q)
+    for i in range(5):
+        q.append([b"x"])
+        q.run(3000)
+    assert all(not n.snapshots for n in q.nodes.values())
