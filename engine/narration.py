@@ -1502,13 +1502,16 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
             return simple[c][0 if zh else 1].format(**cmd)
         except (KeyError, IndexError):
             return str(c).replace("_", " ")
-    if c in ("crash", "restart", "shutdown", "isolate", "pause_follower", "resume_follower"):
+    if "broker" in cmd and set(cmd) <= {"cmd", "type", "broker"}:
+        # A command on one broker and nothing else: the fault buttons' (crash, isolate, ...), and a
+        # new fault kind's without a word here ("stall broker 1").
+        b = cmd.get("broker")
         if zh:
             verb = {"crash": "让 broker {b} 崩溃", "restart": "重启 broker {b}", "shutdown": "正常关闭 broker {b}",
                     "isolate": "隔离 broker {b}", "pause_follower": "暂停 broker {b} 的拉取",
-                    "resume_follower": "恢复 broker {b} 的拉取"}[c]
-            return verb.format(b=cmd.get("broker"))
-        return f"{c.replace('_', ' ')} broker {cmd.get('broker')}"
+                    "resume_follower": "恢复 broker {b} 的拉取"}.get(c)
+            return verb.format(b=b) if verb else f"broker {b}：{str(c).replace('_', ' ')}"
+        return f"{str(c).replace('_', ' ')} broker {b}"
     if c == "advance":
         return f"时钟前进 {cmd.get('ms')} 毫秒" if zh else f"advance the clock {cmd.get('ms')} ms"
     if c == "produce":

@@ -11,13 +11,12 @@ Responses are rebuilt too (``Replay.responses``), in the order they were deliver
 """
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from .protocol import parse_request
-from .server import WireServer, apply_operation
+from .server import WireServer, apply_operation, frame_bytes
 from .session import Session
 
 __all__ = ["Replay", "Replayer", "replay", "settings_of"]
@@ -66,7 +65,7 @@ class Replayer:
             apply_operation(server.cluster, dict(e["cmd"]))
         elif kind == "request":
             session = self.sessions[e["node"]]
-            req = parse_request(base64.b64decode(e["frame"]))
+            req = parse_request(frame_bytes(e))
 
             def reply(body, node=e["node"], corr=req.correlation_id):
                 self.out.responses.append((sched.now_ms(), node, corr, body))

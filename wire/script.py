@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .server import json_row
 from .threaded import Listener
 
 __all__ = ["record", "TOPIC", "GROUP", "PHASES", "SETTINGS"]
@@ -200,7 +201,7 @@ def record(data_dir: str | Path, log: Callable[[str], None] | None = None) -> di
         for c in consumers:
             c.close()
         consumers.clear()
-        entries = lst.call(lambda s: list(s.recorder.entries))
+        entries = lst.call(lambda s: [json_row(e) for e in s.recorder.entries])
     finally:
         if victim is not None and victim.poll() is None:
             victim.kill()

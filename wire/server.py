@@ -34,7 +34,7 @@ from .protocol import (MAX_FRAME_BYTES, ProtocolError, Unsupported, encode_respo
                        unsupported_response)
 from .session import FIRST_NODE_ID, Session
 
-__all__ = ["WireServer", "Pacer", "Recorder", "Closed", "apply_operation", "wall_ms"]
+__all__ = ["WireServer", "Pacer", "Recorder", "Closed", "apply_operation", "wall_ms", "json_row", "frame_bytes"]
 
 log = logging.getLogger("wire")
 
@@ -84,8 +84,10 @@ class Pacer:
             delay = 0.05 if due is None else min(0.05, max(0.0, (due - self.clock()) / 1000))
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), delay)
-            except asyncio.TimeoutError:
+                # asyncio.timeout, not wait_for: no task per wait (the pacer waits after every request)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+            except TimeoutError:
                 pass
 
     def start(self) -> None:
@@ -106,7 +108,8 @@ def _due_by(due: int | None, target: int) -> bool:
 
 class Recorder:
     """Every decoded request with its virtual arrival time, in arrival order, plus the
-    opening and closing of connections: JSON lines (``path``) and/or kept in memory.
+    opening and closing of connections: JSON lines (``path``) and/or kept in memory (a
+    request's ``frame`` as bytes there, as base64 text in the file: :func:`json_row`).
 
     In memory only the newest ``max_entries`` are kept (``dropped`` counts the rest), so a
     long-running listener's memory is bounded; the file, when there is one, has them all."""
@@ -125,7 +128,7 @@ class Recorder:
                 self.dropped += 1
             self.entries.append(entry)
         if self._file is not None:
-            self._file.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            self._file.write(json.dumps(json_row(entry), separators=(",", ":")) + "\n")
 
     def flush(self) -> None:
         if self._file is not None:
@@ -135,6 +138,22 @@ class Recorder:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def json_row(entry: dict) -> dict:
+    """A record entry as its JSON line has it: a request's ``frame`` (the request's bytes, kept
+    as they came off the socket in memory: encoding a large Produce frame on every request
+    cost the listener about a twentieth of its CPU) as base64 text."""
+    frame = entry.get("frame")
+    if isinstance(frame, (bytes, bytearray)):
+        return {**entry, "frame": base64.b64encode(frame).decode("ascii")}
+    return entry
+
+
+def frame_bytes(entry: dict) -> bytes:
+    """A request entry's frame, from memory (bytes) or from a JSON line (base64)."""
+    frame = entry["frame"]
+    return frame if isinstance(frame, (bytes, bytearray)) else base64.b64decode(frame)
 
 
 def apply_operation(cluster: Cluster, cmd: dict) -> dict:
@@ -172,7 +191,8 @@ class WireServer:
                  connections_max_idle_ms: int = 600_000, cluster_config: dict | None = None,
                  max_requests_per_second_per_address: float = 10_000.0, checker: bool = False,
                  cluster: Cluster | None = None, trace: bool = False,
-                 guard: Callable[[], Any] = contextlib.nullcontext) -> None:
+                 guard: Callable[[], Any] = contextlib.nullcontext,
+                 advertise: tuple[str, int | None] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.host, self.base_port = host, port
@@ -204,7 +224,13 @@ class WireServer:
         # slowed, not cut off, as Kafka's request quotas mute a channel for the throttle time.
         self.request_rate = max_requests_per_second_per_address
         self._buckets: dict[str, list[float]] = {}      # address -> [tokens, wall seconds]
+        # What Metadata and FindCoordinator tell clients (Kafka's advertised.listeners), and what
+        # each broker's socket is bound to (``listening``). ``advertise`` = (host, port or None):
+        # for a listener behind a proxy or NAT, broker b advertises host:(port + b), or host with
+        # its own bound port when no port is given; by default what is bound is advertised.
+        self.advertise = advertise
         self.endpoints: dict[int, tuple[str, int]] = {}
+        self.listening: dict[int, tuple[str, int]] = {}
         self.recorder = Recorder(record_path)
         # The engine's checker (engine/cluster/checker.py), told of every record a client was
         # acknowledged: check() then finds acknowledged records lost, diverged replicas, HW
@@ -301,7 +327,12 @@ class WireServer:
             srv = await asyncio.start_server(lambda r, w, b=b: self._serve(b, r, w), self.host,
                                              self.base_port + b if self.base_port else 0, limit=1 << 16)
             port = srv.sockets[0].getsockname()[1]
-            self.endpoints[b] = (self.host, port)
+            self.listening[b] = (self.host, port)
+            if self.advertise is None:
+                self.endpoints[b] = (self.host, port)
+            else:
+                host, base = self.advertise
+                self.endpoints[b] = (host, port if base is None else base + b)
             self._servers.append(srv)
         # Answers carry the endpoints (Metadata, FindCoordinator): a replay needs them too.
         self.recorder.add({"t": self.cluster.now_ms(), "kind": "listen",
@@ -361,8 +392,9 @@ class WireServer:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                head = await asyncio.wait_for(reader.readexactly(4), self.connections_max_idle_ms / 1000)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(self.connections_max_idle_ms / 1000):   # no task per request
+                    head = await reader.readexactly(4)
+            except TimeoutError:
                 log.info("closing idle connection %s", session.node.id)
                 return
             size = frame_size(head, self.max_frame_bytes)
@@ -395,7 +427,7 @@ class WireServer:
                 self.recorder.add({"t": now, "kind": "request", "node": session.node.id,
                                    "broker": session.broker_id, "api_key": req.api_key, "version": req.api_version,
                                    "correlation_id": req.correlation_id,
-                                   "frame": base64.b64encode(frame).decode("ascii")})
+                                   "frame": frame})
                 session.dispatch(req, reply)
                 if req.api_key == 0 and req.body["acks"] == 0:
                     reply(None)                 # acks=0: the client expects no answer at all
@@ -417,10 +449,21 @@ class WireServer:
 
     async def _answer(self, session: Session, reader: asyncio.StreamReader, done: asyncio.Future) -> Any:
         """Wait for a request's answer; give up when the broker dies (Kafka's sockets die with
-        its process) or the client hangs up (a lost message is otherwise never answered)."""
-        while True:
-            try:
-                return await asyncio.wait_for(asyncio.shield(done), 0.5)
-            except asyncio.TimeoutError:
-                if not self.cluster.brokers[session.broker_id].alive or reader.at_eof():
-                    raise _Gone() from None
+        its process) or the client hangs up (a lost message is otherwise never answered).
+        Checked every half second by one timer (a wait_for of a shielded future built a task,
+        a shield and a timeout for every request)."""
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            nonlocal timer
+            if done.done():
+                return
+            if not self.cluster.brokers[session.broker_id].alive or reader.at_eof():
+                done.set_exception(_Gone())
+            else:
+                timer = loop.call_later(0.5, check)
+        timer = loop.call_later(0.5, check)
+        try:
+            return await done
+        finally:
+            timer.cancel()

@@ -22,7 +22,7 @@ from engine.errors import (BrokerNotAvailableError, InvalidConfigError, InvalidR
 from engine.events import EventLog
 
 from .broker import Broker
-from .config import CLIENT, ClusterConfig
+from .config import ACKS, CLIENT, ClusterConfig
 from .consumer import GroupService
 from .controller import Controller
 from .kraft_controller import KRaftController
@@ -452,7 +452,7 @@ class Cluster:
         latency, and a broker that restarts meanwhile loses the answer)."""
         self.controller.partition(topic, partition)
         target = None if broker is None else self._broker(broker).id
-        if acks not in (-1, 0, 1) or isinstance(acks, bool):
+        if acks not in ACKS.values() or isinstance(acks, bool):
             raise InvalidRequestError(f"acks must be -1 (all), 0 or 1, got {acks!r}")
         prod = None
         if producer is not None:

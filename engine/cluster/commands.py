@@ -22,10 +22,11 @@ from typing import Any, ClassVar, Mapping
 
 from ..config import LogConfig, config_from_mapping, validate_topic_name
 from ..errors import BrokerNotAvailableError, InvalidRequestError, UnknownTopicOrPartitionError
+from .config import ACKS  # re-exported: the web's acks choices
 from .partition import record_digest  # re-exported: commands, events and the checker share one digest
 
 __all__ = [
-    "Command", "COMMANDS", "field_spec", "parse_command", "apply_command", "validate_command", "command_to_dict",
+    "Command", "COMMANDS", "Fault", "faults", "node_fields", "ACKS", "field_spec", "parse_command", "apply_command", "validate_command", "command_to_dict",
     "record_digest", "MAX_ADVANCE_MS", "MAX_PRODUCE_COUNT", "MAX_VALUE_SIZE",
     "CreateTopic", "Produce", "Consume", "Crash", "Shutdown", "Restart", "Isolate", "CutLink", "HealLink",
     "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
@@ -49,8 +50,10 @@ COMMANDS: dict[str, type["Command"]] = {}
 # ---- field specs -------------------------------------------------------------------------
 
 def _spec(kind: str, default: Any = dataclasses.MISSING, *, low: float | None = None,
-          high: float | None = None, choices: tuple | None = None, doc: str = "") -> Any:
-    meta = {"kind": kind, "low": low, "high": high, "choices": choices, "doc": doc}
+          high: float | None = None, choices: tuple | None = None, doc: str = "", node: bool = False) -> Any:
+    """A command field's metadata: its kind, bounds, choices and doc; ``node`` marks a field
+    that names a broker (or controller) node, the one a fault is aimed at."""
+    meta = {"kind": kind, "low": low, "high": high, "choices": choices, "doc": doc, "node": node}
     if default is dataclasses.MISSING:
         return field(metadata=meta)
     if isinstance(default, (dict, list)):
@@ -105,10 +108,9 @@ def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
                                           f"boolean, got {v!r}")
         value = dict(value)
     elif base == "acks":
-        normal = {"all": -1, "-1": -1, "1": 1, "0": 0}
-        if isinstance(value, str) and value.lower() in normal:
-            value = normal[value.lower()]
-        elif isinstance(value, bool) or value not in (-1, 0, 1):
+        if isinstance(value, str) and value.lower() in {**ACKS, "-1": -1}:
+            value = {**ACKS, "-1": -1}[value.lower()]
+        elif isinstance(value, bool) or value not in ACKS.values():
             raise bad()
     elif base == "scope_target":
         if isinstance(value, bool) or not (value is None or isinstance(value, (int, str))):
@@ -144,6 +146,42 @@ def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+def gettext_noop(text: str) -> str:
+    """Marks an English word for the web's translation catalogue (``make messages`` finds it
+    here); the engine itself never translates."""
+    return text
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What makes a command a *fault kind*: a button a learner presses in the fault panel,
+    and a command a classroom preset may aim at a role (``$leader``) instead of a broker.
+
+    ``label`` is the button's English word (translated by the page), ``key`` its keyboard
+    shortcut, ``danger`` whether it is drawn as destructive. Which panel the button sits in,
+    which fields a role may fill and the form's limits all follow from the command's fields:
+    the fields marked ``node`` are the fault's target (one ``broker``: the broker buttons;
+    ``a`` and ``b``: the link buttons), and a fault with another required field (a delay, a
+    probability) has a form of its own. ``needs`` says what state the target must be in
+    (the command's ``validate`` refuses the rest; the page greys the button). docs/web.md ("Adding a fault kind")."""
+
+    label: str
+    key: str = ""
+    danger: bool = False
+    needs: str = ""      # "up": its broker must be running; "down": stopped (the page greys it out otherwise)
+
+
+def faults(vocabulary: Mapping[str, type["Command"]] | None = None) -> dict[str, type["Command"]]:
+    """The fault kinds of a vocabulary (the cluster's by default), in declaration order."""
+    return {name: cls for name, cls in (COMMANDS if vocabulary is None else vocabulary).items()
+            if cls.fault is not None}
+
+
+def node_fields(cls: type["Command"]) -> tuple[str, ...]:
+    """The fields of ``cls`` that name a node (a broker or a controller): a fault's target."""
+    return tuple(f.name for f in fields(cls) if f.metadata.get("node"))
+
+
 # ---- the commands ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -154,6 +192,8 @@ class Command:
     summary: ClassVar[str] = ""
     # The registry a subclass joins: the cluster's, or another world's (engine/storage_commands.py).
     vocabulary: ClassVar[dict[str, type["Command"]]] = COMMANDS
+    # Set on a fault kind (a button of the fault panel; see Fault).
+    fault: ClassVar[Fault | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -319,7 +359,7 @@ class Consume(Command):
 
 @dataclass(frozen=True)
 class _BrokerCommand(Command):
-    broker: int = _spec("int", low=0, doc="broker id")
+    broker: int = _spec("int", low=0, doc="broker id", node=True)
 
     def validate(self, cluster: Any) -> None:
         _check_broker(self.cmd, cluster, self.broker)
@@ -349,18 +389,21 @@ class _StopCommand(_ProcessCommand):
 class Crash(_StopCommand):
     cmd: ClassVar[str] = "crash"
     summary: ClassVar[str] = "Hard crash (power loss): everything not fsync'd is lost; the broker stays down."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Crash"), "c", danger=True, needs="up")
 
 
 @dataclass(frozen=True)
 class Shutdown(_StopCommand):
     cmd: ClassVar[str] = "shutdown"
     summary: ClassVar[str] = "Clean shutdown: flush, write checkpoints, move leadership away, stop."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Shut down"), "s", needs="up")
 
 
 @dataclass(frozen=True)
 class Restart(_ProcessCommand):
     cmd: ClassVar[str] = "restart"
     summary: ClassVar[str] = "Start a stopped broker: log recovery, then it rejoins as follower."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Restart"), "r", needs="down")
 
     def validate(self, cluster: Any) -> None:
         super().validate(cluster)
@@ -372,25 +415,29 @@ class Restart(_ProcessCommand):
 class Isolate(_ProcessCommand):
     cmd: ClassVar[str] = "isolate"
     summary: ClassVar[str] = "Cut every link between this broker and all others (it keeps running)."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Isolate"), "i")
 
 
 @dataclass(frozen=True)
 class PauseFollower(_BrokerCommand):
     cmd: ClassVar[str] = "pause_follower"
     summary: ClassVar[str] = "Stop this broker's replica fetchers (it falls out of the ISR after replica.lag.time.max.ms)."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Pause fetching"), "p")
 
 
 @dataclass(frozen=True)
 class ResumeFollower(_BrokerCommand):
     cmd: ClassVar[str] = "resume_follower"
     summary: ClassVar[str] = "Resume this broker's replica fetchers (a slow_follower delay stays)."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Resume fetching"), "u")
 
 
 @dataclass(frozen=True)
 class SlowFollower(Command):
     cmd: ClassVar[str] = "slow_follower"
     summary: ClassVar[str] = "Add a delay before each fetch this broker's replica fetchers send."
-    broker: int = _spec("int", low=0, doc="broker id")
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Slow down"))
+    broker: int = _spec("int", low=0, doc="broker id", node=True)
     delay_ms: int = _spec("int", low=0, high=MAX_ADVANCE_MS, doc="extra delay per fetch, ms")
 
     def validate(self, cluster: Any) -> None:
@@ -403,8 +450,8 @@ class SlowFollower(Command):
 
 @dataclass(frozen=True)
 class _LinkCommand(Command):
-    a: int = _spec("int", low=CLIENT_NODE, doc="broker id at one end (-1 = the client)")
-    b: int = _spec("int", low=CLIENT_NODE, doc="broker id at the other end (-1 = the client)")
+    a: int = _spec("int", low=CLIENT_NODE, doc="broker id at one end (-1 = the client)", node=True)
+    b: int = _spec("int", low=CLIENT_NODE, doc="broker id at the other end (-1 = the client)", node=True)
 
     def validate(self, cluster: Any) -> None:
         for node in (self.a, self.b):
@@ -418,6 +465,7 @@ class _LinkCommand(Command):
 class CutLink(_LinkCommand):
     cmd: ClassVar[str] = "cut_link"
     summary: ClassVar[str] = "Drop every message on the link a→b (and b→a unless both is false)."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Cut"), danger=True)
     both: bool = _spec("bool", True, doc="cut both directions; false cuts only a→b")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
@@ -429,6 +477,7 @@ class CutLink(_LinkCommand):
 class HealLink(_LinkCommand):
     cmd: ClassVar[str] = "heal_link"
     summary: ClassVar[str] = "Restore the link a→b (and b→a unless both is false)."
+    fault: ClassVar[Fault | None] = Fault(gettext_noop("Heal"))
     both: bool = _spec("bool", True, doc="heal both directions; false heals only a→b")
 
     def apply(self, cluster: Any) -> dict[str, Any]:

@@ -16,6 +16,11 @@ from typing import Any, Mapping
 from engine.config import INT_MAX, LONG_MAX, LogConfig, _check, _f, config_from_mapping
 from engine.errors import InvalidConfigError
 
+# Kafka's acks values by the names a form offers ("all" is -1, which a command may also send
+# as -1 or "-1"): the one home of what acks may be. Commands parse with it
+# (engine/cluster/commands.py), Cluster.produce checks with it, the web offers its keys.
+ACKS: dict[str, int] = {"all": -1, "1": 1, "0": 0}
+
 __all__ = ["ClusterConfig", "MAX_BROKERS", "CLIENT"]
 
 MAX_BROKERS = 7

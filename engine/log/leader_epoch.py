@@ -44,6 +44,9 @@ class LeaderEpochFileCache:
         self.events = events
         self.ident = ident
         self._entries: list[EpochEntry] = [EpochEntry(e, o) for e, o in self.checkpoint.read()]
+        # The latest epoch, -1 when there is none: a plain attribute the append path compares
+        # each batch's epoch with (kept by _flush, which every change calls).
+        self.newest = self._entries[-1].epoch if self._entries else -1
 
     # ---- queries -------------------------------------------------------------
     @property
@@ -138,6 +141,7 @@ class LeaderEpochFileCache:
         return [[e.epoch, e.start_offset] for e in self._entries]
 
     def _flush(self) -> None:
+        self.newest = self._entries[-1].epoch if self._entries else -1
         self.checkpoint.write([(e.epoch, e.start_offset) for e in self._entries])
 
     def _emit(self, ev: Any) -> None:

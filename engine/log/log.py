@@ -24,7 +24,8 @@ from ..errors import (CorruptRecordError, InvalidRecordError, InvalidRequestErro
                       RecordBatchTooLargeError, RecordTooLargeError)
 from ..events import EventLog
 from ..records import (BatchHeader, CompressionType, Record, TimestampType, decode_batch, encode_batch,
-                       read_header, scan_valid, whole_batch_header, with_log_append_time, with_offset_and_epoch)
+                       read_header, scan_valid, whole_batch_header, whole_batch_values, with_log_append_time,
+                       with_offset_and_epoch)
 from ..records.validation import check_record_timestamps, validate_client_batches
 from .events import (BatchAppended, IndexEntryWritten, IndexTrimmed, LogClosed, LogFlushed, LogLookup,
                      LogStartOffsetChanged, LogTruncated, SegmentCreated, SegmentDeleted, SegmentRolled, FileDeleted)
@@ -206,7 +207,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 h = read_header(data)
             else:
                 # baseOffset and the epoch lie outside the CRC: the checked header, with them set
-                h = BatchHeader._make((offset, h[1], leader_epoch) + h[3:])
+                h = _tuple_new(BatchHeader, (offset, h[1], leader_epoch) + h[3:])
             parsed = self._check_sizes([(0, h)])
         else:
             check_record_timestamps((getattr(r, "timestamp", None) for r in records), self.config, now, self.name)
@@ -223,8 +224,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                                  leader_epoch, -1, True)
         info = self._append(data, parsed, now, now if append_time else -1)
         self._track_producers(data, parsed, "client")
-        if leader_epoch >= 0 and (self.leader_epoch_cache.latest_epoch is None
-                                  or leader_epoch > self.leader_epoch_cache.latest_epoch):
+        if leader_epoch > self.leader_epoch_cache.newest:     # newest >= -1: only an epoch >= 0 is assigned
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
 
@@ -233,15 +233,16 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         >= LEO, normally == LEO); the epoch cache follows the batches' leader epochs."""
         # The common case in one pass: one whole batch (length, magic and CRC checked), at or
         # past the log end, that fits; its producer bookkeeping inline when it has no producer.
-        h = whole_batch_header(batches)
-        if h is not None:
+        # The header's fields stay a plain tuple here (read by index: BatchHeader's order).
+        v = whole_batch_values(batches)
+        if v is not None:
             cfg, size = self.config, len(batches)
-            if h.base_offset >= self._log_end_offset and size <= cfg.max_message_bytes and size <= cfg.segment_bytes:
-                info = self._append_one(batches, h, self.scheduler.clock.now_ms(), -1)
-                if h.producer_id < 0:
+            if v[0] >= self._log_end_offset and size <= cfg.max_message_bytes and size <= cfg.segment_bytes:
+                info = self._append_one(batches, v, self.scheduler.clock.now_ms(), -1)
+                if v[9] < 0:      # no producer id
                     self.producer_state.map_end_offset = self._log_end_offset
                 else:
-                    self._track_producers(batches, ((0, h),), "replication")
+                    self._track_producers(batches, ((0, _tuple_new(BatchHeader, v)),), "replication")
                 return info
         parsed = self._parse(batches)
         first = parsed[0][1].base_offset
@@ -347,12 +348,14 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         return LogAppendInfo(h0.base_offset, self._log_end_offset - 1, max_ts, first_pos, len(data), first_seg,
                              count, h0.partition_leader_epoch, log_append_time)
 
-    def _append_one(self, data: bytes, h: BatchHeader, now: int, log_append_time: int) -> LogAppendInfo:
-        """:meth:`_append` of a single batch (the common case), without the grouping."""
+    def _append_one(self, data: bytes, h: BatchHeader | tuple, now: int, log_append_time: int) -> LogAppendInfo:
+        """:meth:`_append` of a single batch (the common case), without the grouping. ``h`` may
+        be the header's fields as a plain tuple (:func:`whole_batch_values`); they are read by
+        index, and a header is built only when the roll rule or the segment needs one."""
         size = len(data)
         seg = self._segments[-1]
-        base, epoch, max_ts, count = h.base_offset, h.partition_leader_epoch, h.max_timestamp, h.records_count
-        last = base + h.last_offset_delta
+        base, epoch, max_ts, count = h[0], h[2], h[8], h[12]
+        last = base + h[6]
         broker, topic, partition = self._ident
         # The common case first: inside the roll window and no index entry due (one call).
         pos = seg.append_quiet(data, size, last, max_ts, now)
@@ -361,6 +364,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             self.events.emit_row(BatchAppended, (broker, topic, partition, seg_base, base, last, pos, size, count,
                                                  max_ts, epoch))
         else:
+            if not isinstance(h, BatchHeader):
+                h = _tuple_new(BatchHeader, h)
             roll = self._roll_reason(seg, size, h, now)
             if roll is not None:
                 seg = self._roll(roll[0], roll[1], h.base_offset)
@@ -383,11 +388,8 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 rows = (batch,)
             self.events.emit_rows(rows)
         self._log_end_offset = last + 1
-        if epoch >= 0:
-            cache = self.leader_epoch_cache
-            latest = cache.latest_epoch
-            if latest is None or epoch > latest:
-                cache.assign(epoch, base)
+        if epoch > self.leader_epoch_cache.newest:      # newest is -1 when the cache is empty
+            self.leader_epoch_cache.assign(epoch, base)
         if self.hw_follows_leo:
             self.high_watermark = last + 1
         if last + 1 - self.recovery_point >= self.config.flush_interval_messages:
@@ -402,8 +404,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         cache = self.leader_epoch_cache
         for cls, *values in group:
             if cls is None:
-                latest = cache.latest_epoch
-                if latest is None or values[0] > latest:
+                if values[0] > cache.newest:
                     cache.assign(*values)
             else:
                 emit(cls, *values)

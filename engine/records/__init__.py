@@ -5,7 +5,7 @@ from engine.records.batch import (
     NO_SEQUENCE, BatchHeader, CompressionType, ControlRecordType, EndTransactionMarker, Header, Record,
     RecordBatch, RecordsSummary, SimpleRecord, TimestampType, ValidPrefix, build_batch, build_end_txn_marker,
     decode_batch, encode_batch, iter_batches, read_end_txn_marker, read_header, scan_valid, verify_crc,
-    walk_records, whole_batch_header, with_log_append_time, with_offset_and_epoch,
+    walk_records, whole_batch_header, whole_batch_values, with_log_append_time, with_offset_and_epoch,
 )
 
 __all__ = [
@@ -13,6 +13,6 @@ __all__ = [
     "NO_PRODUCER_ID", "NO_SEQUENCE", "BatchHeader", "CompressionType", "ControlRecordType",
     "EndTransactionMarker", "Header", "Record", "RecordBatch", "RecordsSummary", "SimpleRecord", "TimestampType",
     "ValidPrefix", "build_batch", "build_end_txn_marker", "decode_batch", "encode_batch", "iter_batches",
-    "read_end_txn_marker", "read_header", "scan_valid", "verify_crc", "walk_records", "whole_batch_header",
+    "read_end_txn_marker", "read_header", "scan_valid", "verify_crc", "walk_records", "whole_batch_header", "whole_batch_values",
     "with_log_append_time", "with_offset_and_epoch",
 ]

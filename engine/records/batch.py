@@ -50,7 +50,7 @@ __all__ = [
     "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
     "build_batch", "encode_batch", "read_header", "decode_batch", "iter_batches", "scan_valid", "verify_crc",
     "RecordsSummary", "walk_records",
-    "whole_batch_header",
+    "whole_batch_header", "whole_batch_values",
     "with_offset_and_epoch", "with_log_append_time",
     "ControlRecordType", "EndTransactionMarker", "build_end_txn_marker", "read_end_txn_marker",
 ]
@@ -87,6 +87,9 @@ _UINT64_MAX = (1 << 64) - 1
 
 # ZigZag value of every 1-byte varint: one list index on the hot path.
 _ZZ1 = tuple((b >> 1) ^ -(b & 1) for b in range(128))
+# ZigZag values of two-byte varints, indexed by ``b1 + (b2 << 7)`` (first byte b1 >= 0x80, second
+# b2 < 0x80): the walk over a client's records reads most lengths and deltas through it.
+_ZZ2 = (0,) * 128 + tuple(((k - 128) >> 1) ^ -((k - 128) & 1) for k in range(128, 128 + (1 << 14)))
 # Encoded bytes of every unsigned LEB128 value below 2**14 (1 or 2 bytes).
 _SMALL = tuple(encode_unsigned_varint(u) for u in range(1 << 14))
 # ZigZag varint of every length 0..8191 (= _SMALL[n << 1]): lengths index it directly.
@@ -445,6 +448,13 @@ def whole_batch_header(data: bytes) -> BatchHeader | None:
     """The header of ``data`` when it is exactly one whole batch with a valid magic, length and
     CRC; None otherwise (then :func:`scan_valid` says what is wrong). The common one-batch
     append checks its input with this, in one step."""
+    v = whole_batch_values(data)
+    return None if v is None else _tuple_new(BatchHeader, v)
+
+
+def whole_batch_values(data: bytes) -> tuple | None:
+    """:func:`whole_batch_header`'s fields as a plain tuple, in :class:`BatchHeader`'s order:
+    a follower's single-batch append reads five of them by index and builds no header."""
     n = len(data)
     if n < BATCH_OVERHEAD:
         return None
@@ -454,7 +464,7 @@ def whole_batch_header(data: bytes) -> BatchHeader | None:
     # A small batch is cheaper to slice than to view (two objects); a large one is not.
     if crc32c(data[_CRC_START:] if n <= _SLICE_BELOW else memoryview(data)[_CRC_START:]) != v[4]:
         return None
-    return _tuple_new(BatchHeader, v)
+    return v
 
 
 def scan_valid(buf, pos: int = 0) -> ValidPrefix:
@@ -683,46 +693,61 @@ def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary 
     None when the section is not ``count`` well-formed records whose offset deltas are
     0..count-1; the caller then decodes it with ``decode_batch``, which says what is wrong
     (or, for deltas out of order, hands over the records to rebuild the batch from).
+
+    It is the leader's per-record cost for every client batch, so it is written for speed:
+    varints of one or two bytes are read inline (two-byte ones through ``_ZZ2``), a
+    timestampDelta equal to the previous record's is not compared again, and a record's
+    declared length is checked once, against where its fields end (a length below the six
+    bytes a record needs, or past the section, can only fail that check or the final one).
     """
     zz1 = _ZZ1
+    zz2 = _ZZ2
     dv = decode_varint
-    lo = hi = None
+    if count <= 0:
+        return None
+    lo = 1 << 64
+    hi = -lo
     null_key = False
+    tb = -1
     try:
         for i in range(count):
             b = data[pos]
             if b < 0x80:
-                length = zz1[b]
-                pos += 1
+                rec_end = pos + 1 + zz1[b]
+                b = data[pos + 2]          # after the unused attributes byte
+                pos += 3
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    u = (b & 0x7F) | (b2 << 7)
-                    length = (u >> 1) ^ -(u & 1)
-                    pos += 2
+                    rec_end = pos + 2 + zz2[b + (b2 << 7)]
+                    b = data[pos + 3]
+                    pos += 4
                 else:
                     length, pos = dv(data, pos)
-            rec_end = pos + length
-            if length < 6 or rec_end > end:
-                return None
-            b = data[pos + 1]          # after the unused attributes byte
+                    rec_end = pos + length
+                    b = data[pos + 1]
+                    pos += 2
+            # timestampDelta (b is its first byte, pos is past it)
             if b < 0x80:
-                ts_delta = zz1[b]
-                pos += 2
+                if b != tb:            # most records repeat the previous record's delta
+                    tb = b
+                    ts = zz1[b]
+                    if ts > hi:
+                        hi = ts
+                    if ts < lo:
+                        lo = ts
             else:
-                b2 = data[pos + 2]
+                b2 = data[pos]
                 if b2 < 0x80:
-                    u = (b & 0x7F) | (b2 << 7)
-                    ts_delta = (u >> 1) ^ -(u & 1)
-                    pos += 3
+                    ts = zz2[b + (b2 << 7)]
+                    pos += 1
                 else:
-                    ts_delta, pos = decode_varlong(data, pos + 1)
-            if lo is None:
-                lo = hi = ts_delta
-            elif ts_delta > hi:
-                hi = ts_delta
-            elif ts_delta < lo:
-                lo = ts_delta
+                    ts, pos = decode_varlong(data, pos - 1)
+                if ts > hi:
+                    hi = ts
+                if ts < lo:
+                    lo = ts
+            # offsetDelta must be i
             b = data[pos]
             if b < 0x80:
                 if zz1[b] != i:
@@ -731,23 +756,39 @@ def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary 
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    u = (b & 0x7F) | (b2 << 7)
-                    off_delta = (u >> 1) ^ -(u & 1)
+                    if zz2[b + (b2 << 7)] != i:
+                        return None
                     pos += 2
                 else:
-                    off_delta, pos = dv(data, pos)
-                if off_delta != i:
-                    return None
+                    b3 = data[pos + 2]
+                    if b3 < 0x80:         # offset deltas from 8,192 (batches of many small records)
+                        if (b & 0x7F) | ((b2 & 0x7F) << 7) | (b3 << 14) != i << 1:    # ZigZag of i >= 0
+                            return None
+                        pos += 3
+                    else:
+                        off, pos = dv(data, pos)
+                        if off != i:
+                            return None
+            # key
             b = data[pos]
             if b < 0x80:
-                n = zz1[b]
-                pos += 1
+                if b == 1:
+                    null_key = True
+                    pos += 1
+                else:
+                    n = zz1[b]
+                    if n < 0:
+                        null_key = True
+                        pos += 1
+                    else:
+                        pos += 1 + n
             else:
                 n, pos = dv(data, pos)
-            if n < 0:
-                null_key = True
-            else:
-                pos += n
+                if n < 0:
+                    null_key = True
+                else:
+                    pos += n
+            # value
             b = data[pos]
             if b < 0x80:
                 n = zz1[b]
@@ -755,13 +796,13 @@ def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary 
             else:
                 b2 = data[pos + 1]
                 if b2 < 0x80:
-                    u = (b & 0x7F) | (b2 << 7)
-                    n = (u >> 1) ^ -(u & 1)
+                    n = zz2[b + (b2 << 7)]
                     pos += 2
                 else:
                     n, pos = dv(data, pos)
             if n > 0:
                 pos += n
+            # headers
             if data[pos] == 0:
                 pos += 1
             else:
@@ -770,7 +811,7 @@ def walk_records(data: bytes, pos: int, end: int, count: int) -> RecordsSummary 
                 return None
     except (IndexError, CorruptRecordError):
         return None
-    if pos != end or lo is None:
+    if pos != end:
         return None
     return _tuple_new(RecordsSummary, (lo, hi, null_key))
 

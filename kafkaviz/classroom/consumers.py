@@ -61,10 +61,11 @@ READ_ONLY = frozenset({"export", "share"})
 ROOM_MESSAGES = frozenset({"grant", "revoke", "remove", "predict"})
 
 
-def _type_of(content: Any) -> str | None:
-    """A message's command (``cmd``, or ``type``) if it is a string (anything else is the runtime's to refuse)."""
-    ctype = command_name(content)
-    return ctype if isinstance(ctype, str) else None
+def _room_message(content: Any) -> str | None:
+    """A room's own socket message (``{"type": "predict" | "grant" | "revoke" | "remove"}``),
+    else None: anything else is a command (``cmd``), the runtime's to run or refuse."""
+    kind = content.get("type") if isinstance(content, dict) else None
+    return kind if isinstance(kind, str) and kind in ROOM_MESSAGES else None
 
 
 MAX_SOCKETS_PER_MEMBER = 4
@@ -135,7 +136,7 @@ class RoomConsumer(LessonConsumer):
         return f"room-member:{self.member_id}" if self.member_id is not None else super().visitor()
 
     async def authorise(self, content: Any) -> CommandError | None:
-        ctype = _type_of(content)
+        ctype = command_name(content)
         if ctype in READ_ONLY or self.instructor:
             return None
         if self.member_id is not None and await database_sync_to_async(self._granted)():
@@ -194,16 +195,15 @@ class RoomConsumer(LessonConsumer):
             await super().release()
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if _type_of(content) == "predict":
+        name = _room_message(content)
+        if name == "predict":
             await self._predict(content)
-            return
-        if _type_of(content) == "remove":
+        elif name == "remove":
             await self._remove(content)
-            return
-        if _type_of(content) in ROOM_MESSAGES:
+        elif name is not None:
             await self._grant(content)
-            return
-        await super().receive_json(content, **kwargs)
+        else:
+            await super().receive_json(content, **kwargs)
 
     async def _predict(self, content: dict[str, Any]) -> None:
         if self.member_id is None:
@@ -295,7 +295,7 @@ class RoomConsumer(LessonConsumer):
         if not run:
             return
         try:
-            await get_router().command(self.sandbox_id, {"type": "import", "run": run})
+            await get_router().command(self.sandbox_id, {"cmd": "import", "run": run})
         except Exception as exc:  # noqa: BLE001 - the room still opens, at the lesson's start
             log_problem("room start run failed", exc, sandbox=self.sandbox_id)
             if isinstance(exc, CommandError):
@@ -311,7 +311,7 @@ class RoomConsumer(LessonConsumer):
             return
         try:
             # The server's own keeping, not the member's request: never refused for a spent budget.
-            reply = await get_router().command(self.sandbox_id, {"type": "export"})
+            reply = await get_router().command(self.sandbox_id, {"cmd": "export"})
         except CommandError as exc:
             if exc.code == "not_found":     # already reclaimed (the room was closed): nothing to keep
                 return

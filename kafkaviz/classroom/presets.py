@@ -13,7 +13,9 @@ authorised and validated like any other command.
 
 A preset is offered where the room's lesson accepts every command it sends (checked
 against the kind's command specs, the same ones the server validates with); elsewhere
-it is shown disabled with the reason.
+it is shown disabled with the reason. A role may fill only a field the engine marks as
+naming a node (``engine.cluster.commands.node_fields``: a fault kind's target), so a preset
+cannot aim ``$leader`` at, say, a delay.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Any
 
 from django.utils.translation import gettext, gettext_lazy as _
 
-from engine.cluster.commands import COMMANDS
+from engine.cluster.commands import COMMANDS, node_fields
 from engine.storage_commands import STORAGE_COMMANDS
 
 from kafkaviz.live.validation import CommandError, validate_command
@@ -75,9 +77,15 @@ PRESETS: tuple[Preset, ...] = (
 )
 
 
-def _placeholder_free(cmd: dict[str, Any]) -> dict[str, Any]:
+def _placeholder_free(cmd: dict[str, Any], engine: Any) -> dict[str, Any]:
     """A command with its roles replaced by broker 0, to check it against the specs
-    (which broker is the engine's question, asked when the command really runs)."""
+    (which broker is the engine's question, asked when the command really runs). A role
+    may stand only in a field that names a node (``node_fields``: a fault's target)."""
+    nodes = node_fields(engine) if engine is not None else ()
+    for k, v in cmd.items():
+        if v in ROLES and k not in nodes:
+            raise CommandError("invalid", f"{cmd['cmd']}: {v} may only name a broker ({', '.join(nodes) or 'none'}), "
+                                          f"not {k}", k, cmd["cmd"])
     return {k: (0 if v in ROLES else v) for k, v in cmd.items()}
 
 
@@ -89,8 +97,9 @@ def presets_for(specs: dict[str, Any]) -> list[dict[str, Any]]:
         reason = ""
         for cmd in preset.do:
             try:
-                spec, _values = validate_command(specs, _placeholder_free(cmd))
-                engine = spec.extra.get("engine")
+                spec = specs.get(cmd["cmd"])
+                engine = spec.extra.get("engine") if spec is not None else None
+                validate_command(specs, _placeholder_free(cmd, engine))
                 if engine is not None and engine.vocabulary is not VOCABULARIES[preset.world]:
                     raise CommandError("unknown_type", f"{cmd['cmd']} is another world's command")
             except CommandError as exc:

@@ -3,14 +3,17 @@
 This is the one manifest: the lesson page and the room's presenter page load exactly the
 scripts and stylesheets declared here, in the head, once each, for the diagrams they
 show; a test checks that every diagram a lesson names has an entry whose files exist.
-Adding a diagram is its template, its script, and a line here.
+Adding a diagram is its template, its script, and a line here; a diagram that needs
+facts no kind's state has yet declares its ``view`` here too: a pure function of the
+lesson's engine run (``engine.cluster.run.Run``) whose result every frame carries as
+``state.views[<name>]`` (docs/web.md, "Adding a diagram").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
-__all__ = ["Diagram", "DIAGRAMS", "diagram_assets"]
+__all__ = ["Diagram", "DIAGRAMS", "diagram_assets", "diagram_views"]
 
 # Shared by the storage and group pictures (cells, bars, chips).
 _STORAGE_CSS = "css/diagrams-storage.css"
@@ -21,18 +24,21 @@ _GROUPS_CSS = "css/diagrams-groups.css"
 class Diagram:
     """One picture: ``template`` is its block (the page includes it through the
     ``diagram_template`` filter), ``scripts`` and ``styles`` are static paths the page loads
-    for it."""
+    for it. ``view``, when set, is what the diagram draws: ``view(run) -> dict``, a pure
+    function of the engine run, sent in every frame as ``state.views[name]``."""
 
     name: str
     template: str
     scripts: tuple[str, ...]
     styles: tuple[str, ...] = ()
+    view: Callable[[Any], dict] | None = None
 
 
-def _diagram(name: str, *extra_scripts: str, styles: tuple[str, ...] = ()) -> Diagram:
+def _diagram(name: str, *extra_scripts: str, styles: tuple[str, ...] = (),
+             view: Callable[[Any], dict] | None = None) -> Diagram:
     """A diagram whose block is ``diagrams/<name>.html``, drawn by ``js/<name>.js`` (and any
     extra scripts it leans on)."""
-    return Diagram(name, f"diagrams/{name}.html", (f"js/{name}.js", *extra_scripts), styles)
+    return Diagram(name, f"diagrams/{name}.html", (f"js/{name}.js", *extra_scripts), styles, view)
 
 
 DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (
@@ -58,6 +64,11 @@ DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (
     _diagram("topic-view", styles=(_STORAGE_CSS,)),
     _diagram("txn-log"),
 )}
+
+
+def diagram_views(names: Iterable[str], run: Any) -> dict[str, dict]:
+    """The views of these diagrams that declare one, computed from ``run``."""
+    return {name: DIAGRAMS[name].view(run) for name in names if name in DIAGRAMS and DIAGRAMS[name].view is not None}
 
 
 def diagram_assets(names: Iterable[str]) -> dict[str, list[str]]:

@@ -54,10 +54,6 @@ def load_recording(path: str = str(RECORDING)) -> dict[str, Any]:
     return data
 
 
-def _phases() -> tuple[str, ...]:
-    return tuple(load_recording()["phases"])
-
-
 class _Replay:
     """What the base kind (and guided-cluster's views) read as ``self.run``: the cluster a
     fresh :class:`Replayer` rebuilds from the record, and the marks replayed so far as

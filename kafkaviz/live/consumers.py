@@ -50,6 +50,7 @@ CLOSE_FULL = 4429          # refused for good (the sandbox is gone, the server f
 CLOSE_RETRY = 1013         # busy, or a limit of this address/connection/member reached: try again later
 CLOSE_ABUSE = 4408         # kept sending invalid messages after being told
 
+ANSWERED = object()        # parse(): the message was answered (refused, rate-limited, a sync) and goes no further
 MAX_NESTING = 20           # commands are flat objects; anything deeper is refused before parsing
 
 
@@ -202,8 +203,12 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await get_router().detach(self.sandbox_id, self.holder)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        if self.sandbox_id is None:
+            return
         try:
-            await self._receive(text_data)
+            content = await self.parse(text_data)
+            if content is not ANSWERED:
+                await self.receive_json(content)
         except Exception as exc:  # noqa: BLE001 - nothing a client sends may close the socket with 1011
             log_problem("receive failed", exc, sandbox=self.sandbox_id)
             try:
@@ -214,40 +219,38 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
                 log.info("client gone before an error reply", extra={"event": "client_gone",
                                                                      "sandbox": (self.sandbox_id or "")[:8]})
 
-    async def _receive(self, text_data: str | None) -> None:
-        if self.sandbox_id is None:
-            return
+    async def parse(self, text_data: str | None) -> Any:
+        """The message as JSON, or ``ANSWERED`` once it has been answered here: refused
+        (binary, too large, too deep, not JSON), over the connection's rate, or a ``sync``."""
         limit = settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"]
         if text_data is None:
             await self.refuse(CommandError("invalid", self.tr(_("Send commands as JSON text, not binary."))))
-            return
+            return ANSWERED
         if len(text_data) > limit:
             await self.refuse(CommandError("too_large", self.tr(_(
                 "A command may be at most %(limit)d bytes; this one is %(size)d."), limit=limit, size=len(text_data))))
-            return
+            return ANSWERED
         if nesting_depth(text_data) > MAX_NESTING:
             await self.refuse(CommandError("invalid", self.tr(_(
                 "A command is a flat JSON object; this message is nested too deeply."))))
-            return
+            return ANSWERED
         try:
             content = json.loads(text_data)
         except (ValueError, RecursionError):
             await self.refuse(CommandError("invalid", self.tr(_("That message is not valid JSON."))))
-            return
+            return ANSWERED
         if not self.commands.take(time.monotonic()):
             await self.send_error(CommandError("rate_limited", self.tr(_(
                 "Too many commands from this page; wait a moment and try again."))))
-            return
+            return ANSWERED
         if isinstance(content, dict) and content.get("type") == "sync" and len(content) == 1:
             # The browser lost track of the state (it missed the whole state a diff refers to).
             try:
-                snapshot = await get_router().snapshot(self.sandbox_id, self.budget())
+                await self.send_json(await get_router().snapshot(self.sandbox_id, self.budget()))
             except CommandError as exc:             # reclaimed, spent, or its owner is being taken over: say so
                 await self.send_error(exc)
-                return
-            await self.send_json(snapshot)
-            return
-        await self.receive_json(content)
+            return ANSWERED
+        return content
 
     def budget(self) -> str:
         """Hook: whose budget this socket's commands spend ("": the sandbox's own). A learner
@@ -282,7 +285,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json(reply)
 
     async def share(self, content: dict[str, Any]) -> None:
-        """``{"type": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
+        """``{"cmd": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
         new runs limited per visitor and per address) and reply its ``share_id``. The run
         comes from the sandbox's owner as an export; the database work happens here."""
         try:
@@ -291,7 +294,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await self.refuse(exc)
             return
         try:
-            reply = await get_router().command(self.sandbox_id, {"type": "export"}, self.budget())
+            reply = await get_router().command(self.sandbox_id, {"cmd": "export"}, self.budget())
             if len(json.dumps(reply["data"])) > MAX_RUN_BYTES:
                 raise CommandError("quota", self.tr(_("This run is too long to share; step back or reset first.")),
                                    command="share")
@@ -330,11 +333,7 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
 
     async def sandbox_frame(self, message: dict[str, Any]) -> None:
         """Group message ``{"type": "sandbox.frame", "text": "<frame JSON>"}`` → this browser."""
-        text = message.get("text")
-        if text is None:
-            await self.send_json(message["frame"])
-        else:
-            await self.send(text_data=text)
+        await self.send(text_data=message["text"])
 
 
 def client_address(scope: dict[str, Any]) -> str:

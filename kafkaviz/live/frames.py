@@ -8,9 +8,12 @@ goes out every few frames, so a client that misses a frame (a slow client, a ful
 channel) is right again with the next one it can apply; the runtime never keeps a
 growing backlog for anybody:
 
-* **live mode** -- events are buffered and leave as one frame per flush (the runtime
-  paces flushes, ``pacing.FramePacer``); at most ``max_events`` events ride in one
-  frame, older ones are counted in ``skipped`` (the timeline says so).
+* **live mode** -- events are buffered and leave as one frame per flush; at most
+  ``max_events`` events ride in one frame, older ones are counted in ``skipped`` (the
+  timeline says so). The builder paces them (:meth:`FrameBuilder.delay`): the first
+  frame after a quiet spell (nothing sent for ``interval_s``) leaves at once, so a click
+  never waits for a timer; frames of a burst leave at most one per ``interval_s``
+  (whatever happens in between leaves as one frame when the runtime's timer fires).
 * **step mode** -- for lessons that walk through every step: each event gets its
   own frame with the state as it was right after that event (at most ``max_events``
   such frames per flush; the rest are counted in ``skipped``).
@@ -20,6 +23,7 @@ serialises each frame once and every watcher, in any process, gets the same text
 """
 from __future__ import annotations
 
+import json
 import secrets
 from collections import deque
 from typing import Any, Callable
@@ -27,7 +31,12 @@ from typing import Any, Callable
 from engine.events import Envelope
 from engine.narration import describe  # re-exported: the timeline's words are the narration's
 
-__all__ = ["FrameBuilder", "describe", "event_dict", "state_diff", "apply_state_diff"]
+__all__ = ["FrameBuilder", "describe", "event_dict", "state_diff", "apply_state_diff", "frame_text"]
+
+
+def frame_text(frame: dict[str, Any]) -> str:
+    """A frame as the JSON text every watcher receives (compact; serialised once)."""
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
 
 
 def event_dict(env: Envelope, lang: str = "en") -> dict[str, Any]:
@@ -134,7 +143,7 @@ class FrameBuilder:
     Not thread-safe by itself: the runtime calls it under the sandbox's lock."""
 
     def __init__(self, kind: str, max_events: int = 200, step_mode: bool = False, full_every: int = 20,
-                 lang: str = "en", gen: str | None = None) -> None:
+                 lang: str = "en", gen: str | None = None, interval_s: float = 0.0) -> None:
         self.kind = kind
         # The generation: which build of this sandbox numbers these frames. A sandbox rebuilt
         # elsewhere (its owner process died, docs/web.md "Failover") counts frame_seq from 1
@@ -146,7 +155,11 @@ class FrameBuilder:
         self.step_mode = step_mode
         self.full_every = max(1, full_every)
         self.frame_seq = 0
-        self.last_flush_s = float("-inf")
+        self.interval_s = max(0.0, interval_s)
+        self.last_sent = float("-inf")
+        # The sandbox's state now; in step mode each event is framed with it (the runtime
+        # sets it once the engine is built: events of building it carry no state).
+        self.state_fn: Callable[[], dict[str, Any]] | None = None
         # Envelopes, made into the browser's dicts (with their sentence) only when a frame takes
         # them: a burst that overflows the bounded buffer never narrates what it drops.
         self._pending: deque[Envelope] = deque(maxlen=max_events)
@@ -161,6 +174,9 @@ class FrameBuilder:
 
     # ---- input -----------------------------------------------------------
     def add(self, env: Envelope, state_fn: Callable[[], dict[str, Any]] | None = None) -> None:
+        """The engine's listener: one event (``state_fn``: the state right after it, in
+        step mode; the builder's own ``state_fn`` when none is given)."""
+        state_fn = state_fn or self.state_fn
         if self.step_mode and state_fn is not None:
             if len(self._steps) == self._steps.maxlen:
                 self._skipped += 1
@@ -195,6 +211,18 @@ class FrameBuilder:
         return bool(self._pending or self._steps or self._reset or self._skipped or self._touched)
 
     # ---- output ----------------------------------------------------------
+    def delay(self, now_s: float) -> float:
+        """Seconds to wait before the next frame may leave (0: now)."""
+        return max(0.0, self.last_sent + self.interval_s - now_s)
+
+    def texts(self, state_fn: Callable[[], dict[str, Any]], now_s: float) -> list[str]:
+        """The frames of everything buffered, as the JSON texts every watcher gets (none
+        when nothing is pending: the state is not even built)."""
+        if not self.has_pending:
+            return []
+        self.last_sent = now_s
+        return [frame_text(frame) for frame in self.take(state_fn(), now_s)]
+
     def take(self, state: dict[str, Any], now_s: float) -> list[dict[str, Any]]:
         """Frames for everything buffered since the last call (possibly none)."""
         frames = []
@@ -210,7 +238,6 @@ class FrameBuilder:
         self._touched = False
         self._pending.clear()
         self._skipped = 0
-        self.last_flush_s = now_s
         return frames
 
     def snapshot(self, state: dict[str, Any], history: list[Envelope]) -> dict[str, Any]:

@@ -45,9 +45,6 @@ from .validation import CommandSpec
 __all__ = ["GuidedClusterSandbox", "log_cells"]
 
 MAX_CELLS = 120          # records drawn per replica (the newest); the timeline has the rest
-ISOLATIONS = ("read_uncommitted", "read_committed")
-
-
 class GuidedClusterSandbox(SandboxKind):
     """A cluster whose guided steps come from the lesson file."""
 

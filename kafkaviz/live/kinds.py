@@ -41,9 +41,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from kafkaviz.lessons.checks import TaskTracker, evaluate
+from kafkaviz.lessons.diagrams import diagram_views
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
-__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved", "STEPPING",
+__all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved",
            "STORAGE_CAPS", "STORAGE_TEXT"]
 
 # name -> class; each kind joins when its class is defined (its ``name``).
@@ -106,10 +107,6 @@ def engine_spec(command_cls: type[Command], fields: tuple[Field, ...]) -> Comman
         return kind.own({"cmd": name, **engine_values(command_cls, values)})
 
     return CommandSpec(name, fields, handler=run, help=command_cls.summary, extra={"engine": command_cls})
-
-
-# The stepping commands every kind understands (handled by the base class).
-STEPPING = ("step", "back", "seek")
 
 
 def _say(say: list) -> str:
@@ -272,7 +269,7 @@ class SandboxKind:
             if len(fields) == 1 and callable(fields[0]) and not isinstance(fields[0], Field):
                 fields = tuple(fields[0](scenario))
             specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
-        specs.update(_stepping_specs())
+        specs.update(_stepping_specs(cls))
         return specs
 
     @classmethod
@@ -595,6 +592,9 @@ class SandboxKind:
 
     def state(self) -> dict[str, Any]:
         st = self.kind_state()
+        views = diagram_views(getattr(self.lesson, "diagrams", ()), self.run)   # a diagram's own view(run) (lessons/diagrams.py)
+        if views:
+            st["views"] = views
         st["run"] = self.run_state()
         st["tasks"] = self.tracker.state(st)
         st["prediction"] = self.prediction_state(st)
@@ -625,13 +625,13 @@ def _checked_run(run: Any, max_steps: int) -> tuple[list, int]:
     return run["log"], run["step"]
 
 
-def _stepping_specs() -> dict[str, CommandSpec]:
-    # Lambdas, so a kind's own step/back/seek (e.g. replication's snapshots) are the ones called.
+def _stepping_specs(cls: type[SandboxKind]) -> dict[str, CommandSpec]:
+    # The kind's own methods (a kind may override step, e.g. client-session's replayer).
     return {
-        "step": CommandSpec("step", (), handler=lambda kind: kind.step(), help="Run the next step of the run."),
-        "back": CommandSpec("back", (), handler=lambda kind: kind.back(), help="Go back one step."),
+        "step": CommandSpec("step", (), handler=cls.step, help="Run the next step of the run."),
+        "back": CommandSpec("back", (), handler=cls.back, help="Go back one step."),
         "seek": CommandSpec("seek", (Field("step", "int", "Step", required=True, min=0, max=MAX_STEPS),),
-                            handler=lambda kind, step: kind.seek(step), help="Go to any step of the run."),
+                            handler=cls.seek, help="Go to any step of the run."),
     }
 
 

@@ -24,22 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 log = logging.getLogger("kafkaviz.leases")
 
 __all__ = ["LiveSockets", "live_sockets", "lease_seconds"]
-
-
-class Holder(Protocol):
-    holder: str
-    released: bool
-
-    def held(self) -> tuple[str | None, str | None, list[str]]:
-        """(the sandbox it watches, the address whose quota it counts in, its place keys)."""
-
-    async def release(self) -> None:
-        """Give back whatever it holds (idempotent)."""
 
 
 def lease_seconds() -> float:

@@ -22,7 +22,7 @@ Scenario keys (from the lesson file):
 * ``topic`` / ``partition`` -- the partition the diagrams show;
 * ``commands`` -- engine commands the learner may send (fault buttons, produce, ...);
 * ``broker_names`` -- e.g. {1 = "A", 2 = "B"}, shown beside broker ids;
-* ``configurable`` -- config names ``set_config`` may change from the page.
+* ``configurable`` -- config names the engine's ``set_config`` may change from the page.
 """
 from __future__ import annotations
 
@@ -62,13 +62,15 @@ WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000,
 CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
 
 
-def engine_command_spec(name: str, defaults: dict[str, Any]) -> CommandSpec | None:
+def engine_command_spec(name: str, defaults: dict[str, Any],
+                        narrow: dict[str, dict[str, Any] | None] | None = None) -> CommandSpec | None:
     """A :class:`CommandSpec` for engine command ``name``, its fields generated from the
     engine's field metadata (:func:`~kafkaviz.live.validation.command_fields`); a command
     needing a field a form cannot send is not offered (None).
-    ``defaults`` fills fields the page leaves out (the lesson's topic)."""
+    ``defaults`` fills fields the page leaves out (the lesson's topic); ``narrow`` fits a
+    field to the lesson (the settings ``set_config`` may change)."""
     cls = ENGINE_COMMANDS[name]
-    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT)
+    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT, narrow=narrow)
     if fields is None:
         return None
     return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
@@ -114,13 +116,6 @@ def shape_scenario(shape: dict[str, Any], topic: str, seed: int) -> Scenario:
                     config={"brokers": shape["brokers"], **SHAPE_TIMERS}, seed=seed)
 
 
-def _config_fields(scenario: dict) -> tuple[Field, ...]:
-    names = tuple(scenario.get("configurable") or ())
-    return (Field("name", "str", "Setting", required=True, choices=names or ("",)),
-            Field("value", "int", "Value", required=True, min=0, max=10**9),
-            Field("broker", "int", "Broker", default=None, min=0, max=99))
-
-
 # Commands that show nothing until the clock moves: a produce is only sent when time
 # passes; a group configuration, a paused or a slowed follower show on the next fetch or
 # heartbeat. In a scenario each emits no event of its own, so a lesson step never stops
@@ -162,8 +157,12 @@ class ReplicationSandbox(SandboxKind):
             spec = engine_command_spec(name, defaults)
             if spec is not None:
                 specs[name] = spec
-        if not scenario.get("configurable"):
-            specs.pop("set_config", None)
+        if scenario.get("configurable"):
+            # The engine's set_config, at cluster or broker scope, of the settings the lesson names.
+            specs["set_config"] = engine_command_spec("set_config", {"scope": "cluster"}, {
+                "scope": {"choices": ("cluster", "broker")},
+                "changes": {"choices": tuple(scenario["configurable"])},
+                "target": {"min": 0, "max": WEB_CAPS["broker"]}})
         if not scenario.get("shape"):
             specs.pop("shape", None)
         if not scenario.get("client_listener"):
@@ -216,11 +215,6 @@ class ReplicationSandbox(SandboxKind):
         self.import_run({"shape": values, "seed": seed, "log": script, "step": len(script)})
         return _("Your cluster: %(title)s.") % {"title": self.scenario_def.title}
 
-    @command(_config_fields, help="Change a setting (Kafka name) of the cluster, or of one broker.")
-    def set_config(self, name: str, value: int, broker: int | None = None) -> str:
-        scope = {"scope": "broker", "target": broker} if broker is not None else {"scope": "cluster"}
-        return self.own({"cmd": "set_config", **scope, "changes": {name: value}})
-
     @command(Field("partition", "int", gettext_lazy("Partition"), required=True, min=0, max=MAX_PARTITIONS - 1),
              help="Show another partition of the topic in the diagrams (changes nothing in the cluster).")
     def view_partition(self, partition: int) -> str:
@@ -262,9 +256,18 @@ class ReplicationSandbox(SandboxKind):
                                          "run cannot go back or start over until it disconnects."),
                                command=spec.type)
         try:
-            return super().execute(spec, values)
-        finally:
-            self._follow()        # a new run's (or a restored checkpoint's) cluster is the one served
+            text = super().execute(spec, values)
+        except BaseException:
+            # A failed command may still have replaced the cluster; the listener follows it, but
+            # the command's own error is the one the learner sees: a listener that found no
+            # free ports for the new cluster is closed, and the page shows it closed.
+            try:
+                self._follow()
+            except CommandError:
+                pass
+            raise
+        self._follow()            # a new run's (or a restored checkpoint's) cluster is the one served
+        return text
 
     def _follow(self) -> None:
         port = self.client_port_
@@ -315,13 +318,13 @@ class ReplicationSandbox(SandboxKind):
             if not isinstance(run["shape"], dict) or "shape" not in self.commands:
                 raise CommandError("invalid", _("This run builds its own cluster; open it in the sandbox."),
                                    command="import")
-            _spec, shape = validate_command(self.commands, {"type": "shape", **run["shape"]})
+            _spec, shape = validate_command(self.commands, {"cmd": "shape", **run["shape"]})
             seed = run.get("seed") if isinstance(run.get("seed"), int) and 0 <= run["seed"] < 2**16 else 0
             target: Any = shape_scenario(shape, self.topic, seed)
             choice = {"truncation": shape["truncation"]}
         else:
             shape = None
-            _spec, choice = validate_command(self.commands, {"type": "load", "scenario": run.get("scenario"),
+            _spec, choice = validate_command(self.commands, {"cmd": "load", "scenario": run.get("scenario"),
                                                          "truncation": run.get("truncation")})
             target = choice["scenario"]
         allowed = set(self.scenario.get("commands") or ())

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.cluster.commands import ACKS
+
+ACKS_NAMES = {value: name for name, value in ACKS.items()}    # -1 → "all": how the page shows acks
+
 __all__ = ["hw_view", "offset_series", "produce_table", "consumer_view", "MAX_POINTS"]
 
 MAX_POINTS = 400     # per line of the chart; older points are dropped
@@ -66,12 +70,12 @@ def produce_table(cluster: Any, acknowledged: list[dict[str, Any]], topic: str, 
             continue
         d = res.to_dict()
         status = "sent" if res.acks == 0 else ("acked" if res.status == "ok" else "error")
-        rows.append({"request_id": rid, "values": [_text(v) for v in res.values], "acks": res.acks, "status": status,
+        rows.append({"request_id": rid, "values": [_text(v) for v in res.values], "acks": ACKS_NAMES[res.acks], "status": status,
                      "error": res.error, "base_offset": res.base_offset,
                      "lost": status == "acked" and any(dg in lost for dg in d["digests"])})
     for rid, (t, p, acks, _sent, values, _dest) in sorted(cluster._pending_produces.items()):
         if t == topic and p == partition and rid not in cluster.produce_results:
-            rows.append({"request_id": rid, "values": [_text(v) for v in values], "acks": acks, "status": "waiting",
+            rows.append({"request_id": rid, "values": [_text(v) for v in values], "acks": ACKS_NAMES[acks], "status": "waiting",
                          "error": None, "base_offset": None, "lost": False})
     rows.sort(key=lambda r: r["request_id"])
     return rows[-50:]

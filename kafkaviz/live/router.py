@@ -1,6 +1,7 @@
 """Which process runs a sandbox, and getting a socket's requests there.
 
-One process (the embedded default, no ``REDIS_URL``): the router is the local runtime.
+One process (the embedded default, no ``REDIS_URL``): there is no router; ``get_router()``
+is the local runtime.
 
 Several processes on one Redis: a sandbox's engine lives in exactly one process, its
 *owner*; the sockets watching it may be in any. Each process has a channel of its own on
@@ -44,7 +45,7 @@ from .validation import CommandError, command_name
 
 log = logging.getLogger("kafkaviz.router")
 
-__all__ = ["LocalRouter", "RedisRouter", "get_router", "set_router", "OWNER_KEY", "RUN_KEY", "SOCKETS_KEY",
+__all__ = ["RedisRouter", "get_router", "OWNER_KEY", "RUN_KEY", "SOCKETS_KEY",
            "SANDBOXES_KEY", "PLACE_KEY"]
 
 OWNER_KEY = "kafkaviz:owner:{}"
@@ -99,105 +100,17 @@ return 1
 """
 
 
-class LocalRouter:
-    """One process: every request goes straight to this process's runtime."""
-
-    def __init__(self, runtime: Runtime | None = None) -> None:
-        self._runtime = runtime
-        self.places: dict[str, dict[str, float]] = {}        # key → holder → expiry (this process's clock)
-
-    @property
-    def runtime(self) -> Runtime:
-        return self._runtime or get_runtime()
-
-    async def attach(self, sandbox_id: str, slug: str, lang: str = "en", address: str = "",
-                     room: str = "", holder: str | None = None) -> dict[str, Any]:
-        return await self.runtime.attach(sandbox_id, slug, lang, address, room, holder)
-
-    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
-        """``budget``: a room member's own budget (``Runtime.command``); "" spends the sandbox's."""
-        return await self.runtime.command(sandbox_id, message, budget)
-
-    async def snapshot(self, sandbox_id: str, budget: str = "") -> dict[str, Any]:
-        return await self.runtime.snapshot(sandbox_id, budget)
-
-    async def detach(self, sandbox_id: str, holder: str | None = None) -> None:
-        await self.runtime.detach(sandbox_id, holder)
-
-    async def discard(self, sandbox_id: str) -> None:
-        await asyncio.to_thread(self.runtime.discard, sandbox_id)
-
-    async def reclaim_idle(self, sandbox_ids: list[str]) -> int:
-        """Reclaim those of ``sandbox_ids`` no socket watches (a session's other lessons,
-        when it needs a sandbox and its address is at its quota); how many were reclaimed."""
-        done = 0
-        for sid in sandbox_ids:
-            done += bool(await asyncio.to_thread(self.runtime.discard_idle, sid))
-        return done
-
-    async def open_connection(self, address: str, holder: str | None = None) -> bool:
-        """Count a new lesson socket from ``address``; False if the address has the most allowed."""
-        return self.runtime.open_connection(address, holder)
-
-    async def close_connection(self, address: str, holder: str | None = None) -> None:
-        self.runtime.close_connection(address, holder)
-
-    # ---- leases (kafkaviz/live/leases.py) ---------------------------------------------
-    async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
-                   places: dict[str, list[str]]) -> None:
-        """The heartbeat: these sockets of this process are alive; renew what they hold."""
-        for sid, holders in watchers.items():
-            self.runtime.renew(sid, holders, add=False)     # one process: a lease given back stays so
-        for address, holders in addresses.items():
-            self.runtime.renew_connections(address, holders)
-        now, ttl = self._clock(), self.runtime.lease_s
-        for key, holders in places.items():
-            held = self.places.get(key)
-            for holder in holders:
-                if held is not None and holder in held:
-                    held[holder] = now + ttl
-
-    def _clock(self) -> float:
-        return self.runtime.now()
-
-    def _live_places(self, key: str) -> dict[str, float]:
-        held = self.places.get(key, {})
-        now = self._clock()
-        for holder in [h for h, expiry in held.items() if expiry <= now]:
-            del held[holder]
-        if not held:
-            self.places.pop(key, None)
-        return held
-
-    async def take_place(self, key: str, holder: str, cap: int) -> bool:
-        """A place under ``key`` (e.g. a room member's sockets), at most ``cap`` held at once;
-        a lease the heartbeat renews while its socket lives. False when full."""
-        held = self._live_places(key)
-        if holder not in held and cap and len(held) >= cap:
-            return False
-        self.places.setdefault(key, held)[holder] = self._clock() + self.runtime.lease_s
-        return True
-
-    async def drop_place(self, key: str, holder: str) -> None:
-        held = self.places.get(key)
-        if held is not None:
-            held.pop(holder, None)
-            if not held:
-                del self.places[key]
-
-    async def count_places(self, keys: list[str]) -> list[int]:
-        return [len(self._live_places(key)) for key in keys]
-
-
-class RedisRouter(LocalRouter):
-    """Several processes on one Redis (see the module docstring)."""
+class RedisRouter:
+    """Several processes on one Redis (see the module docstring). Its socket-side API is the
+    runtime's own (attach, command, snapshot, detach, discard, reclaim_idle, the places and
+    leases): one process without Redis talks to its :class:`Runtime` directly."""
 
     def __init__(self, layer: Any, redis_url: str, runtime: Runtime | None = None, *,
                  forward_timeout_s: float = FORWARD_TIMEOUT_S, owner_ttl_s: int = OWNER_TTL_S,
                  refresh_every_s: float = REFRESH_EVERY_S, alive_ttl_s: int = ALIVE_TTL_S) -> None:
-        super().__init__(runtime)
         import redis.asyncio as aioredis
 
+        self._runtime = runtime
         self.layer = layer
         self.redis_url = redis_url
         self.redis = aioredis.from_url(redis_url)
@@ -220,6 +133,10 @@ class RedisRouter(LocalRouter):
         self._tasks: list[asyncio.Task] = []
         self._start_lock = asyncio.Lock()
         self._stopped = False
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime or get_runtime()
 
     # ---- this process's channel ---------------------------------------------------
     async def start(self) -> str:
@@ -482,7 +399,7 @@ class RedisRouter(LocalRouter):
             await rt.detach(sid, args.get("holder") or None)
             return None
         if op == "discard":
-            await asyncio.to_thread(rt.discard, sid)
+            await rt.discard(sid)
             return None
         raise CommandError("invalid", f"unknown runtime request {op[:20]!r}")
 
@@ -678,30 +595,23 @@ def _log_failure(task: asyncio.Future) -> None:
         log.error("a forwarded request failed", exc_info=task.exception())
 
 
-_router: LocalRouter | None = None
+_router: RedisRouter | None = None
 
 
-def get_router() -> LocalRouter:
-    """This process's router: Redis-backed when ``REDIS_URL`` is set, else the local runtime."""
+def get_router() -> Runtime | RedisRouter:
+    """Where this process sends a socket's requests: the Redis router when ``REDIS_URL`` is
+    set, else straight to this process's runtime (no layer in between)."""
     global _router
     if _router is None:
         import os
 
         url = os.environ.get("REDIS_URL")
-        if url:
-            from channels_redis.core import RedisChannelLayer
-            from django.conf import settings
+        if not url:
+            return get_runtime()
+        from channels_redis.core import RedisChannelLayer
+        from django.conf import settings
 
-            # A layer object of its own: its channel is read by its own loop, never queued behind
-            # the consumers' reads on the shared layer (channels-redis reads one list per object).
-            _router = RedisRouter(RedisChannelLayer(**settings.CHANNEL_LAYERS["default"]["CONFIG"]), url)
-        else:
-            _router = LocalRouter()
+        # A layer object of its own: its channel is read by its own loop, never queued behind
+        # the consumers' reads on the shared layer (channels-redis reads one list per object).
+        _router = RedisRouter(RedisChannelLayer(**settings.CHANNEL_LAYERS["default"]["CONFIG"]), url)
     return _router
-
-
-def set_router(router: LocalRouter | None) -> LocalRouter | None:
-    """Swap this process's router (tests); returns the previous one."""
-    global _router
-    previous, _router = _router, router
-    return previous

@@ -16,9 +16,10 @@ Limits (``settings.KAFKAVIZ_RUNTIME``): sandboxes per process and per client add
 a command-rate bucket per sandbox, a bound on commands queued per sandbox (a busy
 sandbox cannot take the worker threads everybody shares), and reclaim of sandboxes
 nobody has watched for ``IDLE_SECONDS`` (a reload reconnects long before). Reclaim
-runs in a background task, in batches, off any visitor's request. Commands, however, must reach the process that owns
-the sandbox: today that is this process (one ASGI process, or sticky sessions).
-docs/web.md says what it would take to move the runtime behind a channel.
+runs in a background task, in batches, off any visitor's request. Without Redis the
+runtime is also the socket's router (``router.get_router()``): a consumer calls it
+directly. With several processes, ``router.RedisRouter`` gets a request to the process
+that owns the sandbox (docs/web.md, "Several processes").
 """
 from __future__ import annotations
 
@@ -44,9 +45,8 @@ from django.utils.translation import gettext as _
 
 from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
-from .frames import FrameBuilder
+from .frames import FrameBuilder, frame_text
 from .kinds import Limits, SandboxKind, get_kind
-from .pacing import FramePacer
 from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["Runtime", "Sandbox", "TokenBucket", "get_runtime", "set_runtime", "group_name", "new_sandbox_id",
@@ -69,11 +69,6 @@ def new_sandbox_id() -> str:
 
 def group_name(sandbox_id: str) -> str:
     return f"sandbox.{sandbox_id}"
-
-
-def frame_text(frame: dict[str, Any]) -> str:
-    """A frame as the JSON text every watcher receives (compact; serialised once)."""
-    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False)
 
 
 BUSY_MESSAGE = ("The demo is busy: it is running as many sandboxes as it allows right now. "
@@ -105,7 +100,6 @@ class Sandbox:
     frames: FrameBuilder
     bucket: TokenBucket
     last_active: float
-    pacer: FramePacer
     # Who watches: a lease per socket (its holder id → expiry on the runtime's clock), which
     # the socket's process renews while the socket lives (kafkaviz/live/leases.py). A socket
     # whose close never ran (killed mid-flood, its process killed) stops renewing, and its
@@ -144,6 +138,7 @@ class Runtime:
         self.sandboxes: dict[str, Sandbox] = {}
         # Open lesson sockets per client address, as leases (holder → expiry), like watchers.
         self.connections: dict[str, dict[str, float]] = {}
+        self.places: dict[str, dict[str, float]] = {}        # other capped places: key → holder → expiry
         self._anonymous = 0                  # holder ids for callers that name none (tests, tools)
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
@@ -181,18 +176,14 @@ class Runtime:
         data_dir = self.data_root / sandbox_id
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.mkdir(parents=True)
-        cls = get_kind(lesson.kind)
         # The frame builder listens from the start, so the events of opening the
         # engine (recovery, the first segment) reach the browser too. In step mode each
         # event carries the state right after it (once the engine is fully built).
-        box: dict[str, SandboxKind] = {}
-
-        def on_event(env: Any) -> None:
-            engine = box.get("engine")
-            frames.add(env, engine.state if engine is not None and frames.step_mode else None)
-
-        engine = cls(data_dir, seed=seed, limits=self._limits(), lesson=lesson, listener=on_event, lang=frames.lang)
-        engine.defer_checkpoints = True      # taken after the frame leaves (_execute)
+        frames.state_fn = None
+        engine = get_kind(lesson.kind)(data_dir, seed=seed, limits=self._limits(), lesson=lesson,
+                                       listener=frames.add, lang=frames.lang)
+        frames.state_fn = engine.state
+        engine.defer_checkpoints = True      # taken after the frame leaves (command)
         engine.cut_hook = lambda: frames.cut(engine.state())
         engine.touch_hook = frames.touch
         # For work the engine does outside a command (a real client's requests through the
@@ -200,7 +191,6 @@ class Runtime:
         # to have the frames it caused published.
         engine.lock = lock
         engine.flush_hook = lambda: self.request_flush(sandbox_id)
-        box["engine"] = engine
         return engine
 
     def is_full(self) -> bool:
@@ -280,7 +270,8 @@ class Runtime:
                                        "one address may hold. Close another lesson tab, or wait a minute after "
                                        "closing one: sandboxes nobody watches are reclaimed soon.")
             frames = FrameBuilder(lesson.kind, max_events=self.settings["MAX_EVENTS_PER_FRAME"],
-                                  full_every=self.settings.get("FULL_STATE_EVERY", 20), lang=lesson.lang)
+                                  full_every=self.settings.get("FULL_STATE_EVERY", 20), lang=lesson.lang,
+                                  interval_s=self.interval_s)
             seed = int(sandbox_id[:8], 16)
             self._building.add(sandbox_id)
             lock = threading.Lock()
@@ -291,7 +282,7 @@ class Runtime:
             now = self.now()
             sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),
-                         last_active=now, pacer=FramePacer(self.interval_s), seed=seed, address=address, lock=lock,
+                         last_active=now, seed=seed, address=address, lock=lock,
                          leases={(holder := self._holder(holder)): self._expiry(holder, now)})
             self.sandboxes[sandbox_id] = sb
             log.info("sandbox created", extra={"event": "sandbox_created", "sandbox": sandbox_id[:8],
@@ -417,7 +408,10 @@ class Runtime:
             sb.leases.pop(holder, None)
             sb.last_active = self.now()
 
-    def discard(self, sandbox_id: str) -> None:
+    async def discard(self, sandbox_id: str) -> None:
+        await asyncio.to_thread(self._discard, sandbox_id)
+
+    def _discard(self, sandbox_id: str) -> None:
         with self._create_lock:
             sb = self.sandboxes.pop(sandbox_id, None)
         if sb is None:
@@ -448,10 +442,59 @@ class Runtime:
             self._reaper.cancel()
             self._reaper = None
         for sid in list(self.sandboxes):
-            self.discard(sid)
+            self._discard(sid)
+
+    async def reclaim_idle(self, sandbox_ids: list[str]) -> int:
+        """Reclaim those of ``sandbox_ids`` no socket watches (a session's other lessons,
+        when it needs a sandbox and its address is at its quota); how many were reclaimed."""
+        done = 0
+        for sid in sandbox_ids:
+            done += bool(await asyncio.to_thread(self.discard_idle, sid))
+        return done
+
+    # ---- leases (kafkaviz/live/leases.py) and capped places ---------------------------
+    async def keep(self, watchers: dict[str, list[str]], addresses: dict[str, list[str]],
+                   places: dict[str, list[str]]) -> None:
+        """The heartbeat: these sockets of this process are alive; renew what they hold."""
+        for sid, holders in watchers.items():
+            self.renew(sid, holders, add=False)     # one process: a lease given back stays so
+        for address, holders in addresses.items():
+            self.renew_connections(address, holders)
+        now = self.now()
+        for key, holders in places.items():
+            held = self.places.get(key)
+            for holder in holders:
+                if held is not None and holder in held:
+                    held[holder] = now + self.lease_s
+
+    def _live_places(self, key: str) -> dict[str, float]:
+        held = self.places.get(key, {})
+        self._lapse(held, self.now())
+        if not held:
+            self.places.pop(key, None)
+        return held
+
+    async def take_place(self, key: str, holder: str, cap: int) -> bool:
+        """A place under ``key`` (e.g. a room member's sockets), at most ``cap`` held at once;
+        a lease the heartbeat renews while its socket lives. False when full."""
+        held = self._live_places(key)
+        if holder not in held and cap and len(held) >= cap:
+            return False
+        self.places.setdefault(key, held)[holder] = self.now() + self.lease_s
+        return True
+
+    async def drop_place(self, key: str, holder: str) -> None:
+        held = self.places.get(key)
+        if held is not None:
+            held.pop(holder, None)
+            if not held:
+                del self.places[key]
+
+    async def count_places(self, keys: list[str]) -> list[int]:
+        return [len(self._live_places(key)) for key in keys]
 
     # ---- connections (counted per client address by the consumer) -----------
-    def open_connection(self, address: str, holder: str | None = None) -> bool:
+    async def open_connection(self, address: str, holder: str | None = None) -> bool:
         """Count a new socket from ``address`` (a lease its process renews, see ``renew``);
         False if it already has the most allowed."""
         cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0)
@@ -466,7 +509,7 @@ class Runtime:
         held[holder] = self._expiry(holder, now)
         return True
 
-    def close_connection(self, address: str, holder: str | None = None) -> None:
+    async def close_connection(self, address: str, holder: str | None = None) -> None:
         held = self.connections.get(address)
         if not held:
             return
@@ -505,7 +548,8 @@ class Runtime:
                 "disk_bytes": _tree_bytes(self.data_root)}
 
     # ---- commands ----------------------------------------------------------
-    async def command(self, sandbox_id: str, message: Any, budget: str = "") -> dict[str, Any]:
+    async def command(self, sandbox_id: str, message: Any, budget: str = "", *,
+                      restore: bool = False) -> dict[str, Any]:
         """Validate and run one command; publish the frames it caused. Returns the
         reply for the sender, or raises :class:`CommandError` (sandbox unharmed).
 
@@ -513,7 +557,8 @@ class Runtime:
         a rate of its own (``MEMBER_COMMANDS_PER_SECOND`` / ``_BURST``) and at most
         ``MEMBER_MAX_QUEUED`` of its commands waiting, never the sandbox's bucket or queue,
         which stay the instructor's. A member's read-only command (``export``) does not
-        queue for the sandbox's turn either: it only takes the lock for the export."""
+        queue for the sandbox's turn either: it only takes the lock for the export.
+        ``restore``: a run the server kept itself (``restore``), not counted against the rate."""
         sb = self.sandboxes.get(sandbox_id)
         if sb is None:
             raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
@@ -525,23 +570,42 @@ class Runtime:
         if budget:
             self._spend(sb, budget, spec.type)
             sb.budget_queued[budget] += 1
-            try:
-                if spec.type in READ_ONLY_COMMANDS:
-                    text = await asyncio.to_thread(self._run, sb, spec, values)
-                    reply = {"type": "ack", "command": spec.type}
-                    reply.update(text if isinstance(text, dict) else {"text": text})
-                    return reply
-                return await self._execute(sb, spec, values, counted=False)
-            finally:
+        elif not restore:
+            if not sb.bucket.take(now):
+                raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
+                                   f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try "
+                                   "again.", command=spec.type)
+            if sb.queued >= self.settings.get("MAX_QUEUED_COMMANDS", 4):
+                raise CommandError("rate_limited", "This sandbox is still working on your earlier commands; "
+                                   "wait for them to finish and try again.", command=spec.type)
+        counted = int(not budget)    # a member's command waits in the turn but not in the sandbox's queue
+        sb.queued += counted
+        try:
+            if budget and spec.type in READ_ONLY_COMMANDS:
+                text, failure, _texts = await asyncio.to_thread(self._run, sb, spec, values, False)
+            else:
+                # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
+                # busy sandbox never holds the threads other sandboxes need.
+                async with sb.turn:
+                    text, failure, texts = await asyncio.to_thread(self._run, sb, spec, values)
+                    # Even a refused command may have changed something first (e.g. the first
+                    # of several appends): watchers see whatever the engine did.
+                    if texts is not None:
+                        await self._publish(sb, texts)
+                    else:
+                        self._schedule_flush(sb)
+                    # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
+                    await asyncio.to_thread(self._settle, sb)
+            if failure is not None:
+                raise failure
+        finally:
+            sb.queued -= counted
+            if budget:
                 sb.budget_queued[budget] -= 1
-        if not sb.bucket.take(now):
-            raise CommandError("rate_limited", f"Too many commands: this sandbox takes at most "
-                               f"{self.settings['COMMANDS_PER_SECOND']:g} per second. Wait a moment and try again.",
-                               command=spec.type)
-        if sb.queued >= self.settings.get("MAX_QUEUED_COMMANDS", 4):
-            raise CommandError("rate_limited", "This sandbox is still working on your earlier commands; "
-                               "wait for them to finish and try again.", command=spec.type)
-        return await self._execute(sb, spec, values)
+            sb.last_active = self.now()
+        reply = {"type": "ack", "command": spec.type}
+        reply.update(text if isinstance(text, dict) else {"text": text})
+        return reply
 
     def _spend(self, sb: Sandbox, budget: str, command: str) -> None:
         """Take one token from a member's budget, or refuse (the sandbox's own budget untouched)."""
@@ -557,32 +621,6 @@ class Runtime:
         if sb.budget_queued[budget] >= self.settings.get("MEMBER_MAX_QUEUED", 2):
             raise CommandError("rate_limited", "The server is still working on your earlier requests; wait for "
                                "them to finish and try again.", command=command)
-
-    async def _execute(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
-                       counted: bool = True) -> dict[str, Any]:
-        counted = int(counted)       # a member's command waits in the turn but not in the sandbox's queue
-        sb.queued += counted
-        try:
-            # Wait for this sandbox's turn on the event loop, not in a worker thread, so a
-            # busy sandbox never holds the threads other sandboxes need.
-            async with sb.turn:
-                text, failure, texts = await asyncio.to_thread(self._run_and_take, sb, spec, values)
-                # Even a refused command may have changed something first (e.g. the first
-                # of several appends): watchers see whatever the engine did.
-                if texts is not None:
-                    await self._publish(sb, texts)
-                else:
-                    self._schedule_flush(sb)
-                # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
-                await asyncio.to_thread(self._settle, sb)
-                if failure is not None:
-                    raise failure
-        finally:
-            sb.queued -= counted
-            sb.last_active = self.now()
-        reply = {"type": "ack", "command": spec.type}
-        reply.update(text if isinstance(text, dict) else {"text": text})
-        return reply
 
     # ---- what the router (several processes) asks of a sandbox --------------------
     def has(self, sandbox_id: str) -> bool:
@@ -600,47 +638,46 @@ class Runtime:
     async def restore(self, sandbox_id: str, data: dict[str, Any]) -> dict[str, Any]:
         """Replay a run the server itself kept (the sandbox's last owner process died):
         validated and replayed like an import, not counted against the command rate."""
-        sb = self.sandboxes.get(sandbox_id)
-        if sb is None:
-            raise CommandError("not_found", "This sandbox was reclaimed after being idle; reload the page.")
-        spec, values = validate_command(COMMON_COMMANDS, {"type": "import", "run": json.dumps(data)})
-        return await self._execute(sb, spec, values)
+        return await self.command(sandbox_id, {"cmd": "import", "run": json.dumps(data)}, restore=True)
 
-    def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any]) -> str:
-        with sb.lock, translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
-            runner = spec.extra.get("runtime")
-            if runner is not None:
-                return runner(self, sb, values)
+    def _run(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any], take: bool = True,
+             ) -> tuple[Any, BaseException | None, list[str] | None]:
+        """Run the command in this worker thread under the sandbox's lock and, when its frame
+        may leave now (step mode, or the first after a quiet spell) and ``take``, build that
+        frame in the same hop. Returns (reply, the exception the command raised, frame texts
+        or None if paced)."""
+        text: Any = None
+        failure: BaseException | None = None
+        with sb.lock:
             try:
-                return sb.engine.execute(spec, values)
-            except KafkaError as exc:
-                # The engine refused (and left its state as it was): tell the sender in its words.
-                raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+                with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
+                    runner = spec.extra.get("runtime")
+                    if runner is not None:
+                        text = runner(self, sb, values)
+                    else:
+                        try:
+                            text = sb.engine.execute(spec, values)
+                        except KafkaError as exc:
+                            # The engine refused (and left its state as it was): tell the sender in its words.
+                            raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+            except Exception as exc:  # noqa: BLE001 - re-raised by command() after publishing
+                failure = exc
+            if not take:
+                return text, failure, None
+            now = self.now()
+            due = sb.frames.step_mode or sb.frames.delay(now) <= 0
+            return text, failure, sb.frames.texts(sb.engine.state, now) if due else None
 
     @staticmethod
     def _settle(sb: Sandbox) -> None:
         with sb.lock:
             sb.engine.settle()
 
-    def _run_and_take(self, sb: Sandbox, spec: CommandSpec, values: dict[str, Any],
-                      ) -> tuple[str | None, BaseException | None, list[str] | None]:
-        """Run the command and, when its frame may leave now (step mode, or the first
-        after a quiet spell), build that frame in the same worker-thread hop. Returns
-        (reply text, the exception the command raised, frame texts or None if paced)."""
-        text: str | None = None
-        failure: BaseException | None = None
-        try:
-            text = self._run(sb, spec, values)
-        except Exception as exc:  # noqa: BLE001 - re-raised by command() after publishing
-            failure = exc
-        due = sb.frames.step_mode or sb.pacer.delay(self.now()) <= 0
-        return text, failure, self._take(sb) if due else None
-
     def _schedule_flush(self, sb: Sandbox) -> None:
         """A paced frame: one timer flushes whatever is buffered when the interval is up."""
         if sb.flush_handle is None:
             loop = asyncio.get_running_loop()
-            sb.flush_handle = loop.call_later(sb.pacer.delay(self.now()), self._spawn_flush, sb)
+            sb.flush_handle = loop.call_later(sb.frames.delay(self.now()), self._spawn_flush, sb)
 
     def request_flush(self, sandbox_id: str) -> None:
         """From any thread: publish what the sandbox's engine did outside a command (paced
@@ -662,11 +699,7 @@ class Runtime:
 
     def _take(self, sb: Sandbox) -> list[str]:
         with sb.lock:
-            now = self.now()
-            if not sb.frames.has_pending:
-                return []
-            sb.pacer.sent(now)
-            return [frame_text(frame) for frame in sb.frames.take(sb.engine.state(), now)]
+            return sb.frames.texts(sb.engine.state, self.now())
 
     async def flush(self, sb: Sandbox) -> int:
         """Publish the frames buffered in ``sb`` to its watchers; returns how many."""
@@ -707,8 +740,6 @@ def _tree_bytes(root: Path) -> int:
 # ---- runs: export, import, share --------------------------------------------------------
 
 def _export(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
-    import json
-
     data = {"format": RUN_FORMAT, "version": 1, "lesson": sb.slug, "kind": sb.kind_name, "seed": sb.seed,
             "run": sb.engine.export_run()}
     # "file" is the JSON text to save as it is: browsers' numbers lose digits past 2**53
@@ -735,8 +766,6 @@ def _import_payload(sb: Sandbox, data: Any) -> str:
 
 
 def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
-    import json
-
     try:
         data = json.loads(values["run"])
     except ValueError:
@@ -745,8 +774,6 @@ def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
 
 
 def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
-    import json
-
     from django.db import connections
 
     from .models import MAX_RUN_BYTES
@@ -765,7 +792,6 @@ def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _open_shared(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
-    from django.conf import settings
     from django.db import connections
 
     from .models import SharedRun
@@ -831,7 +857,6 @@ def get_runtime() -> Runtime:
     with _runtime_lock:
         if _runtime is None:
             from channels.layers import get_channel_layer
-            from django.conf import settings
 
             layer = get_channel_layer()
             _runtime = Runtime(settings.KAFKAVIZ_DATA_DIR, settings=settings.KAFKAVIZ_RUNTIME,

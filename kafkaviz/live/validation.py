@@ -4,8 +4,9 @@ A command is a JSON object with a ``cmd`` (the engine's envelope key) and flat f
 Forms send every value as a string, so integers arrive as digit strings; each
 :class:`Field` converts and range-checks its value and produces a message a person can
 act on. Extra keys that htmx adds (``HEADERS``) are ignored; any other unknown key is an
-error, so typos do not pass silently. (``type`` is still read when there is no ``cmd``:
-the socket's own messages and runs shared before the switch carry it.)
+error, so typos do not pass silently. ``type`` names the socket's own messages (``sync``,
+a room's ``predict``), never a command: a command sent as ``{"type": ...}`` is refused with
+one line saying to name it with ``cmd``.
 
 An engine command's fields are not written here: :func:`command_fields` derives them
 from the engine's field metadata (``engine/cluster/commands.py``,
@@ -21,11 +22,13 @@ from typing import Any, Mapping
 
 from django.utils.translation import gettext as _
 
+from engine.cluster.commands import ACKS
+
 __all__ = ["Field", "CommandSpec", "CommandError", "validate_command", "command_name", "command_fields", "TextRule",
            "IGNORED_KEYS"]
 
-# htmx's ws extension adds the request headers under HEADERS; cmd/type name the command.
-IGNORED_KEYS = frozenset({"HEADERS", "type", "cmd"})
+# htmx's ws extension adds the request headers under HEADERS; cmd names the command.
+IGNORED_KEYS = frozenset({"HEADERS", "cmd"})
 
 
 class CommandError(Exception):
@@ -49,7 +52,8 @@ class CommandError(Exception):
 
 @dataclass(frozen=True)
 class Field:
-    """One field of a command. ``kind`` is "int", "str" or "bool"."""
+    """One field of a command. ``kind`` is "int", "str", "bool" or "dict" (for "dict",
+    ``choices`` are the names it may hold)."""
 
     name: str
     kind: str
@@ -77,6 +81,22 @@ class Field:
                 raise CommandError("invalid", _("%(label)s must be between %(min)s and %(max)s, got %(value)s.")
                                    % {"label": self.label, "min": self.min, "max": self.max, "value": value},
                                    self.name, command)
+        elif self.kind == "dict":     # an engine "dict" field: names (``choices``, when given) to values
+            if not isinstance(raw, dict) or (self.required and not raw):
+                raise CommandError("invalid", _("%(label)s must name at least one setting, got %(raw)s.")
+                                   % {"label": self.label, "raw": _show(raw)}, self.name, command)
+            for k, v in raw.items():
+                if self.choices is not None and k not in self.choices:
+                    raise CommandError("invalid", f"{self.label}: {_show(k)} is not one of "
+                                       f"{', '.join(map(str, self.choices))}.", self.name, command)
+                if not isinstance(v, (str, int, float, bool)) or isinstance(v, str) and self.max_length is not None \
+                        and len(v) > self.max_length:
+                    raise CommandError("invalid", f"{self.label}: the value of {k} must be a short string, number "
+                                       f"or boolean, got {_show(v)}.", self.name, command)
+            # A form sends text: a whole number or true/false is sent to the engine as one.
+            return {k: _to_int(v) if _to_int(v) is not None else
+                    (v.lower() == "true" if isinstance(v, str) and v.lower() in ("true", "false") else v)
+                    for k, v in raw.items()}
         elif self.kind == "bool":
             if isinstance(raw, bool):
                 value = raw
@@ -118,6 +138,9 @@ def validate_command(specs: dict[str, CommandSpec], message: Any) -> tuple[Comma
     if not isinstance(message, dict):
         raise CommandError("invalid", "A command must be a JSON object with a \"cmd\".")
     ctype = command_name(message)
+    if "cmd" not in message and isinstance(message.get("type"), str):
+        raise CommandError("unknown_type", f"Commands are named with \"cmd\", not \"type\": send "
+                           f"{{\"cmd\": {_show(message['type'])}, ...}}.")
     if not isinstance(ctype, str) or not ctype:
         raise CommandError("unknown_type", "A command needs a \"cmd\" naming what to do; "
                            f"known commands: {', '.join(sorted(specs))}.")
@@ -135,15 +158,14 @@ def validate_command(specs: dict[str, CommandSpec], message: Any) -> tuple[Comma
 
 
 def command_name(message: Any) -> str | None:
-    """The name of the command ``message`` asks for: its ``cmd`` (or, legacy, ``type``);
-    None when there is no such string."""
-    if not isinstance(message, dict):
-        return None
-    name = message["cmd"] if "cmd" in message else message.get("type")
+    """The name of the command ``message`` asks for: its ``cmd``; None when there is no
+    such string."""
+    name = message.get("cmd") if isinstance(message, dict) else None
     return name if isinstance(name, str) else None
 
 
-_FIELD_KINDS = {"int": "int", "int?": "int", "str": "str", "str?": "str", "topic": "str", "bool": "bool"}
+_FIELD_KINDS = {"int": "int", "int?": "int", "str": "str", "str?": "str", "topic": "str", "bool": "bool",
+                "dict": "dict", "scope_target": "int"}    # a form's set_config targets a broker, not a topic
 
 
 @dataclass(frozen=True)
@@ -169,8 +191,9 @@ def command_fields(cls: type, *, defaults: Mapping[str, Any] | None = None, caps
     for f in dataclasses.fields(cls):
         meta = f.metadata
         kind = meta.get("kind", "")
-        if kind == "acks":
-            out.append(Field(f.name, "str", "acks", default="all", choices=("all", "-1", "0", "1")))
+        if kind == "acks":     # the engine's names of Kafka's acks values (engine.cluster.commands.ACKS)
+            out.append(Field(f.name, "str", "acks", default=next(k for k, v in ACKS.items() if v == f.default),
+                             choices=tuple(ACKS)))
             continue
         web_kind = _FIELD_KINDS.get(kind)
         has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
@@ -190,7 +213,7 @@ def command_fields(cls: type, *, defaults: Mapping[str, Any] | None = None, caps
             default=default, required=not has_default and f.name not in defaults,
             min=int(low) if web_kind == "int" and low is not None else None,
             max=int(high) if web_kind == "int" and high is not None else None,
-            max_length=text.max_length if web_kind == "str" else None,
+            max_length=text.max_length if web_kind in ("str", "dict") else None,
             pattern=text.pattern if web_kind == "str" else None,
             pattern_help=text.help, choices=meta.get("choices"))
         attrs.update(narrow.get(f.name, {}))

@@ -3,6 +3,7 @@ command specs), and ``/healthz`` for load balancers and operators. The lessons a
 nothing of sandboxes: this app imports it, never the other way round."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from django.conf import settings
@@ -11,6 +12,8 @@ from django.shortcuts import render
 from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
+
+from engine.cluster.commands import faults, node_fields
 
 from kafkaviz.lessons.catalogue import Lesson, get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES, LessonContent, load_content
@@ -44,14 +47,21 @@ def _commands(content: LessonContent) -> dict[str, dict[str, object]]:
     return {name: {"help": spec.help, **{f.name: f for f in spec.fields}} for name, spec in specs.items()}
 
 
-def _broker_actions() -> list[tuple[str, str, str]]:
-    return [("crash", _("Crash"), "c"), ("shutdown", _("Shut down"), "s"), ("restart", _("Restart"), "r"),
-            ("isolate", _("Isolate"), "i"), ("pause_follower", _("Pause fetching"), "p"),
-            ("resume_follower", _("Resume fetching"), "u")]
+def fault_panel(cls: type) -> str:
+    """Where a fault kind's button sits, from its command's fields: "broker" (its one target
+    is a broker: the broker buttons), "link" (its targets are the two ends of a link: the link
+    buttons), else "own" (it needs more than its target, a delay say: a form of its own)."""
+    required = {f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    nodes = set(node_fields(cls))
+    if required - nodes:
+        return "own"
+    return {frozenset({"broker"}): "broker", frozenset({"a", "b"}): "link"}.get(frozenset(nodes), "own")
 
 
 def _cluster_context(content: LessonContent, commands: dict[str, dict[str, object]]) -> dict[str, object]:
-    """Broker ids of the lesson's scenarios and the broker buttons the kind accepts."""
+    """Broker ids of the lesson's scenarios and the fault buttons of the commands the lesson
+    offers, each from its engine declaration (``Command.fault``: label, key, danger)."""
     choices = content.scenario.get("choices") or ()
     if not choices:
         return {}
@@ -60,9 +70,13 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
     brokers = max(int(get_scenario(name).config.get("brokers", 3)) for name in choices)
     # Dedicated KRaft controllers (lesson 17) are nodes 100, 101, ...: crashed and restarted as brokers are.
     controllers = max(int(get_scenario(name).config.get("controllers", 0)) for name in choices)
-    return {"broker_ids": list(range(brokers)) + [100 + i for i in range(controllers)],
-            "broker_actions": [(name, label, key, commands[name]["help"])
-                               for name, label, key in _broker_actions() if name in commands]}
+    offered = {name: {"cmd": name, "label": _(cls.fault.label), "key": cls.fault.key, "danger": cls.fault.danger,
+                      "needs": cls.fault.needs,
+                      "help": commands[name]["help"], "panel": fault_panel(cls)}
+               for name, cls in faults().items() if name in commands}
+    return {"broker_ids": list(range(brokers)) + [100 + i for i in range(controllers)], "faults": offered,
+            "broker_faults": [f for f in offered.values() if f["panel"] == "broker"],
+            "link_faults": [f for f in offered.values() if f["panel"] == "link"]}
 
 
 def live_context(content: LessonContent, lang: str, ws_path: str) -> dict[str, object]:

@@ -145,9 +145,11 @@
     if (!b) return;
     const down = KV.t("down"), up = KV.t("up");
     const name = KV.t("broker_n", { b: b.id });
-    KV.setDisabled($("crash-button"), !b.alive, KV.t("cl_button_why", { broker: name, state: down }));
-    KV.setDisabled($("shutdown-button"), !b.alive, KV.t("cl_button_why", { broker: name, state: down }));
-    KV.setDisabled($("restart-button"), b.alive, KV.t("cl_button_why", { broker: name, state: up }));
+    // A fault button says what its broker must be (data-needs, from the engine's Command.fault).
+    document.querySelectorAll("#broker-form button[data-needs]").forEach(function (btn) {
+      KV.setDisabled(btn, (btn.dataset.needs === "up") !== !!b.alive,
+                     KV.t("cl_button_why", { broker: name, state: b.alive ? up : down }));
+    });
   }
 
   // What broker b holds of the lesson's partition (replication lessons: state.partition and
@@ -428,11 +430,21 @@
     if (sel) sel.addEventListener("change", function () { if (KV.lastFrame) refreshButtons(KV.lastFrame.state || {}); });
     // Buttons that share one form say which command they send.
     document.addEventListener("click", function (e) {
-      const btn = e.target.closest && e.target.closest("button[data-type]");
+      const btn = e.target.closest && e.target.closest("button[data-cmd]");
       if (!btn || !btn.form) return;
       const input = btn.form.querySelector('input[name="cmd"]');
-      if (input) input.value = btn.dataset.type;
+      if (input) input.value = btn.dataset.cmd;
     }, true);
+    // The settings form names one entry of set_config's changes object: changes.name and
+    // changes.value become {"changes": {name: value}}, the engine's own command.
+    document.addEventListener("htmx:wsConfigSend", function (e) {
+      const p = Object.assign({}, e.detail.parameters);
+      if (!("changes.name" in p)) return;
+      p.changes = {};
+      p.changes[p["changes.name"]] = p["changes.value"];
+      delete p["changes.name"]; delete p["changes.value"];
+      e.detail.messageBody = JSON.stringify(p);
+    });
     document.addEventListener("keydown", function (e) {
       if (e.altKey || e.ctrlKey || e.metaKey || KV.typing(e.target)) return;
       if (/^[0-9]$/.test(e.key) && sel && sel.querySelector('option[value="' + e.key + '"]')) { pick(Number(e.key)); e.preventDefault(); }

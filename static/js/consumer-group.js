@@ -109,7 +109,7 @@
   });
 
   document.addEventListener("click", function (e) {
-    const btn = e.target.closest && e.target.closest("#cg-form button[data-type]");
-    if (btn) document.getElementById("cg-action").value = btn.dataset.type;
+    const btn = e.target.closest && e.target.closest("#cg-form button[data-cmd]");
+    if (btn) document.getElementById("cg-action").value = btn.dataset.cmd;
   }, true);
 })();

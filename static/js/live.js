@@ -118,6 +118,8 @@
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
     }
   }
+  // The one dispatch of a frame to what draws it: every [data-diagram] element's module
+  // (the step controls too: stepper.js registers "stepper").
   function onFrame(frame) {
     frame = withStepEvents(frame);
     const state = frame.state || {};
@@ -127,7 +129,6 @@
     const nodes = Array.prototype.slice.call(document.querySelectorAll("[data-diagram]")), stage = $("stage");
     const onStage = function (n) { return !stage || stage.contains(n); };
     draw(nodes.filter(onStage), frame);
-    if (KV.stepper) KV.stepper.update(frame);
     below.push({ frame: frame, nodes: nodes.filter(function (n) { return !onStage(n); }) });
     if (below.length === 1) {
       window.requestAnimationFrame(function () { window.setTimeout(drawBelow, 0); });
@@ -148,16 +149,6 @@
     if (!stepQueue.length) { window.clearInterval(stepTimer); stepTimer = null; }
   }
   function catchUp() { while (stepQueue.length) onFrame(stepQueue.shift()); }
-  function onAnyFrame(frame) {
-    if (frame.snapshot || frame.reset) { stepQueue.length = 0; onFrame(frame); return; }
-    if (stepTimer) {
-      stepQueue.push(frame);
-      if (stepQueue.length > MAX_QUEUED) catchUp();
-      return;
-    }
-    onFrame(frame);
-    if (frame.mode === "step") stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
-  }
 
   // The frame protocol (docs/web.md, "Frame shape"): a frame carries the whole state
   // ("full": true) or a diff against the last whole state ("base" = its frame_seq).
@@ -236,7 +227,15 @@
     const n = (msg.events || []).length, r = KV.received;
     r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
     if (msg.snapshot) unrefuse();
-    if (resolve(msg)) onAnyFrame(msg);
+    if (!resolve(msg)) return;
+    if (msg.snapshot || msg.reset) { stepQueue.length = 0; onFrame(msg); return; }
+    if (stepTimer) {
+      stepQueue.push(msg);
+      if (stepQueue.length > MAX_QUEUED) catchUp();
+      return;
+    }
+    onFrame(msg);
+    if (msg.mode === "step") stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
   });
   KV.on("error", function (msg) {
     showError(msg);

@@ -28,7 +28,7 @@
         const tr = h("tr", { id: "pr-" + r.request_id, class: "pr-" + r.status + (r.lost ? " pr-lost" : "") });
         tr.appendChild(h("td", {}, "#" + r.request_id));
         tr.appendChild(h("td", {}, r.values.join(", ")));
-        tr.appendChild(h("td", {}, r.acks === -1 ? "all" : String(r.acks)));
+        tr.appendChild(h("td", {}, r.acks));      // the engine's name of the value ("all", "1", "0")
         tr.appendChild(h("td", {}, r.base_offset !== null && r.status === "acked"
           ? KV.t("pr_acked_at", { offset: r.base_offset })
           : (STATUS[r.status] ? KV.t(STATUS[r.status]) : r.status) + (r.error ? " " + r.error : "")));

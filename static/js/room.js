@@ -122,12 +122,12 @@
     if (RD.name && $("room-you")) $("room-you").textContent = t("you_are", { name: RD.name });
     const fork = $("room-fork");
     if (fork) fork.addEventListener("click", function () {
-      if (send({ type: "share" })) { forking = true; const a = $("ack"); if (a) a.textContent = t("forking"); }
+      if (send({ cmd: "share" })) { forking = true; const a = $("ack"); if (a) a.textContent = t("forking"); }
     });
     const open = $("open-room-form");
     if (open) open.addEventListener("submit", function (e) {
       // Start the room from this sandbox's run; without a socket it starts at the lesson's beginning.
-      if (opening || !send({ type: "export" })) return;
+      if (opening || !send({ cmd: "export" })) return;
       e.preventDefault();
       opening = true;
       const a = $("ack"); if (a) a.textContent = t("opening_room");

@@ -135,7 +135,9 @@
     a.click();
     window.setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
   };
-  KV.stepper = { update: function (frame) { update(frame); openShared(frame); }, seek: seek, setPlaying: setPlaying };
+  // Drawn like any diagram (live.js's one dispatch), from <span data-diagram="stepper"> on the stage.
+  KV.register("stepper", { update: function (_el, frame) { update(frame); openShared(frame); } });
+  KV.stepper = { seek: seek, setPlaying: setPlaying };
 
   // A room's student without control (#room-banner[data-control="watching"], set by room.js)
   // may not change the room's cluster: the server refuses it ("forbidden"). So the shortcuts

@@ -203,9 +203,9 @@
 
   // Forms with several buttons (cut/heal, the transaction calls): the button says which command.
   document.addEventListener("click", function (e) {
-    const btn = e.target.closest && e.target.closest("form[data-multi] button[data-type]");
+    const btn = e.target.closest && e.target.closest("form[data-multi] button[data-cmd]");
     if (!btn) return;
     const input = btn.form.querySelector('input[name="cmd"]');
-    if (input) input.value = btn.dataset.type;
+    if (input) input.value = btn.dataset.cmd;
   }, true);
 })();

@@ -134,7 +134,7 @@ def test_fault_buttons_crash_the_leader_and_a_new_one_is_elected(page: Page, liv
     expect(page.locator("#broker-error")).to_contain_text("running")
     # A one-way link cut is drawn with its direction.
     page.select_option("#link-form select[name=both]", "false")
-    page.click("#cut-button")
+    page.click("#cut_link-button")
     expect(page.locator("#cluster")).to_contain_text("1→2")
 
 

@@ -62,8 +62,8 @@ async def test_kcat_produces_into_the_sandbox_and_its_requests_are_frames(tmp_pa
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "shape", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2})
-    reply = await rt.command(sid, {"type": "client_port", "on": True})
+    await rt.command(sid, {"cmd": "shape", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2})
+    reply = await rt.command(sid, {"cmd": "client_port", "on": True})
     sb = rt.sandboxes[sid]
     port = sb.engine.client_port_
     bootstrap = port.server.bootstrap
@@ -103,8 +103,8 @@ async def test_a_new_run_keeps_the_listener_and_back_forgets_what_the_client_wro
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "shape", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2})
-    await rt.command(sid, {"type": "client_port"})
+    await rt.command(sid, {"cmd": "shape", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2})
+    await rt.command(sid, {"cmd": "client_port"})
     sb = rt.sandboxes[sid]
     port = sb.engine.client_port_
     bootstrap = port.server.bootstrap
@@ -121,14 +121,14 @@ async def test_a_new_run_keeps_the_listener_and_back_forgets_what_the_client_wro
             return [r.value for b in log.batches(log.log_start_offset, log.log_end_offset) for r in b.records]
 
     assert b"from-kcat" in values()
-    await rt.command(sid, {"type": "produce", "topic": "t", "partition": 0, "count": 1})
+    await rt.command(sid, {"cmd": "produce", "topic": "t", "partition": 0, "count": 1})
     assert sb.engine.run.position not in sb.engine.run.snapshot_steps()   # a served run takes no checkpoints
-    await rt.command(sid, {"type": "back"})
+    await rt.command(sid, {"cmd": "back"})
     # Back restored a checkpoint from before the client and replayed the run's own commands.
     assert b"from-kcat" not in values()
     assert port.is_open and port.cluster is sb.engine.run.cluster
     # A new run (load) is not the sandbox's end: the listener stays and serves the new cluster.
-    await rt.command(sid, {"type": "load", "scenario": sb.engine.scenario["choices"][0],
+    await rt.command(sid, {"cmd": "load", "scenario": sb.engine.scenario["choices"][0],
                            "truncation": sb.engine.truncation})
     assert port.is_open and port.cluster is sb.engine.run.cluster and port.server.bootstrap
     rt.close_all()
@@ -140,7 +140,7 @@ async def test_a_cut_client_link_cuts_the_real_client_and_back_waits_for_it(tmp_
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "client_port"})
+    await rt.command(sid, {"cmd": "client_port"})
     sb = rt.sandboxes[sid]
     port = sb.engine.client_port_
     host, p = port.server.endpoints[0]
@@ -148,23 +148,23 @@ async def test_a_cut_client_link_cuts_the_real_client_and_back_waits_for_it(tmp_
     sock = socket.create_connection((host, p))
     try:
         assert await wait_for(lambda: port.attached == 1)
-        await rt.command(sid, {"type": "step"})
+        await rt.command(sid, {"cmd": "step"})
         with pytest.raises(CommandError) as refused:
-            await rt.command(sid, {"type": "back"})
+            await rt.command(sid, {"cmd": "back"})
         assert refused.value.code == "busy"
         # The fault button on the client node (-1) applies to the connection's own node.
-        await rt.command(sid, {"type": "cut_link", "a": -1, "b": 0, "both": True})
+        await rt.command(sid, {"cmd": "cut_link", "a": -1, "b": 0, "both": True})
         node = next(iter(port.server._sessions))
         with sb.lock:
             assert sb.engine.run.cluster.network.links[(node, 0)].cut
             assert sb.engine.run.cluster.network.links[(0, node)].cut
-        await rt.command(sid, {"type": "heal_link", "a": -1, "b": 0, "both": True})
+        await rt.command(sid, {"cmd": "heal_link", "a": -1, "b": 0, "both": True})
         with sb.lock:
             assert (node, 0) not in sb.engine.run.cluster.network.links
     finally:
         sock.close()
     assert await wait_for(lambda: port.attached == 0)
-    await rt.command(sid, {"type": "back"})        # allowed again
+    await rt.command(sid, {"cmd": "back"})        # allowed again
     rt.close_all()
 
 
@@ -173,7 +173,7 @@ async def test_the_listener_dies_with_the_sandbox(tmp_path, listening):
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "client_port"})
+    await rt.command(sid, {"cmd": "client_port"})
     port = rt.sandboxes[sid].engine.client_port_
     host, p = port.server.endpoints[0]
     thread = port.thread
@@ -198,7 +198,7 @@ async def test_hosted_mode_leaves_it_off_unless_a_port_range_is_set(tmp_path, se
     snap = await rt.attach(sid, "sandbox")
     assert snap["state"]["client_port"] == {"available": False, "open": False}
     with pytest.raises(CommandError) as refused:
-        await rt.command(sid, {"type": "client_port"})
+        await rt.command(sid, {"cmd": "client_port"})
     assert refused.value.code == "forbidden"
     assert rt.sandboxes[sid].engine.client_port_.server is None
     rt.close_all()
@@ -235,7 +235,7 @@ async def test_a_port_range_places_the_brokers_inside_it(tmp_path, settings):
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "client_port"})
+    await rt.command(sid, {"cmd": "client_port"})
     port = rt.sandboxes[sid].engine.client_port_
     assert all(lo <= p <= lo + 40 for _, p in port.server.endpoints.values())
     rt.close_all()
@@ -248,10 +248,34 @@ async def test_a_scenario_whose_clock_stands_at_zero_is_served_too(tmp_path, lis
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "step"})
-    await rt.command(sid, {"type": "client_port"})
+    await rt.command(sid, {"cmd": "step"})
+    await rt.command(sid, {"cmd": "client_port"})
     bootstrap = rt.sandboxes[sid].engine.client_port_.server.bootstrap
     done = await asyncio.to_thread(kcat, "-b", bootstrap, "-L", "-m", "10")
     assert done.returncode == 0, done.stderr
     assert " 3 brokers:" in done.stdout
+    rt.close_all()
+
+
+@pytest.mark.asyncio
+async def test_a_failed_command_shows_its_own_error_even_when_the_listener_cannot_follow(tmp_path, listening,
+                                                                                         monkeypatch):
+    """The listener follows the cluster after every command; when that fails too (no free
+    ports for a new cluster), the command's own error is the one reported, not "busy"."""
+    rt, sent = make_runtime(tmp_path)
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    await rt.command(sid, {"type": "client_port"})
+    port = rt.sandboxes[sid].engine.client_port_
+
+    def no_ports(cluster):
+        raise CommandError("busy", "Every client listener this server runs is taken", command="client_port")
+    monkeypatch.setattr(port, "follow", no_ports)
+    with pytest.raises(CommandError) as refused:
+        await rt.command(sid, {"type": "produce", "topic": "no-such-topic", "partition": 0, "count": 1})
+    assert refused.value.code == "engine" and "no-such-topic" in str(refused.value), refused.value
+    # A command that succeeds still says the listener could not follow.
+    with pytest.raises(CommandError) as busy:
+        await rt.command(sid, {"type": "step"})
+    assert busy.value.code == "busy"
     rt.close_all()

@@ -5,7 +5,7 @@ what they send.
 "Sent" means: a lesson file's steps and setup, the commands a lesson offers its learner
 (``scenario.commands``), the commands of the engine scenarios a lesson plays, a classroom
 preset's, and a template's command form (``<input name="cmd" value=...>``) or action button
-(``data-type``). "Documented" is read off docs/commands.md: the ``### `name` `` headings and
+(``data-cmd``). "Documented" is read off docs/commands.md: the ``### `name` `` headings and
 the first column of a "command" table, split into its cluster part, its storage part and
 its page controls.
 """
@@ -66,7 +66,7 @@ def _sent_by_forms() -> set[str]:
     for path in TEMPLATES:
         text = path.read_text()
         names |= set(re.findall(r'name="cmd" value="([a-z_]+)"', text))
-        names |= set(re.findall(r'data-type="([a-z_]+)"', text))
+        names |= set(re.findall(r'data-cmd="([a-z_]+)"', text))
     return names
 
 
@@ -108,9 +108,15 @@ def test_no_form_sends_type_or_seconds():
     for path in TEMPLATES:
         text = path.read_text()
         assert 'name="type"' not in text, f"{path.name}: a command form names its command with name=\"cmd\""
+        assert "data-type=" not in text, f"{path.name}: a button names the command it sends with data-cmd"
         assert 'name="seconds"' not in text, f"{path.name}: the clock moves in ms"
+    # A script names a command with cmd too; type names only the socket's own messages.
+    socket_messages = {"sync", "predict", "grant", "revoke", "remove"}
     for path in SCRIPTS:
-        assert 'input[name="type"]' not in path.read_text(), path.name
+        text = path.read_text()
+        assert 'input[name="type"]' not in text, path.name
+        sent = set(re.findall(r'send\((?:JSON\.stringify\()?\{\s*type:\s*"([a-z_]+)"', text))
+        assert sent <= socket_messages, f"{path.name} sends commands under type: {sorted(sent - socket_messages)}"
 
 
 @pytest.mark.parametrize("kind", sorted(SANDBOX_KINDS))
@@ -155,3 +161,12 @@ def test_every_storage_command_field_is_documented():
         section = storage.split(f"### `{name}`\n")[1].split("\n### ")[0]
         for f in dataclasses.fields(cls):
             assert f"| `{f.name}` |" in section, (name, f.name)
+
+
+def test_a_command_forms_number_limits_come_from_the_engines_field_metadata():
+    """``min``/``max`` of a number input in a command form read ``commands.<cmd>.<field>``
+    (the spec derived from the engine's metadata and the host's caps), never a number."""
+    for path in TEMPLATES:
+        for form in re.findall(r"<form\b[^>]*\bws-send\b.*?</form>", path.read_text(), flags=re.S):
+            for tag in re.findall(r'<input\b[^>]*type="number"[^>]*>', form, flags=re.S):
+                assert not re.search(r'\b(?:min|max)="-?\d', tag), f"{path.name}: {tag}"

@@ -78,7 +78,7 @@ async def test_forged_session_cookie_does_not_attach(runtime):
 
 async def test_produce_sends_ack_and_frame_with_batch_appended(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
-    await comm.send_json_to({"type": "produce", "partition": "0", "count": "2", "value_size": "50", "key": "k1",
+    await comm.send_json_to({"cmd": "produce", "partition": "0", "count": "2", "value_size": "50", "key": "k1",
                              "HEADERS": {"HX-Request": "true"}})
     got = await replies_until(comm, lambda m: m["type"] == "frame" and events_of([m], "batch_appended"))
     acks = [m for m in got if m["type"] == "ack"]
@@ -92,7 +92,7 @@ async def test_produce_sends_ack_and_frame_with_batch_appended(runtime, ws_heade
 async def test_enough_produces_roll_a_segment_with_a_twenty_digit_name(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
     for _ in range(2):
-        await comm.send_json_to({"type": "produce", "partition": "1", "count": "4", "value_size": "100"})
+        await comm.send_json_to({"cmd": "produce", "partition": "1", "count": "4", "value_size": "100"})
     got = await replies_until(comm, lambda m: m["type"] == "frame" and events_of([m], "segment_rolled"))
     rolled = events_of(got, "segment_rolled")[0]
     assert rolled["partition"] == 1 and rolled["reason"] == "size"
@@ -119,7 +119,7 @@ async def test_invalid_message_gets_an_error_and_the_connection_still_works(runt
     await comm.send_json_to(message)
     error = await comm.receive_json_from(timeout=5)
     assert error["type"] == "error" and error["code"] == code and needle in error["message"]
-    await comm.send_json_to({"type": "produce", "count": "1"})
+    await comm.send_json_to({"cmd": "produce", "count": "1"})
     got = await replies_until(comm, lambda m: m["type"] == "ack")
     assert got[-1]["command"] == "produce"
     await comm.disconnect()
@@ -130,7 +130,7 @@ async def test_non_json_and_oversized_messages_get_errors(runtime, ws_headers):
     await comm.send_to(text_data="{not json")
     assert (await comm.receive_json_from(timeout=5))["message"] == "That message is not valid JSON."
     oversize = settings.KAFKAVIZ_RUNTIME["MAX_MESSAGE_BYTES"] + 1
-    await comm.send_to(text_data='{"type": "produce", "key": "' + "x" * oversize + '"}')
+    await comm.send_to(text_data='{"cmd": "produce", "key": "' + "x" * oversize + '"}')
     error = await comm.receive_json_from(timeout=5)
     assert error["code"] == "too_large"
     await comm.disconnect()
@@ -140,11 +140,11 @@ async def test_value_size_limit_follows_segment_bytes(runtime, ws_headers):
     # segment.bytes=1000 here: a 2,000-byte value could never fit, so the form's limit
     # (from the same spec) refuses it before the engine would with RecordTooLargeError.
     comm, _ = await connect(ws_headers)
-    await comm.send_json_to({"type": "produce", "count": "1", "value_size": "2000"})
+    await comm.send_json_to({"cmd": "produce", "count": "1", "value_size": "2000"})
     got = await replies_until(comm, lambda m: m["type"] in ("error", "ack"))
     assert got[-1]["type"] == "error" and got[-1]["code"] == "invalid" and got[-1]["field"] == "value_size"
     assert "between 1 and 883" in got[-1]["message"]
-    await comm.send_json_to({"type": "produce", "count": "1", "value_size": "883", "key": "k" * 40})
+    await comm.send_json_to({"cmd": "produce", "count": "1", "value_size": "883", "key": "k" * 40})
     got = await replies_until(comm, lambda m: m["type"] in ("error", "ack"))
     assert got[-1]["type"] == "ack"
     await comm.disconnect()
@@ -152,7 +152,7 @@ async def test_value_size_limit_follows_segment_bytes(runtime, ws_headers):
 
 async def test_empty_count_is_refused_not_sent_as_one(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
-    await comm.send_json_to({"type": "produce", "count": "", "value_size": "100"})
+    await comm.send_json_to({"cmd": "produce", "count": "", "value_size": "100"})
     error = await comm.receive_json_from(timeout=5)
     assert error["type"] == "error" and error["field"] == "count" and "required" in error["message"]
     assert runtime.sandboxes and next(iter(runtime.sandboxes.values())).engine.messages_sent == 0
@@ -162,7 +162,7 @@ async def test_empty_count_is_refused_not_sent_as_one(runtime, ws_headers):
 async def test_message_quota_gives_a_clear_error(runtime, runtime_settings, ws_headers):
     runtime_settings["MAX_MESSAGES"] = 3
     comm, _ = await connect(ws_headers)
-    await comm.send_json_to({"type": "produce", "count": "4"})
+    await comm.send_json_to({"cmd": "produce", "count": "4"})
     error = (await replies_until(comm, lambda m: m["type"] == "error"))[-1]
     assert error["code"] == "quota" and "at most 3 messages" in error["message"] and error["field"] == "count"
     await comm.disconnect()
@@ -182,7 +182,7 @@ async def test_command_rate_quota_gives_a_clear_error(runtime, runtime_settings,
 async def test_two_watchers_of_one_session_both_get_frames(runtime, ws_headers):
     first, _ = await connect(ws_headers)
     second, _ = await connect(ws_headers)
-    await first.send_json_to({"type": "produce", "count": "1"})
+    await first.send_json_to({"cmd": "produce", "count": "1"})
     seen = await replies_until(second, lambda m: m["type"] == "frame" and events_of([m], "batch_appended"))
     assert events_of(seen, "batch_appended")[0]["first_offset"] == 0
     assert not [m for m in seen if m["type"] == "ack"]  # the ack goes to the sender only
@@ -192,9 +192,9 @@ async def test_two_watchers_of_one_session_both_get_frames(runtime, ws_headers):
 
 async def test_reset_starts_the_sandbox_over(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
-    await comm.send_json_to({"type": "produce", "count": "3"})
+    await comm.send_json_to({"cmd": "produce", "count": "3"})
     await replies_until(comm, lambda m: m["type"] == "ack")
-    await comm.send_json_to({"type": "reset"})
+    await comm.send_json_to({"cmd": "reset"})
     got = await replies_until(comm, lambda m: m["type"] == "frame" and m["reset"])
     assert got[-1]["state"]["partitions"][0]["log_end_offset"] == 0
     await comm.disconnect()
@@ -208,7 +208,7 @@ async def test_missing_origin_is_refused(runtime, session_cookie):
 
 async def test_reconnecting_gets_the_state_and_history_so_far(runtime, ws_headers):
     comm, _ = await connect(ws_headers)
-    await comm.send_json_to({"type": "produce", "count": "3"})
+    await comm.send_json_to({"cmd": "produce", "count": "3"})
     await replies_until(comm, lambda m: m["type"] == "ack")
     await comm.disconnect()
     again, snapshot = await connect(ws_headers)

@@ -13,7 +13,6 @@ from engine.clock import VirtualClock
 from engine.events import EventLog
 from engine.log.events import BatchAppended
 from kafkaviz.live.frames import FrameBuilder, apply_state_diff, state_diff
-from kafkaviz.live.pacing import FramePacer
 from kafkaviz.live.runtime import Runtime, group_name, new_sandbox_id
 
 from .framing import StateTracker
@@ -93,11 +92,14 @@ def test_step_mode_frames_are_bounded_and_the_rest_counted():
 
 
 def test_frame_pacer_sends_at_once_after_quiet_and_paces_a_burst():
-    pacer = FramePacer(0.03)
-    assert pacer.delay(10.0) == 0
-    pacer.sent(10.0)
-    assert pacer.delay(10.01) == pytest.approx(0.02)
-    assert pacer.delay(10.03) == 0
+    fb = FrameBuilder("segments", interval_s=0.03)
+    assert fb.delay(10.0) == 0
+    assert fb.texts(lambda: {}, 10.0) == []        # nothing pending: nothing sent, the pace untouched
+    assert fb.delay(10.0) == 0
+    fb.touch()
+    assert len(fb.texts(lambda: {}, 10.0)) == 1
+    assert fb.delay(10.01) == pytest.approx(0.02)
+    assert fb.delay(10.03) == 0
 
 
 @pytest.mark.asyncio
@@ -117,7 +119,7 @@ async def test_one_serialised_text_reaches_every_watcher(tmp_path):
         await layer.group_add(group_name(sid), ch)
     try:
         await rt.attach(sid, "segments")
-        await rt.command(sid, {"type": "produce", "count": "2"})
+        await rt.command(sid, {"cmd": "produce", "count": "2"})
         assert len(published) == 1 and set(published[0]) == {"type", "text"}
         texts = [(await layer.receive(ch))["text"] for ch in watchers]
         assert texts == [published[0]["text"]] * 3
@@ -139,9 +141,9 @@ async def test_the_first_command_after_a_quiet_spell_is_published_at_once(tmp_pa
     sid = new_sandbox_id()
     try:
         await rt.attach(sid, "segments")
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
         assert len(sent) == 1                       # no timer in the way of a click
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
         assert len(sent) == 1 and rt.sandboxes[sid].flush_handle is not None   # a burst waits its turn
     finally:
         rt.close_all()

@@ -82,18 +82,18 @@ def test_a_learners_consumer_joins_like_the_group_and_a_crash_is_removed_after_t
     kind = make_kind(tmp_path, GROUPS)
     kind.load("group-roundrobin", "epoch")
     step_to(kind, 9)
-    send(kind, {"type": "consumer_join", "name": "c9", "group": "billing", "session_timeout_ms": "6000",
+    send(kind, {"cmd": "consumer_join", "name": "c9", "group": "billing", "session_timeout_ms": "6000",
                 "heartbeat_interval_ms": "1000"})
-    send(kind, {"type": "advance", "ms": "3000"})
+    send(kind, {"cmd": "advance", "ms": "3000"})
     g = kind.kind_state()["group"]
     assert g["protocol"] == "roundrobin" and g["generation"] == 3
     assert {c["name"] for c in g["consumers"] if c["owned"]} == {"c1", "c2", "c9"}
-    send(kind, {"type": "consumer_crash", "name": "c9"})
-    send(kind, {"type": "advance", "ms": "7000"})
+    send(kind, {"cmd": "consumer_crash", "name": "c9"})
+    send(kind, {"cmd": "advance", "ms": "7000"})
     g = kind.kind_state()["group"]
     assert g["generation"] == 4 and set(owners(kind.kind_state())) == {"c1", "c2"}   # all owned, c9 gone
     with pytest.raises(KafkaError, match="not running"):     # the engine refuses (the runtime words it)
-        send(kind, {"type": "consumer_crash", "name": "c9"})
+        send(kind, {"cmd": "consumer_crash", "name": "c9"})
     kind.close()
 
 
@@ -133,18 +133,18 @@ async def test_group_lessons_over_the_websocket(slug, runtime):
     got = []
     step = 0
     while not (got and last_state(got).get("group")):     # step until c1 has joined
-        await comm.send_json_to({"type": "step"})
+        await comm.send_json_to({"cmd": "step"})
         step += 1
         got += await replies_until(comm, lambda m: m["type"] == "frame" and m["state"]["run"]["step"] == step)
-    await comm.send_json_to({"type": "advance", "ms": 2000})
+    await comm.send_json_to({"cmd": "advance", "ms": 2000})
     got += await replies_until(comm, lambda m: m["type"] == "frame" and m["state"]["run"]["step"] == step + 1)
     g = last_state(got)["group"]
     assert g["state"] == "Stable", g
     assert g["group"] == "billing" and g["consumers"][0]["name"] == "c1" and g["partitions"][0]["owner"] == "c1"
-    await comm.send_json_to({"type": "consumer_crash", "name": "nobody"})
+    await comm.send_json_to({"cmd": "consumer_crash", "name": "nobody"})
     err = (await replies_until(comm, lambda m: m["type"] == "error"))[-1]
     assert err["code"] == "engine" and "nobody" in err["message"]
-    await comm.send_json_to({"type": "consumer_poll", "name": "c1"})      # the connection still works
+    await comm.send_json_to({"cmd": "consumer_poll", "name": "c1"})      # the connection still works
     ack = (await replies_until(comm, lambda m: m["type"] in ("ack", "error")))[-1]
     assert ack["type"] == "ack"
     await comm.disconnect()

@@ -29,7 +29,7 @@ async def connect(headers, client=None):
 
 
 async def produce_works(comm):
-    await comm.send_json_to({"type": "produce", "count": "1"})
+    await comm.send_json_to({"cmd": "produce", "count": "1"})
     while True:
         msg = await comm.receive_json_from(timeout=5)
         if msg["type"] in ("ack", "error"):
@@ -65,7 +65,7 @@ async def test_an_unexpected_exception_is_an_error_reply_and_one_log_line(runtim
     monkeypatch.setattr(runtime, "command", broken)
     monkeypatch.setattr(consumers, "_last_traceback", {})
     for _ in range(5):
-        await comm.send_json_to({"type": "produce", "count": "1"})
+        await comm.send_json_to({"cmd": "produce", "count": "1"})
         error = await comm.receive_json_from(timeout=5)
         assert error["type"] == "error" and error["code"] == "internal"
     with_traceback = [r for r in caplog.records if r.exc_info]
@@ -136,8 +136,8 @@ async def test_sync_sends_the_whole_state_again(runtime, ws_headers):
 
 # ---- the corpus ------------------------------------------------------------------
 
-VALID = [{"type": "produce", "partition": "0", "count": "1", "value_size": "10", "key": "k"},
-         {"cmd": "advance", "ms": "1000"}, {"type": "mode", "step": "false"}, {"type": "sync"}]
+VALID = [{"cmd": "produce", "partition": "0", "count": "1", "value_size": "10", "key": "k"},
+         {"cmd": "advance", "ms": "1000"}, {"cmd": "mode", "step": "false"}, {"type": "sync"}]
 ODD_VALUES = [None, True, False, 0, -1, 2**63, -2**63, 1e308, float("nan"), "", " ", "0x10", "1e3", "١٢", "\u0000",
               "\ud7ff", "../../etc/passwd", "<script>", "'; DROP TABLE x;--", [], {}, [1, [2, [3]]], {"a": {"b": {}}},
               "9" * 40, "\n", "💥" * 10]
@@ -167,7 +167,7 @@ def malformed_messages(n: int, seed: int = 1234) -> list[str | bytes]:
         elif r < 0.85:
             out.append(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64))))
         elif r < 0.9:
-            out.append('{"type": "produce", "key": "' + "x" * rng.choice([4096, 5000, 20000]) + '"}')
+            out.append('{"cmd": "produce", "key": "' + "x" * rng.choice([4096, 5000, 20000]) + '"}')
         else:
             out.append("".join(chr(rng.randrange(1, 0x2FFF)) for _ in range(rng.randrange(1, 80))))
     return out

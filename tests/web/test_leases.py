@@ -43,7 +43,7 @@ async def flood_then_die(path: str, hdrs, client=ADDRESS, messages: int = 200) -
     connected, _ = await comm.connect()
     assert connected
     for i in range(messages):
-        await comm.send_json_to({"type": "produce", "count": "1", "partition": str(i % 2)})
+        await comm.send_json_to({"cmd": "produce", "count": "1", "partition": str(i % 2)})
     await asyncio.sleep(0)
     comm.future.cancel()
     try:

@@ -49,7 +49,7 @@ async def flood_and_close(base: str, cookie: str, messages: int = 400) -> bool:
             await ws.close()
             return False
         for i in range(messages):
-            await ws.send(json.dumps({"type": "produce", "count": "50", "partition": str(i % 2)}))
+            await ws.send(json.dumps({"cmd": "produce", "count": "50", "partition": str(i % 2)}))
     except (OSError, asyncio.TimeoutError, websockets.exceptions.WebSocketException):
         return False
     ws.transport.abort()                               # gone, with the consumer still busy

@@ -65,11 +65,11 @@ async def test_a_restored_sandbox_publishes_a_new_generation(tmp_path, redis_url
         first = await a.attach(sid, "segments")
         await b.attach(sid, "segments", holder="student")
         for _ in range(3):
-            await b.command(sid, {"type": "produce", "count": "1", "partition": "0"})
+            await b.command(sid, {"cmd": "produce", "count": "1", "partition": "0"})
         old = await frames_until(layer_b, watcher, lambda f: f["frame_seq"] >= 3)
         assert old["gen"] == first["gen"]
         await a.stop()
-        await b.command(sid, {"type": "produce", "count": "1", "partition": "0"})
+        await b.command(sid, {"cmd": "produce", "count": "1", "partition": "0"})
         new = await frames_until(layer_b, watcher, lambda f: f["gen"] != old["gen"])
         # Numbered from 1 again, under a new generation, as a whole state: a page takes it.
         assert new["frame_seq"] < old["frame_seq"] and new["full"]
@@ -93,12 +93,12 @@ async def test_a_killed_owner_is_taken_over_without_waiting_for_an_answer(tmp_pa
     try:
         await a.attach(sid, "segments")
         await b.attach(sid, "segments", holder="student")
-        await b.command(sid, {"type": "produce", "count": "2", "partition": "0"})
+        await b.command(sid, {"cmd": "produce", "count": "2", "partition": "0"})
         await a.stop()                                       # killed: its alive key is no longer set
         await asyncio.sleep(1.5)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        reply = await b.command(sid, {"type": "produce", "count": "1", "partition": "0"})
+        reply = await b.command(sid, {"cmd": "produce", "count": "1", "partition": "0"})
         assert reply["type"] == "ack"
         assert loop.time() - started < b.forward_timeout_s       # taken over at once
         assert sid in rt_b.sandboxes

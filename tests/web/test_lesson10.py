@@ -43,7 +43,7 @@ def test_lesson_page_has_the_diagrams_controls_and_shortcuts(client):
     html = client.get("/lessons/leader-epoch/").content.decode()
     for needle in ('data-diagram="replica-lanes"', 'data-diagram="cluster"', 'data-diagram="epoch-cache"',
                    'data-diagram="step-timeline"', 'id="step-button"', 'id="back-button"', 'name="truncation"',
-                   'value="kip101-divergence"', 'id="crash-button"', 'id="restart-button"', 'id="cut-button"',
+                   'value="kip101-divergence"', 'id="crash-button"', 'id="restart-button"', 'id="cut_link-button"',
                    'id="isolate-button"', 'id="pause_follower-button"', 'id="play-button"', 'id="scrubber"',
                    'id="speed"', 'id="keys-dialog"', "<kbd>→</kbd>", "js/replica-lanes.js", "js/stepper.js",
                    "OffsetsForLeaderEpoch", 'id="quiz-stale-hw"', 'data-task="see-loss"'):
@@ -98,10 +98,10 @@ def logs(state):
 
 
 async def run_to_end(comm, truncation):
-    reply, frame = await command(comm, {"type": "load", "scenario": "kip101-data-loss", "truncation": truncation})
+    reply, frame = await command(comm, {"cmd": "load", "scenario": "kip101-data-loss", "truncation": truncation})
     assert reply["type"] == "ack" and frame["state"]["run"]["step"] == 0 and frame["state"]["truncation"] == truncation
     for n in range(1, STEPS + 1):
-        reply, frame = await command(comm, {"type": "step"})
+        reply, frame = await command(comm, {"cmd": "step"})
         assert reply["type"] == "ack", reply
         assert frame["state"]["run"]["step"] == n
     return frame
@@ -132,21 +132,21 @@ async def test_epoch_truncation_keeps_m2_on_both_lanes(lenient, runtime, headers
 @pytest.mark.asyncio
 async def test_step_back_returns_exactly_the_previous_state(lenient, runtime, headers):
     comm, _ = await connect(headers)
-    await command(comm, {"type": "load", "scenario": "kip101-data-loss", "truncation": "hw"})
+    await command(comm, {"cmd": "load", "scenario": "kip101-data-loss", "truncation": "hw"})
     frame = None
     for _ in range(ELECTION - 1):
-        _, frame = await command(comm, {"type": "step"})
+        _, frame = await command(comm, {"cmd": "step"})
     before = frame["state"]
-    _, after_step = await command(comm, {"type": "step"})   # the election: B leads without m2
+    _, after_step = await command(comm, {"cmd": "step"})   # the election: B leads without m2
     assert after_step["state"] != before
     assert any(ev["kind"] == "leader_elected" and ev["chosen"] == 2 for ev in after_step["events"])
-    reply, back = await command(comm, {"type": "back"})
+    reply, back = await command(comm, {"cmd": "back"})
     assert reply["type"] == "ack"
     # Everything but the try-its (a task once done stays done) is as it was.
     assert {k: v for k, v in back["state"].items() if k != "tasks"} == {k: v for k, v in before.items() if k != "tasks"}
     assert any(ev["kind"] == "run_moved" and ev["how"] == "back" for ev in back["events"])
     # Stepping forward again replays the same command with the same result.
-    _, again = await command(comm, {"type": "step"})
+    _, again = await command(comm, {"cmd": "step"})
     assert {k: v for k, v in again["state"].items() if k != "tasks"} == \
         {k: v for k, v in after_step["state"].items() if k != "tasks"}
     await comm.disconnect()
@@ -155,9 +155,9 @@ async def test_step_back_returns_exactly_the_previous_state(lenient, runtime, he
 @pytest.mark.asyncio
 async def test_a_refused_command_gets_an_error_and_the_connection_stays(lenient, runtime, headers):
     comm, _ = await connect(headers)
-    reply, _ = await command(comm, {"type": "restart", "broker": "0"})
+    reply, _ = await command(comm, {"cmd": "restart", "broker": "0"})
     assert reply["type"] == "error" and reply["code"] == "engine" and "running" in reply["message"]
-    reply, frame = await command(comm, {"type": "step"})
+    reply, frame = await command(comm, {"cmd": "step"})
     assert reply["type"] == "ack" and frame["state"]["run"]["step"] == 1
     await comm.disconnect()
 

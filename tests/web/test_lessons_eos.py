@@ -172,16 +172,16 @@ def test_bad_transactional_call_is_refused_and_changes_nothing(tmp_path):
     assert {k: v for k, v in after.items() if k not in ("tasks", "run")} == \
         {k: v for k, v in before.items() if k not in ("tasks", "run")}
     with pytest.raises(CommandError):                      # a value outside the engine's choices
-        validate_command(kind.commands, {"type": "consume", "partition": 0, "isolation": "read_sometimes"})
+        validate_command(kind.commands, {"cmd": "consume", "partition": 0, "isolation": "read_sometimes"})
     kind.close()
 
 
 def test_records_beyond_the_quota_are_refused_and_change_nothing(tmp_path):
     kind = GuidedClusterSandbox(tmp_path / "box", seed=1, limits=Limits(3, 10**8), lesson=load_content(L14))
-    kind.execute(*validate_command(kind.commands, {"type": "produce", "partition": 0, "value": "a", "count": 3}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "produce", "partition": 0, "value": "a", "count": 3}))
     before = kind.state()
     with pytest.raises(CommandError) as err:
-        kind.execute(*validate_command(kind.commands, {"type": "produce", "partition": 0, "value": "b"}))
+        kind.execute(*validate_command(kind.commands, {"cmd": "produce", "partition": 0, "value": "b"}))
     assert err.value.code == "quota"
     assert {k: v for k, v in kind.state().items() if k not in ("tasks", "run")} == \
         {k: v for k, v in before.items() if k not in ("tasks", "run")}
@@ -257,14 +257,14 @@ def test_fetches_leaving_their_wheel_do_not_pass_the_produce_try_its(tmp_path):
     (fetches park, expire and complete on the fetch wheel) has not made a produce complete,
     cascade or time out."""
     kind = make_kind(tmp_path, L15)
-    kind.execute(*validate_command(kind.commands, {"type": "advance", "ms": "2000"}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "advance", "ms": "2000"}))
     fetch_moves = [e for e in kind.step_events() if e["kind"] in ("timer_task_cancelled", "timer_task_expired",
                                                                    "timer_task_cascaded")]
     assert fetch_moves and all(e["timer"] == "broker-0.fetch" for e in fetch_moves)
     st = kind.state()
     assert not any(task_done(st, t) for t in ("complete", "cascade", "timeout"))
-    kind.execute(*validate_command(kind.commands, {"type": "produce", "value": "own", "timeout_ms": "1000"}))
-    kind.execute(*validate_command(kind.commands, {"type": "advance", "ms": "20"}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "produce", "value": "own", "timeout_ms": "1000"}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "advance", "ms": "20"}))
     assert task_done(kind.state(), "complete")
     kind.close()
 
@@ -296,50 +296,50 @@ async def test_ws_lesson_14_try_its_through_the_learners_commands(lenient, runti
     headers = await asyncio.to_thread(headers_for, L14)
     comm, snap = await connect(L14, headers)
     assert snap["state"]["run"]["total"] == 18
-    for message in ({"type": "create_producer", "name": "me", "idempotent": "true"},
-                    {"type": "cut_link", "a": "0", "b": "-1", "both": "false"},
-                    {"type": "produce", "producer": "me", "partition": "0", "value": "once"},
-                    {"type": "advance", "ms": "1500"},
-                    {"type": "heal_link", "a": "0", "b": "-1", "both": "false"}):
+    for message in ({"cmd": "create_producer", "name": "me", "idempotent": "true"},
+                    {"cmd": "cut_link", "a": "0", "b": "-1", "both": "false"},
+                    {"cmd": "produce", "producer": "me", "partition": "0", "value": "once"},
+                    {"cmd": "advance", "ms": "1500"},
+                    {"cmd": "heal_link", "a": "0", "b": "-1", "both": "false"}):
         reply, frame = await command(comm, message)
         assert reply["type"] == "ack", reply
     assert not task_done(frame["state"], "no-duplicate")
-    reply, frame = await command(comm, {"type": "advance", "ms": "1500"})
+    reply, frame = await command(comm, {"cmd": "advance", "ms": "1500"})
     assert task_done(frame["state"], "no-duplicate")
     assert values(leader_lane(frame["state"], 0)).count("once") == 1
     # A transaction of the learner's own, aborted, then read with read_committed.
-    for message in ({"type": "create_producer", "name": "t1", "transactional_id": "mine"},
-                    {"type": "init_transactions", "name": "t1"}, {"type": "advance", "ms": "500"},
-                    {"type": "begin_transaction", "name": "t1"},
-                    {"type": "produce", "producer": "t1", "partition": "0", "value": "gone"},
-                    {"type": "advance", "ms": "500"}, {"type": "abort_transaction", "name": "t1"},
-                    {"type": "advance", "ms": "500"},
-                    {"type": "consume", "partition": "0", "offset": "0", "isolation": "read_committed"}):
+    for message in ({"cmd": "create_producer", "name": "t1", "transactional_id": "mine"},
+                    {"cmd": "init_transactions", "name": "t1"}, {"cmd": "advance", "ms": "500"},
+                    {"cmd": "begin_transaction", "name": "t1"},
+                    {"cmd": "produce", "producer": "t1", "partition": "0", "value": "gone"},
+                    {"cmd": "advance", "ms": "500"}, {"cmd": "abort_transaction", "name": "t1"},
+                    {"cmd": "advance", "ms": "500"},
+                    {"cmd": "consume", "partition": "0", "offset": "0", "isolation": "read_committed"}):
         reply, frame = await command(comm, message)
         assert reply["type"] == "ack", reply
     st = frame["state"]
     assert task_done(st, "abort-read-committed")
     assert "gone" not in [r["value"] for r in st["reads"]["read_committed"]["records"]]
     # Commit without begin: Kafka's error, next to the form, and the sandbox stays.
-    reply, _ = await command(comm, {"type": "commit_transaction", "name": "t1"})
+    reply, _ = await command(comm, {"cmd": "commit_transaction", "name": "t1"})
     assert reply["type"] == "error" and "INVALID_TXN_STATE" in reply["message"]
     # Offsets in a transaction of one's own, aborted: the group's committed offset does not move.
-    for message in ({"type": "begin_transaction", "name": "t1"},
-                    {"type": "send_offsets_to_transaction", "name": "t1", "group": "mine", "topic": "t",
+    for message in ({"cmd": "begin_transaction", "name": "t1"},
+                    {"cmd": "send_offsets_to_transaction", "name": "t1", "group": "mine", "topic": "t",
                      "partition": "0", "offset": "2"},
-                    {"type": "advance", "ms": "500"}, {"type": "abort_transaction", "name": "t1"},
-                    {"type": "advance", "ms": "500"}):
+                    {"cmd": "advance", "ms": "500"}, {"cmd": "abort_transaction", "name": "t1"},
+                    {"cmd": "advance", "ms": "500"}):
         reply, frame = await command(comm, message)
         assert reply["type"] == "ack", reply
     assert task_done(frame["state"], "ctp-abort-offsets")
     mine = next(g for g in frame["state"]["group_offsets"] if g["group"] == "mine")
     assert mine["committed"] == [] and mine["pending"] == []
     # Fencing: a second instance with the same transactional.id, then the old one writes.
-    for message in ({"type": "create_producer", "name": "t2", "transactional_id": "mine"},
-                    {"type": "init_transactions", "name": "t2"}, {"type": "advance", "ms": "500"},
-                    {"type": "begin_transaction", "name": "t1"},
-                    {"type": "produce", "producer": "t1", "partition": "1", "value": "z"},
-                    {"type": "advance", "ms": "500"}):
+    for message in ({"cmd": "create_producer", "name": "t2", "transactional_id": "mine"},
+                    {"cmd": "init_transactions", "name": "t2"}, {"cmd": "advance", "ms": "500"},
+                    {"cmd": "begin_transaction", "name": "t1"},
+                    {"cmd": "produce", "producer": "t1", "partition": "1", "value": "z"},
+                    {"cmd": "advance", "ms": "500"}):
         reply, frame = await command(comm, message)
         assert reply["type"] == "ack", reply
     assert task_done(frame["state"], "fence")
@@ -353,16 +353,16 @@ async def test_ws_lesson_15_steps_forward_and_back_and_a_timeout_of_ones_own(len
     total = snap["state"]["run"]["total"]
     frames = [snap["state"]]
     for n in range(1, total + 1):
-        reply, frame = await command(comm, {"type": "step"})
+        reply, frame = await command(comm, {"cmd": "step"})
         assert reply["type"] == "ack" and frame["state"]["run"]["step"] == n
         frames.append(frame["state"])
     assert frames[1]["timers"][0]["levels"][2]["buckets"][0]["tasks"][0][1].endswith("#1")
     for n in range(total - 1, -1, -1):
-        reply, frame = await command(comm, {"type": "back"})
+        reply, frame = await command(comm, {"cmd": "back"})
         assert reply["type"] == "ack" and frame["state"]["run"]["step"] == n
         assert frame["state"]["timers"] == frames[n]["timers"]
-    for message in ({"type": "pause_follower", "broker": "1"}, {"type": "pause_follower", "broker": "2"},
-                    {"type": "produce", "value": "late", "timeout_ms": "500"}, {"type": "advance", "ms": "700"}):
+    for message in ({"cmd": "pause_follower", "broker": "1"}, {"cmd": "pause_follower", "broker": "2"},
+                    {"cmd": "produce", "value": "late", "timeout_ms": "500"}, {"cmd": "advance", "ms": "700"}):
         reply, frame = await command(comm, message)
         assert reply["type"] == "ack", reply
     st = frame["state"]
@@ -373,9 +373,9 @@ async def test_ws_lesson_15_steps_forward_and_back_and_a_timeout_of_ones_own(len
 def test_an_exported_run_with_own_commands_replays_to_the_same_state(tmp_path):
     kind = make_kind(tmp_path / "a", L14)
     steps_to(kind, "txn-init")
-    kind.execute(*validate_command(kind.commands, {"type": "begin_transaction", "name": "tx"}))
-    kind.execute(*validate_command(kind.commands, {"type": "produce", "producer": "tx", "partition": 1, "value": "q"}))
-    kind.execute(*validate_command(kind.commands, {"type": "advance", "ms": 500}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "begin_transaction", "name": "tx"}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "produce", "producer": "tx", "partition": 1, "value": "q"}))
+    kind.execute(*validate_command(kind.commands, {"cmd": "advance", "ms": 500}))
     exported = kind.export_run()
     other = make_kind(tmp_path / "b", L14)
     other.import_run(exported)

@@ -95,10 +95,10 @@ async def test_commands_queued_for_one_sandbox_are_bounded(tmp_path):
     await rt.attach(sid, "segments")
     sb = rt.sandboxes[sid]
     await sb.turn.acquire()                        # a long command holds the sandbox
-    waiting = [asyncio.ensure_future(rt.command(sid, {"type": "produce", "count": "1"})) for _ in range(2)]
+    waiting = [asyncio.ensure_future(rt.command(sid, {"cmd": "produce", "count": "1"})) for _ in range(2)]
     await asyncio.sleep(0.01)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "produce", "count": "1"})
+        await rt.command(sid, {"cmd": "produce", "count": "1"})
     assert err.value.code == "rate_limited" and "still working" in err.value.message
     sb.turn.release()
     assert [r["type"] for r in await asyncio.gather(*waiting)] == ["ack", "ack"]
@@ -106,13 +106,14 @@ async def test_commands_queued_for_one_sandbox_are_bounded(tmp_path):
     rt.close_all()
 
 
-def test_connections_per_address_are_capped(tmp_path):
+@pytest.mark.asyncio
+async def test_connections_per_address_are_capped(tmp_path):
     rt, _ = make_runtime(tmp_path, MAX_CONNECTIONS_PER_ADDRESS=2)
-    assert rt.open_connection("a") and rt.open_connection("a")
-    assert not rt.open_connection("a")
-    assert rt.open_connection("b")
-    rt.close_connection("a")
-    assert rt.open_connection("a")
+    assert await rt.open_connection("a") and await rt.open_connection("a")
+    assert not await rt.open_connection("a")
+    assert await rt.open_connection("b")
+    await rt.close_connection("a")
+    assert await rt.open_connection("a")
 
 
 @pytest.fixture
@@ -166,7 +167,7 @@ async def test_a_busy_lesson_2_sandbox_keeps_its_path_caches_bounded(tmp_path):
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
     for i in range(60):
-        await rt.command(sid, {"type": "produce", "partition": str(i % 2), "count": "50", "value_size": "100"})
+        await rt.command(sid, {"cmd": "produce", "partition": str(i % 2), "count": "50", "value_size": "100"})
     engine = rt.sandboxes[sid].engine
     assert sum(log.log_start_offset for log in engine.logs) > 2000          # retention deleted most of it
     assert len(engine.disk._paths) <= PATH_CACHE_ENTRIES and len(engine.disk._checked) <= PATH_CACHE_ENTRIES
@@ -186,9 +187,9 @@ async def test_a_stuck_sandbox_does_not_stall_the_others(tmp_path):
     await rt.attach(other, "segments")
     rt.sandboxes[stuck].lock.acquire()            # as if the engine were busy for a long time
     try:
-        waiting = [asyncio.ensure_future(rt.command(stuck, {"type": "produce", "count": "1"})) for _ in range(queued)]
+        waiting = [asyncio.ensure_future(rt.command(stuck, {"cmd": "produce", "count": "1"})) for _ in range(queued)]
         await asyncio.sleep(0.05)
-        reply = await asyncio.wait_for(rt.command(other, {"type": "produce", "count": "1"}), timeout=5)
+        reply = await asyncio.wait_for(rt.command(other, {"cmd": "produce", "count": "1"}), timeout=5)
         assert reply["type"] == "ack" and not any(w.done() for w in waiting)
     finally:
         rt.sandboxes[stuck].lock.release()

@@ -227,16 +227,16 @@ async def test_frames_carry_the_question_then_the_engines_answer(lenient, runtim
     comm = TrackedCommunicator(application, "/ws/lessons/isr-and-acks/", headers=headers)
     assert (await comm.connect())[0]
     await comm.receive_json_from(timeout=10)
-    await command(comm, {"type": "load", "scenario": "isr-shrink-acks-all", "truncation": "epoch"})
-    _, frame = await command(comm, {"type": "seek", "step": 8})
+    await command(comm, {"cmd": "load", "scenario": "isr-shrink-acks-all", "truncation": "epoch"})
+    _, frame = await command(comm, {"cmd": "seek", "step": 8})
     up = frame["state"]["prediction"]["upcoming"]
     assert up["step"] == 9 and "NOT_ENOUGH_REPLICAS" in up["choices"][1]["text"]
-    _, frame = await command(comm, {"type": "step"})
+    _, frame = await command(comm, {"cmd": "step"})
     out = frame["state"]["prediction"]["outcome"]
     assert _only_happened(out) == [1] and any("NOT_ENOUGH_REPLICAS" in t for t in out["evidence"])
-    _, frame = await command(comm, {"type": "back"})
+    _, frame = await command(comm, {"cmd": "back"})
     assert frame["state"]["prediction"] == {"upcoming": up}
-    _, frame = await command(comm, {"type": "step"})
+    _, frame = await command(comm, {"cmd": "step"})
     assert frame["state"]["prediction"]["outcome"] == out
     await comm.disconnect()
 

@@ -54,7 +54,7 @@ async def test_frames_reach_a_watcher_on_another_redis_layer(tmp_path, redis_url
                  publish=owner_layer.group_send)
     try:
         await rt.attach(sid, "segments")
-        await rt.command(sid, {"type": "produce", "count": "6", "partition": "0"})
+        await rt.command(sid, {"cmd": "produce", "count": "6", "partition": "0"})
         message = await watcher_layer.receive(watcher)
         assert message["type"] == "sandbox.frame"
         frame = json.loads(message["text"])

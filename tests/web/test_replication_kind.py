@@ -76,9 +76,9 @@ def test_command_specs_are_generated_from_the_engine_vocabulary():
 async def test_crash_of_an_unknown_broker_is_refused_by_the_engine(tmp_path):
     rt, sid, _ = await attached(tmp_path)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "crash", "broker": "7"})
+        await rt.command(sid, {"cmd": "crash", "broker": "7"})
     assert err.value.code == "engine" and "unknown broker 7" in err.value.message
-    reply = await rt.command(sid, {"type": "step"})   # the sandbox still works
+    reply = await rt.command(sid, {"cmd": "step"})   # the sandbox still works
     assert reply["type"] == "ack"
     rt.close_all()
 
@@ -86,14 +86,14 @@ async def test_crash_of_an_unknown_broker_is_refused_by_the_engine(tmp_path):
 @pytest.mark.asyncio
 async def test_crash_of_a_dead_broker_is_refused_and_changes_nothing(tmp_path):
     rt, sid, _ = await attached(tmp_path)
-    await rt.command(sid, {"type": "crash", "broker": "2"})
+    await rt.command(sid, {"cmd": "crash", "broker": "2"})
     engine = rt.sandboxes[sid].engine
     before = json.dumps(engine.state(), sort_keys=True)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "crash", "broker": "2"})
+        await rt.command(sid, {"cmd": "crash", "broker": "2"})
     assert err.value.code == "engine" and "already down" in err.value.message
     assert json.dumps(engine.state(), sort_keys=True) == before
-    reply = await rt.command(sid, {"type": "restart", "broker": "2"})
+    reply = await rt.command(sid, {"cmd": "restart", "broker": "2"})
     assert reply["type"] == "ack"
     rt.close_all()
 
@@ -102,9 +102,9 @@ async def test_crash_of_a_dead_broker_is_refused_and_changes_nothing(tmp_path):
 async def test_restart_of_a_running_broker_is_refused(tmp_path):
     rt, sid, _ = await attached(tmp_path)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "restart", "broker": "1"})
+        await rt.command(sid, {"cmd": "restart", "broker": "1"})
     assert "running" in err.value.message and err.value.command == "restart"
-    assert (await rt.command(sid, {"type": "advance", "ms": "500"}))["type"] == "ack"
+    assert (await rt.command(sid, {"cmd": "advance", "ms": "500"}))["type"] == "ack"
     rt.close_all()
 
 
@@ -112,7 +112,7 @@ async def test_restart_of_a_running_broker_is_refused(tmp_path):
 async def test_web_caps_bound_engine_fields_without_a_small_limit(tmp_path):
     rt, sid, _ = await attached(tmp_path)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "advance", "ms": str(7 * 24 * 3600 * 1000)})
+        await rt.command(sid, {"cmd": "advance", "ms": str(7 * 24 * 3600 * 1000)})
     assert err.value.field == "ms" and "between 0 and 60000" in err.value.message
     rt.close_all()
 
@@ -122,7 +122,7 @@ async def test_load_refuses_an_unknown_scenario_and_truncation(tmp_path):
     rt, sid, _ = await attached(tmp_path)
     for bad in ({"scenario": "no-such"}, {"truncation": "leo"}):
         with pytest.raises(CommandError) as err:
-            await rt.command(sid, {"type": "load", **bad})
+            await rt.command(sid, {"cmd": "load", **bad})
         assert err.value.field == next(iter(bad))
     rt.close_all()
 
@@ -289,20 +289,20 @@ async def test_a_consumer_reads_only_below_the_high_watermark_and_the_state_show
     rt, sid, _ = await attached(tmp_path)
     kind = rt.sandboxes[sid].engine
     for _ in range(4):
-        await rt.command(sid, {"type": "step"})
+        await rt.command(sid, {"cmd": "step"})
     assert kind.state()["consumer"] is None
-    await rt.command(sid, {"type": "produce", "value": "x", "acks": "1"})
+    await rt.command(sid, {"cmd": "produce", "value": "x", "acks": "1"})
     part = kind.state()["partition"]
     hw, leader = part["high_watermark"], part["leader"]
     assert hw >= 1
-    reply = await rt.command(sid, {"type": "consume", "offset": "0"})
+    reply = await rt.command(sid, {"cmd": "consume", "offset": "0"})
     assert reply["type"] == "ack"
     consumer = kind.state()["consumer"]
     assert consumer["broker"] == leader and consumer["offset"] == 0
     assert consumer["next_offset"] == hw == consumer["high_watermark"] and consumer["records"] == hw
     before = kind.run.state_digest()
     with pytest.raises(CommandError) as refused:           # past the HW: the engine says no, nothing changes
-        await rt.command(sid, {"type": "consume", "offset": str(hw + 1)})
+        await rt.command(sid, {"cmd": "consume", "offset": str(hw + 1)})
     assert refused.value.code == "engine"
     assert kind.run.state_digest() == before
     rt.close_all()

@@ -51,10 +51,10 @@ async def test_the_instructors_commands_are_all_accepted_during_a_watchers_flood
     socks = await flood_sockets(student, room)
     for comm in socks:
         for _ in range(FLOOD_PER_SOCKET):
-            await comm.send_json_to({"type": flood})
+            await comm.send_json_to({"type": flood} if flood == "sync" else {"cmd": flood})
     accepted = refused = 0
     for _ in range(10):
-        await t.send_json_to({"type": "step"})
+        await t.send_json_to({"cmd": "step"})
         reply = (await until(t, lambda m: m.get("type") in ("ack", "error") and m.get("command") == "step"))[-1]
         if reply["type"] == "ack":
             accepted += 1
@@ -83,16 +83,16 @@ async def test_a_members_budget_is_its_own_not_the_sandboxs(runtime):
     tokens = sb.bucket.tokens
     burst = runtime.settings["MEMBER_COMMAND_BURST"]
     for _ in range(burst):
-        await runtime.command(sid, {"type": "export"}, budget="member:1")
+        await runtime.command(sid, {"cmd": "export"}, budget="member:1")
     with pytest.raises(CommandError) as err:
-        await runtime.command(sid, {"type": "export"}, budget="member:1")
+        await runtime.command(sid, {"cmd": "export"}, budget="member:1")
     assert err.value.code == "rate_limited"
     with pytest.raises(CommandError):
         await runtime.snapshot(sid, budget="member:1")
     # Another member, and the sandbox's own budget, are untouched.
-    await runtime.command(sid, {"type": "export"}, budget="member:2")
+    await runtime.command(sid, {"cmd": "export"}, budget="member:2")
     assert sb.bucket.tokens == tokens
-    assert (await runtime.command(sid, {"type": "step"}))["type"] == "ack"
+    assert (await runtime.command(sid, {"cmd": "step"}))["type"] == "ack"
 
 
 # ---- one address cannot fill a room --------------------------------------------------------

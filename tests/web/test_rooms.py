@@ -128,9 +128,9 @@ async def test_a_students_command_is_refused_and_changes_nothing(runtime):
     t, _ = await connect(teacher, room)
     s, _ = await connect(student, room)
     before = digest(runtime, room)
-    for command in ({"type": "crash", "broker": 0}, {"type": "step"}, {"type": "reset"},
-                    {"type": "load", "scenario": "kip101-data-loss", "truncation": "hw"},
-                    {"type": "import", "run": "{}"}, {"type": "mode", "step": True}, {"type": "bogus"}):
+    for command in ({"cmd": "crash", "broker": 0}, {"cmd": "step"}, {"cmd": "reset"},
+                    {"cmd": "load", "scenario": "kip101-data-loss", "truncation": "hw"},
+                    {"cmd": "import", "run": "{}"}, {"cmd": "mode", "step": True}, {"type": "bogus"}):
         await s.send_json_to(command)
         refused = (await until(s, is_type("error")))[-1]
         assert refused["code"] == "forbidden", (command, refused)
@@ -148,7 +148,7 @@ async def test_read_only_messages_are_allowed_for_students(runtime):
     s, _ = await connect(student, room)
     await s.send_json_to({"type": "sync"})
     assert (await until(s, is_type("frame")))[-1]["snapshot"] is True
-    await s.send_json_to({"type": "export"})
+    await s.send_json_to({"cmd": "export"})
     ack = (await until(s, is_type("ack", command="export")))[-1]
     assert ack["data"]["format"] == "kafkaviz-run" and ack["data"]["lesson"] == "sandbox"
     await s.disconnect()
@@ -190,7 +190,7 @@ async def test_a_granted_student_acts_and_loses_control_at_once_when_revoked(run
     await t.send_json_to({"type": "grant", "member": member.pk})
     await until(t, is_type("ack", command="grant"))
     assert (await until(s, is_type("control", granted=True)))[-1]["granted"] is True
-    await s.send_json_to({"type": "crash", "broker": 2})
+    await s.send_json_to({"cmd": "crash", "broker": 2})
     ack = (await until(s, is_type("ack", command="crash")))[-1]
     assert "ack" == ack["type"]
     frame = (await until(t, lambda m: m.get("type") == "frame" and not m["state"]["brokers"][2]["alive"]))[-1]
@@ -199,7 +199,7 @@ async def test_a_granted_student_acts_and_loses_control_at_once_when_revoked(run
     await until(t, is_type("ack", command="revoke"))
     await until(s, is_type("control", granted=False))
     before = digest(runtime, room)
-    await s.send_json_to({"type": "restart", "broker": 2})
+    await s.send_json_to({"cmd": "restart", "broker": 2})
     assert (await until(s, is_type("error")))[-1]["code"] == "forbidden"
     assert digest(runtime, room) == before
     await s.disconnect()
@@ -243,7 +243,7 @@ async def test_the_kill_the_leader_preset_crashes_the_leader(runtime):
     (preset,) = [p for p in PRESETS if p.id == "kill-leader"]
     state = snapshot["state"]
     while state["partition"] is None or state["partition"]["leader"] < 0:   # the scenario creates the topic
-        await t.send_json_to({"type": "step"})
+        await t.send_json_to({"cmd": "step"})
         await until(t, is_type("ack", command="step"))
         state = runtime.sandboxes[room.sandbox_id].engine.state()
     leader = state["partition"]["leader"]
@@ -265,8 +265,8 @@ async def test_a_room_starts_from_the_instructors_run(runtime):
     own = new_sandbox_id()
     await runtime.attach(own, "leader-epoch")
     for _ in range(5):
-        await runtime.command(own, {"type": "step"})
-    exported = (await runtime.command(own, {"type": "export"}))["file"]
+        await runtime.command(own, {"cmd": "step"})
+    exported = (await runtime.command(own, {"cmd": "export"}))["file"]
     teacher, room, student = await setup("leader-epoch", exported)
     t, snapshot = await connect(teacher, room)
     frame = (await until(t, lambda m: m.get("type") == "frame" and m["state"]["run"]["step"] == 5))[-1]
@@ -280,9 +280,9 @@ async def test_a_student_forks_the_room_into_a_private_sandbox_at_the_same_step(
     t, _ = await connect(teacher, room)
     s, _ = await connect(student, room)
     for _ in range(4):
-        await t.send_json_to({"type": "step"})
+        await t.send_json_to({"cmd": "step"})
         await until(t, is_type("ack", command="step"))
-    await s.send_json_to({"type": "share"})
+    await s.send_json_to({"cmd": "share"})
     share_id = (await until(s, is_type("ack", command="share")))[-1]["share_id"]
     # What room.js does next: open the lesson page with ?run=<id> in the student's own sandbox.
     page = await sync_to_async(student.get)(f"/lessons/leader-epoch/?run={share_id}")
@@ -290,13 +290,13 @@ async def test_a_student_forks_the_room_into_a_private_sandbox_at_the_same_step(
     own = TrackedCommunicator(application, "/ws/lessons/leader-epoch/", headers=headers(student))
     assert (await own.connect())[0]
     await own.receive_json_from(timeout=10)
-    await own.send_json_to({"type": "open_shared", "id": share_id})
+    await own.send_json_to({"cmd": "open_shared", "id": share_id})
     assert (await until(own, is_type("ack", command="open_shared")))[-1]["text"] == "Run loaded: step 4 of 13."   # 16 commands, 13 steps
     mine = [sb for sid, sb in runtime.sandboxes.items() if sid != room.sandbox_id]
     assert len(mine) == 1 and mine[0].engine.run.state_digest() == digest(runtime, room)
     # Private: the room did not move, and the fork's commands stay in the fork.
     before = digest(runtime, room)
-    await own.send_json_to({"type": "step"})
+    await own.send_json_to({"cmd": "step"})
     await until(own, is_type("ack", command="step"))
     assert digest(runtime, room) == before
     await own.disconnect()
@@ -309,19 +309,19 @@ async def test_the_rooms_export_is_the_learner_format(runtime):
 
     teacher, room, student = await setup("leader-epoch")
     t, _ = await connect(teacher, room)
-    await t.send_json_to({"type": "step"})
+    await t.send_json_to({"cmd": "step"})
     await until(t, is_type("ack", command="step"))
-    await t.send_json_to({"type": "export"})
+    await t.send_json_to({"cmd": "export"})
     room_export = (await until(t, is_type("ack", command="export")))[-1]
     learner = new_sandbox_id()
     await runtime.attach(learner, "leader-epoch")
-    await runtime.command(learner, {"type": "step"})
-    learner_export = await runtime.command(learner, {"type": "export"})
+    await runtime.command(learner, {"cmd": "step"})
+    learner_export = await runtime.command(learner, {"cmd": "export"})
     assert set(room_export["data"]) == set(learner_export["data"])
     assert room_export["data"]["run"] == learner_export["data"]["run"]
     assert room_export["data"]["lesson"] == learner_export["data"]["lesson"] == "leader-epoch"
     # And a learner's sandbox opens it.
-    reply = await runtime.command(learner, {"type": "import", "run": room_export["file"]})
+    reply = await runtime.command(learner, {"cmd": "import", "run": room_export["file"]})
     assert reply["text"].startswith("Run loaded: step 1")
     await t.disconnect()
 
@@ -330,7 +330,7 @@ async def test_a_reclaimed_room_comes_back_where_the_class_left_it(runtime):
     teacher, room, student = await setup("leader-epoch")
     t, _ = await connect(teacher, room)
     for _ in range(3):
-        await t.send_json_to({"type": "step"})
+        await t.send_json_to({"cmd": "step"})
         await until(t, is_type("ack", command="step"))
     before = digest(runtime, room)
     await t.disconnect()
@@ -407,7 +407,7 @@ async def test_malformed_messages_from_a_student_and_room_messages_with_odd_valu
         reply = (await until(t, lambda m: m.get("type") in ("error", "ack")))[-1]
         assert reply["type"] == "error" and reply["code"] in ("invalid", "not_found"), (value, reply)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
-    await t.send_json_to({"type": "crash", "broker": 1})       # the room is alive
+    await t.send_json_to({"cmd": "crash", "broker": 1})       # the room is alive
     await until(t, is_type("ack", command="crash"))
     await s.disconnect()
     await t.disconnect()
@@ -448,7 +448,7 @@ async def test_a_chinese_room_answers_its_socket_errors_in_chinese(runtime):
     teacher, room, student = await setup()
     t, _ = await connect(teacher, room, "zh")
     s, _ = await connect(student, room, "zh")
-    await s.send_json_to({"type": "crash", "broker": 0})
+    await s.send_json_to({"cmd": "crash", "broker": 0})
     forbidden = (await until(s, is_type("error")))[-1]
     assert forbidden["code"] == "forbidden" and "只有讲师" in forbidden["message"]
     await s.send_json_to({"type": "grant", "member": 1})
@@ -471,7 +471,7 @@ async def test_an_english_room_keeps_english_socket_errors(runtime):
     teacher, room, student = await setup()
     t, _ = await connect(teacher, room)
     s, _ = await connect(student, room, "en")
-    await s.send_json_to({"type": "crash", "broker": 0})
+    await s.send_json_to({"cmd": "crash", "broker": 0})
     assert (await until(s, is_type("error")))[-1]["message"].startswith("Only the instructor, or a student")
     await t.send_json_to({"type": "grant", "member": 987654})
     assert (await until(t, is_type("error")))[-1]["message"] == "No such student in this room."

@@ -41,7 +41,7 @@ async def test_the_class_spread_reaches_every_watcher_and_a_repick_replaces(runt
     await drain(t_comm)
     await drain(a_comm)
     # The question is the frame state's: step 1 of the lesson's run, then the room asks about step 2.
-    await t_comm.send_json_to({"type": "step"})
+    await t_comm.send_json_to({"cmd": "step"})
     frames = await until(t_comm, lambda m: m.get("type") == "frame" and (m["state"].get("prediction") or {}).get("upcoming"))
     assert frames[-1]["state"]["prediction"]["upcoming"]["id"] == QUESTION
 
@@ -97,7 +97,7 @@ async def test_removing_a_student_sends_every_watcher_the_spread_without_their_a
     t_comm, _ = await connect(teacher, room)
     a_comm, _ = await connect(ada, room)
     b_comm, _ = await connect(bob, room)
-    await t_comm.send_json_to({"type": "step"})
+    await t_comm.send_json_to({"cmd": "step"})
     await until(t_comm, lambda m: m.get("type") == "frame" and (m["state"].get("prediction") or {}).get("upcoming"))
     await a_comm.send_json_to({"type": "predict", "question": QUESTION, "choice": 0})
     await spread(t_comm, [1, 0, 0])

@@ -52,13 +52,13 @@ async def test_a_command_in_another_process_runs_on_the_owner(tmp_path, redis_ur
         assert snap_b["state"]["partitions"] == snap_a["state"]["partitions"]
         assert rt_a.sandboxes[sid].watchers == 2            # B's watcher is counted where the engine is
 
-        reply = await b.command(sid, {"type": "produce", "count": "4", "partition": "0"})
+        reply = await b.command(sid, {"cmd": "produce", "count": "4", "partition": "0"})
         assert reply["type"] == "ack" and reply["command"] == "produce"
         state = (await b.snapshot(sid))["state"]
         assert state == (await a.snapshot(sid))["state"]
         assert state["partitions"][0]["log_end_offset"] == 4
         with pytest.raises(CommandError) as refused:         # the owner's refusal comes back as it was
-            await b.command(sid, {"type": "produce", "count": "100000", "partition": "0"})
+            await b.command(sid, {"cmd": "produce", "count": "100000", "partition": "0"})
         assert refused.value.code == "invalid" and refused.value.field == "count"
         await b.detach(sid)
         assert rt_a.sandboxes[sid].watchers == 1
@@ -77,11 +77,11 @@ async def test_when_the_owner_dies_the_next_command_restores_the_sandbox_elsewhe
         await a.attach(sid, "segments")
         await b.attach(sid, "segments")
         for _ in range(3):
-            await b.command(sid, {"type": "produce", "count": "3", "partition": "1"})
+            await b.command(sid, {"cmd": "produce", "count": "3", "partition": "1"})
         before = rt_a.current_run(sid)
         await a.stop()                                       # process A dies: no answers, no refreshes
 
-        reply = await b.command(sid, {"type": "produce", "count": "2", "partition": "1"})
+        reply = await b.command(sid, {"cmd": "produce", "count": "2", "partition": "1"})
         assert reply["type"] == "ack"
         assert sid in rt_b.sandboxes
         after = rt_b.current_run(sid)["data"]["run"]
@@ -131,7 +131,7 @@ async def test_a_slow_owner_that_still_refreshes_is_not_taken_over(tmp_path, red
             return await serve(op, s, args)
         a._local = slow
         with pytest.raises(CommandError) as busy:
-            await b.command(sid, {"type": "produce", "count": "1", "partition": "0"})
+            await b.command(sid, {"cmd": "produce", "count": "1", "partition": "0"})
         assert busy.value.code == "busy"
         assert sid not in rt_b.sandboxes                      # never two engines for one sandbox
         assert (await b.redis.get(OWNER_KEY.format(sid))).decode() == a.channel
@@ -224,13 +224,13 @@ async def test_a_members_budget_travels_with_a_forwarded_request(tmp_path, redis
         await b.attach(sid, "segments")
         tokens = rt_a.sandboxes[sid].bucket.tokens
         for _ in range(2):
-            assert (await b.command(sid, {"type": "export"}, "member:7"))["command"] == "export"
+            assert (await b.command(sid, {"cmd": "export"}, "member:7"))["command"] == "export"
         await b.snapshot(sid, "member:7")
         with pytest.raises(CommandError) as refused:
             await b.snapshot(sid, "member:7")
         assert refused.value.code == "rate_limited"
         assert rt_a.sandboxes[sid].bucket.tokens == tokens
-        assert (await b.command(sid, {"type": "produce", "count": "1", "partition": "0"}))["type"] == "ack"
+        assert (await b.command(sid, {"cmd": "produce", "count": "1", "partition": "0"}))["type"] == "ack"
     finally:
         await a.stop()
         await b.stop()

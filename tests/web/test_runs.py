@@ -42,30 +42,30 @@ async def two_sandboxes(tmp_path, slug):
 async def test_lesson_two_export_then_import_round_trips(tmp_path):
     rt, a, b = await two_sandboxes(tmp_path, "segments")
     for _ in range(3):
-        await rt.command(a, {"type": "step"})
-    await rt.command(a, {"type": "produce", "count": "3", "value_size": "200", "key": "k"})
-    await rt.command(a, {"type": "back"})
-    exported = (await rt.command(a, {"type": "export"}))["data"]
+        await rt.command(a, {"cmd": "step"})
+    await rt.command(a, {"cmd": "produce", "count": "3", "value_size": "200", "key": "k"})
+    await rt.command(a, {"cmd": "back"})
+    exported = (await rt.command(a, {"cmd": "export"}))["data"]
     assert exported["format"] == "kafkaviz-run" and exported["lesson"] == "segments"
     assert exported["run"]["step"] == 3 and len(exported["run"]["log"]) == 4
-    reply = await rt.command(b, {"type": "import", "run": json.dumps(exported)})
+    reply = await rt.command(b, {"cmd": "import", "run": json.dumps(exported)})
     assert reply["text"] == "Run loaded: step 3 of 4."
     assert comparable(rt.sandboxes[b].engine.state()) == comparable(rt.sandboxes[a].engine.state())
     # The future survives too: stepping forward replays the learner's own produce.
-    await rt.command(a, {"type": "step"})
-    await rt.command(b, {"type": "step"})
+    await rt.command(a, {"cmd": "step"})
+    await rt.command(b, {"cmd": "step"})
     assert comparable(rt.sandboxes[b].engine.state()) == comparable(rt.sandboxes[a].engine.state())
     rt.close_all()
 
 
 async def test_lesson_ten_share_link_opens_the_same_state_elsewhere(tmp_path):
     rt, a, b = await two_sandboxes(tmp_path, "leader-epoch")
-    await rt.command(a, {"type": "load", "scenario": "kip101-divergence", "truncation": "epoch"})
+    await rt.command(a, {"cmd": "load", "scenario": "kip101-divergence", "truncation": "epoch"})
     for _ in range(5):
-        await rt.command(a, {"type": "step"})
-    await rt.command(a, {"type": "crash", "broker": "2"})
-    share_id = (await rt.command(a, {"type": "share"}))["share_id"]
-    reply = await rt.command(b, {"type": "open_shared", "id": share_id})
+        await rt.command(a, {"cmd": "step"})
+    await rt.command(a, {"cmd": "crash", "broker": "2"})
+    share_id = (await rt.command(a, {"cmd": "share"}))["share_id"]
+    reply = await rt.command(b, {"cmd": "open_shared", "id": share_id})
     assert reply["text"] == "Run loaded: step 6 of 6."
     sa, sb = rt.sandboxes[a].engine.state(), rt.sandboxes[b].engine.state()
     assert sb["truncation"] == "epoch" and sb["scenario"]["name"] == "kip101-divergence"
@@ -75,13 +75,13 @@ async def test_lesson_ten_share_link_opens_the_same_state_elsewhere(tmp_path):
 
 async def test_tampered_share_ids_and_files_are_refused_and_change_nothing(tmp_path):
     rt, a, b = await two_sandboxes(tmp_path, "leader-epoch")
-    await rt.command(b, {"type": "step"})
+    await rt.command(b, {"cmd": "step"})
     before = comparable(rt.sandboxes[b].engine.state())
     with pytest.raises(CommandError, match="share link is unknown"):
-        await rt.command(b, {"type": "open_shared", "id": "AAAAAAAA"})
+        await rt.command(b, {"cmd": "open_shared", "id": "AAAAAAAA"})
     with pytest.raises(CommandError, match="is not a share id"):
-        await rt.command(b, {"type": "open_shared", "id": "../../x!"})
-    good = (await rt.command(b, {"type": "export"}))["data"]
+        await rt.command(b, {"cmd": "open_shared", "id": "../../x!"})
+    good = (await rt.command(b, {"cmd": "export"}))["data"]
     bad_files = {
         "not json": "{nope",
         "wrong format": json.dumps({**good, "format": "other"}),
@@ -93,21 +93,21 @@ async def test_tampered_share_ids_and_files_are_refused_and_change_nothing(tmp_p
     }
     for why, text in bad_files.items():
         with pytest.raises(CommandError) as err:
-            await rt.command(b, {"type": "import", "run": text})
+            await rt.command(b, {"cmd": "import", "run": text})
         assert err.value.message, why
         assert comparable(rt.sandboxes[b].engine.state()) == before, why
     # The sandbox is still usable.
-    assert (await rt.command(b, {"type": "step"}))["type"] == "ack"
+    assert (await rt.command(b, {"cmd": "step"}))["type"] == "ack"
     rt.close_all()
 
 
 async def test_a_lesson_two_file_with_a_forged_step_command_is_refused(tmp_path):
     rt, a, _b = await two_sandboxes(tmp_path, "segments")
-    good = (await rt.command(a, {"type": "export"}))["data"]
-    forged = {**good, "run": {"log": [{"id": None, "do": [{"type": "produce", "count": "9999"}], "scripted": False}],
+    good = (await rt.command(a, {"cmd": "export"}))["data"]
+    forged = {**good, "run": {"log": [{"id": None, "do": [{"cmd": "produce", "count": "9999"}], "scripted": False}],
                               "step": 1}}
     with pytest.raises(CommandError, match="between 1 and 50"):
-        await rt.command(a, {"type": "import", "run": json.dumps(forged)})
+        await rt.command(a, {"cmd": "import", "run": json.dumps(forged)})
     rt.close_all()
 
 
@@ -115,21 +115,21 @@ async def test_sandbox_builds_a_cluster_and_the_engine_refuses_an_impossible_one
     rt = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    reply = await rt.command(sid, {"type": "shape", "brokers": "4", "partitions": "2", "replication_factor": "3",
+    reply = await rt.command(sid, {"cmd": "shape", "brokers": "4", "partitions": "2", "replication_factor": "3",
                                    "min_insync_replicas": "2", "truncation": "hw", "unclean": "true"})
     assert reply["text"].startswith("Your cluster: 4 brokers, 2 partition(s), RF 3")
     st = rt.sandboxes[sid].engine.state()
     assert len(st["brokers"]) == 4 and len(st["partition"]["isr"]) == 3 and st["truncation"] == "hw"
     before = comparable(st)
     with pytest.raises(CommandError) as err:
-        await rt.command(sid, {"type": "shape", "brokers": "2", "replication_factor": "3"})
+        await rt.command(sid, {"cmd": "shape", "brokers": "2", "replication_factor": "3"})
     assert err.value.code == "engine" and "replication factor 3 is larger than the number of brokers (2)" in \
         err.value.message
     assert comparable(rt.sandboxes[sid].engine.state()) == before
     # A shaped run round-trips through export/import like any other.
-    exported = (await rt.command(sid, {"type": "export"}))["data"]
-    await rt.command(sid, {"type": "crash", "broker": "1"})
-    await rt.command(sid, {"type": "import", "run": json.dumps(exported)})
+    exported = (await rt.command(sid, {"cmd": "export"}))["data"]
+    await rt.command(sid, {"cmd": "crash", "broker": "1"})
+    await rt.command(sid, {"cmd": "import", "run": json.dumps(exported)})
     assert comparable(rt.sandboxes[sid].engine.state()) == before
     rt.close_all()
 
@@ -141,9 +141,9 @@ async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(t
     await rt.attach(sandbox, "sandbox")
     await rt.attach(other, "segments")
     for _ in range(6):
-        await rt.command(lesson, {"type": "step"})
-    share_id = (await rt.command(lesson, {"type": "share"}))["share_id"]
-    reply = await rt.command(sandbox, {"type": "open_shared", "id": share_id})
+        await rt.command(lesson, {"cmd": "step"})
+    share_id = (await rt.command(lesson, {"cmd": "share"}))["share_id"]
+    reply = await rt.command(sandbox, {"cmd": "open_shared", "id": share_id})
     assert reply["text"] == "Run loaded: step 6 of 13."       # 16 commands, 13 steps
     forked, original = rt.sandboxes[sandbox].engine.state(), rt.sandboxes[lesson].engine.state()
     # The engine's state is the same; only the lesson's own words (step notes) stay behind.
@@ -151,7 +151,7 @@ async def test_a_lesson_run_forks_into_the_sandbox_but_not_into_another_lesson(t
         assert forked[key] == original[key], key
     assert (forked["run"]["step"], forked["run"]["total"]) == (6, 13)
     with pytest.raises(CommandError, match="share link is unknown"):
-        await rt.command(other, {"type": "open_shared", "id": share_id})
+        await rt.command(other, {"cmd": "open_shared", "id": share_id})
     rt.close_all()
 
 
@@ -176,17 +176,17 @@ async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path):
     assert django_settings.KAFKAVIZ_SHARE_DAYS == 30
     rt, a, b = await two_sandboxes(tmp_path, "segments")
     # Three different runs (identical runs are stored once, under one link).
-    await rt.command(a, {"type": "step"})
-    old_id = (await rt.command(a, {"type": "share"}))["share_id"]
-    await rt.command(a, {"type": "step"})
-    other_id = (await rt.command(a, {"type": "share"}))["share_id"]
-    await rt.command(a, {"type": "step"})
-    fresh_id = (await rt.command(a, {"type": "share"}))["share_id"]
+    await rt.command(a, {"cmd": "step"})
+    old_id = (await rt.command(a, {"cmd": "share"}))["share_id"]
+    await rt.command(a, {"cmd": "step"})
+    other_id = (await rt.command(a, {"cmd": "share"}))["share_id"]
+    await rt.command(a, {"cmd": "step"})
+    fresh_id = (await rt.command(a, {"cmd": "share"}))["share_id"]
     aged = timezone.now() - timedelta(days=31)
     await in_db(lambda: SharedRun.objects.filter(pk__in=[old_id, other_id]).update(created=aged))
     before = comparable(rt.sandboxes[b].engine.state())
     with pytest.raises(CommandError, match="has expired: links last 30 days") as err:
-        await rt.command(b, {"type": "open_shared", "id": old_id})
+        await rt.command(b, {"cmd": "open_shared", "id": old_id})
     assert err.value.code == "expired"
     assert comparable(rt.sandboxes[b].engine.state()) == before
     # Refused on access and deleted; the command purges the rest; a fresh link still opens.
@@ -195,7 +195,7 @@ async def test_an_expired_share_link_is_refused_clearly_and_purged(tmp_path):
     await in_db(lambda: call_command("purge_shares", stdout=out))
     assert "Deleted 1 shared run(s) older than 30 days." in out.getvalue()
     assert await in_db(lambda: sorted(SharedRun.objects.values_list("pk", flat=True))) == [fresh_id]
-    reply = await rt.command(b, {"type": "open_shared", "id": fresh_id})
+    reply = await rt.command(b, {"cmd": "open_shared", "id": fresh_id})
     assert reply["text"] == "Run loaded: step 3 of 6."
     rt.close_all()
 
@@ -204,26 +204,26 @@ async def test_the_partition_switch_shows_any_partition_and_is_not_a_step(tmp_pa
     rt = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "shape", "brokers": "3", "partitions": "3", "replication_factor": "2",
+    await rt.command(sid, {"cmd": "shape", "brokers": "3", "partitions": "3", "replication_factor": "2",
                            "min_insync_replicas": "1", "truncation": "epoch"})
     st = rt.sandboxes[sid].engine.state()
     assert st["partition_ids"] == [0, 1, 2] and st["partition"]["partition"] == 0
     steps = st["run"]["total"]
-    reply = await rt.command(sid, {"type": "view_partition", "partition": "2"})
+    reply = await rt.command(sid, {"cmd": "view_partition", "partition": "2"})
     assert reply["text"] == "Showing partition t-2."
     st = rt.sandboxes[sid].engine.state()
     assert st["partition"]["partition"] == 2 and st["run"]["total"] == steps
     assert {lane["broker"] for lane in st["lanes"]} == set(st["partition"]["replicas"])
     with pytest.raises(CommandError, match="between 0 and 2"):
-        await rt.command(sid, {"type": "view_partition", "partition": "3"})
+        await rt.command(sid, {"cmd": "view_partition", "partition": "3"})
     # A run with one partition falls back to showing partition 0, and refuses another.
-    await rt.command(sid, {"type": "load", "scenario": "kip101-data-loss", "truncation": "epoch"})
+    await rt.command(sid, {"cmd": "load", "scenario": "kip101-data-loss", "truncation": "epoch"})
     while not rt.sandboxes[sid].engine.state()["partition_ids"]:
-        await rt.command(sid, {"type": "step"})       # until the scenario creates its topic
+        await rt.command(sid, {"cmd": "step"})       # until the scenario creates its topic
     st = rt.sandboxes[sid].engine.state()
     assert st["partition_ids"] == [0] and st["partition"]["partition"] == 0
     with pytest.raises(CommandError, match="Topic t has partitions 0 to 0.") as err:
-        await rt.command(sid, {"type": "view_partition", "partition": "1"})
+        await rt.command(sid, {"cmd": "view_partition", "partition": "1"})
     assert err.value.field == "partition"
     assert rt.sandboxes[sid].engine.state()["partition"]["partition"] == 0
     rt.close_all()
@@ -237,15 +237,15 @@ async def test_a_cluster_run_exports_lesson_steps_not_commands(tmp_path):
     for sid in (a, b, c):
         await rt.attach(sid, "leader-epoch")
     for _ in range(6):
-        await rt.command(a, {"type": "step"})
-    run = (await rt.command(a, {"type": "export"}))["data"]["run"]
+        await rt.command(a, {"cmd": "step"})
+    run = (await rt.command(a, {"cmd": "export"}))["data"]["run"]
     engine = rt.sandboxes[a].engine
     assert run["step"] == engine.position == 6 and run["commands"] == engine.run.position > 6
-    reply = await rt.command(b, {"type": "import", "run": json.dumps((await rt.command(a, {"type": "export"}))["data"])})
+    reply = await rt.command(b, {"cmd": "import", "run": json.dumps((await rt.command(a, {"cmd": "export"}))["data"])})
     assert reply["text"] == "Run loaded: step 6 of 13."
     assert rt.sandboxes[b].engine.run.position == run["commands"]
     # A file written before "commands" counted commands in "step": it opens where it was.
-    legacy = (await rt.command(a, {"type": "export"}))["data"]
+    legacy = (await rt.command(a, {"cmd": "export"}))["data"]
     legacy["run"] = {k: v for k, v in legacy["run"].items() if k != "commands"} | {"step": run["commands"]}
-    assert (await rt.command(c, {"type": "import", "run": json.dumps(legacy)}))["text"] == "Run loaded: step 6 of 13."
+    assert (await rt.command(c, {"cmd": "import", "run": json.dumps(legacy)}))["text"] == "Run loaded: step 6 of 13."
     rt.close_all()

@@ -64,7 +64,7 @@ async def visit(base: str) -> list[dict]:
     ws_url = base.replace("http://", "ws://") + "/ws/lessons/segments/"
     async with websockets.connect(ws_url, origin=base, additional_headers={"Cookie": cookie}) as ws:
         got = [json.loads(await asyncio.wait_for(ws.recv(), 10))]
-        await ws.send(json.dumps({"type": "produce", "count": "2", "partition": "0"}))
+        await ws.send(json.dumps({"cmd": "produce", "count": "2", "partition": "0"}))
         while not any(m["type"] == "ack" for m in got):
             got.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
     with pytest.raises(Exception):
@@ -146,7 +146,7 @@ async def _across_processes(info) -> None:
     await _recv_until(ws_a, lambda m: m.get("snapshot"))                 # process A owns the sandbox now
     async with websockets.connect(b.replace("http", "ws") + path, origin=b, additional_headers={"Cookie": cookie}) as ws_b:
         await _recv_until(ws_b, lambda m: m.get("snapshot"))             # B's socket, A's engine
-        await ws_b.send(json.dumps({"type": "produce", "count": "2", "partition": "0"}))
+        await ws_b.send(json.dumps({"cmd": "produce", "count": "2", "partition": "0"}))
         assert "offsets 0–1" in (await _recv_until(ws_b, lambda m: m["type"] in ("ack", "error")))["text"]
         for ws in (ws_a, ws_b):                                          # both sockets see A's frames
             await _recv_until(ws, lambda m: m["type"] == "frame" and any(e["kind"] == "batch_appended"
@@ -154,7 +154,7 @@ async def _across_processes(info) -> None:
         await ws_a.close()
         os.kill(info["servers"][0], signal.SIGKILL)                      # the owner process dies
         for _ in range(20):
-            await ws_b.send(json.dumps({"type": "produce", "count": "2", "partition": "0"}))
+            await ws_b.send(json.dumps({"cmd": "produce", "count": "2", "partition": "0"}))
             reply = await _recv_until(ws_b, lambda m: m["type"] in ("ack", "error"), timeout=30)
             if reply["type"] == "ack":
                 break

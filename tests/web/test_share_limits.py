@@ -25,7 +25,7 @@ RUN = {"format": "kafkaviz-run", "version": 1, "lesson": "segments", "kind": "se
 
 
 def run(n: int) -> dict:
-    return {**RUN, "run": {"steps": [[{"type": "produce", "n": i}] for i in range(n)], "step": n}}
+    return {**RUN, "run": {"steps": [[{"cmd": "produce", "n": i}] for i in range(n)], "step": n}}
 
 
 @pytest.mark.django_db
@@ -89,7 +89,7 @@ async def lesson_socket(address: str, client: Client | None = None):
 
 
 async def share(comm) -> dict:
-    await comm.send_json_to({"type": "share"})
+    await comm.send_json_to({"cmd": "share"})
     return (await replies_until(comm, lambda m: m.get("command") == "share" and m["type"] in ("ack", "error"),
                                 timeout=10))[-1]
 
@@ -103,7 +103,7 @@ async def test_a_share_flood_on_a_socket_stores_each_run_once_and_at_most_the_li
     assert len(links) == 1 and await sync_to_async(SharedRun.objects.count)() == 1
     replies = []
     for _ in range(8):                                                     # new runs: step, then share
-        await comm.send_json_to({"type": "produce", "count": 1})
+        await comm.send_json_to({"cmd": "produce", "count": 1})
         await replies_until(comm, lambda m: m.get("command") == "produce" and m["type"] in ("ack", "error"))
         replies.append(await share(comm))
     assert [r["type"] for r in replies] == ["ack"] * 3 + ["error"] * 5
@@ -111,16 +111,16 @@ async def test_a_share_flood_on_a_socket_stores_each_run_once_and_at_most_the_li
     assert refused["code"] == "quota" and "4 new runs today" in refused["message"]
     assert await sync_to_async(SharedRun.objects.count)() == 4
     # The links made still open.
-    await comm.send_json_to({"type": "open_shared", "id": replies[0]["share_id"]})
+    await comm.send_json_to({"cmd": "open_shared", "id": replies[0]["share_id"]})
     assert (await replies_until(comm, lambda m: m.get("command") == "open_shared"))[-1]["type"] == "ack"
     await comm.disconnect()
     # A fresh session from the same address gets only what the address has left.
     other = await lesson_socket("10.1.0.1")
     outcomes = [(await share(other))["type"]]
-    await other.send_json_to({"type": "produce", "count": 2})
+    await other.send_json_to({"cmd": "produce", "count": 2})
     await replies_until(other, lambda m: m.get("command") == "produce" and m["type"] in ("ack", "error"))
     outcomes.append((await share(other))["type"])
-    await other.send_json_to({"type": "produce", "count": 3})
+    await other.send_json_to({"cmd": "produce", "count": 3})
     await replies_until(other, lambda m: m.get("command") == "produce" and m["type"] in ("ack", "error"))
     outcomes.append((await share(other))["type"])
     assert outcomes == ["ack", "ack", "error"]

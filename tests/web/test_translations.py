@@ -86,12 +86,12 @@ def test_a_chinese_page_gets_refusals_and_replies_in_chinese(tmp_path):
         await rt.attach(zh, "segments", "zh")
         await rt.attach(en, "segments", "en")
         with pytest.raises(CommandError) as err:
-            await rt.command(zh, {"type": "produce", "count": ""})
+            await rt.command(zh, {"cmd": "produce", "count": ""})
         assert err.value.message == "请填写消息数。"
         with pytest.raises(CommandError) as err:
-            await rt.command(en, {"type": "produce", "count": ""})
+            await rt.command(en, {"cmd": "produce", "count": ""})
         assert err.value.message == "Number of messages is required."
-        reply = await rt.command(zh, {"type": "produce", "count": "2"})
+        reply = await rt.command(zh, {"cmd": "produce", "count": "2"})
         assert reply["text"] == "已向分区 0 发送 2 条消息：偏移量 0–1。"
 
     with_runtime(tmp_path, body)
@@ -105,15 +105,15 @@ def test_a_chinese_replication_lesson_gets_its_replies_in_chinese(tmp_path):
     async def body(rt):
         sid = new_sandbox_id()
         await rt.attach(sid, "leader-epoch", "zh")
-        reply = await rt.command(sid, {"type": "load", "scenario": "kip101-divergence", "truncation": "hw"})
+        reply = await rt.command(sid, {"cmd": "load", "scenario": "kip101-divergence", "truncation": "hw"})
         assert reply["text"] == "已载入 kip101-divergence（截断规则 hw）：请按“下一步”。"
-        reply = await rt.command(sid, {"type": "step"})
+        reply = await rt.command(sid, {"cmd": "step"})
         assert reply["text"].startswith("第 1 步完成（共 ")
-        reply = await rt.command(sid, {"type": "back"})
+        reply = await rt.command(sid, {"cmd": "back"})
         assert reply["text"].startswith("已回到第 0 步（共 ")
-        assert (await rt.command(sid, {"type": "export"}))["text"] == "这是这次运行的 JSON。"
+        assert (await rt.command(sid, {"cmd": "export"}))["text"] == "这是这次运行的 JSON。"
         with pytest.raises(CommandError) as err:
-            await rt.command(sid, {"type": "open_shared", "id": "AAAAAAAA"})
+            await rt.command(sid, {"cmd": "open_shared", "id": "AAAAAAAA"})
         assert err.value.message == "找不到这个分享链接（可能输错了，或它属于另一课）。"
 
     with_runtime(tmp_path, body)
@@ -125,11 +125,11 @@ def test_a_sandbox_opened_again_in_chinese_speaks_chinese(tmp_path):
     async def body(rt):
         sid = new_sandbox_id()
         await rt.attach(sid, "segments", "en")
-        await rt.command(sid, {"type": "step"})
+        await rt.command(sid, {"cmd": "step"})
         snap = await rt.attach(sid, "segments", "zh")    # the language link reloads the page
         assert snap["state"]["run"]["steps"][0]["say"].startswith("向分区 0 发送四条")
         assert any("分区 0" in e["text"] for e in snap["events"])
-        reply = await rt.command(sid, {"type": "produce", "count": "2"})
+        reply = await rt.command(sid, {"cmd": "produce", "count": "2"})
         assert reply["text"].startswith("已向分区 0 发送 2 条消息")
 
     with_runtime(tmp_path, body)

@@ -28,7 +28,7 @@ TECH_TERMS = {
 SAME_IN_CHINESE = {"broker_n", "hw_broker", "leader", "follower", "epoch", "tl_epoch", "tl_no_seq",
                    "le_sub_leader", "le_sub_follower"}
 # Strings in scripts that look like words but are selectors, media queries or style values.
-NOT_PROSE = {"#cg-form button[data-type]", "(prefers-reduced-motion: reduce)", "transform: translate(",
+NOT_PROSE = {"#cg-form button[data-cmd]", "#broker-form button[data-needs]", "(prefers-reduced-motion: reduce)", "transform: translate(",
              "#ss-steps li", "px; transform: rotate(",
              "#controls button, form[ws-send] button, form[ws-send] input, form[ws-send] select"}
 
