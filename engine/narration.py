@@ -787,7 +787,9 @@ PLAIN_SENTENCES: dict[str, Sentence] = {
         en='broker {broker} wrote {file}',
         zh='broker {broker} 写入 {file}'),
     'link_changed': Sentence(
-        lambda e, w: {'a': w.b(e['a']), 'arrow': '↔' if e['both'] else '→', 'b': w.b(e['b']), 'state': e['state']},
+        lambda e, w: {'a': w.b(e['a']), 'arrow': '↔' if e['both'] else '→', 'b': w.b(e['b']),
+                      'state': {'cut': '切断', 'healed': '已修复', 'delay': '延迟', 'drop': '丢包'}.get(e['state'], e['state'])
+                      if w.zh else e['state']},
         en='link {a} {arrow} {b}: {state}',
         zh='链路 {a} {arrow} {b}：{state}'),
     'client_connected': Sentence(
@@ -1146,8 +1148,8 @@ CLAUSE_SENTENCES: dict[str, Sentence] = {
 }
 
 
-def _raft_node(e: Ev) -> str:
-    return f"node {e['node']}"
+def _raft_node(e: Ev, zh: bool = False) -> str:
+    return f"节点 {e['node']}" if zh else f"node {e['node']}"
 
 
 def _leader_or_none(leader: int, zh: bool) -> str:
@@ -1211,7 +1213,7 @@ def _raft_reason(reason: str, zh: bool) -> str:
 # The KRaft quorum (engine/kraft/events.py): elections, the metadata log's fetches and its HW.
 RAFT_SENTENCES: dict[str, Sentence] = {
     "raft_node_started": Sentence(
-        lambda e, w: {"node": _raft_node(e), "form": "voter" if e["voter"] else "observer",
+        lambda e, w: {"node": _raft_node(e, w.zh), "form": "voter" if e["voter"] else "observer",
                       "leo": e["log_end_offset"]},
         en={"voter": "{node} started as a voter; its metadata log ends at offset {leo}",
             "observer": "{node} started as an observer (fetches the metadata log, never votes); its log ends at "
@@ -1219,19 +1221,20 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         zh={"voter": "{node} 以投票者身份启动；元数据日志末端偏移量 {leo}",
             "observer": "{node} 以观察者身份启动（只拉取元数据日志，不投票）；日志末端偏移量 {leo}"}),
     "raft_node_stopped": Sentence(
-        lambda e, w: {"node": _raft_node(e), "how": e["how"],
+        lambda e, w: {"node": _raft_node(e, w.zh), "how": {"crash": "崩溃", "shutdown": "正常关闭"}.get(e["how"], e["how"])
+                      if w.zh else e["how"],
                       "form": "power" if e["power_loss"] else "plain", "lost": len(e.get("lost_files") or [])},
         en={"power": "{node} stopped ({how}) with a power loss: what was not flushed is gone ({lost} file(s))",
             "plain": "{node} stopped ({how})"},
         zh={"power": "{node} 停止（{how}），且断电：未刷盘的数据丢失（{lost} 个文件）",
             "plain": "{node} 停止（{how}）"}),
     "raft_state_changed": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("old_state", "state", "old_epoch", "epoch")},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("old_state", "state", "old_epoch", "epoch")},
                       "reason": _raft_reason(e["reason"], w.zh), "leader": _leader_or_none(e["leader"], w.zh)},
         en="{node}: {old_state} → {state}, epoch {old_epoch} → {epoch}, {leader} ({reason})",
         zh="{node}：{old_state} → {state}，epoch {old_epoch} → {epoch}，{leader}（{reason}）"),
     "raft_quorum_state_written": Sentence(
-        lambda e, w: {"node": _raft_node(e), "epoch": e["leader_epoch"],
+        lambda e, w: {"node": _raft_node(e, w.zh), "epoch": e["leader_epoch"],
                       "leader": _leader_or_none(e["leader_id"], w.zh), "voted": e["voted_id"],
                       "form": "durable" if e["durable"] else "cached"},
         en={"durable": "{node} wrote quorum-state (epoch {epoch}, {leader}, voted for {voted}) and fsync'd it",
@@ -1239,45 +1242,45 @@ RAFT_SENTENCES: dict[str, Sentence] = {
         zh={"durable": "{node} 写入 quorum-state（epoch {epoch}，{leader}，投票给 {voted}）并 fsync",
             "cached": "{node} 写入 quorum-state（epoch {epoch}，{leader}，投票给 {voted}），未 fsync"}),
     "raft_vote_sent": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "epoch", "last_offset_epoch", "last_offset")},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("to", "epoch", "last_offset_epoch", "last_offset")},
                       "form": "pre" if e["pre_vote"] else "vote"},
         en={"pre": "{node} → node {to}: pre-vote for epoch {epoch} (last offset {last_offset} at epoch "
                    "{last_offset_epoch}); no epoch is bumped yet",
             "vote": "{node} → node {to}: vote for me in epoch {epoch} (last offset {last_offset} at epoch "
                     "{last_offset_epoch})"},
-        zh={"pre": "{node} → node {to}：epoch {epoch} 的预投票请求（最后偏移量 {last_offset}，epoch "
+        zh={"pre": "{node} → 节点 {to}：epoch {epoch} 的预投票请求（最后偏移量 {last_offset}，epoch "
                    "{last_offset_epoch}）；此时还不增加 epoch",
-            "vote": "{node} → node {to}：请求在 epoch {epoch} 投票给我（最后偏移量 {last_offset}，epoch "
+            "vote": "{node} → 节点 {to}：请求在 epoch {epoch} 投票给我（最后偏移量 {last_offset}，epoch "
                     "{last_offset_epoch}）"}),
     "raft_vote_answered": Sentence(
-        lambda e, w: {"node": _raft_node(e), "to": e["to"], "epoch": e["epoch"], "reason": _raft_reason(e["reason"], w.zh),
+        lambda e, w: {"node": _raft_node(e, w.zh), "to": e["to"], "epoch": e["epoch"], "reason": _raft_reason(e["reason"], w.zh),
                       "form": ("pre_" if e["pre_vote"] else "") + ("yes" if e["granted"] else "no")},
         en={"yes": "{node} → node {to}: vote granted for epoch {epoch}",
             "no": "{node} → node {to}: vote refused for epoch {epoch} ({reason})",
             "pre_yes": "{node} → node {to}: pre-vote granted for epoch {epoch}",
             "pre_no": "{node} → node {to}: pre-vote refused for epoch {epoch} ({reason})"},
-        zh={"yes": "{node} → node {to}：同意在 epoch {epoch} 投票",
-            "no": "{node} → node {to}：拒绝在 epoch {epoch} 投票（{reason}）",
-            "pre_yes": "{node} → node {to}：同意 epoch {epoch} 的预投票",
-            "pre_no": "{node} → node {to}：拒绝 epoch {epoch} 的预投票（{reason}）"}),
+        zh={"yes": "{node} → 节点 {to}：同意在 epoch {epoch} 投票",
+            "no": "{node} → 节点 {to}：拒绝在 epoch {epoch} 投票（{reason}）",
+            "pre_yes": "{node} → 节点 {to}：同意 epoch {epoch} 的预投票",
+            "pre_no": "{node} → 节点 {to}：拒绝 epoch {epoch} 的预投票（{reason}）"}),
     "raft_begin_epoch_sent": Sentence(
-        lambda e, w: {"node": _raft_node(e), "to": e["to"], "epoch": e["epoch"]},
+        lambda e, w: {"node": _raft_node(e, w.zh), "to": e["to"], "epoch": e["epoch"]},
         en="{node} → node {to}: BeginQuorumEpoch, I lead epoch {epoch}",
-        zh="{node} → node {to}：BeginQuorumEpoch，我是 epoch {epoch} 的 leader"),
+        zh="{node} → 节点 {to}：BeginQuorumEpoch，我是 epoch {epoch} 的 leader"),
     "raft_end_epoch_sent": Sentence(
-        lambda e, w: {"node": _raft_node(e), "to": e["to"], "epoch": e["epoch"],
+        lambda e, w: {"node": _raft_node(e, w.zh), "to": e["to"], "epoch": e["epoch"],
                       "next": ", ".join(str(n) for n in (e.get("preferred_successors") or [])) or "-"},
         en="{node} → node {to}: EndQuorumEpoch, I resign epoch {epoch} (preferred successors: {next})",
-        zh="{node} → node {to}：EndQuorumEpoch，我辞去 epoch {epoch} 的 leader（优先继任者：{next}）"),
+        zh="{node} → 节点 {to}：EndQuorumEpoch，我辞去 epoch {epoch} 的 leader（优先继任者：{next}）"),
     "raft_fetch_sent": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "epoch", "fetch_offset",
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("to", "epoch", "fetch_offset",
                                                                    "last_fetched_epoch")}},
         en="{node} → node {to}: Fetch the metadata log from offset {fetch_offset} (epoch {epoch}, last fetched "
            "epoch {last_fetched_epoch})",
-        zh="{node} → node {to}：从偏移量 {fetch_offset} 拉取元数据日志（epoch {epoch}，最后拉取的 epoch "
+        zh="{node} → 节点 {to}：从偏移量 {fetch_offset} 拉取元数据日志（epoch {epoch}，最后拉取的 epoch "
            "{last_fetched_epoch}）"),
     "raft_fetch_answered": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "epoch", "error", "records",
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("to", "epoch", "error", "records",
                                                                    "high_watermark", "diverging_epoch",
                                                                    "diverging_end_offset")},
                       "snapshot_end_offset": e.get("snapshot_end_offset", -1),
@@ -1294,30 +1297,30 @@ RAFT_SENTENCES: dict[str, Sentence] = {
             "diverging": "{node} → node {to}: your log diverges; epoch {diverging_epoch} ends at offset "
                          "{diverging_end_offset}, truncate there",
             "records": "{node} → node {to}: {records} record(s), metadata HW {high_watermark}"},
-        zh={"error": "{node} → node {to}：拒绝 Fetch：{error}（epoch {epoch}）",
-            "snapshot": "{node} → node {to}：该偏移量低于我的日志起始偏移量；请先拉取快照 "
+        zh={"error": "{node} → 节点 {to}：拒绝 Fetch：{error}（epoch {epoch}）",
+            "snapshot": "{node} → 节点 {to}：该偏移量低于我的日志起始偏移量；请先拉取快照 "
                         "{snapshot_end_offset}-{snapshot_epoch}",
-            "diverging": "{node} → node {to}：你的日志已分叉；epoch {diverging_epoch} 止于偏移量 "
+            "diverging": "{node} → 节点 {to}：你的日志已分叉；epoch {diverging_epoch} 止于偏移量 "
                          "{diverging_end_offset}，截断到那里",
-            "records": "{node} → node {to}：{records} 条记录，元数据 HW {high_watermark}"}),
+            "records": "{node} → 节点 {to}：{records} 条记录，元数据 HW {high_watermark}"}),
     "raft_appended": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("role", "epoch", "base_offset", "last_offset")},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("role", "epoch", "base_offset", "last_offset")},
                       "form": "control" if e["control"] else "data"},
         en={"control": "{node} ({role}) appended a LeaderChangeMessage at offset {base_offset}, epoch {epoch}",
             "data": "{node} ({role}) appended metadata offsets {base_offset}–{last_offset} at epoch {epoch}"},
         zh={"control": "{node}（{role}）在偏移量 {base_offset} 追加 LeaderChangeMessage，epoch {epoch}",
             "data": "{node}（{role}）在 epoch {epoch} 追加元数据偏移量 {base_offset}–{last_offset}"}),
     "raft_truncated": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("old_leo", "new_leo", "diverging_epoch")}},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("old_leo", "new_leo", "diverging_epoch")}},
         en="{node} truncated its metadata log from {old_leo} to {new_leo}: those records were never committed "
            "(diverging epoch {diverging_epoch})",
         zh="{node} 把元数据日志从 {old_leo} 截断到 {new_leo}：这些记录从未提交（分叉的 epoch {diverging_epoch}）"),
     "raft_high_watermark_changed": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("epoch", "old", "new")}},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("epoch", "old", "new")}},
         en="{node}: metadata HW {old} → {new} (epoch {epoch}): a majority of voters has everything below {new}",
         zh="{node}：元数据 HW {old} → {new}（epoch {epoch}）：多数投票者已拥有 {new} 之前的全部记录"),
     "raft_snapshot_written": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("name", "end_offset", "records", "size")},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("name", "end_offset", "records", "size")},
                       "form": e["how"] if e["how"] in ("fetched", "interval", "bootstrap") else "created"},
         en={"created": "{node} wrote snapshot {name}: its state below the committed offset {end_offset} "
                        "({records} record(s), {size} bytes)",
@@ -1334,30 +1337,30 @@ RAFT_SENTENCES: dict[str, Sentence] = {
                          "（{size} 字节）",
             "fetched": "{node} 从 leader 下载了快照 {name}（{records} 条记录，{size} 字节）"}),
     "raft_snapshot_deleted": Sentence(
-        lambda e, w: {"node": _raft_node(e), "name": e["name"], "reason": e["reason"]},
+        lambda e, w: {"node": _raft_node(e, w.zh), "name": e["name"], "reason": e["reason"]},
         en="{node} deleted the older snapshot {name} ({reason})",
         zh="{node} 删除了较旧的快照 {name}（{reason}）"),
     "raft_snapshot_fetch_sent": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "end_offset", "snapshot_epoch", "position")}},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("to", "end_offset", "snapshot_epoch", "position")}},
         en="{node} → node {to}: FetchSnapshot {end_offset}-{snapshot_epoch} from byte {position}",
-        zh="{node} → node {to}：FetchSnapshot {end_offset}-{snapshot_epoch}，从第 {position} 字节开始"),
+        zh="{node} → 节点 {to}：FetchSnapshot {end_offset}-{snapshot_epoch}，从第 {position} 字节开始"),
     "raft_snapshot_fetch_answered": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("to", "error", "end_offset", "snapshot_epoch",
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("to", "error", "end_offset", "snapshot_epoch",
                                                                    "position", "bytes", "size")},
                       "form": "error" if e["error"] else "bytes"},
         en={"error": "{node} → node {to}: FetchSnapshot {end_offset}-{snapshot_epoch} refused: {error}",
             "bytes": "{node} → node {to}: snapshot {end_offset}-{snapshot_epoch}, {bytes} bytes from byte "
                      "{position} of {size}"},
-        zh={"error": "{node} → node {to}：拒绝 FetchSnapshot {end_offset}-{snapshot_epoch}：{error}",
-            "bytes": "{node} → node {to}：快照 {end_offset}-{snapshot_epoch}，从第 {position} 字节起 {bytes} 字节"
+        zh={"error": "{node} → 节点 {to}：拒绝 FetchSnapshot {end_offset}-{snapshot_epoch}：{error}",
+            "bytes": "{node} → 节点 {to}：快照 {end_offset}-{snapshot_epoch}，从第 {position} 字节起 {bytes} 字节"
                      "（共 {size} 字节）"}),
     "raft_snapshot_loaded": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("end_offset", "epoch", "old_leo")}},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("end_offset", "epoch", "old_leo")}},
         en="{node} replaced its metadata log with the snapshot: the log now starts empty at offset {end_offset} "
            "(it ended at {old_leo})",
         zh="{node} 用快照替换了元数据日志：日志现在从偏移量 {end_offset} 开始且为空（之前止于 {old_leo}）"),
     "raft_violation": Sentence(
-        lambda e, w: {"node": _raft_node(e), **{k: e[k] for k in ("rule", "epoch", "detail")}},
+        lambda e, w: {"node": _raft_node(e, w.zh), **{k: e[k] for k in ("rule", "epoch", "detail")}},
         en="Raft safety rule broken on {node} at epoch {epoch}: {rule} ({detail})",
         zh="{node} 在 epoch {epoch} 违反 Raft 安全规则：{rule}（{detail}）"),
 }

@@ -523,9 +523,10 @@ class SandboxKind:
 
     def run_state(self) -> dict[str, Any]:
         log, steps, start = self.run.log, [], self.origin
+        sep = "；" if self.lang == "zh" else "; "
         for i, end in enumerate(self.ends):
             scripted = self._scripted(i + 1)
-            steps.append({"n": i + 1, "label": "; ".join(narration.command_label(c, self.lang)
+            steps.append({"n": i + 1, "label": sep.join(narration.command_label(c, self.lang)
                                                           for c in log[start:end]),
                           "say": self.step_say(i + 1) if scripted else "", "scripted": scripted})
             start = end
