@@ -265,17 +265,17 @@ async def test_a_failed_command_shows_its_own_error_even_when_the_listener_canno
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
-    await rt.command(sid, {"type": "client_port"})
+    await rt.command(sid, {"cmd": "client_port"})
     port = rt.sandboxes[sid].engine.client_port_
 
     def no_ports(cluster):
         raise CommandError("busy", "Every client listener this server runs is taken", command="client_port")
     monkeypatch.setattr(port, "follow", no_ports)
     with pytest.raises(CommandError) as refused:
-        await rt.command(sid, {"type": "produce", "topic": "no-such-topic", "partition": 0, "count": 1})
+        await rt.command(sid, {"cmd": "produce", "topic": "no-such-topic", "partition": 0, "count": 1})
     assert refused.value.code == "engine" and "no-such-topic" in str(refused.value), refused.value
     # A command that succeeds still says the listener could not follow.
     with pytest.raises(CommandError) as busy:
-        await rt.command(sid, {"type": "step"})
+        await rt.command(sid, {"cmd": "step"})
     assert busy.value.code == "busy"
     rt.close_all()

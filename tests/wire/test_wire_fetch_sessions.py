@@ -6,11 +6,11 @@ changed partitions on an incremental fetch and refuses unknown sessions and wron
 Kafka's error codes (70, 71)."""
 from __future__ import annotations
 
-import base64
 import time
 
 from wire.handlers import Context, fetch
 from wire.protocol import parse_request
+from wire.server import frame_bytes
 
 TOPIC = "sessions"
 
@@ -19,7 +19,7 @@ def _fetches(listener, since: int) -> list[dict]:
     out = []
     for e in list(listener.server.recorder.entries)[since:]:
         if e.get("kind") == "request" and e["api_key"] == 1:
-            out.append(parse_request(base64.b64decode(e["frame"])).body)
+            out.append(parse_request(frame_bytes(e)).body)
     return out
 
 
