@@ -329,6 +329,28 @@ class Partition:
             return "UNKNOWN_LEADER_EPOCH"
         return None
 
+    def _record_follower_fetch(self, req: FetchRequest, fetch_offset: int, leo: int, now: int) -> int:
+        """A follower's valid fetch at the leader, in both fetch paths: record its remote LEO and
+        caught-up time (§5.2), maybe expand the ISR, move the HW. Returns the HW from *before*
+        this fetch moved the remote LEO, which is what the response carries (§5.1)."""
+        hw_before = self.log.high_watermark
+        r = self.remotes[req.replica_id]
+        old = r.leo
+        if fetch_offset >= leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, now)
+        elif fetch_offset >= r.last_fetch_leader_leo:
+            r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
+        r.leo = fetch_offset
+        r.last_fetch_ms = now
+        r.last_fetch_leader_leo = leo
+        if old != fetch_offset:
+            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
+                             fetch_offset, r.last_caught_up_ms)
+        if r.broker not in self.isr and self.pending_isr is None:
+            self.maybe_expand_isr(r)
+        self.maybe_increment_hw("follower_fetch")
+        return hw_before
+
     def handle_fetch(self, src: int, req: FetchRequest) -> None:
         now = self.now()
         log = self.log
@@ -346,24 +368,7 @@ class Partition:
         if error is not None:
             self.respond_fetch(src, req, b"", (), self.hw, error, 0)
             return
-        # Capture what goes in the response *before* this fetch moves the remote LEO (§5.1).
-        hw_before = log.high_watermark
-        r = self.remotes[req.replica_id]
-        old = r.leo
-        # lastCaughtUpTime (§5.2)
-        if fetch_offset >= leo:
-            r.last_caught_up_ms = max(r.last_caught_up_ms, now)
-        elif fetch_offset >= r.last_fetch_leader_leo:
-            r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
-        r.leo = fetch_offset
-        r.last_fetch_ms = now
-        r.last_fetch_leader_leo = leo
-        if old != fetch_offset:
-            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
-                             fetch_offset, r.last_caught_up_ms)
-        if r.broker not in self.isr and self.pending_isr is None:
-            self.maybe_expand_isr(r)
-        self.maybe_increment_hw("follower_fetch")
+        hw_before = self._record_follower_fetch(req, fetch_offset, leo, now)
         if fetch_offset < leo or req.max_wait_ms <= 0:
             self.answer_fetch(src, req, hw_before, 0)
             return
@@ -450,24 +455,7 @@ class Partition:
             error = "OFFSET_OUT_OF_RANGE"
         if error is not None:
             return "error", error
-        # Capture what goes in the response *before* this fetch moves the remote LEO (§5.1).
-        hw_before = log.high_watermark
-        r = self.remotes[req.replica_id]
-        old = r.leo
-        # lastCaughtUpTime (§5.2)
-        if fetch_offset >= leo:
-            r.last_caught_up_ms = max(r.last_caught_up_ms, now)
-        elif fetch_offset >= r.last_fetch_leader_leo:
-            r.last_caught_up_ms = max(r.last_caught_up_ms, r.last_fetch_ms)
-        r.leo = fetch_offset
-        r.last_fetch_ms = now
-        r.last_fetch_leader_leo = leo
-        if old != fetch_offset:
-            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
-                             fetch_offset, r.last_caught_up_ms)
-        if r.broker not in self.isr and self.pending_isr is None:
-            self.maybe_expand_isr(r)
-        self.maybe_increment_hw("follower_fetch")
+        hw_before = self._record_follower_fetch(req, fetch_offset, leo, now)
         return ("data" if fetch_offset < leo else "wait"), hw_before
 
     def diverging_for(self, req: FetchRequest) -> tuple | None:
