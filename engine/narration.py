@@ -17,6 +17,9 @@ Adding an event kind: give it a :class:`Sentence` -- one extractor that takes th
 the sentence needs from the event (the same for every language), and a template per
 language (``SENTENCES``); words a sentence adds only when a field says so, and the words
 of each item of a list, come from the language's table of clauses (``_CLAUSES``).
+Commands are worded the same way (``COMMAND_SENTENCES``); a fault kind's words are its own
+declaration's (``Fault.says``, engine/cluster/commands.py). The lookup steps and the folds of
+:func:`summarize` pick their values once and take only words (``engine.words.Words``) per language.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from functools import partial
 from typing import Any, Callable, Mapping
 
 from .cluster.commands import COMMANDS
+from .words import Words
 
 __all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps", "Sentence", "SENTENCES",
            "COMMAND_SENTENCES"]
@@ -1419,6 +1423,15 @@ _QUIET = {"fetch_sent", "fetch_parked", "fetch_answered", "fetch_received", "rem
 _LAST = {"leo_changed", "high_watermark_changed"}
 
 
+# The sentences summarize folds several events into: words only, the values picked once.
+_FOLDS = {
+    "appended": Words("{where}: appended {n} batch(es), offsets {first}–{last}, {size} bytes",
+                      "{where}：追加 {n} 个批次，偏移量 {first}–{last}，共 {size} 字节"),
+    "removed": Words("{where}: removed {n} .deleted file(s) from disk", "{where}：从磁盘删除了 {n} 个 .deleted 文件"),
+    "more": Words("… and {more} more (see the timeline)", "……还有 {more} 件事（见时间线）"),
+}
+
+
 def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
     """The events of one step in a few sentences: appends folded per partition, LEO/HW
     moves folded to their net change per replica, fetch chatter left to the timeline."""
@@ -1451,13 +1464,8 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
     for (broker, topic, partition), evs in appends.items():
         first, lastev = evs[0], evs[-1]
         size = sum(e.get("size_bytes", 0) for e in evs)
-        w = _where(first, zh)
-        if zh:
-            text = f"{w}：追加 {len(evs)} 个批次，偏移量 {first['first_offset']}–{lastev['last_offset']}，共 {size} 字节"
-        else:
-            text = (f"{w}: appended {len(evs)} batch(es), offsets {first['first_offset']}–{lastev['last_offset']}, "
-                    f"{size} bytes")
-        out.append((first["_i"], text))
+        out.append((first["_i"], _FOLDS["appended"].in_(lang).format(
+            where=_where(first, zh), n=len(evs), first=first["first_offset"], last=lastev["last_offset"], size=size)))
     for ev, first_old in last.values():
         if ev.get("old") != ev.get("new"):
             out.append((ev["_i"], describe(ev, lang)))
@@ -1470,14 +1478,13 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
             key = (ev.get("broker"), ev.get("partition"))
             removed[key] = removed.get(key, 0) + 1
     for (broker, partition), n in removed.items():
-        w = _where({"broker": broker, "partition": partition}, zh)
         idx = max(i for i, e in enumerate(events) if e.get("kind") == "file_deleted" and e.get("partition") == partition)
-        out.append((idx, f"{w}：从磁盘删除了 {n} 个 .deleted 文件" if zh else f"{w}: removed {n} .deleted file(s) from disk"))
+        out.append((idx, _FOLDS["removed"].in_(lang).format(where=_where({"broker": broker, "partition": partition}, zh), n=n)))
     out.sort(key=lambda x: x[0])
     lines = [t for _, t in out]
     if len(lines) > limit:
         more = len(lines) - limit + 1
-        lines = lines[:limit - 1] + [f"……还有 {more} 件事（见时间线）" if zh else f"… and {more} more (see the timeline)"]
+        lines = lines[:limit - 1] + [_FOLDS["more"].in_(lang).format(more=more)]
     return lines
 
 
@@ -1648,13 +1655,44 @@ def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
 
 
 # ---- a lookup, step by step (the inside-a-segment diagram replays these) --------------------
+# The steps are worked out once from the event; each language has only its words (a template
+# per step, filled with the same values).
 
-def _went(key: Any, target: Any, went: str, zh: bool) -> str:
-    if went == "left":
-        return f"{key} > {target}，向左" if zh else f"{key} > {target}, go left"
-    if went == "right":
-        return f"{key} < {target}，记下它，向右" if zh else f"{key} < {target}, remember it and go right"
-    return f"{key} = {target}，找到，停止" if zh else f"{key} = {target}, found: stop"
+_LOOKUP_STEP_WORDS: dict[str, Words] = {
+    "pick_segment": Words("Pick the segment: the largest base offset ≤ {target} among the file names {cands} is {seg}{file}.",
+                          "选段：文件名的基准偏移量 {cands} 中 ≤ {target} 的最大者是 {seg}{file}。"),
+    "pick_file": Words(" → {name}.log", " → {name}.log"),
+    "none": Words("none", "无"),
+    "no_segment": Words("Step 1: no segment's largest timestamp is ≥ {target}: every record is older. Answer: -1.",
+                        "第 1 步：没有哪个段的最大时间戳 ≥ {target}：所有消息都更早。答案：-1。"),
+    "first_segment": Words("Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ {target} is {name}.",
+                           "第 1 步：从最旧的段开始，第一个最大时间戳 ≥ {target} 的段是 {name}。"),
+    "tprobe": Words("Step 2, .timeindex probe {n}: entries {lo}–{hi}, middle #{mid} = ({ts} → offset {off}): {went}.",
+                    "第 2 步，.timeindex 探查 {n}：索引项 {lo}–{hi}，中间 #{mid} = ({ts} → 偏移量 {off})：{went}。"),
+    "tfloor": Words("The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.",
+                    ".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。"),
+    "tfloor_none": Words("No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.",
+                         "没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。"),
+    "step3": Words("Step 3, ", "第 3 步，"),
+    "step4": Words("Step 4, ", "第 4 步，"),
+    "probe": Words("{head}.index probe {n}: entries {lo}–{hi}, middle #{mid} = (offset {off} → position {pos}): {went}.",
+                   "{head}.index 探查 {n}：索引项 {lo}–{hi}，中间 #{mid} = (偏移量 {off} → 位置 {pos})：{went}。"),
+    "probe_none": Words("The .index has no entry ≤ {tgt}: start at position 0.", ".index 里没有 ≤ {tgt} 的索引项：从位置 0 开始。"),
+    "offs_range": Words("offsets {base}–{last}", "偏移量 {base}–{last}"),
+    "offs_one": Words("offset {base}", "偏移量 {base}"),
+    "scan_ts": Words(", largest timestamp {max_ts}", "，最大时间戳 {max_ts}"),
+    "scan": Words("{head}scan batch {n} at position {pos} ({offs}{ts}): {verdict}",
+                  "{head}扫描批次 {n}（位置 {pos}，{offs}{ts}）：{verdict}"),
+    "scan_hit": Words("it holds the answer.", "答案就在这个批次里。"),
+    "scan_miss": Words("not yet, next batch.", "还不是，看下一个批次。"),
+    "answer": Words("Answer: offset {off}{ts}, read from position {pos} of {name}.log.",
+                    "答案：偏移量 {off}{ts}，从 {name}.log 的位置 {pos} 读取。"),
+    "answer_ts": Words(" (timestamp {ts})", "（时间戳 {ts}）"),
+    "answer_none": Words("Answer: none (offset -1).", "答案：没有（偏移量 -1）。"),
+    "went_left": Words("{key} > {target}, go left", "{key} > {target}，向左"),
+    "went_right": Words("{key} < {target}, remember it and go right", "{key} < {target}，记下它，向右"),
+    "went_found": Words("{key} = {target}, found: stop", "{key} = {target}，找到，停止"),
+}
 
 
 def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
@@ -1662,38 +1700,35 @@ def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
     ``probe`` (an index probe: low, high, mid, key, value, went) or ``scan`` (a batch walked:
     position, base offset, last offset, max timestamp, matched). Kinds: "segment", "tprobe",
     "tfloor", "probe", "probe-none", "scan", "answer"."""
-    zh = lang == "zh"
+
+    def say(step: str, **values: Any) -> str:
+        return _LOOKUP_STEP_WORDS[step].in_(lang).format(**values)
+
+    def went(key: Any, target: Any, how: str) -> str:
+        return say({"left": "went_left", "right": "went_right"}.get(how, "went_found"), key=key, target=target)
+
     seg, target, mode = ev.get("segment"), ev.get("target"), ev.get("mode")
     cands = ev.get("candidates") or []
     name = _seg(seg) if seg is not None else None
     steps: list[dict[str, Any]] = []
     if mode == "offset":
-        if zh:
-            text = (f"选段：文件名的基准偏移量 {cands} 中 ≤ {target} 的最大者是 "
-                    f"{seg if seg is not None else '无'}" + (f" → {name}.log。" if name else "。"))
-        else:
-            text = (f"Pick the segment: the largest base offset ≤ {target} among the file names {cands} is "
-                    f"{seg if seg is not None else 'none'}" + (f" → {name}.log." if name else "."))
+        text = say("pick_segment", target=target, cands=cands, seg=seg if seg is not None else say("none"),
+                   file=say("pick_file", name=name) if name else "")
     elif seg is None:
-        text = (f"第 1 步：没有哪个段的最大时间戳 ≥ {target}：所有消息都更早。答案：-1。" if zh else
-                f"Step 1: no segment's largest timestamp is ≥ {target}: every record is older. Answer: -1.")
+        text = say("no_segment", target=target)
     else:
-        text = (f"第 1 步：从最旧的段开始，第一个最大时间戳 ≥ {target} 的段是 {name}。" if zh else
-                f"Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ {target} is {name}.")
+        text = say("first_segment", target=target, name=name)
     steps.append({"kind": "segment", "text": text})
     for i, p in enumerate(ev.get("time_probes") or []):
-        lo, hi, mid, ts, off, went = p
-        text = (f"第 2 步，.timeindex 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = ({ts} → 偏移量 {off})：" if zh else
-                f"Step 2, .timeindex probe {i + 1}: entries {lo}–{hi}, middle #{mid} = ({ts} → offset {off}): ")
-        steps.append({"kind": "tprobe", "probe": p, "text": text + _went(ts, target, went, zh) + ("。" if zh else ".")})
+        lo, hi, mid, ts, off, how = p
+        steps.append({"kind": "tprobe", "probe": p, "text": say("tprobe", n=i + 1, lo=lo, hi=hi, mid=mid, ts=ts, off=off,
+                                                                went=went(ts, target, how))})
     if mode == "timestamp" and seg is not None:
         if ev.get("time_probes") and any(p[5] != "left" for p in ev["time_probes"]):
             start = [p[4] for p in ev["time_probes"] if p[5] != "left"][-1]
-            text = (f".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。" if zh else
-                    f"The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.")
+            text = say("tfloor", target=target, start=start)
         else:
-            text = (f"没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。" if zh else
-                    f"No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.")
+            text = say("tfloor_none", target=target, seg=seg)
         steps.append({"kind": "tfloor", "text": text})
     if mode == "offset":
         tgt = target
@@ -1701,32 +1736,23 @@ def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
         floors = [p[4] for p in ev.get("time_probes") or [] if p[5] != "left"]
         tgt = floors[-1] if floors else seg
     for i, p in enumerate(ev.get("probes") or []):
-        lo, hi, mid, off, pos, went = p
-        head = ("第 3 步，" if zh else "Step 3, ") if mode == "timestamp" else ""
-        text = (f"{head}.index 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = (偏移量 {off} → 位置 {pos})：" if zh else
-                f"{head}.index probe {i + 1}: entries {lo}–{hi}, middle #{mid} = (offset {off} → position {pos}): ")
-        steps.append({"kind": "probe", "probe": p, "text": text + _went(off, tgt, went, zh) + ("。" if zh else ".")})
+        lo, hi, mid, off, pos, how = p
+        head = say("step3") if mode == "timestamp" else ""
+        steps.append({"kind": "probe", "probe": p, "text": say("probe", head=head, n=i + 1, lo=lo, hi=hi, mid=mid, off=off,
+                                                               pos=pos, went=went(off, tgt, how))})
     if seg is not None and not ev.get("probes"):
-        steps.append({"kind": "probe-none", "text": (f".index 里没有 ≤ {tgt} 的索引项：从位置 0 开始。" if zh else
-                                                     f"The .index has no entry ≤ {tgt}: start at position 0.")})
+        steps.append({"kind": "probe-none", "text": say("probe_none", tgt=tgt)})
     for i, s in enumerate(ev.get("scan") or []):
         pos, base, last, max_ts, hit = s
-        head = ("第 4 步，" if zh else "Step 4, ") if mode == "timestamp" else ""
-        offs = (f"偏移量 {base}–{last}" if zh else f"offsets {base}–{last}") if base != last else \
-            (f"偏移量 {base}" if zh else f"offset {base}")
-        ts = ((f"，最大时间戳 {max_ts}" if zh else f", largest timestamp {max_ts}") if mode == "timestamp" else "")
-        if zh:
-            text = f"{head}扫描批次 {i + 1}（位置 {pos}，{offs}{ts}）：" + ("答案就在这个批次里。" if hit else "还不是，看下一个批次。")
-        else:
-            text = f"{head}scan batch {i + 1} at position {pos} ({offs}{ts}): " + ("it holds the answer." if hit else "not yet, next batch.")
-        steps.append({"kind": "scan", "scan": s, "text": text})
+        steps.append({"kind": "scan", "scan": s, "text": say(
+            "scan", head=say("step4") if mode == "timestamp" else "", n=i + 1, pos=pos,
+            offs=say("offs_range" if base != last else "offs_one", base=base, last=last),
+            ts=say("scan_ts", max_ts=max_ts) if mode == "timestamp" else "",
+            verdict=say("scan_hit" if hit else "scan_miss"))})
     off, pos, ts = ev.get("offset"), ev.get("position"), ev.get("timestamp")
     if off is not None and off >= 0 and pos is not None:
-        if zh:
-            text = f"答案：偏移量 {off}" + (f"（时间戳 {ts}）" if ts is not None else "") + f"，从 {name}.log 的位置 {pos} 读取。"
-        else:
-            text = f"Answer: offset {off}" + (f" (timestamp {ts})" if ts is not None else "") + f", read from position {pos} of {name}.log."
+        text = say("answer", off=off, ts=say("answer_ts", ts=ts) if ts is not None else "", pos=pos, name=name)
     else:
-        text = "答案：没有（偏移量 -1）。" if zh else "Answer: none (offset -1)."
+        text = say("answer_none")
     steps.append({"kind": "answer", "text": text})
     return steps
