@@ -45,7 +45,7 @@ from kafkaviz.lessons.diagrams import diagram_views
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
 __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved",
-           "STORAGE_CAPS", "STORAGE_TEXT"]
+           "STORAGE_CAPS", "STORAGE_TEXT", "run_spec"]
 
 # name -> class; each kind joins when its class is defined (its ``name``).
 SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
@@ -279,9 +279,9 @@ class SandboxKind:
         world has no use for; overridden by kinds."""
         return {}
 
-    def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        """Run one validated command (stepping, a page control or the learner's own)."""
-        return spec.handler(self, **values)
+    def command_done(self, failure: BaseException | None) -> None:
+        """After every command (done or refused), under the sandbox's lock: a kind whose
+        run may now live in a new world (a restored checkpoint, a new run) follows it."""
 
     def check_quota(self, cmd: dict[str, Any]) -> None:
         """The demo host's quota: records a run may write."""
@@ -640,3 +640,16 @@ def get_kind(name: str) -> type[SandboxKind]:
     if kind is None:
         raise KeyError(f"no sandbox kind {name!r}; known: {', '.join(sorted(SANDBOX_KINDS))}")
     return kind
+
+
+def run_spec(kind: SandboxKind, spec: CommandSpec, values: dict[str, Any]) -> Any:
+    """Run a validated command on ``kind`` as the runtime does (tests, tools): its handler,
+    then the kind's ``command_done``."""
+    failure = None
+    try:
+        return spec.handler(kind, **values)
+    except BaseException as exc:
+        failure = exc
+        raise
+    finally:
+        kind.command_done(failure)

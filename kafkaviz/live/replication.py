@@ -200,6 +200,7 @@ class ReplicationSandbox(SandboxKind):
     # ---- commands ------------------------------------------------------------------
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")
     def load(self, scenario: str, truncation: str) -> str:
+        self._no_client("load")
         self._start(scenario, truncation)
         self.tracker.own = False
         self._moved(0, "load")
@@ -208,6 +209,7 @@ class ReplicationSandbox(SandboxKind):
 
     @command(_shape_fields, help="Build your own cluster: brokers, partitions, replication factor, min ISR.")
     def shape(self, **values: Any) -> str:
+        self._no_client("shape")
         # Through import_run: the engine creates the topic, and refuses (say) RF > brokers, on a
         # run built beside the current one, which stays if the engine says no.
         seed = self.seed & 0xFFFF
@@ -249,25 +251,30 @@ class ReplicationSandbox(SandboxKind):
     def _partition_count(self) -> int:
         return len(self.run.cluster.state()["topics"].get(self.topic, {}).get("partitions", ())) or 1
 
-    def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
+    def _no_client(self, command: str) -> None:
         port = self.client_port_
-        if port is not None and port.attached and spec.type in ("back", "seek", "load", "shape"):
+        if port is not None and port.attached:
             raise CommandError("busy", _("A client is connected: its requests are not part of the run, so the "
                                          "run cannot go back or start over until it disconnects."),
-                               command=spec.type)
+                               command=command)
+
+    def back(self) -> str:
+        self._no_client("back")
+        return super().back()
+
+    def seek(self, step: int) -> str:
+        self._no_client("seek")
+        return super().seek(step)
+
+    def command_done(self, failure: BaseException | None) -> None:
+        # A new run's (or a restored checkpoint's) cluster is the one served. After a failed
+        # command the command's own error is the one the learner sees: a listener that found
+        # no free ports for the new cluster is closed, and the page shows it closed.
         try:
-            text = super().execute(spec, values)
-        except BaseException:
-            # A failed command may still have replaced the cluster; the listener follows it, but
-            # the command's own error is the one the learner sees: a listener that found no
-            # free ports for the new cluster is closed, and the page shows it closed.
-            try:
-                self._follow()
-            except CommandError:
-                pass
-            raise
-        self._follow()            # a new run's (or a restored checkpoint's) cluster is the one served
-        return text
+            self._follow()
+        except CommandError:
+            if failure is None:
+                raise
 
     def _follow(self) -> None:
         port = self.client_port_

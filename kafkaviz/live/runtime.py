@@ -337,9 +337,7 @@ class Runtime:
             taken = [sb for sb in self.sandboxes.values() if self._reapable(sb, now)][:limit]
             for sb in taken:
                 del self.sandboxes[sb.id]
-                if sb.flush_handle is not None:
-                    sb.flush_handle.cancel()
-                    sb.flush_handle = None
+                self._unschedule(sb)
             return taken
 
     def reap_idle(self) -> list[str]:
@@ -416,8 +414,7 @@ class Runtime:
             sb = self.sandboxes.pop(sandbox_id, None)
         if sb is None:
             return
-        if sb.flush_handle is not None:
-            sb.flush_handle.cancel()
+        self._unschedule(sb)
         self._close(sb)
 
     def discard_idle(self, sandbox_id: str) -> bool:
@@ -432,8 +429,7 @@ class Runtime:
             if sb.watchers or sb.queued:
                 return False
             del self.sandboxes[sandbox_id]
-        if sb.flush_handle is not None:
-            sb.flush_handle.cancel()
+        self._unschedule(sb)
         self._close(sb)
         return True
 
@@ -590,10 +586,12 @@ class Runtime:
                     text, failure, texts = await asyncio.to_thread(self._run, sb, spec, values)
                     # Even a refused command may have changed something first (e.g. the first
                     # of several appends): watchers see whatever the engine did.
-                    if texts is not None:
-                        await self._publish(sb, texts)
-                    else:
+                    if texts is None:
                         self._schedule_flush(sb)
+                    elif texts and self.publish is not None:
+                        self._unschedule(sb)      # this frame carries what a timer waited for
+                        for frame in texts:
+                            await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": frame})
                     # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
                     await asyncio.to_thread(self._settle, sb)
             if failure is not None:
@@ -651,16 +649,19 @@ class Runtime:
         with sb.lock:
             try:
                 with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
-                    runner = spec.extra.get("runtime")
-                    if runner is not None:
-                        text = runner(self, sb, values)
+                    if "runtime" in spec.extra:
+                        text = spec.extra["runtime"](self, sb, values)
                     else:
-                        try:
-                            text = sb.engine.execute(spec, values)
-                        except KafkaError as exc:
-                            # The engine refused (and left its state as it was): tell the sender in its words.
-                            raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+                        text = spec.handler(sb.engine, **values)
+            except KafkaError as exc:
+                # The engine refused (and left its state as it was): tell the sender in its words.
+                failure = CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type)
+                failure.__cause__ = exc
             except Exception as exc:  # noqa: BLE001 - re-raised by command() after publishing
+                failure = exc
+            try:
+                sb.engine.command_done(failure)
+            except Exception as exc:  # noqa: BLE001 - a kind's follow-up refused (only when the command did not)
                 failure = exc
             if not take:
                 return text, failure, None
@@ -697,23 +698,24 @@ class Runtime:
             task = asyncio.ensure_future(self.flush(sb))
             task.add_done_callback(_log_failure)
 
-    def _take(self, sb: Sandbox) -> list[str]:
-        with sb.lock:
-            return sb.frames.texts(sb.engine.state, self.now())
-
     async def flush(self, sb: Sandbox) -> int:
         """Publish the frames buffered in ``sb`` to its watchers; returns how many."""
-        texts = await asyncio.to_thread(self._take, sb)
-        await self._publish(sb, texts)
+        def take() -> list[str]:
+            with sb.lock:
+                return sb.frames.texts(sb.engine.state, self.now())
+
+        texts = await asyncio.to_thread(take)
+        if texts:
+            self._unschedule(sb)
+        for frame in texts if self.publish is not None else ():
+            await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": frame})
         return len(texts)
 
-    async def _publish(self, sb: Sandbox, texts: list[str]) -> None:
-        if texts and sb.flush_handle is not None:   # this frame carries what the timer waited for
+    @staticmethod
+    def _unschedule(sb: Sandbox) -> None:
+        if sb.flush_handle is not None:
             sb.flush_handle.cancel()
             sb.flush_handle = None
-        if self.publish is not None:
-            for text in texts:
-                await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": text})
 
 
 def _tree_bytes(root: Path) -> int:
@@ -776,16 +778,12 @@ def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
 def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
     from django.db import connections
 
-    from .models import MAX_RUN_BYTES
-    from .shares import store_run
+    from .shares import share_run
 
-    data = _export(rt, sb, values)["data"]
-    if len(json.dumps(data)) > MAX_RUN_BYTES:
-        raise CommandError("quota", "This run is too long to share; step back or reset first.", command="share")
     try:
         # Identical runs are stored once. A socket's share goes through the consumer, which
-        # also applies the limits per visitor and address (LessonConsumer.share).
-        shared = store_run(sb.slug, data)
+        # names the visitor and address whose limits it counts against (LessonConsumer).
+        shared = share_run(_export(rt, sb, values)["data"])
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     return {"text": _("Share link created."), "share_id": shared.id}
