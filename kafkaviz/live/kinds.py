@@ -164,7 +164,8 @@ class SandboxKind:
         self.touch_hook: Callable[[], None] | None = None  # the runtime's: send a frame though no event came
         self.run: Run | None = None
         self.run_id = 0
-        self._subscribed: Any = None
+        self._subscribed: Any = None     # the event log the kind's _emit hears
+        self._heard: Any = None          # the event log the frame builder hears
         self.defer_checkpoints = False    # the runtime's: it calls settle() after each frame
         self.begin()
 
@@ -230,13 +231,27 @@ class SandboxKind:
         if hasattr(world, "learner"):
             world.learner = self.tracker.own
         events = world.events
-        if events is self._subscribed:
-            return
-        self._subscribed = events
-        if forward_history:
-            for env in list(events.envelopes):
-                self._emit(env)
-        events.subscribe(self._emit)
+        if events is not self._subscribed:
+            self._subscribed = events
+            if forward_history:
+                self._forward(list(events.envelopes))
+            events.subscribe(self._emit)
+        self._hear()
+
+    def _hear(self) -> None:
+        """The frame builder (``listener``) hears the run's event log itself, after the kind's
+        own bookkeeping (``_emit``); not while the kind works unheard (``_muted``)."""
+        events = self._subscribed
+        if self._listener is not None and not self._muted and events is not None and self._heard is not events:
+            self._heard = events
+            events.subscribe(self._listener)
+
+    def _forward(self, envelopes: list[Envelope]) -> None:
+        """Events that happened before anybody listened (a new run's history), heard now."""
+        for env in envelopes:
+            self._emit(env)
+            if self._listener is not None and not self._muted:
+                self._listener(env)
 
     @property
     def events(self) -> Any:
@@ -364,8 +379,6 @@ class SandboxKind:
             return
         self.tracker.on_envelope(env)
         self.on_event(env)
-        if self._listener is not None:
-            self._listener(env)
 
     # ---- stepping ---------------------------------------------------------------
     def step(self) -> str:
@@ -459,7 +472,7 @@ class SandboxKind:
 
     # What a run of this kind is, beyond the Run itself (saved while a new one is built).
     run_fields: ClassVar[tuple[str, ...]] = ("run", "run_id", "origin", "script_ids", "script_ends", "own_at", "ends",
-                                             "step_seqs", "_subscribed")
+                                             "step_seqs", "_subscribed", "_heard")
 
     def replace_run(self, build: Callable[[], None], more: Callable[[], bool]) -> None:
         """Build a new run beside the current one, unheard, and step it while ``more()``;
@@ -484,8 +497,8 @@ class SandboxKind:
         self.close()
         self.run, self.run_id = new, new_id
         self.tracker.own = self.own_at is not None and self.own_at < self.run.position
-        for env in list(self.run.events.envelopes):
-            self._emit(env)
+        self._forward(list(self.run.events.envelopes))
+        self._hear()
         self._moved(0, "load")
 
     # ---- what a kind provides --------------------------------------------------
