@@ -3,7 +3,7 @@
 It checks who is asking (origin is checked by the ASGI stack; the sandbox id comes
 from the signed session, never from the client), refuses oversized, non-JSON or too
 deeply nested messages, forwards commands to the runtime, and relays the sandbox
-group's frames (JSON text, serialised once by the runtime).
+group's frames (JSON text, serialised once by the runtime, in the ASGI event that sends it).
 
 Whatever a client sends, it gets at most an error reply to itself: the connection
 stays open (never a 1011 close), the sandbox stays up, and the log gets one line per
@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.consumer import AsyncConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
@@ -308,9 +309,9 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
     async def send_error(self, exc: CommandError) -> None:
         await self.send_json(exc.to_message())
 
-    async def sandbox_frame(self, message: dict[str, Any]) -> None:
-        """Group message ``{"type": "sandbox.frame", "text": "<frame JSON>"}`` → this browser."""
-        await self.send(text_data=message["text"])
+    # Group message ``{"type": "websocket.send", "text": "<frame JSON>"}`` (runtime.py): the
+    # ASGI event itself, handed to the server as it is (no consumer code re-wraps a frame).
+    websocket_send = AsyncConsumer.send
 
 
 def client_address(scope: dict[str, Any]) -> str:

@@ -7,10 +7,10 @@ lock. Commands run one at a time per sandbox in a worker thread, so the event lo
 keeps serving other clients while the engine works.
 
 Frames are serialised once, to JSON text, and published with
-``channel_layer.group_send`` to the group ``sandbox.<id>`` as ``{"type":
-"sandbox.frame", "text": ...}``: no layer copies a big dict per watcher, every
-consumer forwards the same text, and with the Redis channel layer any process's
-consumers can watch.
+``channel_layer.group_send`` to the group ``sandbox.<id>`` as the ASGI event that sends
+it, ``{"type": "websocket.send", "text": ...}``: no layer copies a big dict per watcher,
+each consumer hands the same event to its server as it is, and with the Redis channel
+layer any process's consumers can watch.
 
 Limits (``settings.KAFKAVIZ_RUNTIME``): sandboxes per process and per client address,
 a command-rate bucket per sandbox, a bound on commands queued per sandbox (a busy
@@ -591,7 +591,7 @@ class Runtime:
                     elif texts and self.publish is not None:
                         self._unschedule(sb)      # this frame carries what a timer waited for
                         for frame in texts:
-                            await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": frame})
+                            await self.publish(group_name(sb.id), {"type": "websocket.send", "text": frame})
                     # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
                     await asyncio.to_thread(self._settle, sb)
             if failure is not None:
@@ -708,7 +708,7 @@ class Runtime:
         if texts:
             self._unschedule(sb)
         for frame in texts if self.publish is not None else ():
-            await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": frame})
+            await self.publish(group_name(sb.id), {"type": "websocket.send", "text": frame})
         return len(texts)
 
     @staticmethod
