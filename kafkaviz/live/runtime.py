@@ -47,6 +47,7 @@ from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
 from .frames import FrameBuilder, frame_text
 from .kinds import Limits, SandboxKind, get_kind
+from .leases import Leases, lapse
 from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["Runtime", "Sandbox", "TokenBucket", "get_runtime", "set_runtime", "group_name", "new_sandbox_id",
@@ -136,9 +137,10 @@ class Runtime:
         self.publish = publish
         self.now = now
         self.sandboxes: dict[str, Sandbox] = {}
-        # Open lesson sockets per client address, as leases (holder → expiry), like watchers.
-        self.connections: dict[str, dict[str, float]] = {}
-        self.places: dict[str, dict[str, float]] = {}        # other capped places: key → holder → expiry
+        # Open lesson sockets per client address, and other capped places (a room member's
+        # sockets): leases (key → holder → expiry) the heartbeat renews, like watchers.
+        self.connections = Leases()
+        self.places = Leases()
         self._anonymous = 0                  # holder ids for callers that name none (tests, tools)
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
@@ -211,13 +213,6 @@ class Runtime:
         tests that attach and detach by hand) lasts until it is given back."""
         return float("inf") if holder.startswith("anon-") else now + self.lease_s
 
-    @staticmethod
-    def _lapse(leases: dict[str, float], now: float) -> None:
-        # A copy first (taken atomically): a worker thread may add a watcher meanwhile.
-        for holder, expiry in list(leases.items()):
-            if expiry <= now:
-                leases.pop(holder, None)
-
     def renew(self, sandbox_id: str, holders: list[str], add: bool = True) -> int:
         """These sockets (in any process) still watch the sandbox: push their leases (with
         ``add``, taking one for a holder this runtime does not know: the sandbox was rebuilt
@@ -232,7 +227,7 @@ class Runtime:
         for holder in holders:
             if add or holder in sb.leases:
                 sb.leases[holder] = expiry
-        self._lapse(sb.leases, now)
+        lapse(sb.leases, now)
         sb.last_active = now
         return sb.watchers
 
@@ -324,7 +319,7 @@ class Runtime:
             await asyncio.sleep(0)
 
     def _reapable(self, sb: Sandbox, now: float) -> bool:
-        self._lapse(sb.leases, now)     # idle counts from the last renewal (``renew`` sets last_active)
+        lapse(sb.leases, now)     # idle counts from the last renewal (``renew`` sets last_active)
         if sb.watchers > 0 or sb.queued > 0 or sum(sb.budget_queued.values()) > 0:
             return False
         return now - sb.last_active >= self.settings["IDLE_SECONDS"]
@@ -425,7 +420,7 @@ class Runtime:
             sb = self.sandboxes.get(sandbox_id)
             if sb is None:
                 return False
-            self._lapse(sb.leases, self.now())
+            lapse(sb.leases, self.now())
             if sb.watchers or sb.queued:
                 return False
             del self.sandboxes[sandbox_id]
@@ -454,92 +449,39 @@ class Runtime:
         """The heartbeat: these sockets of this process are alive; renew what they hold."""
         for sid, holders in watchers.items():
             self.renew(sid, holders, add=False)     # one process: a lease given back stays so
-        for address, holders in addresses.items():
-            self.renew_connections(address, holders)
         now = self.now()
-        for key, holders in places.items():
-            held = self.places.get(key)
-            for holder in holders:
-                if held is not None and holder in held:
-                    held[holder] = now + self.lease_s
-
-    def _live_places(self, key: str) -> dict[str, float]:
-        held = self.places.get(key, {})
-        self._lapse(held, self.now())
-        if not held:
-            self.places.pop(key, None)
-        return held
+        self.connections.renew(addresses, now + self.lease_s, now)
+        self.places.renew(places, now + self.lease_s, now)
 
     async def take_place(self, key: str, holder: str, cap: int) -> bool:
         """A place under ``key`` (e.g. a room member's sockets), at most ``cap`` held at once;
         a lease the heartbeat renews while its socket lives. False when full."""
-        held = self._live_places(key)
-        if holder not in held and cap and len(held) >= cap:
-            return False
-        self.places.setdefault(key, held)[holder] = self.now() + self.lease_s
-        return True
+        now = self.now()
+        return self.places.take(key, holder, cap, now + self.lease_s, now)
 
     async def drop_place(self, key: str, holder: str) -> None:
-        held = self.places.get(key)
-        if held is not None:
-            held.pop(holder, None)
-            if not held:
-                del self.places[key]
+        self.places.drop(key, holder)
 
     async def count_places(self, keys: list[str]) -> list[int]:
-        return [len(self._live_places(key)) for key in keys]
+        return [len(self.places.live(key, self.now())) for key in keys]
 
     # ---- connections (counted per client address by the consumer) -----------
     async def open_connection(self, address: str, holder: str | None = None) -> bool:
-        """Count a new socket from ``address`` (a lease its process renews, see ``renew``);
+        """Count a new socket from ``address`` (a lease its process renews, see ``keep``);
         False if it already has the most allowed."""
-        cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0)
-        now = self.now()
-        held = self.connections.setdefault(address, {})
-        self._lapse(held, now)
-        if cap and address and len(held) >= cap:
-            if not held:
-                del self.connections[address]
-            return False
-        holder = self._holder(holder)
-        held[holder] = self._expiry(holder, now)
-        return True
+        now, holder = self.now(), self._holder(holder)
+        cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0) if address else 0
+        return self.connections.take(address, holder, cap, self._expiry(holder, now), now)
 
     async def close_connection(self, address: str, holder: str | None = None) -> None:
-        held = self.connections.get(address)
-        if not held:
-            return
-        if holder is None:
-            holder = next(reversed(held), None)
-        held.pop(holder, None)
-        if not held:
-            del self.connections[address]
-
-    def renew_connections(self, address: str, holders: list[str]) -> None:
-        """These sockets from ``address`` are still open: push their leases."""
-        held = self.connections.get(address)
-        if held is None:
-            return
-        now = self.now()
-        for holder in holders:
-            if holder in held:
-                held[holder] = now + self.lease_s
-        self._lapse(held, now)
-        if not held:
-            del self.connections[address]
+        self.connections.drop(address, holder)
 
     def health(self) -> dict[str, Any]:
         """What ``/healthz`` reports for this process (lapsed leases not counted)."""
         now = self.now()
-        for sb in list(self.sandboxes.values()):
-            self._lapse(sb.leases, now)
-        for address in list(self.connections):
-            self._lapse(self.connections[address], now)
-            if not self.connections[address]:
-                del self.connections[address]
         return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
-                "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
-                "connections": sum(len(held) for held in self.connections.values()),
+                "watchers": sum(len(lapse(sb.leases, now)) for sb in list(self.sandboxes.values())),
+                "connections": self.connections.count(now),
                 "rooms": sum(1 for sb in self.sandboxes.values() if sb.room),
                 "disk_bytes": _tree_bytes(self.data_root)}
 
