@@ -58,48 +58,31 @@ def state_diff(old: Any, new: Any) -> dict[str, Any] | None:
     if old == new:
         return None
     if isinstance(old, dict) and isinstance(new, dict):
+        pairs = [(key, key in old, old.get(key), value) for key, value in new.items()]
         out: dict[str, Any] = {}
-        sets: dict[str, Any] = {}
-        subs: dict[str, Any] = {}
-        for key, value in new.items():
-            if key not in old:
-                sets[key] = value
-                continue
-            before = old[key]
-            if before == value and type(before) is type(value):
-                continue
-            if isinstance(before, (dict, list)) and type(before) is type(value):
-                subs[key] = state_diff(before, value)
-            else:
-                sets[key] = value
+    elif isinstance(old, list) and isinstance(new, list):
+        pairs = [(str(i), i < len(old), old[i] if i < len(old) else None, value) for i, value in enumerate(new)]
+        out = {"n": len(new)}
+    else:
+        raise TypeError("state_diff compares two objects or two arrays")
+    sets: dict[str, Any] = {}
+    subs: dict[str, Any] = {}
+    for key, had, before, value in pairs:
+        if had and before == value and type(before) is type(value):
+            continue
+        if had and isinstance(before, (dict, list)) and type(before) is type(value):
+            subs[key] = state_diff(before, value)
+        else:
+            sets[key] = value
+    if sets:
+        out["s"] = sets
+    if subs:
+        out["p"] = subs
+    if isinstance(old, dict):
         gone = [key for key in old if key not in new]
-        if sets:
-            out["s"] = sets
-        if subs:
-            out["p"] = subs
         if gone:
             out["d"] = gone
-        return out
-    if isinstance(old, list) and isinstance(new, list):
-        out = {"n": len(new)}
-        sets, subs = {}, {}
-        for i, value in enumerate(new):
-            if i >= len(old):
-                sets[str(i)] = value
-                continue
-            before = old[i]
-            if before == value and type(before) is type(value):
-                continue
-            if isinstance(before, (dict, list)) and type(before) is type(value):
-                subs[str(i)] = state_diff(before, value)
-            else:
-                sets[str(i)] = value
-        if sets:
-            out["s"] = sets
-        if subs:
-            out["p"] = subs
-        return out
-    raise TypeError("state_diff compares two objects or two arrays")
+    return out
 
 
 def apply_state_diff(value: Any, diff: dict[str, Any] | None) -> Any:

@@ -379,11 +379,6 @@ class ReplicationSandbox(SandboxKind):
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run
-        if self.client_port_ is not None:
-            try:
-                self.client_port_.follow(run.cluster)      # an import replaced the cluster
-            except CommandError:
-                pass        # no listener free for the new cluster: the page shows it closed
         cluster = run.cluster
         summary = build_summary(run)
         cstate = cluster.state()

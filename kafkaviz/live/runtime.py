@@ -309,7 +309,7 @@ class Runtime:
         batch = max(1, self.settings.get("REAP_BATCH", 25))
         gone: list[str] = []
         while True:
-            taken = self._take_reapable(batch)
+            taken = self._unlist(None, self.settings["IDLE_SECONDS"], batch)
             if not taken:
                 return gone
             await asyncio.to_thread(self._close_all, taken)
@@ -318,26 +318,28 @@ class Runtime:
                 return gone
             await asyncio.sleep(0)
 
-    def _reapable(self, sb: Sandbox, now: float) -> bool:
-        lapse(sb.leases, now)     # idle counts from the last renewal (``renew`` sets last_active)
-        if sb.watchers > 0 or sb.queued > 0 or sum(sb.budget_queued.values()) > 0:
-            return False
-        return now - sb.last_active >= self.settings["IDLE_SECONDS"]
-
-    def _take_reapable(self, limit: int) -> list[Sandbox]:
-        """Unlist up to ``limit`` reclaimable sandboxes (quick, under the create lock);
-        closing them happens outside it."""
+    def _unlist(self, ids: list[str] | None, idle_s: float | None, limit: int) -> list[Sandbox]:
+        """Unlist up to ``limit`` of the sandboxes ``ids`` (None: all) that nobody watches or
+        uses and nobody has for ``idle_s`` (None: unlist them whatever they do); quick, under
+        the create lock: closing them happens outside it."""
         with self._create_lock:
             now = self.now()
-            taken = [sb for sb in self.sandboxes.values() if self._reapable(sb, now)][:limit]
-            for sb in taken:
+            taken = []
+            for sb in [self.sandboxes.get(i) for i in ids] if ids is not None else list(self.sandboxes.values()):
+                if sb is None or len(taken) >= limit:
+                    continue
+                # Idle counts from the last renewal (``renew`` sets last_active).
+                if idle_s is not None and (lapse(sb.leases, now) or sb.queued > 0 or sum(sb.budget_queued.values())
+                                           or now - sb.last_active < idle_s):
+                    continue
                 del self.sandboxes[sb.id]
                 self._unschedule(sb)
+                taken.append(sb)
             return taken
 
     def reap_idle(self) -> list[str]:
         """Reclaim every reclaimable sandbox now, in this thread (tests, shutdown)."""
-        taken = self._take_reapable(len(self.sandboxes) or 1)
+        taken = self._unlist(None, self.settings["IDLE_SECONDS"], len(self.sandboxes) or 1)
         self._close_all(taken)
         return [sb.id for sb in taken]
 
@@ -405,28 +407,15 @@ class Runtime:
         await asyncio.to_thread(self._discard, sandbox_id)
 
     def _discard(self, sandbox_id: str) -> None:
-        with self._create_lock:
-            sb = self.sandboxes.pop(sandbox_id, None)
-        if sb is None:
-            return
-        self._unschedule(sb)
-        self._close(sb)
+        self._close_all(self._unlist([sandbox_id], None, 1))
 
     def discard_idle(self, sandbox_id: str) -> bool:
         """Reclaim the sandbox now if no socket watches it and no command waits for it (its
         session asks for a new one and its address is at its quota: docs/web.md). True if
         it was reclaimed."""
-        with self._create_lock:
-            sb = self.sandboxes.get(sandbox_id)
-            if sb is None:
-                return False
-            lapse(sb.leases, self.now())
-            if sb.watchers or sb.queued:
-                return False
-            del self.sandboxes[sandbox_id]
-        self._unschedule(sb)
-        self._close(sb)
-        return True
+        taken = self._unlist([sandbox_id], 0, 1)
+        self._close_all(taken)
+        return bool(taken)
 
     def close_all(self) -> None:
         if self._reaper is not None:
