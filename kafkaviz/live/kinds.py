@@ -34,6 +34,7 @@ from engine.errors import KafkaError
 from engine.events import Envelope
 from engine import narration
 
+from engine.cluster.commands import COMMANDS as CLUSTER_COMMANDS
 from engine.cluster.commands import Command
 
 from django.conf import settings
@@ -109,6 +110,28 @@ def engine_spec(command_cls: type[Command], fields: tuple[Field, ...]) -> Comman
     return CommandSpec(name, fields, handler=run, help=command_cls.summary, extra={"engine": command_cls})
 
 
+# Bounds the web puts on a cluster's engine fields with no (or a very large) upper bound: one
+# command of a shared demo host must stay cheap (a 7-day advance would be millions of
+# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
+WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
+            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
+CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
+
+
+def cluster_spec(name: str, defaults: dict[str, Any],
+                 narrow: dict[str, dict[str, Any] | None] | None = None) -> CommandSpec | None:
+    """The spec of the cluster's engine command ``name``, its fields from the engine's field
+    metadata (:func:`~kafkaviz.live.validation.command_fields`); None when it needs a field a
+    form cannot send. ``defaults`` fills fields the page leaves out (the lesson's topic);
+    ``narrow`` fits a field to the lesson (the settings ``set_config`` may change)."""
+    cls = CLUSTER_COMMANDS[name]
+    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT, narrow=narrow)
+    if fields is None:
+        return None
+    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
+                       help=cls.summary, extra={"engine": cls})
+
+
 def _say(say: list) -> str:
     """A world's ``[template, params]`` sentence in the page's language."""
     text, params = say
@@ -135,6 +158,7 @@ class SandboxKind:
     name: ClassVar[str] = ""
     world: ClassVar[type | None] = None      # a storage world class; None: a cluster
     events_kept: ClassVar[int] = 500
+    command_defaults: ClassVar[dict[str, Any]] = {"topic": "t"}    # scenario keys a cluster command's form fills in
     _handlers: ClassVar[dict[str, tuple]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -285,6 +309,11 @@ class SandboxKind:
                 fields = tuple(fields[0](scenario))
             specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
         specs.update(_stepping_specs(cls))
+        defaults = {k: scenario.get(k, d) for k, d in cls.command_defaults.items()}
+        for name in scenario.get("commands") or () if cls.world is None else ():    # a cluster's, by the lesson
+            spec = cluster_spec(name, defaults)
+            if spec is not None:
+                specs[name] = spec
         return specs
 
     @classmethod
@@ -430,13 +459,13 @@ class SandboxKind:
     def export_run(self) -> dict[str, Any]:
         """The run as plain data: the commands of every step and where the learner is.
         With the lesson's scenario (config, seed) it reproduces exactly what they see."""
-        log, out, start = self.run.log, [], self.origin
-        for i, end in enumerate(self.ends):
-            scripted = self._scripted(i + 1)
-            out.append({"id": self.script_ids[i] if scripted else None, "do": [self.compact(c) for c in log[start:end]],
-                        "scripted": scripted})
-            start = end
-        return {"log": out, "step": self.position}
+        return {"log": [{"id": self.script_ids[n - 1] if scripted else None, "do": [self.compact(c) for c in do],
+                         "scripted": scripted} for n, do, scripted in self.steps()], "step": self.position}
+
+    def steps(self) -> list[tuple[int, list[dict[str, Any]], bool]]:
+        """The run's steps: (n, its commands, whether it is the lesson's own)."""
+        log, starts = self.run.log, [self.origin] + self.ends[:-1]
+        return [(i + 1, log[start:end], self._scripted(i + 1)) for i, (start, end) in enumerate(zip(starts, self.ends))]
 
     def compact(self, cmd: dict[str, Any]) -> dict[str, Any]:
         """A command of the run's log as a form sends it: fields at their default left out."""
@@ -535,14 +564,9 @@ class SandboxKind:
         return next((s.say for s in self.lesson.steps if s.id == self.script_ids[n - 1]), "")
 
     def run_state(self) -> dict[str, Any]:
-        log, steps, start = self.run.log, [], self.origin
         sep = "；" if self.lang == "zh" else "; "
-        for i, end in enumerate(self.ends):
-            scripted = self._scripted(i + 1)
-            steps.append({"n": i + 1, "label": sep.join(narration.command_label(c, self.lang)
-                                                          for c in log[start:end]),
-                          "say": self.step_say(i + 1) if scripted else "", "scripted": scripted})
-            start = end
+        steps = [{"n": n, "label": sep.join(narration.command_label(c, self.lang) for c in do),
+                  "say": self.step_say(n) if scripted else "", "scripted": scripted} for n, do, scripted in self.steps()]
         return {
             "step": self.position, "total": self.total_steps, "steps": steps,
             "on_script": self.own_at is None,

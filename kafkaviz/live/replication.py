@@ -33,7 +33,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from engine import narration
-from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
@@ -43,39 +42,16 @@ from wire.session import FIRST_NODE_ID
 from . import client_listener
 from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
-from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, SandboxKind, command
+from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, WEB_CAPS, SandboxKind, cluster_spec, command
 from .quorum_view import quorum_view
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
-from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
+from .validation import CommandError, CommandSpec, Field, validate_command
 
-__all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
+__all__ = ["ReplicationSandbox", "WEB_CAPS"]
 
 # Index files are preallocated sparse, as Kafka does; at Kafka's 10 MiB each, four of them
 # made a run look like 40 MiB on disk. One block each keeps ls, du and quotas in step.
 SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
-
-# Bounds the web puts on engine fields with no (or a very large) upper bound: one
-# command of a shared demo host must stay cheap (a 7-day advance would be millions of
-# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
-WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
-            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
-CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
-
-
-def engine_command_spec(name: str, defaults: dict[str, Any],
-                        narrow: dict[str, dict[str, Any] | None] | None = None) -> CommandSpec | None:
-    """A :class:`CommandSpec` for engine command ``name``, its fields generated from the
-    engine's field metadata (:func:`~kafkaviz.live.validation.command_fields`); a command
-    needing a field a form cannot send is not offered (None).
-    ``defaults`` fills fields the page leaves out (the lesson's topic); ``narrow`` fits a
-    field to the lesson (the settings ``set_config`` may change)."""
-    cls = ENGINE_COMMANDS[name]
-    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT, narrow=narrow)
-    if fields is None:
-        return None
-    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
-                       help=cls.summary, extra={"engine": cls})
-
 
 def _load_fields(scenario: dict) -> tuple[Field, ...]:
     choices = tuple(scenario.get("choices") or ())
@@ -134,6 +110,7 @@ class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
 
     name: ClassVar[str] = "replication"
+    command_defaults: ClassVar[dict[str, Any]] = {"topic": "t", "partition": 0}
     run_fields = SandboxKind.run_fields + ("scenario_def", "truncation", "script")
     # The runtime's (runtime.py ``_build``): the sandbox's lock and a thread-safe request to
     # publish frames, for what a client of the listener makes the engine do between commands.
@@ -152,14 +129,9 @@ class ReplicationSandbox(SandboxKind):
     @classmethod
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
         specs = super().command_specs(scenario)
-        defaults = {"topic": scenario.get("topic", "t"), "partition": scenario.get("partition", 0)}
-        for name in scenario.get("commands") or ():
-            spec = engine_command_spec(name, defaults)
-            if spec is not None:
-                specs[name] = spec
         if scenario.get("configurable"):
             # The engine's set_config, at cluster or broker scope, of the settings the lesson names.
-            specs["set_config"] = engine_command_spec("set_config", {"scope": "cluster"}, {
+            specs["set_config"] = cluster_spec("set_config", {"scope": "cluster"}, {
                 "scope": {"choices": ("cluster", "broker")},
                 "changes": {"choices": tuple(scenario["configurable"])},
                 "target": {"min": 0, "max": WEB_CAPS["broker"]}})
