@@ -33,7 +33,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from engine import narration
-from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
@@ -43,39 +42,16 @@ from wire.session import FIRST_NODE_ID
 from . import client_listener
 from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
-from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, SandboxKind, command
+from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, WEB_CAPS, SandboxKind, cluster_spec, command
 from .quorum_view import quorum_view
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
-from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
+from .validation import CommandError, CommandSpec, Field, validate_command
 
-__all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
+__all__ = ["ReplicationSandbox", "WEB_CAPS"]
 
 # Index files are preallocated sparse, as Kafka does; at Kafka's 10 MiB each, four of them
 # made a run look like 40 MiB on disk. One block each keeps ls, du and quotas in step.
 SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
-
-# Bounds the web puts on engine fields with no (or a very large) upper bound: one
-# command of a shared demo host must stay cheap (a 7-day advance would be millions of
-# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
-WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
-            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
-CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
-
-
-def engine_command_spec(name: str, defaults: dict[str, Any],
-                        narrow: dict[str, dict[str, Any] | None] | None = None) -> CommandSpec | None:
-    """A :class:`CommandSpec` for engine command ``name``, its fields generated from the
-    engine's field metadata (:func:`~kafkaviz.live.validation.command_fields`); a command
-    needing a field a form cannot send is not offered (None).
-    ``defaults`` fills fields the page leaves out (the lesson's topic); ``narrow`` fits a
-    field to the lesson (the settings ``set_config`` may change)."""
-    cls = ENGINE_COMMANDS[name]
-    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT, narrow=narrow)
-    if fields is None:
-        return None
-    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
-                       help=cls.summary, extra={"engine": cls})
-
 
 def _load_fields(scenario: dict) -> tuple[Field, ...]:
     choices = tuple(scenario.get("choices") or ())
@@ -134,6 +110,7 @@ class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
 
     name: ClassVar[str] = "replication"
+    command_defaults: ClassVar[dict[str, Any]] = {"topic": "t", "partition": 0}
     run_fields = SandboxKind.run_fields + ("scenario_def", "truncation", "script")
     # The runtime's (runtime.py ``_build``): the sandbox's lock and a thread-safe request to
     # publish frames, for what a client of the listener makes the engine do between commands.
@@ -152,14 +129,9 @@ class ReplicationSandbox(SandboxKind):
     @classmethod
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
         specs = super().command_specs(scenario)
-        defaults = {"topic": scenario.get("topic", "t"), "partition": scenario.get("partition", 0)}
-        for name in scenario.get("commands") or ():
-            spec = engine_command_spec(name, defaults)
-            if spec is not None:
-                specs[name] = spec
         if scenario.get("configurable"):
             # The engine's set_config, at cluster or broker scope, of the settings the lesson names.
-            specs["set_config"] = engine_command_spec("set_config", {"scope": "cluster"}, {
+            specs["set_config"] = cluster_spec("set_config", {"scope": "cluster"}, {
                 "scope": {"choices": ("cluster", "broker")},
                 "changes": {"choices": tuple(scenario["configurable"])},
                 "target": {"min": 0, "max": WEB_CAPS["broker"]}})
@@ -200,6 +172,7 @@ class ReplicationSandbox(SandboxKind):
     # ---- commands ------------------------------------------------------------------
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")
     def load(self, scenario: str, truncation: str) -> str:
+        self._no_client("load")
         self._start(scenario, truncation)
         self.tracker.own = False
         self._moved(0, "load")
@@ -208,6 +181,7 @@ class ReplicationSandbox(SandboxKind):
 
     @command(_shape_fields, help="Build your own cluster: brokers, partitions, replication factor, min ISR.")
     def shape(self, **values: Any) -> str:
+        self._no_client("shape")
         # Through import_run: the engine creates the topic, and refuses (say) RF > brokers, on a
         # run built beside the current one, which stays if the engine says no.
         seed = self.seed & 0xFFFF
@@ -249,25 +223,30 @@ class ReplicationSandbox(SandboxKind):
     def _partition_count(self) -> int:
         return len(self.run.cluster.state()["topics"].get(self.topic, {}).get("partitions", ())) or 1
 
-    def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
+    def _no_client(self, command: str) -> None:
         port = self.client_port_
-        if port is not None and port.attached and spec.type in ("back", "seek", "load", "shape"):
+        if port is not None and port.attached:
             raise CommandError("busy", _("A client is connected: its requests are not part of the run, so the "
                                          "run cannot go back or start over until it disconnects."),
-                               command=spec.type)
+                               command=command)
+
+    def back(self) -> str:
+        self._no_client("back")
+        return super().back()
+
+    def seek(self, step: int) -> str:
+        self._no_client("seek")
+        return super().seek(step)
+
+    def command_done(self, failure: BaseException | None) -> None:
+        # A new run's (or a restored checkpoint's) cluster is the one served. After a failed
+        # command the command's own error is the one the learner sees: a listener that found
+        # no free ports for the new cluster is closed, and the page shows it closed.
         try:
-            text = super().execute(spec, values)
-        except BaseException:
-            # A failed command may still have replaced the cluster; the listener follows it, but
-            # the command's own error is the one the learner sees: a listener that found no
-            # free ports for the new cluster is closed, and the page shows it closed.
-            try:
-                self._follow()
-            except CommandError:
-                pass
-            raise
-        self._follow()            # a new run's (or a restored checkpoint's) cluster is the one served
-        return text
+            self._follow()
+        except CommandError:
+            if failure is None:
+                raise
 
     def _follow(self) -> None:
         port = self.client_port_
@@ -372,11 +351,6 @@ class ReplicationSandbox(SandboxKind):
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run
-        if self.client_port_ is not None:
-            try:
-                self.client_port_.follow(run.cluster)      # an import replaced the cluster
-            except CommandError:
-                pass        # no listener free for the new cluster: the page shows it closed
         cluster = run.cluster
         summary = build_summary(run)
         cstate = cluster.state()
