@@ -379,14 +379,22 @@ class WireServer:
         except asyncio.CancelledError:
             pass       # the listener is stopping (a cancelled handler task upsets asyncio's stream callback)
         finally:
-            self._sessions.pop(node_id, None)
-            self._peers.pop(node_id, None)
-            if peer not in self._peers.values():
-                self._buckets.pop(peer, None)     # the bucket lives as long as a connection from there
             writer.close()
-            with contextlib.suppress(Closed), self.guard():
-                session.close()
-                self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
+            try:
+                # Gone from the connections and closed in the engine at one moment (the guard
+                # held): a served run's pacer and link mirror see it go where its record says.
+                with self.guard():
+                    self._forget(node_id, peer)
+                    session.close()
+                    self.recorder.add({"t": self.cluster.now_ms(), "kind": "disconnect", "node": node_id})
+            except Closed:
+                self._forget(node_id, peer)
+
+    def _forget(self, node_id: int, peer: str) -> None:
+        self._sessions.pop(node_id, None)
+        self._peers.pop(node_id, None)
+        if peer not in self._peers.values():
+            self._buckets.pop(peer, None)     # the bucket lives as long as a connection from there
 
     async def _loop(self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
