@@ -49,7 +49,9 @@ from .session import FIRST_NODE_ID, Session
 __all__ = ["Traffic", "TrafficError", "mirror_client_links", "CLIENT", "MAX_ENTRIES", "MAX_TEXT_BYTES"]
 
 CLIENT = -1                       # the engine's client node: the page's fault buttons act on it
-KINDS = ("connect", "disconnect", "request", "unsupported", "clock", "create_topic", "auto_create")
+# What a run keeps. Not a request's "create_topic" or "auto_create": a handler records those
+# at the broker, mid-command perhaps, and the replayed request makes them again.
+KINDS = ("connect", "disconnect", "request", "unsupported", "clock")
 MAX_ENTRIES = 50_000              # of an imported run
 MAX_TEXT_BYTES = 16 * 1024 * 1024  # of an imported run's traffic, decompressed
 FORMAT = 1
@@ -174,11 +176,7 @@ class Traffic:
             session = self.sessions.get(e["node"])
             if session is not None:
                 session.dispatch(parse_request(frame_bytes(e)), _no_answer)
-        elif kind == "create_topic" and not e.get("via_request"):
-            self.cluster.create_topic(e["topic"], e["partitions"], e["replication_factor"], e.get("config") or None,
-                                      e.get("assignment"))
-        # "clock": the scheduler has run to it; "unsupported" never reached the engine;
-        # "auto_create" and a request's "create_topic" follow from the request itself.
+        # "clock": the scheduler has run to it; "unsupported" never reached the engine.
 
     def close(self) -> None:
         if self._unsubscribe is not None:
@@ -259,6 +257,4 @@ def _checked(e: Any, i: int, positions: int, brokers: int) -> dict:
             parse_request(e["frame"])
         except (binascii.Error, ValueError, ProtocolError, Unsupported) as exc:
             raise TrafficError(f"{where} is not a request this listener serves: {exc}"[:300]) from None
-    if kind == "create_topic" and not e.get("via_request"):
-        raise TrafficError(f"{where} creates a topic no request asked for")
     return e

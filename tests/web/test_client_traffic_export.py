@@ -51,6 +51,10 @@ async def wait_for(pred, timeout=15.0):
 
 def produce_and_consume(boot: str) -> list[bytes]:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+    admin = KafkaAdminClient(bootstrap_servers=boot)
+    admin.create_topics([NewTopic("made-by-client", 2, 3)])     # a topic a request makes
+    admin.close()
     p = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=5, enable_idempotence=True)
     futures = [p.send("t", key=b"k%d" % i, value=b"from-kafka-python-%d" % i, partition=0) for i in range(6)]
     p.flush(20)
@@ -86,6 +90,7 @@ def fingerprint(sb) -> dict:
         run = sb.engine.run
         return {"digest": run.events.digest(), "seq": run.events.seq, "clock": run.cluster.now_ms(),
                 "position": run.position, "replicas": replicas(sb.engine),
+                "topics": sorted(run.cluster.controller.topics),
                 "offsets": {k: v for k, v in run.cluster.state().items() if k == "groups"}}
 
 
@@ -129,10 +134,12 @@ async def test_an_export_carries_the_clients_requests_and_an_import_replays_them
     assert requests > 10
     live = fingerprint(sb)
     assert any(v == b"from-kafka-python-5" for _, _, v in live["replicas"][0])
+    assert "made-by-client" in live["topics"]
 
     exported = (await rt.command(sid, {"cmd": "export"}))["data"]
     assert exported["run"]["clients"]["format"] == 1
     text = json.dumps(exported)
+    print(f"run with {requests} client requests: {len(text)} bytes exported")
 
     # A fresh runtime and sandbox: the import replays the commands and the clients' requests.
     rt2, sent2 = make_runtime(tmp_path, "b")
