@@ -423,54 +423,65 @@ class WireServer:
 
     async def _loop(self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
-        while True:
-            try:
-                async with asyncio.timeout(self.connections_max_idle_ms / 1000):   # no task per request
-                    head = await reader.readexactly(4)
-            except TimeoutError:
-                log.info("closing idle connection %s", session.node.id)
-                return
-            size = frame_size(head, self.max_frame_bytes)
-            frame = await reader.readexactly(size)
-            wait = self._take_token(self._peers.get(session.node.id, "?"))
-            if wait > 0:
-                await asyncio.sleep(wait)
-            try:
-                req = parse_request(frame)
-            except Unsupported as exc:
+        watch = _Watch(self, session, reader, writer, self.connections_max_idle_ms / 1000)
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                size = frame_size(head, self.max_frame_bytes)
+                frame = await reader.readexactly(size)
+                watch.last = loop.time()
+                wait = self._take_token(self._peers.get(session.node.id, "?"))
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                try:
+                    req = parse_request(frame)
+                except Unsupported as exc:
+                    with self.guard():
+                        now = self.pacer.catch_up()
+                        self.recorder.add({"t": now, "kind": "unsupported", "node": session.node.id,
+                                           "api_key": exc.api_key, "version": exc.version})
+                    answer = unsupported_response(exc)
+                    if answer is None:
+                        raise ProtocolError(str(exc)) from None
+                    writer.write(answer)
+                    await writer.drain()
+                    watch.last = loop.time()
+                    continue
+                done = loop.create_future()
+
+                def reply(body: dict | None, done=done) -> None:
+                    if not done.done():
+                        done.set_result(body)
                 with self.guard():
                     now = self.pacer.catch_up()
-                    self.recorder.add({"t": now, "kind": "unsupported", "node": session.node.id,
-                                       "api_key": exc.api_key, "version": exc.version})
-                answer = unsupported_response(exc)
-                if answer is None:
-                    raise ProtocolError(str(exc)) from None
-                writer.write(answer)
-                await writer.drain()
-                continue
-            done = loop.create_future()
-
-            def reply(body: dict | None, done=done) -> None:
-                if not done.done():
-                    done.set_result(body)
-            with self.guard():
-                now = self.pacer.catch_up()
-                if not self.cluster.brokers[session.broker_id].alive:
-                    return                      # the broker process is gone: its sockets are too
-                self.recorder.add({"t": now, "kind": "request", "node": session.node.id,
-                                   "broker": session.broker_id, "api_key": req.api_key, "version": req.api_version,
-                                   "correlation_id": req.correlation_id,
-                                   "frame": frame})
-                session.dispatch(req, reply)
-                if req.api_key == 0 and req.body["acks"] == 0:
-                    reply(None)                 # acks=0: the client expects no answer at all
-                self.pacer.catch_up()           # what is due now (with zero latency, the whole answer)
-                due = self.cluster.scheduler.next_due_ms()
-            self.pacer.wake(due)
-            body = await self._answer(session, reader, done)
-            if body is not None:
-                writer.write(encode_response(req.api_key, req.api_version, req.correlation_id, body))
-                await writer.drain()
+                    if not self.cluster.brokers[session.broker_id].alive:
+                        return                      # the broker process is gone: its sockets are too
+                    self.recorder.add({"t": now, "kind": "request", "node": session.node.id,
+                                       "broker": session.broker_id, "api_key": req.api_key,
+                                       "version": req.api_version, "correlation_id": req.correlation_id,
+                                       "frame": frame})
+                    session.dispatch(req, reply)
+                    if req.api_key == 0 and req.body["acks"] == 0:
+                        reply(None)                 # acks=0: the client expects no answer at all
+                    self.pacer.catch_up()           # what is due now (with zero latency, the whole answer)
+                    due = self.cluster.scheduler.next_due_ms()
+                self.pacer.wake(due)
+                watch.pending = done
+                try:
+                    body = await done
+                finally:
+                    watch.pending = None
+                if body is not None:
+                    writer.write(encode_response(req.api_key, req.api_version, req.correlation_id, body))
+                    await writer.drain()
+                watch.last = loop.time()
+        except asyncio.IncompleteReadError:
+            if watch.idle:
+                log.info("closing idle connection %s", session.node.id)
+                return
+            raise
+        finally:
+            watch.cancel()
 
     def _take_token(self, peer: str) -> float:
         """Seconds to wait before this address's next request may be handled."""
@@ -481,23 +492,37 @@ class WireServer:
         bucket[0] -= 1
         return 0.0 if bucket[0] >= 0 else -bucket[0] / self.request_rate
 
-    async def _answer(self, session: Session, reader: asyncio.StreamReader, done: asyncio.Future) -> Any:
-        """Wait for a request's answer; give up when the broker dies (Kafka's sockets die with
-        its process) or the client hangs up (a lost message is otherwise never answered).
-        Checked every half second by one timer (a wait_for of a shielded future built a task,
-        a shield and a timeout for every request)."""
-        loop = asyncio.get_running_loop()
 
-        def check() -> None:
-            nonlocal timer
-            if done.done():
-                return
-            if not self.cluster.brokers[session.broker_id].alive or reader.at_eof():
+class _Watch:
+    """One timer per connection, every half second (at most the idle limit), in place of a
+    timeout around every read and a timer around every answer (cancelled timers filled the
+    loop's heap, two a request): a request waiting for its answer gives up when its broker
+    died (Kafka's sockets die with its process) or the client hung up (a lost message is
+    otherwise never answered); with none waiting, a connection that has been quiet for
+    ``connections.max.idle.ms`` since its last answer is closed."""
+
+    def __init__(self, server: WireServer, session: Session, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter, idle_s: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.server, self.session, self.reader, self.writer = server, session, reader, writer
+        self.idle_s = idle_s
+        self.period = min(0.5, idle_s)
+        self.last = self.loop.time()
+        self.pending: asyncio.Future | None = None
+        self.idle = False
+        self.handle = self.loop.call_later(self.period, self._check)
+
+    def _check(self) -> None:
+        done = self.pending
+        if done is not None:
+            if not done.done() and (not self.server.cluster.brokers[self.session.broker_id].alive
+                                    or self.reader.at_eof()):
                 done.set_exception(_Gone())
-            else:
-                timer = loop.call_later(0.5, check)
-        timer = loop.call_later(0.5, check)
-        try:
-            return await done
-        finally:
-            timer.cancel()
+        elif self.loop.time() - self.last >= self.idle_s:
+            self.idle = True
+            self.writer.close()           # the read waiting for the next request ends (no more data comes)
+            return
+        self.handle = self.loop.call_later(self.period, self._check)
+
+    def cancel(self) -> None:
+        self.handle.cancel()
