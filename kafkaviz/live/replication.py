@@ -199,7 +199,9 @@ class ReplicationSandbox(SandboxKind):
                   str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
         # What a real client does to the cluster is the run's too (wire/traffic.py): Back,
         # export, a share link and an import replay it.
-        run.outside = Traffic(client_listener.replay_server(run_dir / "wire"), live=lambda: self._client_attached(run))
+        # (The replay's listener writes no files; its directory is the live one's, outside the run's.)
+        run.outside = Traffic(client_listener.replay_server(self.data_dir / "wire"),
+                              live=lambda: self._client_attached(run))
         return run
 
     def _client_attached(self, run: Run) -> bool:

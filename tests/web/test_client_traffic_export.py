@@ -89,6 +89,7 @@ def fingerprint(sb) -> dict:
     with sb.lock:
         run = sb.engine.run
         return {"digest": run.events.digest(), "seq": run.events.seq, "clock": run.cluster.now_ms(),
+                "state": run.state_digest(),     # the whole run: cluster state, every file, checker, results
                 "position": run.position, "replicas": replicas(sb.engine),
                 "topics": sorted(run.cluster.controller.topics),
                 "offsets": {k: v for k, v in run.cluster.state().items() if k == "groups"}}
