@@ -1,9 +1,10 @@
 """A real client's traffic is part of the sandbox's run (wire/traffic.py): kafka-python
 produces into and consumes from the sandbox's listener, the learner acts between (a
 command while a client is attached, a fault on the client node), and the run's export
-carries every request. Imported into a fresh sandbox, the run replays what the clients
-did: the same event digest, the same records in every replica, the client's requests on
-the new sandbox's frames; Back and Step on the imported run come to the same digest again."""
+carries every request. Imported into a fresh sandbox (from the file, or from a share link),
+the run replays what the clients did: the same event digest and run state digest, the same
+records in every replica, the client's requests as the new run's events; Back and Step on
+the imported run come to the same state again. Tampered traffic is refused in one line."""
 from __future__ import annotations
 
 import asyncio
@@ -204,3 +205,37 @@ async def test_tampered_traffic_is_refused_with_one_line_and_the_sandbox_stays(t
         assert "\n" not in str(refused.value) and "client" in str(refused.value), why
         assert fingerprint(sb) == before, why
     rt.close_all()
+
+
+def produce_only(boot: str) -> None:
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=boot, acks="all", linger_ms=5)
+    for i in range(4):
+        p.send("t", value=b"shared-%d" % i, partition=0).get(10)
+    p.close(5)
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_a_share_link_carries_the_clients_requests(tmp_path, listening):
+    rt, _sent = make_runtime(tmp_path, "a")
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    await rt.command(sid, {"cmd": "shape", "brokers": 3, "replication_factor": 2, "min_insync_replicas": 1})
+    await rt.command(sid, {"cmd": "client_port", "on": True})
+    sb = rt.sandboxes[sid]
+    port = sb.engine.client_port_
+    await asyncio.to_thread(produce_only, port.server.bootstrap)
+    assert await wait_for(lambda: port.attached == 0)
+    await rt.command(sid, {"cmd": "advance", "ms": 500})        # the learner's own step after the client
+    live = fingerprint(sb)
+    assert any(v == b"shared-3" for rows in live["replicas"].values() for _, _, v in rows)
+    share_id = (await rt.command(sid, {"cmd": "share"}))["share_id"]
+
+    rt2, _sent2 = make_runtime(tmp_path, "b")
+    sid2 = new_sandbox_id()
+    await rt2.attach(sid2, "sandbox")
+    await rt2.command(sid2, {"cmd": "open_shared", "id": share_id})
+    assert fingerprint(rt2.sandboxes[sid2]) == live
+    rt.close_all()
+    rt2.close_all()
