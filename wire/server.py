@@ -19,6 +19,7 @@ import collections
 import contextlib
 import json
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -125,6 +126,11 @@ class Pacer:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+
+def _settle(done: asyncio.Future, body: Any) -> None:
+    if not done.done():
+        done.set_result(body)
 
 
 def _due_by(due: int | None, target: int) -> bool:
@@ -423,6 +429,7 @@ class WireServer:
 
     async def _loop(self, session: Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()
+        owner = threading.get_ident()
         watch = _Watch(self, session, reader, writer, self.connections_max_idle_ms / 1000)
         try:
             while True:
@@ -450,8 +457,12 @@ class WireServer:
                 done = loop.create_future()
 
                 def reply(body: dict | None, done=done) -> None:
-                    if not done.done():
-                        done.set_result(body)
+                    # A served cluster's owner may run the scheduler in its own thread (a sandbox
+                    # learner's advance delivers the answer): a future is set on its loop's thread.
+                    if threading.get_ident() != owner:
+                        loop.call_soon_threadsafe(_settle, done, body)
+                    else:
+                        _settle(done, body)
                 with self.guard():
                     now = self.pacer.catch_up()
                     if not self.cluster.brokers[session.broker_id].alive:

@@ -170,6 +170,11 @@ async def test_an_export_carries_the_clients_requests_and_an_import_replays_them
     # Export of the imported run carries the same traffic.
     again = (await rt2.command(sid2, {"cmd": "export"}))["data"]
     assert again["run"]["clients"] == exported["run"]["clients"]
+    # A listener opened on the imported run numbers its connections past the recorded ones.
+    await rt2.command(sid2, {"cmd": "client_port", "on": True})
+    with sb2.lock:
+        recorded = max(e["node"] for e in sb2.engine.run.outside.entries if "node" in e)
+        assert sb2.engine.client_port_.server._next_node > recorded
     rt.close_all()
     rt2.close_all()
 
