@@ -105,7 +105,7 @@ class Traffic:
     def before(self, run: Any) -> None:
         self.after(run)
         now = run.world.scheduler.now_ms()
-        if self.live() and self.entries and self.applied == len(self.entries) and now > self.entries[-1]["t"]:
+        if self.entries and self.applied == len(self.entries) and now > self.entries[-1]["t"] and self.live():
             self._append(run, {"t": now, "kind": "clock"})
 
     def after(self, run: Any) -> None:
