@@ -244,3 +244,42 @@ async def test_a_share_link_carries_the_clients_requests(tmp_path, listening):
     assert fingerprint(rt2.sandboxes[sid2]) == live
     rt.close_all()
     rt2.close_all()
+
+
+@pytest.mark.asyncio
+async def test_back_replays_the_client_and_a_client_after_back_is_recorded_there(tmp_path, listening):
+    """A client writes at step P; the learner steps on and goes Back to P (the client's records
+    replayed from the run's traffic, not lost as before), and a client writes again there: it
+    is recorded at P after the first one, the learner's command after P stays the run's
+    future, and the run exports and imports to the same state."""
+    rt, _sent = make_runtime(tmp_path, "a")
+    sid = new_sandbox_id()
+    await rt.attach(sid, "sandbox")
+    await rt.command(sid, {"cmd": "shape", "brokers": 3, "replication_factor": 3, "min_insync_replicas": 2})
+    await rt.command(sid, {"cmd": "client_port", "on": True})
+    sb = rt.sandboxes[sid]
+    port = sb.engine.client_port_
+    await asyncio.to_thread(produce_only, port.server.bootstrap)
+    assert await wait_for(lambda: port.attached == 0)
+    at_p = fingerprint(sb)
+    await rt.command(sid, {"cmd": "produce", "topic": "t", "partition": 0, "count": 3})
+    with sb.lock:
+        step = sb.engine.position
+    await rt.command(sid, {"cmd": "seek", "step": step - 1})
+    back = fingerprint(sb)
+    assert back["replicas"] == at_p["replicas"] and back["topics"] == at_p["topics"]
+    await asyncio.to_thread(produce_only, port.server.bootstrap)        # again, at P
+    assert await wait_for(lambda: port.attached == 0)
+    live = fingerprint(sb)
+    values = [v for _, _, v in live["replicas"][0]]
+    assert values.count(b"shared-0") == 2
+    with sb.lock:
+        assert sb.engine.run.position < len(sb.engine.run.log)      # the produce is still ahead
+    exported = (await rt.command(sid, {"cmd": "export"}))["data"]
+    rt2, _sent2 = make_runtime(tmp_path, "b")
+    sid2 = new_sandbox_id()
+    await rt2.attach(sid2, "sandbox")
+    await rt2.command(sid2, {"cmd": "import", "run": json.dumps(exported)})
+    assert fingerprint(rt2.sandboxes[sid2]) == live
+    rt.close_all()
+    rt2.close_all()
