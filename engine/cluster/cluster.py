@@ -550,7 +550,8 @@ class Cluster:
             # The client's own request.timeout.ms (a little after the broker's, so a broker
             # timeout response wins when it can arrive).
             scheduler = self.scheduler
-            entry = (scheduler.now_ms() + timeout + 2 * self.config.network_latency_ms + 1, scheduler.reserve(), rid)
+            due = scheduler.now_ms() + timeout + 2 * self.config.network_latency_ms + 1
+            entry = (due, scheduler.reserve(due), rid)
             heapq.heappush(self._client_timeouts, entry)
             timer = self._client_timer
             if timer is not None and entry[:2] < (timer.due_ms, timer.seq):

@@ -352,7 +352,11 @@ class Network:
             return True
         due = now + delay
         batch = self._batch
-        if batch is not None and batch[0] == due and batch[1] == scheduler._seq:
+        if batch is not None and batch[0] == due and (batch[1] == scheduler._seq or (
+                batch[1] == scheduler._pushed and scheduler._reserved_due > due and self.latency_ms > 0)):
+            # Joins the task due at this instant: nothing was scheduled since it, or only timeouts
+            # reserved for later instants (which cannot run between them); with a latency no
+            # message is delivered run_soon, so the order of every delivery stays the same.
             batch[2].append(item)
         else:
             items = [item]

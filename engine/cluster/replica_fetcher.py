@@ -137,7 +137,7 @@ class SourceFetcher:
         # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
         scheduler = broker.scheduler
         due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
-        self.deadline = (due, scheduler.reserve(), self.request)
+        self.deadline = (due, scheduler.reserve(due), self.request)
         if self.timer is None:
             self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
 
@@ -419,7 +419,7 @@ class ReplicaFetcher:
         # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
         scheduler = cluster.scheduler
         due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
-        self.deadline = (due, scheduler.reserve(), session)
+        self.deadline = (due, scheduler.reserve(due), session)
         if self.timer is None:
             self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
 
