@@ -303,31 +303,37 @@ class Partition:
             return False          # nothing above the HW: the min over the ISR cannot pass it
         cluster = self.broker.cluster
         cfg = cluster.config
-        if cfg.hw_min_isr_guard and len(self.isr) < self.effective_min_isr():
+        if cfg.hw_min_isr_guard and len(self.isr) < min(
+                cluster.controller.topic_config(self.topic).min_insync_replicas, max(1, len(self.replicas))):
             return False
-        now = cluster.clock.now_ms()
-        candidate = leo
+        now = cluster.clock._now_ms
         pending = self.pending_isr
         maximal = self.isr if pending is None or not pending.expansion else self.maximal_isr()
         eligible = cluster.controller.is_eligible
         lag_max = cfg.replica_lag_time_max_ms
-        counted = []
         remotes = self.remotes
-        for rid in sorted(remotes):
+        order = sorted(remotes)
+        candidate = leo
+        for rid in order:
             r = remotes[rid]
-            if rid in maximal or (eligible(rid) and r.leo >= 0 and
-                                  (r.leo == leo or now - r.last_caught_up_ms <= lag_max)):
-                counted.append(rid)
-                if r.leo < candidate:
-                    candidate = r.leo
-        if candidate > hw:
-            leos = {str(self.broker.id): leo}
-            for rid in counted:
-                leos[str(rid)] = remotes[rid].leo
-            self.set_hw(candidate, "isr_leo", leos)
-            self.on_hw_increased()
-            return True
-        return False
+            rleo = r.leo
+            if rid in maximal or (eligible(rid) and rleo >= 0 and
+                                  (rleo == leo or now - r.last_caught_up_ms <= lag_max)):
+                if rleo <= hw:
+                    return False      # the minimum over what counts cannot pass the HW
+                if rleo < candidate:
+                    candidate = rleo
+        # The HW moves: the event names every LEO that counted (the same test, again).
+        leos = {str(self.broker.id): leo}
+        for rid in order:
+            r = remotes[rid]
+            rleo = r.leo
+            if rid in maximal or (eligible(rid) and rleo >= 0 and
+                                  (rleo == leo or now - r.last_caught_up_ms <= lag_max)):
+                leos[str(rid)] = rleo
+        self.set_hw(candidate, "isr_leo", leos)
+        self.on_hw_increased()
+        return True
 
     def _follower_in_maximal_isr(self) -> bool:
         """Some follower this leader keeps a remote replica for is in the maximal ISR (so it counts
