@@ -238,7 +238,8 @@ class Scheduler:
                 if task.due_ms > time_ms:
                     break
                 pop(heap)
-                clock.advance_to(task.due_ms)
+                if task.due_ms != clock._now_ms:       # (tasks due at the current instant: no move)
+                    clock.advance_to(task.due_ms)
                 if task.period_ms is not None:
                     # Re-arm the same object before running it (see step).
                     self._seq = self._pushed = self._seq + 1
