@@ -301,31 +301,31 @@ class Partition:
         hw = log.high_watermark
         if leo <= hw:
             return False          # nothing above the HW: the min over the ISR cannot pass it
-        cluster = self.broker.cluster
-        cfg = cluster.config
-        if cfg.hw_min_isr_guard and len(self.isr) < min(
-                cluster.controller.topic_config(self.topic).min_insync_replicas, max(1, len(self.replicas))):
-            return False
-        now = cluster.clock._now_ms
         pending = self.pending_isr
         maximal = self.isr if pending is None or not pending.expansion else self.maximal_isr()
+        cluster = self.broker.cluster
+        cfg = cluster.config
+        now = cluster.clock._now_ms
         eligible = cluster.controller.is_eligible
         lag_max = cfg.replica_lag_time_max_ms
         remotes = self.remotes
-        order = sorted(remotes)
+        # The minimum LEO over the replicas that count (the maximal ISR, and eligible followers
+        # caught up within replica.lag.time.max.ms): the first one at or below the HW settles it.
         candidate = leo
-        for rid in order:
-            r = remotes[rid]
+        for rid, r in remotes.items():
             rleo = r.leo
             if rid in maximal or (eligible(rid) and rleo >= 0 and
                                   (rleo == leo or now - r.last_caught_up_ms <= lag_max)):
                 if rleo <= hw:
-                    return False      # the minimum over what counts cannot pass the HW
+                    return False
                 if rleo < candidate:
                     candidate = rleo
-        # The HW moves: the event names every LEO that counted (the same test, again).
+        if cfg.hw_min_isr_guard and len(self.isr) < min(
+                cluster.controller.topic_config(self.topic).min_insync_replicas, max(1, len(self.replicas))):
+            return False
+        # The HW moves: the event names every LEO that counted, in broker order (the same test).
         leos = {str(self.broker.id): leo}
-        for rid in order:
+        for rid in sorted(remotes):
             r = remotes[rid]
             rleo = r.leo
             if rid in maximal or (eligible(rid) and rleo >= 0 and
@@ -405,8 +405,8 @@ class Partition:
         if self.broker.fetch_purgatory.try_complete_else_watch(DelayedFetch(self, src, req, now), [self.key]):
             return
         self.broker.fetch_timer_driver.arm()
-        self.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition, fetch_offset,
-                         req.max_wait_ms)
+        self._events.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition,
+                                 fetch_offset, req.max_wait_ms)
 
     def check_last_fetched_epoch(self, src: int, req: FetchRequest) -> str | None:
         """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
@@ -537,9 +537,9 @@ class Partition:
 
     def emit_answered(self, follower: int, row: FetchResponse, count: int, first: Any, last: Any,
                       waited_ms: int) -> None:
-        self.emit_fields(FetchAnswered, self.broker.id, follower, self.topic, self.partition, row.fetch_offset,
-                         count, first, last, row.high_watermark, row.leader_leo, row.log_start_offset, row.error,
-                         waited_ms)
+        self._events.emit_fields(FetchAnswered, self.broker.id, follower, self.topic, self.partition,
+                                 row.fetch_offset, count, first, last, row.high_watermark, row.leader_leo,
+                                 row.log_start_offset, row.error, waited_ms)
 
     @property
     def parked_fetches(self) -> int:
@@ -649,8 +649,8 @@ class Partition:
             d = DelayedProduce(self, req, src, info.first_offset, info.last_offset, required)
             if not self.broker.produce_purgatory.try_complete_else_watch(d, [self.key]):
                 self.broker.produce_timer_driver.arm()
-                self.emit_fields(ProduceWaiting, req.request_id, self.broker.id, self.topic, self.partition, required,
-                                         req.timeout_ms)
+                events.emit_fields(ProduceWaiting, req.request_id, self.broker.id, self.topic, self.partition,
+                                   required, req.timeout_ms)
         elif req.acks == 1:
             self.reply_produce(src, req, None, "", info.first_offset, info.last_offset, True)
 
