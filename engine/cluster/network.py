@@ -341,7 +341,7 @@ class Network:
         node = nodes.get(dst)
         dst_inc = getattr(node, "incarnation", 0) if node is not None else -1
         scheduler = self.scheduler
-        now = scheduler.clock.now_ms()
+        now = scheduler.clock._now_ms
         item = (src, dst, src_inc, dst_inc, msg, now)
         if not delay and ((type(msg) is FetchResponse and msg.records) or
                           (type(msg) is SessionFetchResponse and msg.has_records)) and \

@@ -84,13 +84,14 @@ class DelayedFetch(DelayedOperation):
         self.src = src
         self.request = request
         self.parked_ms = parked_ms
-        self.hw_at_park = partition.hw
+        self.hw_at_park = partition.log.high_watermark
         self.leader_epoch = partition.leader_epoch
 
     def try_complete(self) -> bool:
         p = self.partition
-        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.leo > self.request.fetch_offset \
-                or p.hw != self.hw_at_park:
+        log = p.log
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or log._log_end_offset > self.request.fetch_offset \
+                or log.high_watermark != self.hw_at_park:
             return self.force_complete()
         return False
 
@@ -116,7 +117,7 @@ class DelayedProduce(DelayedOperation):
 
     def try_complete(self) -> bool:
         p = self.partition
-        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.hw >= self.required_offset:
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.log.high_watermark >= self.required_offset:
             return self.force_complete()
         return False
 
@@ -382,10 +383,13 @@ class Partition:
         return hw_before
 
     def handle_fetch(self, src: int, req: FetchRequest) -> None:
-        now = self.broker.cluster.clock.now_ms()
+        now = self.broker.cluster.clock._now_ms
         log = self.log
         leo = log._log_end_offset
-        error = self.error_for_epoch(req.leader_epoch)
+        if self.role == "leader" and req.leader_epoch == self.leader_epoch:
+            error = None
+        else:
+            error = self.error_for_epoch(req.leader_epoch)
         if error is None and req.replica_id not in self.remotes:
             error = "NOT_LEADER_OR_FOLLOWER"
         if error is None and req.last_fetched_epoch >= 0:
