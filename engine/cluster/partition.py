@@ -196,7 +196,8 @@ class Partition:
         return self.broker.cluster.controller.topic_config(self.topic)
 
     def effective_min_isr(self) -> int:
-        return min(self.topic_config().min_insync_replicas, max(1, len(self.replicas)))
+        return min(self.broker.cluster.controller.topic_config(self.topic).min_insync_replicas,
+                   max(1, len(self.replicas)))
 
     def maximal_isr(self) -> tuple:
         if self.pending_isr is not None and self.pending_isr.expansion:
