@@ -45,9 +45,9 @@ __all__ = ["Disk", "FileImage"]
 
 _PART_RE = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 _MAX_OPEN = 256
-# Write-behind (see the module docstring): a write of at most SMALL_WRITE bytes that starts
-# where the file's gathered bytes end is gathered; a file's gathered bytes reach it at
-# PENDING_BYTES, and a disk writes everything out once PENDING_FILES files hold some.
+# Write-behind (see the module docstring): a write that starts where the file's gathered bytes
+# end is gathered while they stay within PENDING_BYTES; a write of at most SMALL_WRITE bytes
+# starts a file's gathering; a disk writes everything out once PENDING_FILES files hold some.
 SMALL_WRITE = 4096
 PENDING_BYTES = 64 * 1024
 PENDING_FILES = 64
@@ -98,7 +98,8 @@ class Disk:
         self._checked: set[str] = set()      # paths already validated (hot path)
         self._paths: dict[str, Path] = {}    # rel -> absolute path, once resolved inside root
         self._dirs: dict[str, Path] = {}     # directory part of a rel -> its path, resolved inside root
-        # Write-behind: rel -> [start, end, gathered bytes] of writes not yet passed to the OS.
+        # Write-behind: rel -> [end, start + PENDING_BYTES, start, chunks] of the writes not
+        # yet passed to the OS (chunks: immutable bytes, joined when written).
         self._pending: dict[str, list] = {}
 
     def relocate(self, root: str | os.PathLike) -> None:
@@ -204,9 +205,9 @@ class Disk:
 
     # ---- write-behind --------------------------------------------------------
     def _write_pending(self, rel: str) -> None:
-        start, _, data = self._pending.pop(rel)
+        _, _, start, chunks = self._pending.pop(rel)
         fd = self._handles[rel]
-        view = memoryview(data)
+        view = memoryview(b"".join(chunks))
         while view:
             n = os.pwrite(fd, view, start)
             view, start = view[n:], start + n
@@ -264,11 +265,9 @@ class Disk:
         left (a preallocated .log), so a crash before the next fsync turns them back to zeros.
         A small write that continues the file's gathered bytes is gathered (write-behind)."""
         pending = self._pending.get(rel)
-        if pending is not None and pending[1] == pos and len(data) <= SMALL_WRITE:
-            pending[2] += data
-            end = pending[1] = pos + len(data)
-            if end - pending[0] >= PENDING_BYTES:
-                self._write_pending(rel)
+        if pending is not None and pending[0] == pos and pos + len(data) < pending[1]:
+            pending[0] = pos + len(data)
+            pending[3].append(data if type(data) is bytes else bytes(data))   # kept: must not change
         else:
             if pending is not None:
                 self._write_pending(rel)      # writes reach the file in the order made
@@ -284,7 +283,7 @@ class Disk:
                     self.flush()
                 elif not self._pending:
                     _WITH_PENDING.add(self)
-                self._pending[rel] = [pos, pos + len(data), bytearray(data)]
+                self._pending[rel] = [pos + len(data), pos + PENDING_BYTES, pos, [bytes(data)]]
             else:
                 os.pwrite(fd, data, pos)
         if into_preallocated and data:
