@@ -382,11 +382,26 @@ class Disk:
             self._durable.pop(rel, None)
             self._volatile.pop(rel, None)
             return
-        tmp = rel + ".tmp"
-        self.delete(tmp)
-        self.append(tmp, data)
-        self.fsync(tmp)
-        self.rename(tmp, rel)
+        # The steps of delete(tmp), append, fsync and rename(tmp, rel), with the file's own
+        # handle: no stat of a tmp that is normally absent, no seek, no handle kept for it.
+        tmp = self.check(rel + ".tmp")
+        self._pending.pop(tmp, None)           # a tmp left by a crash inside an earlier write
+        self._close(tmp)
+        self._durable.pop(tmp, None)
+        self._volatile.pop(tmp, None)
+        fd = os.open(self.path(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._pending.pop(rel, None)           # bytes for the file being replaced
+        self._close(rel)
+        os.replace(self.path(tmp), self.path(rel))
+        self._durable.pop(rel, None)
+        self._volatile.pop(rel, None)
 
     def rename(self, src: str, dst: str) -> None:
         src, dst = self.check(src), self.check(dst)

@@ -1,7 +1,8 @@
 """Disk's write-behind (small appends gathered in memory) is the page-cache model it already had:
 against a disk that passes every write to the OS at once, the same operations give the same
 answers, the same fsync and crash results (what a crash loses, the sizes it reports) and the
-same bytes in the files afterwards."""
+same bytes in the files afterwards. The reference also writes checkpoints as the separate
+steps (delete the tmp, append, fsync, rename) that Disk.write_atomic does in one."""
 from __future__ import annotations
 
 import os
@@ -21,6 +22,16 @@ class WriteThroughDisk(Disk):
     def write_at(self, rel, pos, data, into_preallocated=False):
         super().write_at(rel, pos, data, into_preallocated)
         self.flush()
+
+    def write_atomic(self, rel, data):
+        """The checkpoint write as separate steps (what Disk.write_atomic does in one)."""
+        if not self.os_fsync:
+            return super().write_atomic(rel, data)
+        tmp = rel + ".tmp"
+        self.delete(tmp)
+        self.append(tmp, data)
+        self.fsync(tmp)
+        self.rename(tmp, rel)
 
 
 def files_of(root) -> dict[str, bytes]:
@@ -52,6 +63,7 @@ op = st.one_of(
     st.tuples(st.just("close_all")),
     st.tuples(st.just("capture")),
     st.tuples(st.just("path_read"), st.sampled_from(FILES)),
+    st.tuples(st.just("write_atomic"), st.sampled_from(FILES), st.binary(min_size=0, max_size=40)),
 )
 
 
@@ -109,6 +121,10 @@ def apply(disk: Disk, ends: dict, step: tuple):
         return disk.close_all()
     if kind == "capture":
         return disk.capture()
+    if kind == "write_atomic":
+        disk.write_atomic(args[0], args[1])
+        ends[args[0]] = len(args[1])
+        return None
     if kind == "path_read":
         p = disk.path(args[0])          # a reader opening the file by its path sees every byte
         return p.read_bytes() if p.exists() else None
