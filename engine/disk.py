@@ -144,7 +144,7 @@ class Disk:
 
     def path(self, rel: str) -> Path:
         if self._pending:
-            self.flush()                      # whoever opens it by path sees every byte
+            self._settle(rel)                 # whoever opens it by path sees every byte
         cached = self._paths.get(rel)
         if cached is not None:
             return cached
@@ -226,6 +226,16 @@ class Disk:
         while view:
             n = os.pwrite(fd, view, start)
             view, start = view[n:], start + n
+
+    def _settle(self, rel: str) -> None:
+        """Write the gathered bytes of ``rel`` and of every file below it (a directory)."""
+        pending = self._pending
+        if rel in pending:
+            self._write_pending(rel)
+        if pending:
+            below = rel + "/"
+            for key in [k for k in pending if k.startswith(below)]:
+                self._write_pending(key)
 
     def flush(self, rel: str | None = None) -> None:
         """Hand the gathered writes (of ``rel``, or of every file) to the OS. Not an fsync:
@@ -389,7 +399,11 @@ class Disk:
         self._close(tmp)
         self._durable.pop(tmp, None)
         self._volatile.pop(tmp, None)
-        fd = os.open(self.path(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        target = str(self.path(rel))
+        tmp_path = target + ".tmp"             # beside rel; not cached: it lives for this call
+        # O_NOFOLLOW: a symlink planted at the tmp's name is refused, not followed (what
+        # path()'s lstat check would have found).
+        fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -399,7 +413,7 @@ class Disk:
             os.close(fd)
         self._pending.pop(rel, None)           # bytes for the file being replaced
         self._close(rel)
-        os.replace(self.path(tmp), self.path(rel))
+        os.replace(tmp_path, target)
         self._durable.pop(rel, None)
         self._volatile.pop(rel, None)
 
