@@ -188,3 +188,19 @@ def test_pickling_a_disk_puts_gathered_bytes_in_place(tmp_path):
     pickle.dumps(disk)
     with open(tmp_path / "x.log", "rb") as fh:
         assert fh.read() == b"abc"
+
+
+def test_a_symlink_planted_at_a_checkpoints_tmp_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"keep")
+    disk = Disk(tmp_path / "data")
+    disk.mkdir("p")
+    os.symlink(outside, tmp_path / "data" / "p" / "ckpt.tmp")
+    try:
+        disk.write_atomic("p/ckpt", b"0\n0\n")
+    except OSError:
+        pass
+    else:  # pragma: no cover - the failure this test is for
+        raise AssertionError("write_atomic followed a symlink at its tmp")
+    assert outside.read_bytes() == b"keep"
+    assert not disk.exists("p/ckpt")
