@@ -21,8 +21,9 @@ Every byte the engine stores goes through a :class:`Disk`. It does two jobs:
   capturing, pickling, :meth:`crash` and :meth:`flush`, and the process's normal exit. So
   what a read returns, what fsync makes durable, what a crash loses and the bytes in the
   file afterwards are exactly what they were with one ``pwrite`` per write
-  (tests/engine/test_disk_write_behind.py holds it to a disk without the buffer). Only a
-  process killed outright can lose gathered bytes a command had written.
+  (tests/engine/test_disk_write_behind.py holds it to a disk without the buffer). A Run's
+  command and the wire listener's step :meth:`flush` when they end, so a process killed
+  outright loses only bytes of a command it was still in.
 
 File handles are cached and reopened lazily, so a ``Disk`` pickles (the engine's
 snapshots are pickles plus :meth:`capture` of the files).
