@@ -64,7 +64,7 @@ _MAX_OPEN = _max_open()
 # Write-behind (see the module docstring): a write that starts where the file's gathered bytes
 # end is gathered while they stay within PENDING_BYTES; a write of at most SMALL_WRITE bytes
 # starts a file's gathering; a disk writes everything out once PENDING_FILES files hold some.
-SMALL_WRITE = 4096
+SMALL_WRITE = 32 * 1024
 PENDING_BYTES = 64 * 1024
 PENDING_FILES = 64
 _WITH_PENDING: "weakref.WeakSet[Disk]" = weakref.WeakSet()

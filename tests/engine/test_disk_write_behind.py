@@ -47,7 +47,8 @@ def files_of(root) -> dict[str, bytes]:
 op = st.one_of(
     st.tuples(st.just("append_at_end"), st.sampled_from(FILES), st.binary(min_size=0, max_size=200),
               st.booleans()),
-    st.tuples(st.just("big_at_end"), st.sampled_from(FILES), st.integers(4097, 9000)),
+    st.tuples(st.just("big_at_end"), st.sampled_from(FILES),
+              st.integers(disk_mod.SMALL_WRITE - 2000, disk_mod.SMALL_WRITE + 2000)),
     st.tuples(st.just("write_at"), st.sampled_from(FILES), st.integers(0, 600), st.binary(min_size=1, max_size=50)),
     st.tuples(st.just("append"), st.sampled_from(FILES), st.binary(min_size=1, max_size=80)),
     st.tuples(st.just("read"), st.sampled_from(FILES), st.integers(0, 400), st.integers(0, 400)),
