@@ -22,7 +22,7 @@ Every byte the engine stores goes through a :class:`Disk`. It does two jobs:
   what a read returns, what fsync makes durable, what a crash loses and the bytes in the
   file afterwards are exactly what they were with one ``pwrite`` per write
   (tests/engine/test_disk_write_behind.py holds it to a disk without the buffer). A Run's
-  command and the wire listener's step :meth:`flush` when they end, so a process killed
+  command, the wire listener's step and a replayed record's entry :meth:`flush` when they end, so a process killed
   outright loses only bytes of a command it was still in.
 
 File handles are cached and reopened lazily, so a ``Disk`` pickles (the engine's
