@@ -12,18 +12,18 @@ Every byte the engine stores goes through a :class:`Disk`. It does two jobs:
   written since its last fsync back to its durable size: exactly what a hard crash
   loses when nothing forced a flush. Renames and deletes are durable at once, as on
   a journaling file system.
-* **Write-behind, inside that model.** Small writes that extend a file's last write
-  (single-record batches appended one after another) are gathered in memory and reach the
-  file with one ``pwrite`` (at most :data:`PENDING_BYTES` per file), the way the OS gathers
-  them in its page cache. Every other operation first puts a file's gathered bytes in place:
+* **Write-behind, inside that model.** A write of up to :data:`SMALL_WRITE` bytes and the
+  writes that continue it (batches appended one after another) are gathered in memory and
+  reach the file with one ``pwrite`` (at most :data:`PENDING_BYTES` per file), the way the OS
+  gathers them in its page cache. Every other operation first puts a file's gathered bytes in place:
   reading it, asking its size, truncating, fsync, renaming, deleting, closing its handle,
   :meth:`path` (whoever opens the file by its path sees every byte written), walking,
   capturing, pickling, :meth:`crash` and :meth:`flush`, and the process's normal exit. So
   what a read returns, what fsync makes durable, what a crash loses and the bytes in the
   file afterwards are exactly what they were with one ``pwrite`` per write
   (tests/engine/test_disk_write_behind.py holds it to a disk without the buffer). A Run's
-  command, the wire listener's step and a replayed record's entry :meth:`flush` when they end, so a process killed
-  outright loses only bytes of a command it was still in.
+  command, the wire listener's step and a replayed record's entry :meth:`flush` when they
+  end, so a process killed outright loses only bytes of a command it was still in.
 
 File handles are cached and reopened lazily, so a ``Disk`` pickles (the engine's
 snapshots are pickles plus :meth:`capture` of the files).
