@@ -255,35 +255,63 @@
   }
   KV.fitStage = fitStage;
   // On a phone, parts of the main picture marked data-stage-tab (siblings) share one place:
-  // a row of buttons above them picks which one shows, and a step that changes one of them
-  // shows it (the part the step's sentence speaks about). Wider windows show them all (the
-  // buttons are hidden by CSS). A button's name is its part's label (or heading).
+  // a tab list above them picks which one shows, and a step that changes one of them shows it
+  // (the part the step's sentence speaks about). Wider windows show them all (the tab list is
+  // hidden by CSS, and the parts are plain sections again). A tab's name is its part's label
+  // (or heading). ARIA's tabs pattern: role tablist/tab/tabpanel, aria-selected, one tab in the
+  // Tab order, ←/→ (and Home/End) move between tabs and show the one reached.
+  let tabSeq = 0;
+  const TABS_SHOWN = "(max-width: 600px), (min-width: 1001px) and (max-height: 760px)";
+  function tabsShown() { return !!(window.matchMedia && window.matchMedia(TABS_SHOWN).matches); }
   function stageTabs() {
     const groups = new Map();
     document.querySelectorAll("#stage [data-stage-tab]").forEach(function (p) {
       if (!groups.has(p.parentNode)) groups.set(p.parentNode, []);
       groups.get(p.parentNode).push(p);
     });
+    const shown = tabsShown();
     groups.forEach(function (panels, parent) {
       let bar = parent.querySelector(":scope > .stage-tabs");
       const pick = function (chosen) {
         panels.forEach(function (p, i) {
-          p.toggleAttribute("data-tab-off", p !== chosen);
-          bar.children[i].setAttribute("aria-pressed", String(p === chosen));
+          const on = p === chosen, tab = bar.children[i];
+          p.toggleAttribute("data-tab-off", !on);
+          tab.setAttribute("aria-selected", String(on));
+          tab.tabIndex = on ? 0 : -1;
         });
       };
       if (!bar) {
-        bar = KV.html("div", { class: "stage-tabs", role: "group" });
+        bar = KV.html("div", { class: "stage-tabs", role: "tablist", "aria-label": KV.t("stage_tabs") });
         panels.forEach(function (p) {
-          const head = p.querySelector("h2, h3, h4");
-          const b = KV.html("button", { type: "button", class: "secondary stage-tab", "aria-pressed": "false" },
+          const head = p.querySelector("h2, h3, h4"), n = ++tabSeq;
+          if (!p.id) p.id = "stage-panel-" + n;
+          const b = KV.html("button", { type: "button", class: "secondary stage-tab", role: "tab", id: "stage-tab-" + n,
+            "aria-selected": "false", "aria-controls": p.id, tabindex: "-1" },
             p.getAttribute("aria-label") || (head ? head.textContent : ""));
           b.addEventListener("click", function () { pick(p); fitStage(); });
           bar.append(b);
         });
+        bar.addEventListener("keydown", function (e) {
+          const tabs = Array.prototype.slice.call(bar.children), i = tabs.indexOf(e.target);
+          if (i < 0 || e.altKey || e.ctrlKey || e.metaKey) return;
+          const to = { ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+          if (to === undefined) return;
+          // The page's own ←/→ (Back, Step) and Home/End (first, last step) wait: this key is the tab list's.
+          e.preventDefault();
+          e.stopPropagation();
+          const j = (to + tabs.length) % tabs.length;
+          pick(panels[j]);
+          tabs[j].focus();
+          fitStage();
+        });
         parent.insertBefore(bar, panels[0]);
         pick(panels[0]);
       }
+      // Tab panels only while the tab list shows; otherwise every part is a section of its own.
+      panels.forEach(function (p, i) {
+        if (shown) { p.setAttribute("role", "tabpanel"); p.setAttribute("aria-labelledby", bar.children[i].id); }
+        else if (p.getAttribute("role") === "tabpanel") { p.removeAttribute("role"); p.removeAttribute("aria-labelledby"); }
+      });
       const changed = panels.filter(function (p) {
         const was = p._kvTabText, now = p.textContent;
         p._kvTabText = now;
@@ -306,7 +334,7 @@
     KV.stageFitWatch = new ResizeObserver(fitStage);
     [main, say].forEach(function (n) { if (n) KV.stageFitWatch.observe(n); });
   } });
-  window.addEventListener("resize", fitStage);
+  window.addEventListener("resize", function () { stageTabs(); fitStage(); });
 
   // A form field has the focus: keys belong to it, not to the page's shortcuts.
   KV.typing = function (t) {

@@ -419,3 +419,50 @@ def test_play_pressed_before_the_first_frame_waits_for_it(browser: Browser, live
         assert not errors, errors
     finally:
         ctx.close()
+
+
+# The stage's tabs as a screen reader and the keyboard meet them.
+TABS = """() => { const list = document.querySelector("#stage .stage-tabs");
+  const tabs = Array.from(list.children), panels = Array.from(document.querySelectorAll("#stage [data-stage-tab]"));
+  return { role: list.getAttribute("role"), label: list.getAttribute("aria-label"), shown: list.getClientRects().length > 0,
+    tabs: tabs.map((t) => ({ role: t.getAttribute("role"), selected: t.getAttribute("aria-selected"), tabindex: t.tabIndex,
+      controls: t.getAttribute("aria-controls"), pressed: t.hasAttribute("aria-pressed"), focused: document.activeElement === t })),
+    panels: panels.map((p) => ({ id: p.id, role: p.getAttribute("role"), by: p.getAttribute("aria-labelledby"), off: p.hasAttribute("data-tab-off") })),
+    ids: tabs.map((t) => t.id) }; }"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_stage_tabs_are_an_aria_tablist_that_arrow_keys_walk(browser: Browser, live_server_url, lang):
+    ctx, page, errors = fresh(browser, "phone", reduced=True)
+    try:
+        open_lesson(page, live_server_url, "topics-partitions-offsets", lang)
+        tabs = page.evaluate(TABS)
+        assert tabs["role"] == "tablist" and tabs["label"] and tabs["shown"], tabs
+        assert len(tabs["tabs"]) == 2 and not any(t["pressed"] for t in tabs["tabs"]), tabs
+        assert [t["role"] for t in tabs["tabs"]] == ["tab", "tab"] and [t["selected"] for t in tabs["tabs"]] == ["true", "false"], tabs
+        assert [t["tabindex"] for t in tabs["tabs"]] == [0, -1], tabs          # one tab in the Tab order
+        for tab, panel, tid in zip(tabs["tabs"], tabs["panels"], tabs["ids"]):
+            assert tab["controls"] == panel["id"] and panel["role"] == "tabpanel" and panel["by"] == tid, tabs
+        assert [p["off"] for p in tabs["panels"]] == [False, True], tabs
+        page.focus("#stage .stage-tab[aria-selected='true']")
+        page.keyboard.press("ArrowRight")
+        tabs = page.evaluate(TABS)
+        assert [t["selected"] for t in tabs["tabs"]] == ["false", "true"] and tabs["tabs"][1]["focused"], tabs
+        assert [p["off"] for p in tabs["panels"]] == [True, False] and [t["tabindex"] for t in tabs["tabs"]] == [-1, 0], tabs
+        page.keyboard.press("ArrowRight")         # wraps round to the first
+        assert [t["selected"] for t in page.evaluate(TABS)["tabs"]] == ["true", "false"]
+        page.keyboard.press("End")
+        assert [t["selected"] for t in page.evaluate(TABS)["tabs"]] == ["false", "true"]
+        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("Home")
+        assert [t["selected"] for t in page.evaluate(TABS)["tabs"]] == ["true", "false"]
+        # The arrows moved between tabs, not through the lesson (← Back, → Step, End: the last step).
+        page.wait_for_timeout(300)
+        assert page.evaluate("KV.lastFrame.state.run.step") == 0
+        # Where the window is wide enough for every part, the parts are sections again, not tab panels.
+        page.set_viewport_size({"width": 1366, "height": 800})
+        tabs = page.evaluate(TABS)
+        assert not tabs["shown"] and all(p["role"] is None and p["by"] is None for p in tabs["panels"]), tabs
+        assert not errors, errors
+    finally:
+        ctx.close()
