@@ -200,6 +200,8 @@ def ui_strings() -> dict[str, str]:
         "tw_name_fetch": _("fetch purgatory (DelayedFetch)"),
         "tw_switch_label": _("Which purgatory's wheels to show"),
         "stage_tabs": _("Parts of the picture"),
+        "fit_more": _("{shown} of {total} rows shown: show all"),
+        "fit_fewer": _("Show only this step's rows"),
         "tw_switch_produce": _("Produce purgatory · {n} waiting · {moves} move(s) in this step"),
         "tw_switch_fetch": _("Fetch purgatory · {n} waiting · {moves} move(s) in this step"),
         "tw_fetch_legend": _("fetch#F@O is follower F's fetch from offset O, parked because the leader had nothing past O; it waits at most replica.fetch.wait.max.ms."),

@@ -218,21 +218,70 @@
     const min = Math.max(0.6, Number(p.getAttribute("data-fit-min")) || 0);
     return Math.min(h, h * min / Math.max(scale, min));
   }
+  // A part marked data-fit-rows (a selector of its rows) gives up height on a phone by
+  // showing fewer rows, never by scrolling in a box of its own: the rows the step is about
+  // (its rows marked .fit-focus; else its newest, with data-fit-rows-end; else its first) and their
+  // neighbours, at least data-fit-rows-min of them (2). With data-fit-more, a button after it
+  // says how many rows show and shows them all (the page then scrolls as any page does).
+  function rowsOf(p) { return Array.prototype.slice.call(p.querySelectorAll(p.getAttribute("data-fit-rows"))); }
+  function showRows(p, k) {
+    const rows = rowsOf(p), n = rows.length;
+    let a = -1, b = -1;
+    rows.forEach(function (r, i) { if (r.classList.contains("fit-focus")) { if (a < 0) a = i; b = i; } });
+    if (a < 0) { a = b = p.hasAttribute("data-fit-rows-end") ? n - 1 : 0; }
+    k = Math.max(1, Math.min(n, k));
+    // The rows before the focus first (what led to it: the index entry a scan started from).
+    const start = Math.max(0, Math.min(n - k, a - Math.ceil(Math.max(0, k - (b - a + 1)) / 2)));
+    rows.forEach(function (r, i) { r.toggleAttribute("data-fit-off", i < start || i >= start + k); });
+    return { shown: k, total: n };
+  }
+  function moreButton(p, shown, total) {
+    if (!p.hasAttribute("data-fit-more")) return;
+    let b = p.nextElementSibling;
+    if (!b || !b.classList.contains("fit-more")) {
+      b = KV.html("button", { type: "button", class: "linklike fit-more" });
+      b.addEventListener("click", function () { p.toggleAttribute("data-fit-all"); fitStage(); });
+      p.after(b);
+    }
+    const all = p.hasAttribute("data-fit-all");
+    b.hidden = !all && shown >= total;
+    b.textContent = all ? KV.t("fit_fewer") : KV.t("fit_more", { shown: shown, total: total });
+    b.setAttribute("aria-expanded", String(all));
+  }
   function fitStage() {
     const main = KV.stageMain();
     if (!main) return;
     const stage = document.getElementById("stage");
     const also = stageAlso();
+    const phone = window.innerWidth < 600;
     const parts = Array.prototype.slice.call(stage.querySelectorAll(".stage-fit")).filter(function (p) {
       return main.contains(p) || also.some(function (a) { return a.contains(p); });
     });
+    const byRows = function (p) { return phone && p.hasAttribute("data-fit-rows"); };
     const kept = parts.map(function (p) { return p.scrollTop; });
-    parts.forEach(function (p) { p.style.maxHeight = ""; });
-    if (!parts.length) return;
+    parts.forEach(function (p) {
+      p.style.maxHeight = "";
+      rowsOf(p).forEach(function (r) { r.removeAttribute("data-fit-off"); });
+    });
+    // Rows shown where the window is not a phone's, or where the learner asked for them all.
+    stage.querySelectorAll(".fit-more").forEach(function (b) {
+      const p = b.previousElementSibling;
+      if (!p || !byRows(p)) b.hidden = true;
+      else if (p.hasAttribute("data-fit-all")) moreButton(p, 0, 0);
+    });
+    const fitting = parts.filter(function (p) { return !(byRows(p) && p.hasAttribute("data-fit-all")); });
+    if (!fitting.length) return;
     const over = function () { return KV.stageBottom() - window.innerHeight + 8; };
-    if (over() <= 0) return;
-    const em = parseFloat(getComputedStyle(main).fontSize) || 16, phone = window.innerWidth < 600;
-    const tall = parts.map(function (p) {
+    const done = function () {
+      fitting.forEach(function (p) { if (byRows(p)) { const r = rowsOf(p); moreButton(p, r.filter(function (x) { return !x.hasAttribute("data-fit-off"); }).length, r.length); } });
+    };
+    if (over() <= 0) { done(); return; }
+    const em = parseFloat(getComputedStyle(main).fontSize) || 16;
+    const tall = fitting.map(function (p) {
+      if (byRows(p)) {
+        const n = rowsOf(p).length;
+        return { p: p, rows: n, floor: Math.min(n, Number(p.getAttribute("data-fit-rows-min")) || 2) };
+      }
       const h = p.getBoundingClientRect().height;
       return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? svgFloor(p, h) : Math.min(h, (phone ? 3.5 : 4.5) * em) };
     });
@@ -240,6 +289,7 @@
     // the largest share f in [0, 1] kept (1: its drawn size) that fits, by bisection.
     const apply = function (f) {
       tall.forEach(function (t) {
+        if (t.rows !== undefined) { showRows(t.p, Math.round(t.floor + (t.rows - t.floor) * f)); return; }
         const v = t.floor + (t.h - t.floor) * f;
         t.p.style.maxHeight = v < t.h - 1 ? Math.floor(v) + "px" : "";
       });
@@ -247,9 +297,10 @@
     let lo = 0, hi = 1;
     apply(0);
     if (over() <= 0) {
-      for (let i = 0; i < 6; i++) { const mid = (lo + hi) / 2; apply(mid); if (over() <= 0) lo = mid; else hi = mid; }
+      for (let i = 0; i < 7; i++) { const mid = (lo + hi) / 2; apply(mid); if (over() <= 0) lo = mid; else hi = mid; }
       apply(lo);
     }
+    done();
     // A shorter box keeps its place; one marked data-fit-end shows its newest lines.
     parts.forEach(function (p, i) { p.scrollTop = p.hasAttribute("data-fit-end") ? p.scrollHeight : kept[i]; });
   }

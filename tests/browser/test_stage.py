@@ -466,3 +466,62 @@ def test_the_stage_tabs_are_an_aria_tablist_that_arrow_keys_walk(browser: Browse
         assert not errors, errors
     finally:
         ctx.close()
+
+
+# Inner boxes of the stage's main picture that scroll (their content taller than the box),
+# and whether the rows a lookup marks (the probe, the scan, the answer) are shown.
+SCROLL_BOXES = """() => { const main = KV.stageMain();
+  const boxes = Array.from(main.querySelectorAll("*")).filter((n) => { const o = getComputedStyle(n).overflowY;
+    return (o === "auto" || o === "scroll") && n.scrollHeight > n.clientHeight + 1; }).map((n) => n.className || n.tagName);
+  const marked = Array.from(main.querySelectorAll(".ss-row[data-mark]"));
+  return { boxes, marked: marked.length, hidden: marked.filter((r) => !r.getClientRects().length).length,
+           current: main.querySelector("#ss-steps li.current") ? main.querySelector("#ss-steps li.current").getClientRects().length : 1 }; }"""
+
+
+@pytest.mark.parametrize("slug", ["offset-index", "time-index"])
+def test_on_a_phone_lessons_3_and_4_show_the_steps_rows_without_an_inner_scroll_box(browser: Browser, live_server_url, slug):
+    ctx, page, errors = fresh(browser, "phone", reduced=True)
+    try:
+        open_lesson(page, live_server_url, slug)
+        total, marked = page.evaluate("KV.lastFrame.state.run.total"), 0
+        for _ in range(total):
+            n = step(page)
+            check_stage(page, f"{slug} phone after step {n}")
+            seen = page.evaluate(SCROLL_BOXES)
+            assert not seen["boxes"], f"{slug} step {n}: scroll boxes {seen}"
+            assert seen["hidden"] == 0 and seen["current"], f"{slug} step {n}: the lookup's marked rows are not shown {seen}"
+            marked += seen["marked"]
+        assert marked, "no step marked a row"
+        # Every row is one click away, and back.
+        more = page.locator("#stage .fit-more")
+        expect(more).to_be_visible()
+        more.click()
+        assert page.evaluate("document.querySelectorAll('#stage #ss-rows > tr[data-fit-off]').length") == 0
+        more.click()
+        assert page.evaluate("document.querySelectorAll('#stage #ss-rows > tr[data-fit-off]').length") > 0
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+# Each ring's numbers (bucket counts, slot numbers) as shown: the smallest font in px, and
+# whether every one lies inside its ring's picture.
+RING_TEXT = """() => Array.from(document.querySelectorAll("#stage .tw-ring")).map((svg) => {
+  const box = svg.getBoundingClientRect(), s = box.width / svg.viewBox.baseVal.width, texts = Array.from(svg.querySelectorAll("text"));
+  return { px: Math.min(...texts.map((t) => parseFloat(getComputedStyle(t).fontSize) * s)),
+           inside: texts.every((t) => { const r = t.getBoundingClientRect();
+             return r.left >= box.left - 0.5 && r.right <= box.right + 0.5 && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5; }) }; })"""
+
+
+@pytest.mark.parametrize("size", sorted(WIDTHS))
+def test_lesson_15s_ring_numbers_are_readable(browser: Browser, live_server_url, size):
+    ctx, page, _ = fresh(browser, size, reduced=True)
+    try:
+        open_lesson(page, live_server_url, "timing-wheel")
+        for _ in range(page.evaluate("KV.lastFrame.state.run.total")):
+            n = step(page)
+            page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            rings = page.evaluate(RING_TEXT)
+            assert rings and all(r["px"] >= 11 and r["inside"] for r in rings), (size, n, rings)
+    finally:
+        ctx.close()
