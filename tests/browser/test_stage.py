@@ -525,3 +525,24 @@ def test_lesson_15s_ring_numbers_are_readable(browser: Browser, live_server_url,
             assert rings and all(r["px"] >= 11 and r["inside"] for r in rings), (size, n, rings)
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lesson_8s_sentences_point_only_at_what_is_in_view(browser: Browser, live_server_url, lang):
+    # Step 5 said "Watch the HW panel", but the panel (how the leader computes the HW) is below
+    # the stage -- a page away on a phone. A sentence that names the panel finds it on the
+    # first screen; step 5 now points at the HW in the leader's box, on the stage.
+    ctx, page, _ = fresh(browser, "phone", reduced=True)
+    try:
+        open_lesson(page, live_server_url, "replication", lang)
+        for _ in range(page.evaluate("KV.lastFrame.state.run.total")):
+            n = step(page)
+            say = page.evaluate("document.getElementById('step-say').textContent")
+            if "panel" in say or "面板" in say:
+                top = page.evaluate("document.getElementById('hw-calc').getBoundingClientRect().top")
+                assert top < page.viewport_size["height"], f"step {n} points at the HW panel, {top:.0f} px down: {say}"
+            if n == 5:
+                assert "0" in say and "HW" in say, say
+                expect(page.locator("#cl-broker-0 .cl-box")).to_be_in_viewport()
+    finally:
+        ctx.close()
