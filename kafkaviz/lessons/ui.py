@@ -38,6 +38,7 @@ def ui_strings() -> dict[str, str]:
         "cr_no_answer": _("no answer in this step"),
         "at_end": _("The run is at its end"),
         "run_end_hint": _("The lesson's steps end here: ← Back or the slider to look again, ↺ Reset to start over."),
+        "run_end_short": _("The steps end here: ← Back, or ↺ Reset."),
         "done": _("✓ Done"),
         "not_yet": _("Not yet"),
         "task_done": _("Task done: {text}"),

@@ -584,7 +584,59 @@ def test_lesson_14s_tokens_on_their_way_keep_their_labels_apart(browser: Browser
                 other += sum(not p["same"] for p in seen["pairs"])
         assert moving > samples, (moving, samples)       # tokens were on their way most of the time
         # On one link: never. Across links that meet (sampled at 80 ms, an arrival a label's
-        # height off its plan under load): at most a few glimpses in the walk.
-        assert same == 0 and other <= 3, (same, other, samples)
+        # height off its plan under load): a glimpse in one sample of ten at most (4 of 90 at a
+        # load average of 14; before, 104).
+        assert same == 0 and other <= samples // 10, (same, other, samples)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_a_page_opened_at_the_end_of_its_run_keeps_the_stage_on_the_first_screen(browser: Browser, live_server_url, slug):
+    # The run is kept per session: a lesson finished earlier (or the other language's page)
+    # opens at its end, with a line saying why Step is off -- 24 px more above the picture,
+    # which the fit must make room for at every size.
+    ctx, page, errors = fresh(browser, "short", reduced=True)
+    try:
+        open_lesson(page, live_server_url, slug)
+        total = page.evaluate("KV.lastFrame.state.run.total")
+        page.locator("#scrubber").fill(str(total))
+        page.locator("#scrubber").dispatch_event("change")
+        wait_for(page, f"KV.lastFrame.state.run.step === {total}")
+        for size in ("short", "wide", "phone"):
+            page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[size])))
+            open_lesson(page, live_server_url, slug)
+            wait_for(page, f"KV.lastFrame.state.run.step === {total}")
+            expect(page.locator("#next-step.run-end")).to_be_visible()
+            check_stage(page, f"{slug} {size} opened at the end of its run")
+        assert not errors, errors
+    finally:
+        ctx.close()
+
+
+# Lesson 17's picture: the gap between the controllers' row and the brokers' (SVG units),
+# resting tokens that cover a box, and the step's sentence as wide as its box or not.
+QUORUM_ROWS = """() => { const c = KV.clusterNode(100), b = KV.clusterNode(0);
+  const boxes = Array.from(document.querySelectorAll("#cl-boxes .cl-box")).map((n) => n.getBoundingClientRect());
+  const toks = Array.from(document.querySelectorAll("#cl-flow .flow-still:not(.flow-dropped)")).map((n) => n.getBoundingClientRect());
+  const say = document.getElementById("step-say");
+  return { gap: b.y - (c.y + c.h), tokens: toks.length,
+    covering: toks.filter((t) => boxes.some((r) => t.left < r.right && r.left < t.right && t.top < r.bottom - 1 && r.top + 1 < t.bottom)).length,
+    sayFits: say.scrollWidth <= say.clientWidth + 1 }; }"""
+
+
+def test_lesson_17s_controllers_stand_a_short_gap_above_the_brokers(browser: Browser, live_server_url):
+    # The gap held 92 px of nothing between the two rows; now 60, and the tokens resting
+    # under a controller keep to it rather than lie on a broker's box.
+    ctx, page, _ = fresh(browser, "wide", reduced=True)
+    try:
+        open_lesson(page, live_server_url, "controller-quorum")
+        tokens = 0
+        for _ in range(8):
+            n = step(page)
+            seen = page.evaluate(QUORUM_ROWS)
+            assert seen["gap"] <= 64 and seen["covering"] == 0 and seen["sayFits"], (n, seen)
+            tokens += seen["tokens"]
+        assert tokens
     finally:
         ctx.close()
