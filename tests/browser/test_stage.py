@@ -640,3 +640,32 @@ def test_lesson_17s_controllers_stand_a_short_gap_above_the_brokers(browser: Bro
         assert tokens
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lesson_16s_sentences_name_the_consumers_as_the_picture_does(browser: Browser, live_server_url, lang):
+    # The group diagram names each consumer by its client id (and its connection): member-b-1015,
+    # member-k-1018. Step 8's sentence said "kcat", a name the picture never shows; it now
+    # says kcat joins as member-k. Every consumer a sentence names is in the picture, and a
+    # sentence or question that speaks of kcat names its consumer.
+    import re
+
+    ctx, page, _ = fresh(browser, "wide", reduced=True)
+    try:
+        open_lesson(page, live_server_url, "what-your-client-says", lang)
+        named = 0
+        for _ in range(page.evaluate("KV.lastFrame.state.run.total")):
+            n = step(page)
+            say = page.evaluate("document.getElementById('step-say').textContent")
+            # The question asks about the next step, whose consumer may not have joined yet.
+            question = page.evaluate("(document.getElementById('predict-question') || {}).textContent || ''")
+            shown = page.evaluate("""() => Array.from(document.querySelectorAll('[data-diagram="consumer-group"] [data-consumer]'))
+              .map((n) => n.dataset.consumer)""")
+            for name in re.findall(r"\bmember-[a-z]\b", say):
+                named += 1
+                assert any(s.startswith(name + "-") for s in shown), (n, name, shown, say)
+            for text in (say, question):
+                assert "kcat" not in text or "member-k" in text, (n, text)
+        assert named >= 3
+    finally:
+        ctx.close()
