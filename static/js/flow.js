@@ -225,8 +225,9 @@
   }
   // Whether a label resting at p would cover a node's box (lesson 17's controllers stand a
   // short gap above the brokers: their tokens keep to the gap).
+  let boxesNow = null;      // the nodes' boxes, read once per frame played
   function onABox(p, w) {
-    const boxes = KV.clusterBoxes ? KV.clusterBoxes() : [];
+    const boxes = boxesNow || (boxesNow = KV.clusterBoxes ? KV.clusterBoxes() : []);
     return boxes.some(function (b) {
       return p.x + w / 2 > b.x && p.x - w / 2 < b.x + b.w && p.y + ROW_PX / 2 > b.y && p.y - ROW_PX / 2 < b.y + b.h;
     });
@@ -252,10 +253,23 @@
   }
   // Whether path f's label covers another's at some moment both are on their way (the first
   // 60 % of a path; resting labels keep apart by their rows, see restPoint).
+  // A path's box: every point it passes (it moves straight between keyframes), grown by half
+  // its label; paths whose boxes do not meet never cover each other (most pairs, cheaply).
+  function boxOf(f) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    f.keys.forEach(function (k, i) {
+      if (i > 4) return;           // the flight: up to the rest point (offset 0.6)
+      x0 = Math.min(x0, k.p.x); x1 = Math.max(x1, k.p.x); y0 = Math.min(y0, k.p.y); y1 = Math.max(y1, k.p.y);
+    });
+    return { x0: x0 - f.w / 2 - 2, x1: x1 + f.w / 2 + 2, y0: y0 - ROW_PX / 2, y1: y1 + ROW_PX / 2 };
+  }
   function crosses(f) {
-    const fEnd = f.start + f.duration * 0.6;
+    const fEnd = f.start + f.duration * 0.6, fb = f.box || (f.box = boxOf(f));
     return flying.some(function (g) {
       const from = Math.max(f.start, g.start), to = Math.min(fEnd, g.start + g.duration * 0.6);
+      if (from > to) return false;
+      const gb = g.box || (g.box = boxOf(g));
+      if (fb.x1 < gb.x0 || gb.x1 < fb.x0 || fb.y1 < gb.y0 || gb.y1 < fb.y0) return false;
       for (let t = from; t <= to; t += SAMPLE_MS) {
         const a = pointAt(f, t), b = pointAt(g, t);
         if (Math.abs(a.x - b.x) < (f.w + g.w) / 2 + 2 && Math.abs(a.y - b.y) < ROW_PX - 1) return true;
@@ -295,6 +309,7 @@
     const layer = $("cl-flow");
     if (!layer || !KV.clusterRoute) return;
     const reduced = KV.reducedMotion();
+    boxesNow = null;
     const all = tokensOf(frame);
     const tokens = reduced ? newestOnly(all) : all;
     const now = performance.now();
@@ -302,7 +317,9 @@
     if (step !== undefined && step !== chain.step) {
       // ... and what rested without motion: a step that sends nothing shows no token.
       Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n) || n.classList.contains("flow-still")) n.remove(); });
-      for (let i = flying.length - 1; i >= 0; i--) if (!flying[i].node.isConnected) flying.splice(i, 1);
+      // The old step's tokens still on their way finish, and the new step's first token does
+      // not wait for them: it moves at once (click -> first token moving, issue 17).
+      chain.fresh = true;
       held.all = (held.all || []).filter(function (h) { return h.leave !== Infinity; });
       chain.step = step;
       chain.next = now;
@@ -386,7 +403,9 @@
       // token's on the way; else it waits (a tenth of a second at a time, MAX_WAITS at most,
       // then it goes all the same).
       let delay = first, lane = 0, path = plan(delay, true, 0);
-      for (let i = 0; i < MAX_WAITS && crosses(path); i++) {
+      const waits = chain.fresh ? 0 : MAX_WAITS;
+      chain.fresh = false;
+      for (let i = 0; i < waits && crosses(path); i++) {
         const outer = plan(delay, true, 1);
         if (!crosses(outer)) { lane = 1; path = outer; break; }
         delay += WAIT_STEP_MS / speed;

@@ -583,10 +583,11 @@ def test_lesson_14s_tokens_on_their_way_keep_their_labels_apart(browser: Browser
                 same += sum(p["same"] for p in seen["pairs"])
                 other += sum(not p["same"] for p in seen["pairs"])
         assert moving > samples, (moving, samples)       # tokens were on their way most of the time
-        # On one link: never. Across links that meet (sampled at 80 ms, an arrival a label's
-        # height off its plan under load): a glimpse in one sample of ten at most (4 of 90 at a
-        # load average of 14; before, 104).
-        assert same == 0 and other <= samples // 10, (same, other, samples)
+        # A step's first token leaves at once, even over the last step's still on their way
+        # (click -> first token moving), and under load an arrival runs late of its plan: on
+        # one link a glimpse in one sample of thirty at most, across links that meet one in
+        # ten (0 and 4 of 90 at a load average of 14; before, 71 and 104).
+        assert same <= samples // 30 and other <= samples // 10, (same, other, samples)
     finally:
         ctx.close()
 
