@@ -461,6 +461,7 @@ def test_the_stage_tabs_are_an_aria_tablist_that_arrow_keys_walk(browser: Browse
         assert page.evaluate("KV.lastFrame.state.run.step") == 0
         # Where the window is wide enough for every part, the parts are sections again, not tab panels.
         page.set_viewport_size({"width": 1366, "height": 800})
+        wait_for(page, "!document.querySelector('#stage [data-stage-tab][role]')")      # at the window's resize event
         tabs = page.evaluate(TABS)
         assert not tabs["shown"] and all(p["role"] is None and p["by"] is None for p in tabs["panels"]), tabs
         assert not errors, errors
