@@ -17,6 +17,9 @@ Adding an event kind: give it a :class:`Sentence` -- one extractor that takes th
 the sentence needs from the event (the same for every language), and a template per
 language (``SENTENCES``); words a sentence adds only when a field says so, and the words
 of each item of a list, come from the language's table of clauses (``_CLAUSES``).
+Commands are worded the same way (``COMMAND_SENTENCES``); a fault kind's words are its own
+declaration's (``Fault.says``, engine/cluster/commands.py). The lookup steps and the folds of
+:func:`summarize` pick their values once and take only words (``engine.words.Words``) per language.
 """
 from __future__ import annotations
 
@@ -25,7 +28,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Mapping
 
-__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps", "Sentence", "SENTENCES"]
+from .cluster.commands import COMMANDS
+from .words import Words
+
+__all__ = ["describe", "summarize", "command_label", "LANGS", "finding_text", "lookup_steps", "Sentence", "SENTENCES",
+           "COMMAND_SENTENCES"]
 
 LANGS = ("en", "zh")
 Ev = dict[str, Any]
@@ -950,7 +957,9 @@ _CLAUSES = {
             "superseded": "{t}-{p} keeps committed offset {committed} (record at {committed_at}), not producer "
                           "{producer_id}'s {pending} (record at {pending_at})",
             "log_of": "{t}-{p} LEO {leo}, HW {hw}", "placed": "partition {p} on brokers {r}",
-            "written_back": "{file} durable up to byte {to}"},
+            "written_back": "{file} durable up to byte {to}",
+            "key_none": " without a key", "key_fixed": " with key {key}", "key_cycle": " with keys in turn",
+            "records": "{n} records", "a_record": "a record"},
     True: {"again": "重新", "after_clean": "（上次是正常关闭）",
            "power_loss": "（断电：{n} 个文件中未刷盘的字节丢失）",
            "truncates_hw": "它先截断到自己的高水位", "asks_epoch": "它先问 leader 自己的 epoch 在哪里结束",
@@ -967,7 +976,9 @@ _CLAUSES = {
            "superseded": "{t}-{p} 保留已提交偏移量 {committed}（记录位于 {committed_at}），而不是生产者 {producer_id} 的 "
                          "{pending}（记录位于 {pending_at}）",
            "log_of": "{t}-{p} LEO {leo}，HW {hw}", "placed": "分区 {p} 在 broker {r} 上",
-           "written_back": "{file} 持久化到第 {to} 字节"},
+           "written_back": "{file} 持久化到第 {to} 字节",
+           "key_none": "（无键）", "key_fixed": "（键 {key}）", "key_cycle": "（键轮流）",
+           "records": "{n} 条消息", "a_record": "一条消息"},
 }
 
 
@@ -1412,6 +1423,15 @@ _QUIET = {"fetch_sent", "fetch_parked", "fetch_answered", "fetch_received", "rem
 _LAST = {"leo_changed", "high_watermark_changed"}
 
 
+# The sentences summarize folds several events into: words only, the values picked once.
+_FOLDS = {
+    "appended": Words("{where}: appended {n} batch(es), offsets {first}–{last}, {size} bytes",
+                      "{where}：追加 {n} 个批次，偏移量 {first}–{last}，共 {size} 字节"),
+    "removed": Words("{where}: removed {n} .deleted file(s) from disk", "{where}：从磁盘删除了 {n} 个 .deleted 文件"),
+    "more": Words("… and {more} more (see the timeline)", "……还有 {more} 件事（见时间线）"),
+}
+
+
 def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
     """The events of one step in a few sentences: appends folded per partition, LEO/HW
     moves folded to their net change per replica, fetch chatter left to the timeline."""
@@ -1444,13 +1464,8 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
     for (broker, topic, partition), evs in appends.items():
         first, lastev = evs[0], evs[-1]
         size = sum(e.get("size_bytes", 0) for e in evs)
-        w = _where(first, zh)
-        if zh:
-            text = f"{w}：追加 {len(evs)} 个批次，偏移量 {first['first_offset']}–{lastev['last_offset']}，共 {size} 字节"
-        else:
-            text = (f"{w}: appended {len(evs)} batch(es), offsets {first['first_offset']}–{lastev['last_offset']}, "
-                    f"{size} bytes")
-        out.append((first["_i"], text))
+        out.append((first["_i"], _FOLDS["appended"].in_(lang).format(
+            where=_where(first, zh), n=len(evs), first=first["first_offset"], last=lastev["last_offset"], size=size)))
     for ev, first_old in last.values():
         if ev.get("old") != ev.get("new"):
             out.append((ev["_i"], describe(ev, lang)))
@@ -1463,158 +1478,221 @@ def summarize(events: list[Ev], lang: str = "en", limit: int = 10) -> list[str]:
             key = (ev.get("broker"), ev.get("partition"))
             removed[key] = removed.get(key, 0) + 1
     for (broker, partition), n in removed.items():
-        w = _where({"broker": broker, "partition": partition}, zh)
         idx = max(i for i, e in enumerate(events) if e.get("kind") == "file_deleted" and e.get("partition") == partition)
-        out.append((idx, f"{w}：从磁盘删除了 {n} 个 .deleted 文件" if zh else f"{w}: removed {n} .deleted file(s) from disk"))
+        out.append((idx, _FOLDS["removed"].in_(lang).format(where=_where({"broker": broker, "partition": partition}, zh), n=n)))
     out.sort(key=lambda x: x[0])
     lines = [t for _, t in out]
     if len(lines) > limit:
         more = len(lines) - limit + 1
-        lines = lines[:limit - 1] + [f"……还有 {more} 件事（见时间线）" if zh else f"… and {more} more (see the timeline)"]
+        lines = lines[:limit - 1] + [_FOLDS["more"].in_(lang).format(more=more)]
     return lines
 
 
 # ---- commands ------------------------------------------------------------------------------
+# A command in a few words, the way an event is: one extractor per command (the fields its
+# words need, the same for every language) and a template per language. A fault kind's words
+# are its declaration's (``Fault.says`` in engine/cluster/commands.py), filled the same way.
+
+def _name(c: Any) -> str:
+    return str(c).replace("_", " ")
+
+
+def _cmd_fields(cmd: Ev, w: _Words) -> dict[str, Any]:
+    """Every field of the command as it is: the templates name the ones they need."""
+    return dict(cmd)
+
+
+def _fault_fields(cmd: Ev, w: _Words) -> dict[str, Any]:
+    """A fault's fields for its ``says``: a node (``broker``, a link's ``a`` and ``b``) as
+    "broker 1" / "the client", and ``arrow``: ↔ for both directions of a link, → for one."""
+    return {**cmd, **{k: w.b(cmd[k]) for k in ("broker", "a", "b") if k in cmd},
+            "arrow": "↔" if cmd.get("both", True) else "→"}
+
+
+def _produce_pick(cmd: Ev, w: _Words) -> dict[str, Any]:
+    if "key_mode" in cmd:                       # lesson 1's producer
+        mode = cmd.get("key_mode", "none")
+        return {"form": "keyed", "n": cmd.get("count", 1), "key": cmd.get("key"),
+                "how": w.clause("key_" + mode, key=cmd.get("key")) if mode in ("none", "fixed", "cycle") else ""}
+    if cmd.get("value_size") is not None:       # the storage lessons' form (or a sized engine produce)
+        return {"form": "sized", "n": cmd.get("count", 1), "size": cmd["value_size"], "p": cmd.get("partition", 0)}
+    count = cmd.get("count") or 1
+    what = (cmd.get("value") or ", ".join(cmd.get("values") or []) or
+            (w.clause("records", n=count) if count > 1 else w.clause("a_record")))
+    if cmd.get("producer"):
+        return {"form": "producer", "what": what, "producer": cmd["producer"], "p": cmd.get("partition", 0)}
+    acks = {-1: "all", "all": "all", "-1": "all"}.get(cmd.get("acks"), cmd.get("acks"))
+    return {"form": "plain" if acks is None else "acks", "what": what, "acks": acks}
+
+
+def _consume_pick(cmd: Ev, w: _Words) -> dict[str, Any]:
+    return {"form": "isolation" if cmd.get("isolation") else "plain", "iso": cmd.get("isolation"),
+            "p": cmd.get("partition", 0), "offset": cmd.get("offset", 0)}
+
+
+def _producer_pick(cmd: Ev, w: _Words) -> dict[str, Any]:
+    kind = ("transactional.id=" + cmd["transactional_id"] if cmd.get("transactional_id") else
+            ("idempotent" if cmd.get("idempotent", True) else "enable.idempotence=false"))
+    return {"name": cmd.get("name"), "kind": kind}
+
+
+def _create_topic_pick(cmd: Ev, w: _Words) -> dict[str, Any]:
+    assignment = cmd.get("assignment") or []
+    on = ", ".join(map(str, assignment[0])) if assignment else ""
+    return {"topic": cmd.get("topic"), "on": on, "form": "on" if on else "plain"}
+
+
+def _named(*keys: str, **defaults: Any) -> Callable[[Ev, _Words], dict[str, Any]]:
+    """An extractor of these fields (absent: their default, else None)."""
+    return lambda cmd, w: {k: cmd.get(k, defaults.get(k)) for k in keys}
+
+
+_TXN_VERBS_ZH = {"init_transactions": "初始化事务", "begin_transaction": "开始事务", "commit_transaction": "提交事务",
+                 "abort_transaction": "中止事务"}
+
+COMMAND_SENTENCES: dict[str, Sentence] = {
+    # one broker's storage commands (engine/storage_commands.py)
+    "lookup_offset": Sentence(_cmd_fields, "look up offset {offset}", "查找偏移量 {offset}"),
+    "lookup_time": Sentence(_cmd_fields, "look up timestamp {timestamp}", "查找时间戳 {timestamp}"),
+    "set_index_interval": Sentence(_cmd_fields, "set index.interval.bytes = {bytes}", "设置 index.interval.bytes = {bytes}"),
+    "select_segment": Sentence(_cmd_fields, "show segment {segment}", "显示段 {segment}"),
+    "delete_records": Sentence(_cmd_fields, "DeleteRecords before offset {offset}", "DeleteRecords：删除偏移量 {offset} 之前的消息"),
+    "set_retention": Sentence(_cmd_fields, "set retention.bytes = {retention_bytes}, retention.ms = {retention_ms}",
+                              "设置 retention.bytes = {retention_bytes}，retention.ms = {retention_ms}"),
+    "poll": Sentence(_cmd_fields, "consumer {consumer} polls", "消费者 {consumer} 拉取一次"),
+    "rewind": Sentence(_cmd_fields, "rewind consumer {consumer}", "消费者 {consumer} 回到开头"),
+    "flush": Sentence(_cmd_fields, "fsync now", "立即 fsync"),
+    "writeback": Sentence(_cmd_fields, "the OS writes dirty pages back", "操作系统写回脏页"),
+    "set_flush": Sentence(_cmd_fields, "set flush.messages = {flush_messages}, flush.ms = {flush_ms} (0 = never)",
+                          "设置 flush.messages = {flush_messages}，flush.ms = {flush_ms}（0 = 从不）"),
+    "fetch": Sentence(_cmd_fields, "consumer fetch from offset {offset}", "消费者从偏移量 {offset} 拉取"),
+    "put": Sentence(_cmd_fields, "put {key}={value}", "写入 {key}={value}"),
+    "delete": Sentence(_cmd_fields, "delete {key} (a tombstone)", "删除 {key}（墓碑）"),
+    "clean": Sentence(_cmd_fields, "run the cleaner once", "立即运行一次清理"),
+    "lookup": Sentence(_named("offset", "partition", partition=0), "look up offset {offset} in partition {partition}",
+                       "在分区 {partition} 查找偏移量 {offset}"),
+    # produce, in every vocabulary's form
+    "produce": Sentence(_produce_pick,
+                        en={"keyed": "produce {n} message(s){how}", "sized": "produce {n} message(s) of {size} bytes to partition {p}",
+                            "producer": "{producer} produces {what} to partition {p}", "plain": "produce {what}",
+                            "acks": "produce {what} (acks={acks})"},
+                        zh={"keyed": "发送 {n} 条消息{how}", "sized": "向分区 {p} 发送 {n} 条 {size} 字节的消息",
+                            "producer": "生产者 {producer} 向分区 {p} 发送 {what}", "plain": "发送 {what}",
+                            "acks": "发送 {what}（acks={acks}）"}),
+    # the replicated cluster's (engine/cluster/commands.py)
+    "advance": Sentence(_named("ms"), "advance the clock {ms} ms", "时钟前进 {ms} 毫秒"),
+    "consumer_join": Sentence(_named("name", "group"), "{name} joins group {group}", "{name} 加入消费组 {group}"),
+    "consumer_poll": Sentence(_named("name"), "{name} polls", "{name} 拉取一次"),
+    "consumer_commit": Sentence(_named("name"), "{name} commits", "{name} 提交偏移量"),
+    "consumer_leave": Sentence(_named("name"), "{name} leaves the group", "{name} 离开消费组"),
+    "consumer_crash": Sentence(_named("name"), "{name} crashes", "{name} 崩溃"),
+    "configure_groups": Sentence(_named("offsets_topic_num_partitions", offsets_topic_num_partitions=50),
+                                 "set up __consumer_offsets ({offsets_topic_num_partitions} partition(s))",
+                                 "设置 __consumer_offsets（{offsets_topic_num_partitions} 个分区）"),
+    "consume": Sentence(_consume_pick,
+                        en={"isolation": "consume partition {p} from offset {offset} ({iso})",
+                            "plain": "consume from offset {offset}"},
+                        zh={"isolation": "以 {iso} 从分区 {p} 偏移量 {offset} 开始消费", "plain": "从偏移量 {offset} 开始消费"}),
+    "create_producer": Sentence(_producer_pick, "create producer {name} ({kind})", "创建生产者 {name}（{kind}）"),
+    **{c: Sentence(_named("name"), f"{{name}}: {_name(c)}", f"{{name}}：{verb}") for c, verb in _TXN_VERBS_ZH.items()},
+    "send_offsets_to_transaction": Sentence(_named(), "send offsets to transaction", "把消费位置发送给事务"),
+    "configure_transactions": Sentence(_named("transaction_state_log_num_partitions", transaction_state_log_num_partitions=50),
+                                       "set up __transaction_state ({transaction_state_log_num_partitions} partition(s))",
+                                       "设置 __transaction_state（{transaction_state_log_num_partitions} 个分区）"),
+    "elect_preferred_leaders": Sentence(_named(), "elect preferred leaders", "选举首选 leader"),
+    "replay_to": Sentence(_named("mark"), "replay the recorded session to “{mark}”", "重放记录的会话，直到“{mark}”"),
+    "heal_all": Sentence(_named(), "heal all links", "修复所有链路"),
+    "create_topic": Sentence(_create_topic_pick, en={"plain": "create topic {topic}", "on": "create topic {topic} on brokers {on}"},
+                             zh={"plain": "创建主题 {topic}", "on": "创建主题 {topic}（broker {on}）"}),
+    "set_config": Sentence(lambda cmd, w: {"changes": ", ".join(f"{k}={v}" for k, v in (cmd.get("changes") or {}).items()),
+                                           "scope": cmd.get("scope"), "target": cmd.get("target")},
+                           "set {changes} on {scope} {target}", "在 {scope} {target} 上设置 {changes}"),
+}
+
+# One broker's own crash and restart (lesson 7: no broker field; the cluster's are fault kinds).
+_ONE_BROKER = {
+    "crash": Sentence(lambda cmd, w: {"form": "power" if cmd.get("power_loss", True) else "kill"},
+                      en={"power": "cut the power", "kill": "kill the broker process"},
+                      zh={"power": "断电", "kill": "杀掉 broker 进程"}),
+    "restart": Sentence(_named(), "restart the broker", "重启 broker"),
+}
+# A command on one broker and nothing else that declares no words: "stall broker 1".
+_ON_A_BROKER = Sentence(lambda cmd, w: {"verb": _name(cmd.get("cmd") or cmd.get("type")), "broker": w.b(cmd["broker"])},
+                        "{verb} {broker}", "{broker}：{verb}")
+
+
+_STORAGE_FIRST = {"lookup_offset", "lookup_time", "set_index_interval", "select_segment", "delete_records",
+                  "set_retention", "poll", "rewind", "flush", "writeback", "set_flush", "fetch", "put", "delete", "clean"}
+
+
+def _command_sentence(c: Any, cmd: Ev) -> Sentence | None:
+    """The sentence of ``cmd``: one broker's own commands first, then a fault's declared
+    words, then a bare "<cmd> broker N", then the vocabulary's table."""
+    if c in _ONE_BROKER and "broker" not in cmd:
+        return _ONE_BROKER[c]
+    if c in _STORAGE_FIRST or (c == "produce" and "key_mode" in cmd):
+        return COMMAND_SENTENCES[c]
+    declared = COMMANDS.get(c) if isinstance(c, str) else None
+    if declared is not None and declared.fault is not None and declared.fault.says is not None:
+        return Sentence(_fault_fields, declared.fault.says.en, declared.fault.says.zh)
+    if "broker" in cmd and set(cmd) <= {"cmd", "type", "broker"}:
+        return _ON_A_BROKER
+    return COMMAND_SENTENCES.get(c) if isinstance(c, str) else None
+
 
 def command_label(cmd: dict[str, Any], lang: str = "en") -> str:
     """A command in a few words: one broker's storage commands (engine/storage_commands.py)
     and the replicated cluster's (engine/cluster/commands.py). A command saved before the
     envelope became ``cmd`` may still name itself with ``type``."""
-    zh = lang == "zh"
     c = cmd.get("cmd") or cmd.get("type")
-    if c == "crash" and "broker" not in cmd:      # lesson 7's one broker
-        if zh:
-            return "断电" if cmd.get("power_loss", True) else "杀掉 broker 进程"
-        return "cut the power" if cmd.get("power_loss", True) else "kill the broker process"
-    if c == "restart" and "broker" not in cmd:
-        return "重启 broker" if zh else "restart the broker"
-    if c == "produce" and "key_mode" in cmd:      # lesson 1's producer
-        n, mode, key = cmd.get("count", 1), cmd.get("key_mode", "none"), cmd.get("key")
-        if zh:
-            return f"发送 {n} 条消息" + {"none": "（无键）", "fixed": f"（键 {key}）", "cycle": "（键轮流）"}.get(mode, "")
-        return f"produce {n} message(s)" + {"none": " without a key", "fixed": f" with key {key}",
-                                             "cycle": " with keys in turn"}.get(mode, "")
-    simple = {
-        "lookup_offset": ("查找偏移量 {offset}", "look up offset {offset}"),
-        "lookup_time": ("查找时间戳 {timestamp}", "look up timestamp {timestamp}"),
-        "set_index_interval": ("设置 index.interval.bytes = {bytes}", "set index.interval.bytes = {bytes}"),
-        "select_segment": ("显示段 {segment}", "show segment {segment}"),
-        "delete_records": ("DeleteRecords：删除偏移量 {offset} 之前的消息", "DeleteRecords before offset {offset}"),
-        "set_retention": ("设置 retention.bytes = {retention_bytes}，retention.ms = {retention_ms}",
-                          "set retention.bytes = {retention_bytes}, retention.ms = {retention_ms}"),
-        "poll": ("消费者 {consumer} 拉取一次", "consumer {consumer} polls"),
-        "rewind": ("消费者 {consumer} 回到开头", "rewind consumer {consumer}"),
-        "flush": ("立即 fsync", "fsync now"),
-        "writeback": ("操作系统写回脏页", "the OS writes dirty pages back"),
-        "set_flush": ("设置 flush.messages = {flush_messages}，flush.ms = {flush_ms}（0 = 从不）",
-                      "set flush.messages = {flush_messages}, flush.ms = {flush_ms} (0 = never)"),
-        "fetch": ("消费者从偏移量 {offset} 拉取", "consumer fetch from offset {offset}"),
-        "put": ("写入 {key}={value}", "put {key}={value}"),
-        "delete": ("删除 {key}（墓碑）", "delete {key} (a tombstone)"),
-        "clean": ("立即运行一次清理", "run the cleaner once"),
-    }
-    if c in simple:
-        try:
-            return simple[c][0 if zh else 1].format(**cmd)
-        except (KeyError, IndexError):
-            return str(c).replace("_", " ")
-    if "broker" in cmd and set(cmd) <= {"cmd", "type", "broker"}:
-        # A command on one broker and nothing else: the fault buttons' (crash, isolate, ...), and a
-        # new fault kind's without a word here ("stall broker 1").
-        b = cmd.get("broker")
-        if zh:
-            verb = {"crash": "让 broker {b} 崩溃", "restart": "重启 broker {b}", "shutdown": "正常关闭 broker {b}",
-                    "isolate": "隔离 broker {b}", "pause_follower": "暂停 broker {b} 的拉取",
-                    "resume_follower": "恢复 broker {b} 的拉取"}.get(c)
-            return verb.format(b=b) if verb else f"broker {b}：{str(c).replace('_', ' ')}"
-        return f"{str(c).replace('_', ' ')} broker {b}"
-    if c == "advance":
-        return f"时钟前进 {cmd.get('ms')} 毫秒" if zh else f"advance the clock {cmd.get('ms')} ms"
-    if c == "produce":
-        if cmd.get("value_size") is not None:   # the storage lessons' form (or a sized engine produce)
-            n, size, p = cmd.get("count", 1), cmd.get("value_size"), cmd.get("partition", 0)
-            return (f"向分区 {p} 发送 {n} 条 {size} 字节的消息" if zh else
-                    f"produce {n} message(s) of {size} bytes to partition {p}")
-        acks = {-1: "all", "all": "all", "-1": "all"}.get(cmd.get("acks"), cmd.get("acks"))
-        count = cmd.get("count") or 1
-        what = (cmd.get("value") or ", ".join(cmd.get("values") or []) or
-                ((f"{count} 条消息" if zh else f"{count} records") if count > 1 else ("一条消息" if zh else "a record")))
-        if cmd.get("producer"):
-            p = cmd.get("partition", 0)
-            return (f"生产者 {cmd['producer']} 向分区 {p} 发送 {what}" if zh else
-                    f"{cmd['producer']} produces {what} to partition {p}")
-        if acks is None:
-            return f"发送 {what}" if zh else f"produce {what}"
-        return f"发送 {what}（acks={acks}）" if zh else f"produce {what} (acks={acks})"
-    if c in ("consumer_join", "consumer_poll", "consumer_commit", "consumer_leave", "consumer_crash"):
-        name, group = cmd.get("name"), cmd.get("group")
-        if zh:
-            return {"consumer_join": f"{name} 加入消费组 {group}", "consumer_poll": f"{name} 拉取一次",
-                    "consumer_commit": f"{name} 提交偏移量", "consumer_leave": f"{name} 离开消费组",
-                    "consumer_crash": f"{name} 崩溃"}[c]
-        return {"consumer_join": f"{name} joins group {group}", "consumer_poll": f"{name} polls",
-                "consumer_commit": f"{name} commits", "consumer_leave": f"{name} leaves the group",
-                "consumer_crash": f"{name} crashes"}[c]
-    if c == "configure_groups":
-        n = cmd.get("offsets_topic_num_partitions", 50)
-        return f"设置 __consumer_offsets（{n} 个分区）" if zh else f"set up __consumer_offsets ({n} partition(s))"
-    if c == "consume":
-        iso = cmd.get("isolation")
-        if iso:
-            return (f"以 {iso} 从分区 {cmd.get('partition', 0)} 偏移量 {cmd.get('offset', 0)} 开始消费" if zh else
-                    f"consume partition {cmd.get('partition', 0)} from offset {cmd.get('offset', 0)} ({iso})")
-        return f"从偏移量 {cmd.get('offset', 0)} 开始消费" if zh else f"consume from offset {cmd.get('offset', 0)}"
-    if c == "create_producer":
-        kind = ("transactional.id=" + cmd["transactional_id"] if cmd.get("transactional_id") else
-                ("idempotent" if cmd.get("idempotent", True) else "enable.idempotence=false"))
-        return f"创建生产者 {cmd.get('name')}（{kind}）" if zh else f"create producer {cmd.get('name')} ({kind})"
-    if c in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"):
-        verb = {"init_transactions": "初始化事务", "begin_transaction": "开始事务", "commit_transaction": "提交事务",
-                "abort_transaction": "中止事务"}[c]
-        return f"{cmd.get('name')}：{verb}" if zh else f"{cmd.get('name')}: {c.replace('_', ' ')}"
-    if c == "send_offsets_to_transaction":
-        return "把消费位置发送给事务" if zh else "send offsets to transaction"
-    if c == "configure_transactions":
-        n = cmd.get("transaction_state_log_num_partitions", 50)
-        return (f"设置 __transaction_state（{n} 个分区）" if zh else
-                f"set up __transaction_state ({n} partition(s))")
-    if c == "elect_preferred_leaders":
-        return "选举首选 leader" if zh else "elect preferred leaders"
-    if c == "replay_to":                        # lesson 16: a recorded client session, phase by phase
-        return f"重放记录的会话，直到“{cmd.get('mark')}”" if zh else f"replay the recorded session to “{cmd.get('mark')}”"
-    if c == "heal_all":
-        return "修复所有链路" if zh else "heal all links"
-    if c == "create_topic":
-        assignment = cmd.get("assignment") or []
-        on = ", ".join(map(str, assignment[0])) if assignment else ""
-        if zh:
-            return f"创建主题 {cmd.get('topic')}" + (f"（broker {on}）" if on else "")
-        return f"create topic {cmd.get('topic')}" + (f" on brokers {on}" if on else "")
-    if c == "set_config":
-        changes = ", ".join(f"{k}={v}" for k, v in (cmd.get("changes") or {}).items())
-        return (f"在 {cmd.get('scope')} {cmd.get('target')} 上设置 {changes}" if zh else
-                f"set {changes} on {cmd.get('scope')} {cmd.get('target')}")
-    if c in ("cut_link", "heal_link"):
-        arrow = "↔" if cmd.get("both", True) else "→"
-        verb = {"cut_link": ("切断链路", "cut link"), "heal_link": ("修复链路", "heal link")}[c][0 if zh else 1]
-        return f"{verb} {_b(cmd.get('a'), zh)} {arrow} {_b(cmd.get('b'), zh)}"
-    if c == "slow_follower":
-        return (f"让 broker {cmd.get('broker')} 每次拉取前等待 {cmd.get('delay_ms')} 毫秒" if zh else
-                f"slow broker {cmd.get('broker')}'s fetches by {cmd.get('delay_ms')} ms")
-    if c == "lookup":
-        return (f"在分区 {cmd.get('partition', 0)} 查找偏移量 {cmd.get('offset')}" if zh else
-                f"look up offset {cmd.get('offset')} in partition {cmd.get('partition', 0)}")
-    return str(c).replace("_", " ")
+    sentence = _command_sentence(c, cmd)
+    if sentence is None:
+        return _name(c)
+    try:
+        return sentence.render(cmd, lang if lang in LANGS else "en")
+    except (KeyError, IndexError, TypeError, ValueError):
+        return _name(c)       # a field the words need is missing: the command's name still says what it was
 
 
 # ---- a lookup, step by step (the inside-a-segment diagram replays these) --------------------
+# The steps are worked out once from the event; each language has only its words (a template
+# per step, filled with the same values).
 
-def _went(key: Any, target: Any, went: str, zh: bool) -> str:
-    if went == "left":
-        return f"{key} > {target}，向左" if zh else f"{key} > {target}, go left"
-    if went == "right":
-        return f"{key} < {target}，记下它，向右" if zh else f"{key} < {target}, remember it and go right"
-    return f"{key} = {target}，找到，停止" if zh else f"{key} = {target}, found: stop"
+_LOOKUP_STEP_WORDS: dict[str, Words] = {
+    "pick_segment": Words("Pick the segment: the largest base offset ≤ {target} among the file names {cands} is {seg}{file}.",
+                          "选段：文件名的基准偏移量 {cands} 中 ≤ {target} 的最大者是 {seg}{file}。"),
+    "pick_file": Words(" → {name}.log", " → {name}.log"),
+    "none": Words("none", "无"),
+    "no_segment": Words("Step 1: no segment's largest timestamp is ≥ {target}: every record is older. Answer: -1.",
+                        "第 1 步：没有哪个段的最大时间戳 ≥ {target}：所有消息都更早。答案：-1。"),
+    "first_segment": Words("Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ {target} is {name}.",
+                           "第 1 步：从最旧的段开始，第一个最大时间戳 ≥ {target} 的段是 {name}。"),
+    "tprobe": Words("Step 2, .timeindex probe {n}: entries {lo}–{hi}, middle #{mid} = ({ts} → offset {off}): {went}.",
+                    "第 2 步，.timeindex 探查 {n}：索引项 {lo}–{hi}，中间 #{mid} = ({ts} → 偏移量 {off})：{went}。"),
+    "tfloor": Words("The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.",
+                    ".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。"),
+    "tfloor_none": Words("No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.",
+                         "没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。"),
+    "step3": Words("Step 3, ", "第 3 步，"),
+    "step4": Words("Step 4, ", "第 4 步，"),
+    "probe": Words("{head}.index probe {n}: entries {lo}–{hi}, middle #{mid} = (offset {off} → position {pos}): {went}.",
+                   "{head}.index 探查 {n}：索引项 {lo}–{hi}，中间 #{mid} = (偏移量 {off} → 位置 {pos})：{went}。"),
+    "probe_none": Words("The .index has no entry ≤ {tgt}: start at position 0.", ".index 里没有 ≤ {tgt} 的索引项：从位置 0 开始。"),
+    "offs_range": Words("offsets {base}–{last}", "偏移量 {base}–{last}"),
+    "offs_one": Words("offset {base}", "偏移量 {base}"),
+    "scan_ts": Words(", largest timestamp {max_ts}", "，最大时间戳 {max_ts}"),
+    "scan": Words("{head}scan batch {n} at position {pos} ({offs}{ts}): {verdict}",
+                  "{head}扫描批次 {n}（位置 {pos}，{offs}{ts}）：{verdict}"),
+    "scan_hit": Words("it holds the answer.", "答案就在这个批次里。"),
+    "scan_miss": Words("not yet, next batch.", "还不是，看下一个批次。"),
+    "answer": Words("Answer: offset {off}{ts}, read from position {pos} of {name}.log.",
+                    "答案：偏移量 {off}{ts}，从 {name}.log 的位置 {pos} 读取。"),
+    "answer_ts": Words(" (timestamp {ts})", "（时间戳 {ts}）"),
+    "answer_none": Words("Answer: none (offset -1).", "答案：没有（偏移量 -1）。"),
+    "went_left": Words("{key} > {target}, go left", "{key} > {target}，向左"),
+    "went_right": Words("{key} < {target}, remember it and go right", "{key} < {target}，记下它，向右"),
+    "went_found": Words("{key} = {target}, found: stop", "{key} = {target}，找到，停止"),
+}
 
 
 def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
@@ -1622,38 +1700,35 @@ def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
     ``probe`` (an index probe: low, high, mid, key, value, went) or ``scan`` (a batch walked:
     position, base offset, last offset, max timestamp, matched). Kinds: "segment", "tprobe",
     "tfloor", "probe", "probe-none", "scan", "answer"."""
-    zh = lang == "zh"
+
+    def say(step: str, **values: Any) -> str:
+        return _LOOKUP_STEP_WORDS[step].in_(lang).format(**values)
+
+    def went(key: Any, target: Any, how: str) -> str:
+        return say({"left": "went_left", "right": "went_right"}.get(how, "went_found"), key=key, target=target)
+
     seg, target, mode = ev.get("segment"), ev.get("target"), ev.get("mode")
     cands = ev.get("candidates") or []
     name = _seg(seg) if seg is not None else None
     steps: list[dict[str, Any]] = []
     if mode == "offset":
-        if zh:
-            text = (f"选段：文件名的基准偏移量 {cands} 中 ≤ {target} 的最大者是 "
-                    f"{seg if seg is not None else '无'}" + (f" → {name}.log。" if name else "。"))
-        else:
-            text = (f"Pick the segment: the largest base offset ≤ {target} among the file names {cands} is "
-                    f"{seg if seg is not None else 'none'}" + (f" → {name}.log." if name else "."))
+        text = say("pick_segment", target=target, cands=cands, seg=seg if seg is not None else say("none"),
+                   file=say("pick_file", name=name) if name else "")
     elif seg is None:
-        text = (f"第 1 步：没有哪个段的最大时间戳 ≥ {target}：所有消息都更早。答案：-1。" if zh else
-                f"Step 1: no segment's largest timestamp is ≥ {target}: every record is older. Answer: -1.")
+        text = say("no_segment", target=target)
     else:
-        text = (f"第 1 步：从最旧的段开始，第一个最大时间戳 ≥ {target} 的段是 {name}。" if zh else
-                f"Step 1: walk the segments oldest first; the first whose largest timestamp is ≥ {target} is {name}.")
+        text = say("first_segment", target=target, name=name)
     steps.append({"kind": "segment", "text": text})
     for i, p in enumerate(ev.get("time_probes") or []):
-        lo, hi, mid, ts, off, went = p
-        text = (f"第 2 步，.timeindex 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = ({ts} → 偏移量 {off})：" if zh else
-                f"Step 2, .timeindex probe {i + 1}: entries {lo}–{hi}, middle #{mid} = ({ts} → offset {off}): ")
-        steps.append({"kind": "tprobe", "probe": p, "text": text + _went(ts, target, went, zh) + ("。" if zh else ".")})
+        lo, hi, mid, ts, off, how = p
+        steps.append({"kind": "tprobe", "probe": p, "text": say("tprobe", n=i + 1, lo=lo, hi=hi, mid=mid, ts=ts, off=off,
+                                                                went=went(ts, target, how))})
     if mode == "timestamp" and seg is not None:
         if ev.get("time_probes") and any(p[5] != "left" for p in ev["time_probes"]):
             start = [p[4] for p in ev["time_probes"] if p[5] != "left"][-1]
-            text = (f".timeindex 的 floor（时间戳 ≤ {target} 的最大索引项）给出起始偏移量 {start}。" if zh else
-                    f"The .timeindex floor (the largest entry with timestamp ≤ {target}) gives offset {start} to start from.")
+            text = say("tfloor", target=target, start=start)
         else:
-            text = (f"没有时间戳 ≤ {target} 的索引项：从段的基准偏移量 {seg} 开始。" if zh else
-                    f"No .timeindex entry is ≤ {target}: start from the segment's base offset {seg}.")
+            text = say("tfloor_none", target=target, seg=seg)
         steps.append({"kind": "tfloor", "text": text})
     if mode == "offset":
         tgt = target
@@ -1661,32 +1736,23 @@ def lookup_steps(ev: Ev, lang: str = "en") -> list[dict[str, Any]]:
         floors = [p[4] for p in ev.get("time_probes") or [] if p[5] != "left"]
         tgt = floors[-1] if floors else seg
     for i, p in enumerate(ev.get("probes") or []):
-        lo, hi, mid, off, pos, went = p
-        head = ("第 3 步，" if zh else "Step 3, ") if mode == "timestamp" else ""
-        text = (f"{head}.index 探查 {i + 1}：索引项 {lo}–{hi}，中间 #{mid} = (偏移量 {off} → 位置 {pos})：" if zh else
-                f"{head}.index probe {i + 1}: entries {lo}–{hi}, middle #{mid} = (offset {off} → position {pos}): ")
-        steps.append({"kind": "probe", "probe": p, "text": text + _went(off, tgt, went, zh) + ("。" if zh else ".")})
+        lo, hi, mid, off, pos, how = p
+        head = say("step3") if mode == "timestamp" else ""
+        steps.append({"kind": "probe", "probe": p, "text": say("probe", head=head, n=i + 1, lo=lo, hi=hi, mid=mid, off=off,
+                                                               pos=pos, went=went(off, tgt, how))})
     if seg is not None and not ev.get("probes"):
-        steps.append({"kind": "probe-none", "text": (f".index 里没有 ≤ {tgt} 的索引项：从位置 0 开始。" if zh else
-                                                     f"The .index has no entry ≤ {tgt}: start at position 0.")})
+        steps.append({"kind": "probe-none", "text": say("probe_none", tgt=tgt)})
     for i, s in enumerate(ev.get("scan") or []):
         pos, base, last, max_ts, hit = s
-        head = ("第 4 步，" if zh else "Step 4, ") if mode == "timestamp" else ""
-        offs = (f"偏移量 {base}–{last}" if zh else f"offsets {base}–{last}") if base != last else \
-            (f"偏移量 {base}" if zh else f"offset {base}")
-        ts = ((f"，最大时间戳 {max_ts}" if zh else f", largest timestamp {max_ts}") if mode == "timestamp" else "")
-        if zh:
-            text = f"{head}扫描批次 {i + 1}（位置 {pos}，{offs}{ts}）：" + ("答案就在这个批次里。" if hit else "还不是，看下一个批次。")
-        else:
-            text = f"{head}scan batch {i + 1} at position {pos} ({offs}{ts}): " + ("it holds the answer." if hit else "not yet, next batch.")
-        steps.append({"kind": "scan", "scan": s, "text": text})
+        steps.append({"kind": "scan", "scan": s, "text": say(
+            "scan", head=say("step4") if mode == "timestamp" else "", n=i + 1, pos=pos,
+            offs=say("offs_range" if base != last else "offs_one", base=base, last=last),
+            ts=say("scan_ts", max_ts=max_ts) if mode == "timestamp" else "",
+            verdict=say("scan_hit" if hit else "scan_miss"))})
     off, pos, ts = ev.get("offset"), ev.get("position"), ev.get("timestamp")
     if off is not None and off >= 0 and pos is not None:
-        if zh:
-            text = f"答案：偏移量 {off}" + (f"（时间戳 {ts}）" if ts is not None else "") + f"，从 {name}.log 的位置 {pos} 读取。"
-        else:
-            text = f"Answer: offset {off}" + (f" (timestamp {ts})" if ts is not None else "") + f", read from position {pos} of {name}.log."
+        text = say("answer", off=off, ts=say("answer_ts", ts=ts) if ts is not None else "", pos=pos, name=name)
     else:
-        text = "答案：没有（偏移量 -1）。" if zh else "Answer: none (offset -1)."
+        text = say("answer_none")
     steps.append({"kind": "answer", "text": text})
     return steps

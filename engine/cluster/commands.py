@@ -23,10 +23,11 @@ from typing import Any, ClassVar, Mapping
 from ..config import LogConfig, config_from_mapping, validate_topic_name
 from ..errors import BrokerNotAvailableError, InvalidRequestError, UnknownTopicOrPartitionError
 from .config import ACKS  # re-exported: the web's acks choices
+from ..words import Words
 from .partition import record_digest  # re-exported: commands, events and the checker share one digest
 
 __all__ = [
-    "Command", "COMMANDS", "Fault", "faults", "node_fields", "ACKS", "field_spec", "parse_command", "apply_command", "validate_command", "command_to_dict",
+    "Command", "COMMANDS", "Fault", "Words", "faults", "node_fields", "ACKS", "field_spec", "parse_command", "apply_command", "validate_command", "command_to_dict",
     "record_digest", "MAX_ADVANCE_MS", "MAX_PRODUCE_COUNT", "MAX_VALUE_SIZE",
     "CreateTopic", "Produce", "Consume", "Crash", "Shutdown", "Restart", "Isolate", "CutLink", "HealLink",
     "HealAll", "SetLinkDelay", "SetDropProbability", "SlowFollower", "PauseFollower", "ResumeFollower",
@@ -146,29 +147,28 @@ def _coerce(cmd: str, name: str, meta: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
-def gettext_noop(text: str) -> str:
-    """Marks an English word for the web's translation catalogue (``make messages`` finds it
-    here); the engine itself never translates."""
-    return text
-
-
 @dataclass(frozen=True)
 class Fault:
     """What makes a command a *fault kind*: a button a learner presses in the fault panel,
     and a command a classroom preset may aim at a role (``$leader``) instead of a broker.
 
-    ``label`` is the button's English word (translated by the page), ``key`` its keyboard
-    shortcut, ``danger`` whether it is drawn as destructive. Which panel the button sits in,
-    which fields a role may fill and the form's limits all follow from the command's fields:
-    the fields marked ``node`` are the fault's target (one ``broker``: the broker buttons;
-    ``a`` and ``b``: the link buttons), and a fault with another required field (a delay, a
-    probability) has a form of its own. ``needs`` says what state the target must be in
-    (the command's ``validate`` refuses the rest; the page greys the button). docs/web.md ("Adding a fault kind")."""
+    Its words, in both languages, are here and nowhere else: ``label`` is the button's word,
+    ``says`` the sentence a step that ran it says (``engine/narration.py`` ``command_label``
+    fills in the command's fields: a node field as "broker 1" or "the client", ``{arrow}``
+    as ↔ or → for a link; without ``says`` a step says "<cmd> broker N"). ``key`` is its
+    keyboard shortcut, ``danger`` whether it is drawn as destructive. Which panel the button
+    sits in, which fields a role may fill and the form's limits all follow from the command's
+    fields: the fields marked ``node`` are the fault's target (one ``broker``: the broker
+    buttons; ``a`` and ``b``: the link buttons), and a fault with another required field (a
+    delay, a probability) has a form of its own. ``needs`` says what state the target must be
+    in (the command's ``validate`` refuses the rest; the page greys the button). docs/web.md
+    ("Adding a fault kind")."""
 
-    label: str
+    label: Words
     key: str = ""
     danger: bool = False
     needs: str = ""      # "up": its broker must be running; "down": stopped (the page greys it out otherwise)
+    says: Words | None = None
 
 
 def faults(vocabulary: Mapping[str, type["Command"]] | None = None) -> dict[str, type["Command"]]:
@@ -389,21 +389,24 @@ class _StopCommand(_ProcessCommand):
 class Crash(_StopCommand):
     cmd: ClassVar[str] = "crash"
     summary: ClassVar[str] = "Hard crash (power loss): everything not fsync'd is lost; the broker stays down."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Crash"), "c", danger=True, needs="up")
+    fault: ClassVar[Fault | None] = Fault(Words("Crash", "崩溃"), "c", danger=True, needs="up",
+                                          says=Words("crash {broker}", "让 {broker} 崩溃"))
 
 
 @dataclass(frozen=True)
 class Shutdown(_StopCommand):
     cmd: ClassVar[str] = "shutdown"
     summary: ClassVar[str] = "Clean shutdown: flush, write checkpoints, move leadership away, stop."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Shut down"), "s", needs="up")
+    fault: ClassVar[Fault | None] = Fault(Words("Shut down", "正常关闭"), "s", needs="up",
+                                          says=Words("shutdown {broker}", "正常关闭 {broker}"))
 
 
 @dataclass(frozen=True)
 class Restart(_ProcessCommand):
     cmd: ClassVar[str] = "restart"
     summary: ClassVar[str] = "Start a stopped broker: log recovery, then it rejoins as follower."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Restart"), "r", needs="down")
+    fault: ClassVar[Fault | None] = Fault(Words("Restart", "重启"), "r", needs="down",
+                                          says=Words("restart {broker}", "重启 {broker}"))
 
     def validate(self, cluster: Any) -> None:
         super().validate(cluster)
@@ -415,28 +418,31 @@ class Restart(_ProcessCommand):
 class Isolate(_ProcessCommand):
     cmd: ClassVar[str] = "isolate"
     summary: ClassVar[str] = "Cut every link between this broker and all others (it keeps running)."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Isolate"), "i")
+    fault: ClassVar[Fault | None] = Fault(Words("Isolate", "隔离"), "i", says=Words("isolate {broker}", "隔离 {broker}"))
 
 
 @dataclass(frozen=True)
 class PauseFollower(_BrokerCommand):
     cmd: ClassVar[str] = "pause_follower"
     summary: ClassVar[str] = "Stop this broker's replica fetchers (it falls out of the ISR after replica.lag.time.max.ms)."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Pause fetching"), "p")
+    fault: ClassVar[Fault | None] = Fault(Words("Pause fetching", "暂停拉取"), "p",
+                                          says=Words("pause follower {broker}", "暂停 {broker} 的拉取"))
 
 
 @dataclass(frozen=True)
 class ResumeFollower(_BrokerCommand):
     cmd: ClassVar[str] = "resume_follower"
     summary: ClassVar[str] = "Resume this broker's replica fetchers (a slow_follower delay stays)."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Resume fetching"), "u")
+    fault: ClassVar[Fault | None] = Fault(Words("Resume fetching", "恢复拉取"), "u",
+                                          says=Words("resume follower {broker}", "恢复 {broker} 的拉取"))
 
 
 @dataclass(frozen=True)
 class SlowFollower(Command):
     cmd: ClassVar[str] = "slow_follower"
     summary: ClassVar[str] = "Add a delay before each fetch this broker's replica fetchers send."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Slow down"))
+    fault: ClassVar[Fault | None] = Fault(Words("Slow down", "减速"), says=Words(
+        "slow {broker}'s fetches by {delay_ms} ms", "让 {broker} 每次拉取前等待 {delay_ms} 毫秒"))
     broker: int = _spec("int", low=0, doc="broker id", node=True)
     delay_ms: int = _spec("int", low=0, high=MAX_ADVANCE_MS, doc="extra delay per fetch, ms")
 
@@ -465,7 +471,7 @@ class _LinkCommand(Command):
 class CutLink(_LinkCommand):
     cmd: ClassVar[str] = "cut_link"
     summary: ClassVar[str] = "Drop every message on the link a→b (and b→a unless both is false)."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Cut"), danger=True)
+    fault: ClassVar[Fault | None] = Fault(Words("Cut", "切断"), danger=True, says=Words("cut link {a} {arrow} {b}", "切断链路 {a} {arrow} {b}"))
     both: bool = _spec("bool", True, doc="cut both directions; false cuts only a→b")
 
     def apply(self, cluster: Any) -> dict[str, Any]:
@@ -477,7 +483,7 @@ class CutLink(_LinkCommand):
 class HealLink(_LinkCommand):
     cmd: ClassVar[str] = "heal_link"
     summary: ClassVar[str] = "Restore the link a→b (and b→a unless both is false)."
-    fault: ClassVar[Fault | None] = Fault(gettext_noop("Heal"))
+    fault: ClassVar[Fault | None] = Fault(Words("Heal", "修复"), says=Words("heal link {a} {arrow} {b}", "修复链路 {a} {arrow} {b}"))
     both: bool = _spec("bool", True, doc="heal both directions; false heals only a→b")
 
     def apply(self, cluster: Any) -> dict[str, Any]:

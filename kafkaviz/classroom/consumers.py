@@ -40,7 +40,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from kafkaviz.live.consumers import CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
+from kafkaviz.live.consumers import ANSWERED, CLOSE_NO_SANDBOX, LessonConsumer, client_address, log_problem
 from kafkaviz.live.leases import lease_seconds
 from kafkaviz.live.router import get_router
 from kafkaviz.live.validation import CommandError, command_name
@@ -135,7 +135,13 @@ class RoomConsumer(LessonConsumer):
     def visitor(self) -> str:
         return f"room-member:{self.member_id}" if self.member_id is not None else super().visitor()
 
-    async def authorise(self, content: Any) -> CommandError | None:
+    async def authorise(self, content: Any) -> Any:
+        # A room's own messages first (answered here), then who may run a command.
+        name = _room_message(content)
+        if name is not None:
+            await (self._predict(content) if name == "predict" else
+                   self._remove(content) if name == "remove" else self._grant(content))
+            return ANSWERED
         ctype = command_name(content)
         if ctype in READ_ONLY or self.instructor:
             return None
@@ -193,17 +199,6 @@ class RoomConsumer(LessonConsumer):
         finally:
             self.room_group = None
             await super().release()
-
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        name = _room_message(content)
-        if name == "predict":
-            await self._predict(content)
-        elif name == "remove":
-            await self._remove(content)
-        elif name is not None:
-            await self._grant(content)
-        else:
-            await super().receive_json(content, **kwargs)
 
     async def _predict(self, content: dict[str, Any]) -> None:
         if self.member_id is None:

@@ -1,40 +1,47 @@
-"""The course's table of contents: the order of PRODUCT.md's lessons, and nothing else.
+"""The course's table of contents, read from the lesson files: nothing about a lesson is
+written here.
 
 Everything a lesson is -- its number, title and summary in every language -- is in its
 content file, ``kafkaviz/lessons/content/<slug>.<lang>.toml`` (see ``content.py`` and
-docs/web.md, "Adding a lesson"). A lesson is *available* once its English file exists;
-then ``/lessons/<slug>/`` renders it with the one lesson template. A slug listed here
-without a file is a planned lesson: the home page says "Not yet available" under its
-slug, never a faked page. A test keeps every content file's ``number`` equal to its
-place in ``ORDER``.
+docs/web.md, "Adding a lesson"), and its ``number`` is its place in the course: ``ORDER`` is
+the English files sorted by it (the free sandbox is number 0, outside the course). Adding a
+lesson is adding its file. Two files claiming one number, or a gap, stop the site at import
+with a line naming the files, never a course in a silent wrong order.
 """
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 
-from .content import LessonContent, content_slugs, load_content
+from .content import CONTENT_DIR, ContentError, LessonContent, content_slugs, load_content
 
-__all__ = ["Lesson", "ORDER", "LESSONS", "SANDBOX", "get_lesson", "available_lessons"]
+__all__ = ["Lesson", "ORDER", "LESSONS", "SANDBOX", "get_lesson", "available_lessons", "course_order"]
 
-ORDER: tuple[str, ...] = (
-    "topics-partitions-offsets",
-    "segments",
-    "offset-index",
-    "time-index",
-    "retention",
-    "compaction",
-    "flush-and-page-cache",
-    "replication",
-    "isr-and-acks",
-    "leader-epoch",
-    "leader-election",
-    "consumer-groups",
-    "committing-offsets",
-    "idempotence-and-transactions",
-    "timing-wheel",
-    "what-your-client-says",
-    "controller-quorum",
-)
+
+def course_order() -> tuple[str, ...]:
+    """The slugs of the course, in the order of their files' ``number`` (1, 2, 3, ...)."""
+    numbers: dict[int, list[str]] = {}
+    for slug in sorted(content_slugs()):
+        path = CONTENT_DIR / f"{slug}.en.toml"
+        try:
+            number = tomllib.loads(path.read_text(encoding="utf-8")).get("number")
+        except tomllib.TOMLDecodeError as exc:
+            raise ContentError(f"{path.name}: {exc}") from exc
+        if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+            raise ContentError(f"{path.name}: 'number' must be the lesson's place in the course (1, 2, ...), "
+                               f"got {number!r}")
+        numbers.setdefault(number, []).append(slug)
+    numbers.pop(0, None)        # the free sandbox: served like a lesson, not one of the course
+    for number, slugs in numbers.items():
+        if len(slugs) > 1:
+            raise ContentError(f"lessons {', '.join(slugs)} all claim number {number}")
+    if sorted(numbers) != list(range(1, len(numbers) + 1)):
+        missing = sorted(set(range(1, max(numbers, default=0) + 1)) - set(numbers))
+        raise ContentError(f"no lesson has number {', '.join(map(str, missing))}: numbers run 1, 2, 3, ... without a gap")
+    return tuple(numbers[n][0] for n in sorted(numbers))
+
+
+ORDER: tuple[str, ...] = course_order()
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,7 @@ class Lesson:
     @property
     def number(self) -> int:
         c = self.content()
-        return c.number if c is not None else ORDER.index(self.slug) + 1
+        return c.number if c is not None else 0
 
     @property
     def title(self) -> str:

@@ -3,17 +3,25 @@
 This is the one manifest: the lesson page and the room's presenter page load exactly the
 scripts and stylesheets declared here, in the head, once each, for the diagrams they
 show; a test checks that every diagram a lesson names has an entry whose files exist.
-Adding a diagram is its template, its script, and a line here; a diagram that needs
-facts no kind's state has yet declares its ``view`` here too: a pure function of the
-lesson's engine run (``engine.cluster.run.Run``) whose result every frame carries as
-``state.views[<name>]`` (docs/web.md, "Adding a diagram").
+Adding a diagram is its script and a line here. A diagram with controls of its own has a
+template (``templates/diagrams/<name>.html``); one that only draws declares its ``title``
+and the ``words`` its script shows, in both languages, and is placed in the shared block
+(``templates/includes/diagram_block.html``). A diagram that needs facts no kind's state has
+yet declares its ``view`` here too: a pure function of the lesson's engine run
+(``engine.cluster.run.Run``) whose result every frame carries as ``state.views[<name>]``
+(docs/web.md, "Adding a diagram").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["Diagram", "DIAGRAMS", "diagram_assets", "diagram_views"]
+from engine.words import Words
+
+__all__ = ["Diagram", "DIAGRAMS", "Words", "diagram_assets", "diagram_views", "BLOCK_TEMPLATE"]
+
+# The block of a diagram that only draws: its title, and one element carrying its words.
+BLOCK_TEMPLATE = "includes/diagram_block.html"
 
 # Shared by the storage and group pictures (cells, bars, chips).
 _STORAGE_CSS = "css/diagrams-storage.css"
@@ -25,20 +33,26 @@ class Diagram:
     """One picture: ``template`` is its block (the page includes it through the
     ``diagram_template`` filter), ``scripts`` and ``styles`` are static paths the page loads
     for it. ``view``, when set, is what the diagram draws: ``view(run) -> dict``, a pure
-    function of the engine run, sent in every frame as ``state.views[name]``."""
+    function of the engine run, sent in every frame as ``state.views[name]``. ``title`` and
+    ``words`` (key -> words, each a ``data-<key>`` attribute of the element the script draws
+    in) are set on a diagram whose block is the shared one."""
 
     name: str
     template: str
     scripts: tuple[str, ...]
     styles: tuple[str, ...] = ()
     view: Callable[[Any], dict] | None = None
+    title: Words | None = None
+    words: Mapping[str, Words] = field(default_factory=dict)
 
 
 def _diagram(name: str, *extra_scripts: str, styles: tuple[str, ...] = (),
-             view: Callable[[Any], dict] | None = None) -> Diagram:
-    """A diagram whose block is ``diagrams/<name>.html``, drawn by ``js/<name>.js`` (and any
-    extra scripts it leans on)."""
-    return Diagram(name, f"diagrams/{name}.html", (f"js/{name}.js", *extra_scripts), styles, view)
+             view: Callable[[Any], dict] | None = None, title: Words | None = None,
+             words: Mapping[str, Words] | None = None) -> Diagram:
+    """A diagram drawn by ``js/<name>.js`` (and any extra scripts it leans on), in
+    ``diagrams/<name>.html``, or, given a ``title``, in the shared block."""
+    template = BLOCK_TEMPLATE if title is not None else f"diagrams/{name}.html"
+    return Diagram(name, template, (f"js/{name}.js", *extra_scripts), styles, view, title, dict(words or {}))
 
 
 DIAGRAMS: dict[str, Diagram] = {d.name: d for d in (

@@ -154,6 +154,7 @@ class ClientSessionSandbox(GuidedClusterSandbox):
                 self.run.replay_to(mark)
         finally:
             self._muted = False
+            self._hear()
         self.step_seqs = seqs
 
     def settle(self) -> None:

@@ -3,7 +3,7 @@
 It checks who is asking (origin is checked by the ASGI stack; the sandbox id comes
 from the signed session, never from the client), refuses oversized, non-JSON or too
 deeply nested messages, forwards commands to the runtime, and relays the sandbox
-group's frames (JSON text, serialised once by the runtime).
+group's frames (JSON text, serialised once by the runtime, in the ASGI event that sends it).
 
 Whatever a client sends, it gets at most an error reply to itself: the connection
 stays open (never a 1011 close), the sandbox stays up, and the log gets one line per
@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.consumer import AsyncConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
@@ -35,11 +36,10 @@ from kafkaviz.lessons.catalogue import get_lesson
 from kafkaviz.lessons.content import DJANGO_LANG, LANGUAGES
 
 from .leases import live_sockets
-from .models import MAX_RUN_BYTES
 from .router import get_router
 from .runtime import COMMON_COMMANDS, SANDBOX_ID_RE, TokenBucket, group_name
 from .sessions import SESSION_KEY, sandbox_id_from_session, visitor_id
-from .shares import ShareLimitReached, store_run
+from .shares import share_run
 from .validation import CommandError, command_name, validate_command
 
 log = logging.getLogger("kafkaviz.consumers")
@@ -148,9 +148,10 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             return None
         return sandbox_id, slug
 
-    async def authorise(self, content: Any) -> CommandError | None:
+    async def authorise(self, content: Any) -> Any:
         """Hook: may this socket run ``content``? ``None`` if so, else the refusal sent
-        back (nothing runs). A learner owns their sandbox; rooms override it."""
+        back (nothing runs), or ``ANSWERED`` when the hook answered the message itself (a
+        room's own messages). A learner owns their sandbox; rooms override it."""
         return None
 
     async def _refuse(self, exc: CommandError) -> None:
@@ -203,12 +204,25 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
             await get_router().detach(self.sandbox_id, self.holder)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        """One message: parsed (size, nesting, JSON, rate, ``sync``), authorised (a room's
+        own messages answered there), then a share or a command for the sandbox's runtime."""
         if self.sandbox_id is None:
             return
         try:
             content = await self.parse(text_data)
-            if content is not ANSWERED:
-                await self.receive_json(content)
+            if content is ANSWERED:
+                return
+            refusal = await self.authorise(content)
+            if refusal is ANSWERED:
+                return
+            if refusal is not None:
+                await self.send_error(refusal)
+            elif command_name(content) == "share":
+                await self.share(content)
+            else:
+                await self.send_json(await get_router().command(self.sandbox_id, content, self.budget()))
+        except CommandError as exc:
+            await (self.refuse(exc) if exc.code in ("invalid", "unknown_type") else self.send_error(exc))
         except Exception as exc:  # noqa: BLE001 - nothing a client sends may close the socket with 1011
             log_problem("receive failed", exc, sandbox=self.sandbox_id)
             try:
@@ -261,54 +275,18 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
         """Hook: who this socket is, for the limit on shares (the session's own id)."""
         return visitor_id(self.scope.get("session"))
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        refusal = await self.authorise(content)
-        if refusal is not None:
-            await self.send_error(refusal)
-            return
-        if command_name(content) == "share":
-            await self.share(content)
-            return
-        try:
-            reply = await get_router().command(self.sandbox_id, content, self.budget())
-        except CommandError as exc:
-            if exc.code in ("invalid", "unknown_type"):
-                await self.refuse(exc)
-            else:
-                await self.send_error(exc)
-        except Exception as exc:  # noqa: BLE001 - one bad command must not take the connection down
-            log_problem("command failed", exc, sandbox=self.sandbox_id)
-            await self.send_error(CommandError("internal", self.tr(_(
-                "Something went wrong on the server while running that command; it has been logged. Reset the "
-                "sandbox if it looks wrong."))))
-        else:
-            await self.send_json(reply)
-
     async def share(self, content: dict[str, Any]) -> None:
-        """``{"cmd": "share"}``: store the run (kafkaviz/live/shares.py: identical runs once,
-        new runs limited per visitor and per address) and reply its ``share_id``. The run
-        comes from the sandbox's owner as an export; the database work happens here."""
-        try:
-            validate_command({"share": COMMON_COMMANDS["share"]}, content)
-        except CommandError as exc:
-            await self.refuse(exc)
-            return
+        """``{"cmd": "share"}``: the run comes from the sandbox's owner as an export; it is
+        stored here, counted against this socket's visitor and address (shares.share_run)."""
+        validate_command({"share": COMMON_COMMANDS["share"]}, content)
         try:
             reply = await get_router().command(self.sandbox_id, {"cmd": "export"}, self.budget())
-            if len(json.dumps(reply["data"])) > MAX_RUN_BYTES:
-                raise CommandError("quota", self.tr(_("This run is too long to share; step back or reset first.")),
-                                   command="share")
-            shared = await database_sync_to_async(store_run)(str(reply["data"].get("lesson", "")), reply["data"],
-                                                            self.visitor(), client_address(self.scope))
+            with translation.override(DJANGO_LANG.get(self.lang, "en")):
+                shared = await database_sync_to_async(share_run)(reply["data"], self.visitor(),
+                                                                 client_address(self.scope))
         except CommandError as exc:
             exc.command = "share"
-            await self.send_error(exc)
-            return
-        except ShareLimitReached as exc:
-            await self.send_error(CommandError("quota", self.tr(_(
-                "You have shared %(limit)d new runs today, the most one visitor or network may; links you made "
-                "still work. Export the run as a file instead."), limit=exc.limit), command="share"))
-            return
+            raise
         await self.send_json({"type": "ack", "command": "share", "text": self.tr(_("Share link created.")),
                               "share_id": shared.pk})
 
@@ -331,9 +309,9 @@ class LessonConsumer(AsyncJsonWebsocketConsumer):
     async def send_error(self, exc: CommandError) -> None:
         await self.send_json(exc.to_message())
 
-    async def sandbox_frame(self, message: dict[str, Any]) -> None:
-        """Group message ``{"type": "sandbox.frame", "text": "<frame JSON>"}`` → this browser."""
-        await self.send(text_data=message["text"])
+    # Group message ``{"type": "websocket.send", "text": "<frame JSON>"}`` (runtime.py): the
+    # ASGI event itself, handed to the server as it is (no consumer code re-wraps a frame).
+    websocket_send = AsyncConsumer.send
 
 
 def client_address(scope: dict[str, Any]) -> str:

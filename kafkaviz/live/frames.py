@@ -58,48 +58,31 @@ def state_diff(old: Any, new: Any) -> dict[str, Any] | None:
     if old == new:
         return None
     if isinstance(old, dict) and isinstance(new, dict):
+        pairs = [(key, key in old, old.get(key), value) for key, value in new.items()]
         out: dict[str, Any] = {}
-        sets: dict[str, Any] = {}
-        subs: dict[str, Any] = {}
-        for key, value in new.items():
-            if key not in old:
-                sets[key] = value
-                continue
-            before = old[key]
-            if before == value and type(before) is type(value):
-                continue
-            if isinstance(before, (dict, list)) and type(before) is type(value):
-                subs[key] = state_diff(before, value)
-            else:
-                sets[key] = value
+    elif isinstance(old, list) and isinstance(new, list):
+        pairs = [(str(i), i < len(old), old[i] if i < len(old) else None, value) for i, value in enumerate(new)]
+        out = {"n": len(new)}
+    else:
+        raise TypeError("state_diff compares two objects or two arrays")
+    sets: dict[str, Any] = {}
+    subs: dict[str, Any] = {}
+    for key, had, before, value in pairs:
+        if had and before == value and type(before) is type(value):
+            continue
+        if had and isinstance(before, (dict, list)) and type(before) is type(value):
+            subs[key] = state_diff(before, value)
+        else:
+            sets[key] = value
+    if sets:
+        out["s"] = sets
+    if subs:
+        out["p"] = subs
+    if isinstance(old, dict):
         gone = [key for key in old if key not in new]
-        if sets:
-            out["s"] = sets
-        if subs:
-            out["p"] = subs
         if gone:
             out["d"] = gone
-        return out
-    if isinstance(old, list) and isinstance(new, list):
-        out = {"n": len(new)}
-        sets, subs = {}, {}
-        for i, value in enumerate(new):
-            if i >= len(old):
-                sets[str(i)] = value
-                continue
-            before = old[i]
-            if before == value and type(before) is type(value):
-                continue
-            if isinstance(before, (dict, list)) and type(before) is type(value):
-                subs[str(i)] = state_diff(before, value)
-            else:
-                sets[str(i)] = value
-        if sets:
-            out["s"] = sets
-        if subs:
-            out["p"] = subs
-        return out
-    raise TypeError("state_diff compares two objects or two arrays")
+    return out
 
 
 def apply_state_diff(value: Any, diff: dict[str, Any] | None) -> Any:
@@ -223,29 +206,44 @@ class FrameBuilder:
         """Seconds to wait before the next frame may leave (0: now)."""
         return max(0.0, self.last_sent + self.interval_s - now_s)
 
-    def texts(self, state_fn: Callable[[], dict[str, Any]], now_s: float) -> list[str]:
-        """The frames of everything buffered, as the JSON texts every watcher gets (none
-        when nothing is pending: the state is not even built)."""
+    def texts(self, state: dict[str, Any] | Callable[[], dict[str, Any]], now_s: float,
+              *, as_text: bool = True) -> list[Any]:
+        """The frames of everything buffered since the last call, as the JSON texts every
+        watcher gets (``as_text=False``: the frame dicts). None when nothing is pending:
+        then ``state`` (a dict, or a function giving it) is not even built."""
         if not self.has_pending:
             return []
         self.last_sent = now_s
-        return [frame_text(frame) for frame in self.take(state_fn(), now_s)]
-
-    def take(self, state: dict[str, Any], now_s: float) -> list[dict[str, Any]]:
-        """Frames for everything buffered since the last call (possibly none)."""
-        frames = []
-        steps = list(self._steps)
+        parts = [(step["events"], step["state"], "step") for step in self._steps]
+        if self._pending or self._reset or ((self._skipped or self._touched) and not parts):
+            parts.append((list(self._pending), state() if callable(state) else state, "live"))
         self._steps.clear()
-        for i, step in enumerate(steps):
-            # Steps dropped from the bounded buffer are counted on the first one kept.
-            frames.append(self._frame(step["events"], step["state"], self._skipped if i == 0 else 0, "step"))
-        if steps:
-            self._skipped = 0
-        if self._pending or self._skipped or self._reset or (self._touched and not steps):
-            frames.append(self._frame(list(self._pending), state, self._skipped, "live"))
-        self._touched = False
         self._pending.clear()
-        self._skipped = 0
+        self._touched = False
+        frames = []
+        for envelopes, st, mode in parts:
+            self.frame_seq += 1
+            frame: dict[str, Any] = {
+                "type": "frame", "kind": self.kind, "gen": self.gen, "frame_seq": self.frame_seq, "mode": mode,
+                "reset": self._reset, "snapshot": False, "events": [event_dict(env, self.lang) for env in envelopes],
+                # Events dropped from a bounded buffer are counted on the first frame.
+                "skipped": self._skipped,
+            }
+            self._skipped = 0
+            if (self._reset or self._force_full or self._base is None
+                    or self.frame_seq - self._base_seq >= self.full_every):
+                frame["full"] = True
+                frame["state"] = st
+                # The base is kept as a private copy: a kind's state may share mutable parts with
+                # the kind (a dict it keeps updating), and a diff against a base that changed in
+                # place would miss exactly those changes. Once per whole state, not per frame.
+                self._base, self._base_seq, self._force_full = _plain_copy(st), self.frame_seq, False
+            else:
+                frame["full"] = False
+                frame["base"] = self._base_seq
+                frame["diff"] = state_diff(self._base, st) or {}
+            self._reset = False
+            frames.append(frame_text(frame) if as_text else frame)
         return frames
 
     def snapshot(self, state: dict[str, Any], history: list[Envelope]) -> dict[str, Any]:
@@ -256,33 +254,3 @@ class FrameBuilder:
         return {"type": "frame", "kind": self.kind, "gen": self.gen, "frame_seq": self.frame_seq,
                 "mode": "step" if self.step_mode else "live", "reset": False, "snapshot": True,
                 "events": events, "skipped": 0, "full": True, "state": state}
-
-    def _frame(self, envelopes: list[Envelope], state: dict[str, Any], skipped: int, mode: str,
-               ) -> dict[str, Any]:
-        events = [event_dict(env, self.lang) for env in envelopes]
-        self.frame_seq += 1
-        frame: dict[str, Any] = {
-            "type": "frame",
-            "kind": self.kind,
-            "gen": self.gen,
-            "frame_seq": self.frame_seq,
-            "mode": mode,
-            "reset": self._reset,
-            "snapshot": False,
-            "events": events,
-            "skipped": skipped,
-        }
-        if (self._reset or self._force_full or self._base is None
-                or self.frame_seq - self._base_seq >= self.full_every):
-            frame["full"] = True
-            frame["state"] = state
-            # The base is kept as a private copy: a kind's state may share mutable parts with
-            # the kind (a dict it keeps updating), and a diff against a base that changed in
-            # place would miss exactly those changes. Once per whole state, not per frame.
-            self._base, self._base_seq, self._force_full = _plain_copy(state), self.frame_seq, False
-        else:
-            frame["full"] = False
-            frame["base"] = self._base_seq
-            frame["diff"] = state_diff(self._base, state) or {}
-        self._reset = False
-        return frame

@@ -4,7 +4,7 @@ guided steps (lessons 14 and 15), where ``replication`` plays a named engine sce
 A lesson's ``[[steps]]`` hold the engine's own commands (``engine/cluster/commands.py``,
 the same vocabulary as ``replication``: ``{cmd = "produce", producer = "safe", ...}``);
 their fields and bounds are generated from the engine's metadata
-(:func:`~kafkaviz.live.replication.engine_command_spec`). The run is an
+(:func:`~kafkaviz.live.kinds.cluster_spec`). The run is an
 :class:`engine.cluster.run.Run` with the lesson's seed and config and the setup applied;
 rewind restores its checkpoint of the step (the base class's).
 
@@ -39,8 +39,6 @@ from engine.group.offsets import OFFSETS_TOPIC, decode_key, decode_value
 from engine.records.batch import read_end_txn_marker
 
 from .kinds import CHECKPOINTS_BY_HAND, MAX_SNAPSHOTS, SandboxKind
-from .replication import engine_command_spec
-from .validation import CommandSpec
 
 __all__ = ["GuidedClusterSandbox", "log_cells"]
 
@@ -50,16 +48,6 @@ class GuidedClusterSandbox(SandboxKind):
 
     name: ClassVar[str] = "guided-cluster"
     events_kept: ClassVar[int] = 1000
-
-    @classmethod
-    def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
-        specs = super().command_specs(scenario)
-        defaults = {"topic": scenario.get("topic", "t")}
-        for name in scenario.get("commands") or ():
-            spec = engine_command_spec(name, defaults)
-            if spec is not None:
-                specs[name] = spec
-        return specs
 
     @property
     def topic(self) -> str:

@@ -34,6 +34,7 @@ from engine.errors import KafkaError
 from engine.events import Envelope
 from engine import narration
 
+from engine.cluster.commands import COMMANDS as CLUSTER_COMMANDS
 from engine.cluster.commands import Command
 
 from django.conf import settings
@@ -45,7 +46,7 @@ from kafkaviz.lessons.diagrams import diagram_views
 from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
 
 __all__ = ["SandboxKind", "Limits", "SANDBOX_KINDS", "get_kind", "command", "RunMoved",
-           "STORAGE_CAPS", "STORAGE_TEXT"]
+           "STORAGE_CAPS", "STORAGE_TEXT", "run_spec"]
 
 # name -> class; each kind joins when its class is defined (its ``name``).
 SANDBOX_KINDS: dict[str, type["SandboxKind"]] = {}
@@ -109,6 +110,28 @@ def engine_spec(command_cls: type[Command], fields: tuple[Field, ...]) -> Comman
     return CommandSpec(name, fields, handler=run, help=command_cls.summary, extra={"engine": command_cls})
 
 
+# Bounds the web puts on a cluster's engine fields with no (or a very large) upper bound: one
+# command of a shared demo host must stay cheap (a 7-day advance would be millions of
+# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
+WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
+            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
+CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
+
+
+def cluster_spec(name: str, defaults: dict[str, Any],
+                 narrow: dict[str, dict[str, Any] | None] | None = None) -> CommandSpec | None:
+    """The spec of the cluster's engine command ``name``, its fields from the engine's field
+    metadata (:func:`~kafkaviz.live.validation.command_fields`); None when it needs a field a
+    form cannot send. ``defaults`` fills fields the page leaves out (the lesson's topic);
+    ``narrow`` fits a field to the lesson (the settings ``set_config`` may change)."""
+    cls = CLUSTER_COMMANDS[name]
+    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT, narrow=narrow)
+    if fields is None:
+        return None
+    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
+                       help=cls.summary, extra={"engine": cls})
+
+
 def _say(say: list) -> str:
     """A world's ``[template, params]`` sentence in the page's language."""
     text, params = say
@@ -135,6 +158,7 @@ class SandboxKind:
     name: ClassVar[str] = ""
     world: ClassVar[type | None] = None      # a storage world class; None: a cluster
     events_kept: ClassVar[int] = 500
+    command_defaults: ClassVar[dict[str, Any]] = {"topic": "t"}    # scenario keys a cluster command's form fills in
     _handlers: ClassVar[dict[str, tuple]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -164,7 +188,8 @@ class SandboxKind:
         self.touch_hook: Callable[[], None] | None = None  # the runtime's: send a frame though no event came
         self.run: Run | None = None
         self.run_id = 0
-        self._subscribed: Any = None
+        self._subscribed: Any = None     # the event log the kind's _emit hears
+        self._heard: Any = None          # the event log the frame builder hears
         self.defer_checkpoints = False    # the runtime's: it calls settle() after each frame
         self.begin()
 
@@ -230,13 +255,27 @@ class SandboxKind:
         if hasattr(world, "learner"):
             world.learner = self.tracker.own
         events = world.events
-        if events is self._subscribed:
-            return
-        self._subscribed = events
-        if forward_history:
-            for env in list(events.envelopes):
-                self._emit(env)
-        events.subscribe(self._emit)
+        if events is not self._subscribed:
+            self._subscribed = events
+            if forward_history:
+                self._forward(list(events.envelopes))
+            events.subscribe(self._emit)
+        self._hear()
+
+    def _hear(self) -> None:
+        """The frame builder (``listener``) hears the run's event log itself, after the kind's
+        own bookkeeping (``_emit``); not while the kind works unheard (``_muted``)."""
+        events = self._subscribed
+        if self._listener is not None and not self._muted and events is not None and self._heard is not events:
+            self._heard = events
+            events.subscribe(self._listener)
+
+    def _forward(self, envelopes: list[Envelope]) -> None:
+        """Events that happened before anybody listened (a new run's history), heard now."""
+        for env in envelopes:
+            self._emit(env)
+            if self._listener is not None and not self._muted:
+                self._listener(env)
 
     @property
     def events(self) -> Any:
@@ -270,6 +309,11 @@ class SandboxKind:
                 fields = tuple(fields[0](scenario))
             specs[cname] = CommandSpec(cname, tuple(fields), handler=fn, help=help_text)
         specs.update(_stepping_specs(cls))
+        defaults = {k: scenario.get(k, d) for k, d in cls.command_defaults.items()}
+        for name in scenario.get("commands") or () if cls.world is None else ():    # a cluster's, by the lesson
+            spec = cluster_spec(name, defaults)
+            if spec is not None:
+                specs[name] = spec
         return specs
 
     @classmethod
@@ -279,9 +323,9 @@ class SandboxKind:
         world has no use for; overridden by kinds."""
         return {}
 
-    def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
-        """Run one validated command (stepping, a page control or the learner's own)."""
-        return spec.handler(self, **values)
+    def command_done(self, failure: BaseException | None) -> None:
+        """After every command (done or refused), under the sandbox's lock: a kind whose
+        run may now live in a new world (a restored checkpoint, a new run) follows it."""
 
     def check_quota(self, cmd: dict[str, Any]) -> None:
         """The demo host's quota: records a run may write."""
@@ -364,8 +408,6 @@ class SandboxKind:
             return
         self.tracker.on_envelope(env)
         self.on_event(env)
-        if self._listener is not None:
-            self._listener(env)
 
     # ---- stepping ---------------------------------------------------------------
     def step(self) -> str:
@@ -417,13 +459,13 @@ class SandboxKind:
     def export_run(self) -> dict[str, Any]:
         """The run as plain data: the commands of every step and where the learner is.
         With the lesson's scenario (config, seed) it reproduces exactly what they see."""
-        log, out, start = self.run.log, [], self.origin
-        for i, end in enumerate(self.ends):
-            scripted = self._scripted(i + 1)
-            out.append({"id": self.script_ids[i] if scripted else None, "do": [self.compact(c) for c in log[start:end]],
-                        "scripted": scripted})
-            start = end
-        return {"log": out, "step": self.position}
+        return {"log": [{"id": self.script_ids[n - 1] if scripted else None, "do": [self.compact(c) for c in do],
+                         "scripted": scripted} for n, do, scripted in self.steps()], "step": self.position}
+
+    def steps(self) -> list[tuple[int, list[dict[str, Any]], bool]]:
+        """The run's steps: (n, its commands, whether it is the lesson's own)."""
+        log, starts = self.run.log, [self.origin] + self.ends[:-1]
+        return [(i + 1, log[start:end], self._scripted(i + 1)) for i, (start, end) in enumerate(zip(starts, self.ends))]
 
     def compact(self, cmd: dict[str, Any]) -> dict[str, Any]:
         """A command of the run's log as a form sends it: fields at their default left out."""
@@ -459,7 +501,7 @@ class SandboxKind:
 
     # What a run of this kind is, beyond the Run itself (saved while a new one is built).
     run_fields: ClassVar[tuple[str, ...]] = ("run", "run_id", "origin", "script_ids", "script_ends", "own_at", "ends",
-                                             "step_seqs", "_subscribed")
+                                             "step_seqs", "_subscribed", "_heard")
 
     def replace_run(self, build: Callable[[], None], more: Callable[[], bool]) -> None:
         """Build a new run beside the current one, unheard, and step it while ``more()``;
@@ -484,8 +526,8 @@ class SandboxKind:
         self.close()
         self.run, self.run_id = new, new_id
         self.tracker.own = self.own_at is not None and self.own_at < self.run.position
-        for env in list(self.run.events.envelopes):
-            self._emit(env)
+        self._forward(list(self.run.events.envelopes))
+        self._hear()
         self._moved(0, "load")
 
     # ---- what a kind provides --------------------------------------------------
@@ -522,14 +564,9 @@ class SandboxKind:
         return next((s.say for s in self.lesson.steps if s.id == self.script_ids[n - 1]), "")
 
     def run_state(self) -> dict[str, Any]:
-        log, steps, start = self.run.log, [], self.origin
         sep = "；" if self.lang == "zh" else "; "
-        for i, end in enumerate(self.ends):
-            scripted = self._scripted(i + 1)
-            steps.append({"n": i + 1, "label": sep.join(narration.command_label(c, self.lang)
-                                                          for c in log[start:end]),
-                          "say": self.step_say(i + 1) if scripted else "", "scripted": scripted})
-            start = end
+        steps = [{"n": n, "label": sep.join(narration.command_label(c, self.lang) for c in do),
+                  "say": self.step_say(n) if scripted else "", "scripted": scripted} for n, do, scripted in self.steps()]
         return {
             "step": self.position, "total": self.total_steps, "steps": steps,
             "on_script": self.own_at is None,
@@ -640,3 +677,16 @@ def get_kind(name: str) -> type[SandboxKind]:
     if kind is None:
         raise KeyError(f"no sandbox kind {name!r}; known: {', '.join(sorted(SANDBOX_KINDS))}")
     return kind
+
+
+def run_spec(kind: SandboxKind, spec: CommandSpec, values: dict[str, Any]) -> Any:
+    """Run a validated command on ``kind`` as the runtime does (tests, tools): its handler,
+    then the kind's ``command_done``."""
+    failure = None
+    try:
+        return spec.handler(kind, **values)
+    except BaseException as exc:
+        failure = exc
+        raise
+    finally:
+        kind.command_done(failure)

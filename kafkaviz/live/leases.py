@@ -28,7 +28,57 @@ from typing import Any
 
 log = logging.getLogger("kafkaviz.leases")
 
-__all__ = ["LiveSockets", "live_sockets", "lease_seconds"]
+__all__ = ["LiveSockets", "live_sockets", "lease_seconds", "Leases", "lapse"]
+
+
+def lapse(held: dict[str, float], now: float) -> dict[str, float]:
+    """Drop the leases of ``held`` (holder → expiry) that expired by ``now``; returns ``held``.
+    A copy first (taken atomically): a worker thread may add one meanwhile."""
+    for holder, expiry in list(held.items()):
+        if expiry <= now:
+            held.pop(holder, None)
+    return held
+
+
+class Leases(dict):
+    """Capped places held as leases, in one process: key → {holder → expiry}. The runtime
+    keeps a client address's sockets and a room member's sockets in these (the Redis router
+    keeps them in sorted sets, the same rules); a key with no live lease is dropped."""
+
+    def live(self, key: str, now: float) -> dict[str, float]:
+        held = lapse(self.get(key, {}), now)
+        if not held:
+            self.pop(key, None)
+        return held
+
+    def take(self, key: str, holder: str, cap: int, expiry: float, now: float) -> bool:
+        """A place under ``key``, at most ``cap`` (0: no cap) held at once; a holder keeps
+        its own. False when full."""
+        held = self.live(key, now)
+        if holder not in held and cap and len(held) >= cap:
+            return False
+        self.setdefault(key, held)[holder] = expiry
+        return True
+
+    def drop(self, key: str, holder: str | None = None) -> None:
+        """Give back ``holder``'s place (None: the newest)."""
+        held = self.get(key)
+        if held:
+            held.pop(next(reversed(held)) if holder is None else holder, None)
+            if not held:
+                del self[key]
+
+    def renew(self, keys: dict[str, list[str]], expiry: float, now: float) -> None:
+        """The heartbeat: these holders under these keys are alive (a place given back stays so)."""
+        for key, holders in keys.items():
+            held = self.get(key)
+            for holder in holders:
+                if held is not None and holder in held:
+                    held[holder] = expiry
+            self.live(key, now)
+
+    def count(self, now: float) -> int:
+        return sum(len(self.live(key, now)) for key in list(self))
 
 
 def lease_seconds() -> float:

@@ -33,49 +33,26 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from engine import narration
-from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.commands import command_to_dict, parse_command
 from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
 
 from wire.session import FIRST_NODE_ID
+from wire.traffic import Traffic, TrafficError
 
 from . import client_listener
 from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
-from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, SandboxKind, command
+from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, WEB_CAPS, SandboxKind, cluster_spec, command
 from .quorum_view import quorum_view
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
-from .validation import CommandError, CommandSpec, Field, TextRule, command_fields, validate_command
+from .validation import CommandError, CommandSpec, Field, validate_command
 
-__all__ = ["ReplicationSandbox", "engine_command_spec", "WEB_CAPS"]
+__all__ = ["ReplicationSandbox", "WEB_CAPS"]
 
 # Index files are preallocated sparse, as Kafka does; at Kafka's 10 MiB each, four of them
 # made a run look like 40 MiB on disk. One block each keeps ls, du and quotas in step.
 SANDBOX_LOG_CONFIG = {"segment.index.bytes": 4096}
-
-# Bounds the web puts on engine fields with no (or a very large) upper bound: one
-# command of a shared demo host must stay cheap (a 7-day advance would be millions of
-# heartbeat events). Node ids reach 199: dedicated KRaft controllers are 100, 101, ...
-WEB_CAPS = {"ms": 60_000, "delay_ms": 60_000, "count": 100, "value_size": 1_000, "timeout_ms": 60_000,
-            "to_ms": 10**9, "offset": 10**9, "max_records": 100, "partition": 999, "broker": 199, "a": 199, "b": 199}
-CLUSTER_TEXT = TextRule(40, r"[A-Za-z0-9._-]*", "may only hold letters, digits, '.', '_' and '-'")
-
-
-def engine_command_spec(name: str, defaults: dict[str, Any],
-                        narrow: dict[str, dict[str, Any] | None] | None = None) -> CommandSpec | None:
-    """A :class:`CommandSpec` for engine command ``name``, its fields generated from the
-    engine's field metadata (:func:`~kafkaviz.live.validation.command_fields`); a command
-    needing a field a form cannot send is not offered (None).
-    ``defaults`` fills fields the page leaves out (the lesson's topic); ``narrow`` fits a
-    field to the lesson (the settings ``set_config`` may change)."""
-    cls = ENGINE_COMMANDS[name]
-    fields = command_fields(cls, defaults=defaults, caps=WEB_CAPS, text=CLUSTER_TEXT, narrow=narrow)
-    if fields is None:
-        return None
-    return CommandSpec(name, fields, handler=lambda kind, **values: kind.own({"cmd": name, **values}),
-                       help=cls.summary, extra={"engine": cls})
-
 
 def _load_fields(scenario: dict) -> tuple[Field, ...]:
     choices = tuple(scenario.get("choices") or ())
@@ -134,6 +111,7 @@ class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
 
     name: ClassVar[str] = "replication"
+    command_defaults: ClassVar[dict[str, Any]] = {"topic": "t", "partition": 0}
     run_fields = SandboxKind.run_fields + ("scenario_def", "truncation", "script")
     # The runtime's (runtime.py ``_build``): the sandbox's lock and a thread-safe request to
     # publish frames, for what a client of the listener makes the engine do between commands.
@@ -152,14 +130,9 @@ class ReplicationSandbox(SandboxKind):
     @classmethod
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
         specs = super().command_specs(scenario)
-        defaults = {"topic": scenario.get("topic", "t"), "partition": scenario.get("partition", 0)}
-        for name in scenario.get("commands") or ():
-            spec = engine_command_spec(name, defaults)
-            if spec is not None:
-                specs[name] = spec
         if scenario.get("configurable"):
             # The engine's set_config, at cluster or broker scope, of the settings the lesson names.
-            specs["set_config"] = engine_command_spec("set_config", {"scope": "cluster"}, {
+            specs["set_config"] = cluster_spec("set_config", {"scope": "cluster"}, {
                 "scope": {"choices": ("cluster", "broker")},
                 "changes": {"choices": tuple(scenario["configurable"])},
                 "target": {"min": 0, "max": WEB_CAPS["broker"]}})
@@ -194,12 +167,29 @@ class ReplicationSandbox(SandboxKind):
 
     def make_run(self, run_dir: Path) -> Run:
         sc = self.scenario_def
-        return Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation=self.truncation),
-                   str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
+        run = Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation=self.truncation),
+                  str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
+        # What a real client does to the cluster is the run's too (wire/traffic.py): Back,
+        # export, a share link and an import replay it.
+        # (The replay's listener writes no files; its directory is the live one's, outside the run's.)
+        run.outside = Traffic(client_listener.replay_server(self.data_dir / "wire"),
+                              live=lambda: self._client_attached(run))
+        return run
+
+    def _client_attached(self, run: Run) -> bool:
+        port = self.client_port_
+        return port is not None and port.attached > 0 and port.cluster is run.world
+
+    def _on_client_record(self, entry: dict, endpoints: dict) -> None:
+        """An entry of the live listener (its thread, the sandbox's lock held)."""
+        run = self.run
+        if run is not None and self.client_port_ is not None and self.client_port_.cluster is run.world:
+            run.outside.record(run, entry, endpoints)
 
     # ---- commands ------------------------------------------------------------------
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")
     def load(self, scenario: str, truncation: str) -> str:
+        self._no_client("load")
         self._start(scenario, truncation)
         self.tracker.own = False
         self._moved(0, "load")
@@ -208,6 +198,7 @@ class ReplicationSandbox(SandboxKind):
 
     @command(_shape_fields, help="Build your own cluster: brokers, partitions, replication factor, min ISR.")
     def shape(self, **values: Any) -> str:
+        self._no_client("shape")
         # Through import_run: the engine creates the topic, and refuses (say) RF > brokers, on a
         # run built beside the current one, which stays if the engine says no.
         seed = self.seed & 0xFFFF
@@ -237,10 +228,12 @@ class ReplicationSandbox(SandboxKind):
         port = self.client_port_
         if port is None:
             port = self.client_port_ = ClientPort(self.data_dir, self.lock, self.flush_hook)
+            port.on_record = self._on_client_record
+            port.first_node = lambda: self.run.outside.next_node()
         bootstrap = port.open(self.run.cluster)
-        # Client traffic is not a command of the run: this run takes no more checkpoints
-        # (``settle``), and Back is refused while a client is attached (going back restores
-        # an earlier checkpoint and replays the run's own commands only).
+        # What the client does is recorded with the run (``Traffic``): a cluster holding it
+        # takes no checkpoints, and Back is refused while a client is attached (its
+        # connection lives in the cluster being served).
         self._served_run = self.run_id
         if self.touch_hook is not None:
             self.touch_hook()
@@ -249,25 +242,30 @@ class ReplicationSandbox(SandboxKind):
     def _partition_count(self) -> int:
         return len(self.run.cluster.state()["topics"].get(self.topic, {}).get("partitions", ())) or 1
 
-    def execute(self, spec: CommandSpec, values: dict[str, Any]) -> str:
+    def _no_client(self, command: str) -> None:
         port = self.client_port_
-        if port is not None and port.attached and spec.type in ("back", "seek", "load", "shape"):
-            raise CommandError("busy", _("A client is connected: its requests are not part of the run, so the "
-                                         "run cannot go back or start over until it disconnects."),
-                               command=spec.type)
+        if port is not None and port.attached:
+            raise CommandError("busy", _("A client is connected: the run cannot go back or start over until "
+                                         "it disconnects."),
+                               command=command)
+
+    def back(self) -> str:
+        self._no_client("back")
+        return super().back()
+
+    def seek(self, step: int) -> str:
+        self._no_client("seek")
+        return super().seek(step)
+
+    def command_done(self, failure: BaseException | None) -> None:
+        # A new run's (or a restored checkpoint's) cluster is the one served. After a failed
+        # command the command's own error is the one the learner sees: a listener that found
+        # no free ports for the new cluster is closed, and the page shows it closed.
         try:
-            text = super().execute(spec, values)
-        except BaseException:
-            # A failed command may still have replaced the cluster; the listener follows it, but
-            # the command's own error is the one the learner sees: a listener that found no
-            # free ports for the new cluster is closed, and the page shows it closed.
-            try:
-                self._follow()
-            except CommandError:
-                pass
-            raise
-        self._follow()            # a new run's (or a restored checkpoint's) cluster is the one served
-        return text
+            self._follow()
+        except CommandError:
+            if failure is None:
+                raise
 
     def _follow(self) -> None:
         port = self.client_port_
@@ -308,6 +306,9 @@ class ReplicationSandbox(SandboxKind):
                "log": [dict(c) for c in self.run.log], "step": self.position, "commands": self.run.position}
         if self.custom_shape is not None:
             out.update(shape=dict(self.custom_shape), seed=self.scenario_def.seed)
+        clients = self.run.outside.export()
+        if clients is not None:
+            out["clients"] = clients        # what real clients did, replayed by an import
         return out
 
     def import_run(self, run: Any) -> None:
@@ -339,12 +340,26 @@ class ReplicationSandbox(SandboxKind):
                 raise CommandError("invalid", _("Step %(n)s: %(cmd)r is not a command of this lesson.") % {
                     "n": i + 1, "cmd": cmd.get("cmd")}, command="import")
         normal = [command_to_dict(parse_command(c)) for c in log]     # the engine parses every command
+        clients = run.get("clients")
+        if clients is not None and not self.scenario.get("client_listener"):
+            raise CommandError("invalid", _("This run holds a real client's requests; open it in the sandbox."),
+                               command="import")
         self.custom_shape, before = shape, self.custom_shape
+
+        def build() -> None:
+            self._start(target, choice["truncation"], normal)
+            if clients is not None:
+                brokers = len(self.run.cluster.brokers)
+                try:
+                    self.run.outside.load(clients, len(normal), brokers)
+                except TrafficError as exc:
+                    raise CommandError("invalid", _("The run's client requests cannot be replayed: %(why)s.")
+                                       % {"why": exc}, command="import") from None
+                self.run.outside.after(self.run)     # a client before the first command
         try:
             # A run with "commands" counts lesson steps; an older one counted commands.
             lesson_steps = isinstance(run.get("commands"), int) and not isinstance(run.get("commands"), bool)
-            self.replace_run(lambda: self._start(target, choice["truncation"], normal),
-                             lambda: (self.position if lesson_steps else self.run.position) < step)
+            self.replace_run(build, lambda: (self.position if lesson_steps else self.run.position) < step)
             # ... and the engine checks each command as it runs
         except Exception:
             self.custom_shape = before
@@ -372,11 +387,6 @@ class ReplicationSandbox(SandboxKind):
 
     def kind_state(self) -> dict[str, Any]:
         run = self.run
-        if self.client_port_ is not None:
-            try:
-                self.client_port_.follow(run.cluster)      # an import replaced the cluster
-            except CommandError:
-                pass        # no listener free for the new cluster: the page shows it closed
         cluster = run.cluster
         summary = build_summary(run)
         cstate = cluster.state()
@@ -466,15 +476,15 @@ class ReplicationSandbox(SandboxKind):
             self.client_port_ = port
 
     def settle(self) -> None:
-        # A run a client listener has served holds what the client did, which is no command
-        # of the run: it takes no checkpoints (Back restores one from before and replays the
-        # run's own commands only, as its log says).
+        # A run a client listener serves takes no checkpoints from then on (a client may be
+        # mid-request at any moment); a cluster holding client traffic takes none either
+        # (``Run.checkpoint``). Back restores one from before and replays commands and traffic.
         if self._served_run != self.run_id:
             super().settle()
 
     def goto(self, step: int) -> None:
-        if self._served_run == self.run_id:
-            self.run.disk_changed()      # the client wrote files the run does not know of
+        if self._served_run == self.run_id or self.run.outside.entries:
+            self.run.disk_changed()      # the client wrote files the run's checkpoints do not know of
         super().goto(step)
 
     def close(self) -> None:

@@ -123,7 +123,6 @@ class RedisRouter:
         self.owned: dict[str, float] = {}                     # sandbox → when this process claimed it
         self.watching: Counter[str] = Counter()               # sockets of this process per sandbox
         self.holders: dict[str, set[str]] = {}                # sandbox → this process's sockets on it
-        self.places_held: dict[str, set[str]] = {}            # place key → this process's holders
         self.meta: dict[str, tuple[str, str, str]] = {}       # sandbox → (slug, lang, address) of a watcher here
         self.pending: dict[str, asyncio.Future] = {}
         self.sockets: dict[str, list[str]] = {}               # address → this process's places in its socket quota
@@ -265,21 +264,10 @@ class RedisRouter:
 
     async def take_place(self, key: str, holder: str, cap: int) -> bool:
         await self.start()
-        if not await self._take_place(PLACE_KEY.format(key), holder, cap or 1_000_000):
-            return False
-        self.places_held.setdefault(key, set()).add(holder)
-        return True
+        return await self._take_place(PLACE_KEY.format(key), holder, cap or 1_000_000)
 
     async def drop_place(self, key: str, holder: str) -> None:
-        held = self.places_held.get(key)
-        if held is not None:
-            held.discard(holder)
-            if not held:
-                del self.places_held[key]
-        try:
-            await self.redis.zrem(PLACE_KEY.format(key), holder)
-        except Exception:  # noqa: BLE001 - the place lapses on its own when no longer renewed
-            log.exception("releasing a place failed")
+        await self._drop_place(PLACE_KEY.format(key), holder)
 
     async def count_places(self, keys: list[str]) -> list[int]:
         if not keys:
@@ -290,6 +278,12 @@ class RedisRouter:
     # ---- per-address quotas, shared by all processes ----------------------------------
     async def _take_place(self, key: str, member: str, cap: int) -> bool:
         return bool(await self.redis.eval(_TAKE_PLACE, 1, key, member, cap, self.owner_ttl_s))
+
+    async def _drop_place(self, key: str, member: str) -> None:
+        try:
+            await self.redis.zrem(key, member)
+        except Exception:  # noqa: BLE001 - the place lapses on its own when no longer renewed
+            log.exception("releasing a place failed")
 
     async def open_connection(self, address: str, holder: str | None = None) -> bool:
         cap = int(self.runtime.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0) or 0)
@@ -316,10 +310,7 @@ class RedisRouter:
             return
         if not members:
             del self.sockets[address]
-        try:
-            await self.redis.zrem(SOCKETS_KEY.format(address), member)
-        except Exception:  # noqa: BLE001 - the place expires on its own when no longer refreshed
-            log.exception("releasing a socket place failed")
+        await self._drop_place(SOCKETS_KEY.format(address), member)
 
     async def _sandbox_place(self, sid: str, address: str) -> str:
         """A sandbox about to be created here counts in its address's quota across all

@@ -7,10 +7,10 @@ lock. Commands run one at a time per sandbox in a worker thread, so the event lo
 keeps serving other clients while the engine works.
 
 Frames are serialised once, to JSON text, and published with
-``channel_layer.group_send`` to the group ``sandbox.<id>`` as ``{"type":
-"sandbox.frame", "text": ...}``: no layer copies a big dict per watcher, every
-consumer forwards the same text, and with the Redis channel layer any process's
-consumers can watch.
+``channel_layer.group_send`` to the group ``sandbox.<id>`` as the ASGI event that sends
+it, ``{"type": "websocket.send", "text": ...}``: no layer copies a big dict per watcher,
+each consumer hands the same event to its server as it is, and with the Redis channel
+layer any process's consumers can watch.
 
 Limits (``settings.KAFKAVIZ_RUNTIME``): sandboxes per process and per client address,
 a command-rate bucket per sandbox, a bound on commands queued per sandbox (a busy
@@ -47,6 +47,7 @@ from kafkaviz.lessons.content import DJANGO_LANG, load_content
 
 from .frames import FrameBuilder, frame_text
 from .kinds import Limits, SandboxKind, get_kind
+from .leases import Leases, lapse
 from .validation import CommandError, CommandSpec, Field, validate_command
 
 __all__ = ["Runtime", "Sandbox", "TokenBucket", "get_runtime", "set_runtime", "group_name", "new_sandbox_id",
@@ -136,9 +137,10 @@ class Runtime:
         self.publish = publish
         self.now = now
         self.sandboxes: dict[str, Sandbox] = {}
-        # Open lesson sockets per client address, as leases (holder → expiry), like watchers.
-        self.connections: dict[str, dict[str, float]] = {}
-        self.places: dict[str, dict[str, float]] = {}        # other capped places: key → holder → expiry
+        # Open lesson sockets per client address, and other capped places (a room member's
+        # sockets): leases (key → holder → expiry) the heartbeat renews, like watchers.
+        self.connections = Leases()
+        self.places = Leases()
         self._anonymous = 0                  # holder ids for callers that name none (tests, tools)
         self._create_lock = threading.RLock()
         self._reaper: asyncio.Task | None = None
@@ -212,13 +214,6 @@ class Runtime:
         tests that attach and detach by hand) lasts until it is given back."""
         return float("inf") if holder.startswith("anon-") else now + self.lease_s
 
-    @staticmethod
-    def _lapse(leases: dict[str, float], now: float) -> None:
-        # A copy first (taken atomically): a worker thread may add a watcher meanwhile.
-        for holder, expiry in list(leases.items()):
-            if expiry <= now:
-                leases.pop(holder, None)
-
     def renew(self, sandbox_id: str, holders: list[str], add: bool = True) -> int:
         """These sockets (in any process) still watch the sandbox: push their leases (with
         ``add``, taking one for a holder this runtime does not know: the sandbox was rebuilt
@@ -233,7 +228,7 @@ class Runtime:
         for holder in holders:
             if add or holder in sb.leases:
                 sb.leases[holder] = expiry
-        self._lapse(sb.leases, now)
+        lapse(sb.leases, now)
         sb.last_active = now
         return sb.watchers
 
@@ -318,7 +313,7 @@ class Runtime:
         batch = max(1, self.settings.get("REAP_BATCH", 25))
         gone: list[str] = []
         while True:
-            taken = self._take_reapable(batch)
+            taken = self._unlist(None, self.settings["IDLE_SECONDS"], batch)
             if not taken:
                 return gone
             await asyncio.to_thread(self._close_all, taken)
@@ -327,28 +322,28 @@ class Runtime:
                 return gone
             await asyncio.sleep(0)
 
-    def _reapable(self, sb: Sandbox, now: float) -> bool:
-        self._lapse(sb.leases, now)     # idle counts from the last renewal (``renew`` sets last_active)
-        if sb.watchers > 0 or sb.queued > 0 or sum(sb.budget_queued.values()) > 0:
-            return False
-        return now - sb.last_active >= self.settings["IDLE_SECONDS"]
-
-    def _take_reapable(self, limit: int) -> list[Sandbox]:
-        """Unlist up to ``limit`` reclaimable sandboxes (quick, under the create lock);
-        closing them happens outside it."""
+    def _unlist(self, ids: list[str] | None, idle_s: float | None, limit: int) -> list[Sandbox]:
+        """Unlist up to ``limit`` of the sandboxes ``ids`` (None: all) that nobody watches or
+        uses and nobody has for ``idle_s`` (None: unlist them whatever they do); quick, under
+        the create lock: closing them happens outside it."""
         with self._create_lock:
             now = self.now()
-            taken = [sb for sb in self.sandboxes.values() if self._reapable(sb, now)][:limit]
-            for sb in taken:
+            taken = []
+            for sb in [self.sandboxes.get(i) for i in ids] if ids is not None else list(self.sandboxes.values()):
+                if sb is None or len(taken) >= limit:
+                    continue
+                # Idle counts from the last renewal (``renew`` sets last_active).
+                if idle_s is not None and (lapse(sb.leases, now) or sb.queued > 0 or sum(sb.budget_queued.values())
+                                           or now - sb.last_active < idle_s):
+                    continue
                 del self.sandboxes[sb.id]
-                if sb.flush_handle is not None:
-                    sb.flush_handle.cancel()
-                    sb.flush_handle = None
+                self._unschedule(sb)
+                taken.append(sb)
             return taken
 
     def reap_idle(self) -> list[str]:
         """Reclaim every reclaimable sandbox now, in this thread (tests, shutdown)."""
-        taken = self._take_reapable(len(self.sandboxes) or 1)
+        taken = self._unlist(None, self.settings["IDLE_SECONDS"], len(self.sandboxes) or 1)
         self._close_all(taken)
         return [sb.id for sb in taken]
 
@@ -416,30 +411,15 @@ class Runtime:
         await asyncio.to_thread(self._discard, sandbox_id)
 
     def _discard(self, sandbox_id: str) -> None:
-        with self._create_lock:
-            sb = self.sandboxes.pop(sandbox_id, None)
-        if sb is None:
-            return
-        if sb.flush_handle is not None:
-            sb.flush_handle.cancel()
-        self._close(sb)
+        self._close_all(self._unlist([sandbox_id], None, 1))
 
     def discard_idle(self, sandbox_id: str) -> bool:
         """Reclaim the sandbox now if no socket watches it and no command waits for it (its
         session asks for a new one and its address is at its quota: docs/web.md). True if
         it was reclaimed."""
-        with self._create_lock:
-            sb = self.sandboxes.get(sandbox_id)
-            if sb is None:
-                return False
-            self._lapse(sb.leases, self.now())
-            if sb.watchers or sb.queued:
-                return False
-            del self.sandboxes[sandbox_id]
-        if sb.flush_handle is not None:
-            sb.flush_handle.cancel()
-        self._close(sb)
-        return True
+        taken = self._unlist([sandbox_id], 0, 1)
+        self._close_all(taken)
+        return bool(taken)
 
     def close_all(self) -> None:
         if self._reaper is not None:
@@ -462,92 +442,39 @@ class Runtime:
         """The heartbeat: these sockets of this process are alive; renew what they hold."""
         for sid, holders in watchers.items():
             self.renew(sid, holders, add=False)     # one process: a lease given back stays so
-        for address, holders in addresses.items():
-            self.renew_connections(address, holders)
         now = self.now()
-        for key, holders in places.items():
-            held = self.places.get(key)
-            for holder in holders:
-                if held is not None and holder in held:
-                    held[holder] = now + self.lease_s
-
-    def _live_places(self, key: str) -> dict[str, float]:
-        held = self.places.get(key, {})
-        self._lapse(held, self.now())
-        if not held:
-            self.places.pop(key, None)
-        return held
+        self.connections.renew(addresses, now + self.lease_s, now)
+        self.places.renew(places, now + self.lease_s, now)
 
     async def take_place(self, key: str, holder: str, cap: int) -> bool:
         """A place under ``key`` (e.g. a room member's sockets), at most ``cap`` held at once;
         a lease the heartbeat renews while its socket lives. False when full."""
-        held = self._live_places(key)
-        if holder not in held and cap and len(held) >= cap:
-            return False
-        self.places.setdefault(key, held)[holder] = self.now() + self.lease_s
-        return True
+        now = self.now()
+        return self.places.take(key, holder, cap, now + self.lease_s, now)
 
     async def drop_place(self, key: str, holder: str) -> None:
-        held = self.places.get(key)
-        if held is not None:
-            held.pop(holder, None)
-            if not held:
-                del self.places[key]
+        self.places.drop(key, holder)
 
     async def count_places(self, keys: list[str]) -> list[int]:
-        return [len(self._live_places(key)) for key in keys]
+        return [len(self.places.live(key, self.now())) for key in keys]
 
     # ---- connections (counted per client address by the consumer) -----------
     async def open_connection(self, address: str, holder: str | None = None) -> bool:
-        """Count a new socket from ``address`` (a lease its process renews, see ``renew``);
+        """Count a new socket from ``address`` (a lease its process renews, see ``keep``);
         False if it already has the most allowed."""
-        cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0)
-        now = self.now()
-        held = self.connections.setdefault(address, {})
-        self._lapse(held, now)
-        if cap and address and len(held) >= cap:
-            if not held:
-                del self.connections[address]
-            return False
-        holder = self._holder(holder)
-        held[holder] = self._expiry(holder, now)
-        return True
+        now, holder = self.now(), self._holder(holder)
+        cap = self.settings.get("MAX_CONNECTIONS_PER_ADDRESS", 0) if address else 0
+        return self.connections.take(address, holder, cap, self._expiry(holder, now), now)
 
     async def close_connection(self, address: str, holder: str | None = None) -> None:
-        held = self.connections.get(address)
-        if not held:
-            return
-        if holder is None:
-            holder = next(reversed(held), None)
-        held.pop(holder, None)
-        if not held:
-            del self.connections[address]
-
-    def renew_connections(self, address: str, holders: list[str]) -> None:
-        """These sockets from ``address`` are still open: push their leases."""
-        held = self.connections.get(address)
-        if held is None:
-            return
-        now = self.now()
-        for holder in holders:
-            if holder in held:
-                held[holder] = now + self.lease_s
-        self._lapse(held, now)
-        if not held:
-            del self.connections[address]
+        self.connections.drop(address, holder)
 
     def health(self) -> dict[str, Any]:
         """What ``/healthz`` reports for this process (lapsed leases not counted)."""
         now = self.now()
-        for sb in list(self.sandboxes.values()):
-            self._lapse(sb.leases, now)
-        for address in list(self.connections):
-            self._lapse(self.connections[address], now)
-            if not self.connections[address]:
-                del self.connections[address]
         return {"sandboxes": len(self.sandboxes), "max_sandboxes": self.settings["MAX_SANDBOXES"],
-                "watchers": sum(sb.watchers for sb in self.sandboxes.values()),
-                "connections": sum(len(held) for held in self.connections.values()),
+                "watchers": sum(len(lapse(sb.leases, now)) for sb in list(self.sandboxes.values())),
+                "connections": self.connections.count(now),
                 "rooms": sum(1 for sb in self.sandboxes.values() if sb.room),
                 "disk_bytes": _tree_bytes(self.data_root)}
 
@@ -594,10 +521,12 @@ class Runtime:
                     text, failure, texts = await asyncio.to_thread(self._run, sb, spec, values)
                     # Even a refused command may have changed something first (e.g. the first
                     # of several appends): watchers see whatever the engine did.
-                    if texts is not None:
-                        await self._publish(sb, texts)
-                    else:
+                    if texts is None:
                         self._schedule_flush(sb)
+                    elif texts and self.publish is not None:
+                        self._unschedule(sb)      # this frame carries what a timer waited for
+                        for frame in texts:
+                            await self.publish(group_name(sb.id), {"type": "websocket.send", "text": frame})
                     # The run's checkpoint of this step, after its frame left: Back to it replays nothing.
                     await asyncio.to_thread(self._settle, sb)
             if failure is not None:
@@ -655,16 +584,19 @@ class Runtime:
         with sb.lock:
             try:
                 with translation.override(DJANGO_LANG.get(sb.frames.lang, "en")):
-                    runner = spec.extra.get("runtime")
-                    if runner is not None:
-                        text = runner(self, sb, values)
+                    if "runtime" in spec.extra:
+                        text = spec.extra["runtime"](self, sb, values)
                     else:
-                        try:
-                            text = sb.engine.execute(spec, values)
-                        except KafkaError as exc:
-                            # The engine refused (and left its state as it was): tell the sender in its words.
-                            raise CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type) from exc
+                        text = spec.handler(sb.engine, **values)
+            except KafkaError as exc:
+                # The engine refused (and left its state as it was): tell the sender in its words.
+                failure = CommandError("engine", f"{type(exc).__name__}: {exc}", command=spec.type)
+                failure.__cause__ = exc
             except Exception as exc:  # noqa: BLE001 - re-raised by command() after publishing
+                failure = exc
+            try:
+                sb.engine.command_done(failure)
+            except Exception as exc:  # noqa: BLE001 - a kind's follow-up refused (only when the command did not)
                 failure = exc
             if not take:
                 return text, failure, None
@@ -701,23 +633,24 @@ class Runtime:
             task = asyncio.ensure_future(self.flush(sb))
             task.add_done_callback(_log_failure)
 
-    def _take(self, sb: Sandbox) -> list[str]:
-        with sb.lock:
-            return sb.frames.texts(sb.engine.state, self.now())
-
     async def flush(self, sb: Sandbox) -> int:
         """Publish the frames buffered in ``sb`` to its watchers; returns how many."""
-        texts = await asyncio.to_thread(self._take, sb)
-        await self._publish(sb, texts)
+        def take() -> list[str]:
+            with sb.lock:
+                return sb.frames.texts(sb.engine.state, self.now())
+
+        texts = await asyncio.to_thread(take)
+        if texts:
+            self._unschedule(sb)
+        for frame in texts if self.publish is not None else ():
+            await self.publish(group_name(sb.id), {"type": "websocket.send", "text": frame})
         return len(texts)
 
-    async def _publish(self, sb: Sandbox, texts: list[str]) -> None:
-        if texts and sb.flush_handle is not None:   # this frame carries what the timer waited for
+    @staticmethod
+    def _unschedule(sb: Sandbox) -> None:
+        if sb.flush_handle is not None:
             sb.flush_handle.cancel()
             sb.flush_handle = None
-        if self.publish is not None:
-            for text in texts:
-                await self.publish(group_name(sb.id), {"type": "sandbox.frame", "text": text})
 
 
 def _tree_bytes(root: Path) -> int:
@@ -780,16 +713,12 @@ def _import(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> str:
 def _share(rt: Runtime, sb: Sandbox, values: dict[str, Any]) -> dict[str, Any]:
     from django.db import connections
 
-    from .models import MAX_RUN_BYTES
-    from .shares import store_run
+    from .shares import share_run
 
-    data = _export(rt, sb, values)["data"]
-    if len(json.dumps(data)) > MAX_RUN_BYTES:
-        raise CommandError("quota", "This run is too long to share; step back or reset first.", command="share")
     try:
         # Identical runs are stored once. A socket's share goes through the consumer, which
-        # also applies the limits per visitor and address (LessonConsumer.share).
-        shared = store_run(sb.slug, data)
+        # names the visitor and address whose limits it counts against (LessonConsumer).
+        shared = share_run(_export(rt, sb, values)["data"])
     finally:
         connections.close_all()   # this worker thread's connection: shares are rare, threads are pooled
     return {"text": _("Share link created."), "share_id": shared.id}

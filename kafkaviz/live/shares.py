@@ -23,10 +23,12 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from .models import SharedRun
+from .models import MAX_RUN_BYTES, SharedRun
+from .validation import CommandError
 
-__all__ = ["run_digest", "store_run", "ShareLimitReached", "SHARE_WINDOW", "share_limits"]
+__all__ = ["run_digest", "store_run", "share_run", "ShareLimitReached", "SHARE_WINDOW", "share_limits"]
 
 SHARE_WINDOW = timedelta(days=1)
 
@@ -84,3 +86,17 @@ def store_run(lesson: str, data: Any, visitor: str = "", address: str = "") -> S
     except IntegrityError:
         # The same run, stored at this moment by another request: one row, one link.
         return SharedRun.objects.get(digest=digest)
+
+
+def share_run(data: dict[str, Any], visitor: str = "", address: str = "") -> SharedRun:
+    """``{"cmd": "share"}``: store an exported run (``data``, the export format) for its
+    lesson, or refuse with a :class:`CommandError` the sender reads: too long, or the
+    visitor's or address's limit reached (links made before still work)."""
+    if len(json.dumps(data)) > MAX_RUN_BYTES:
+        raise CommandError("quota", _("This run is too long to share; step back or reset first."), command="share")
+    try:
+        return store_run(str(data.get("lesson", "")), data, visitor, address)
+    except ShareLimitReached as exc:
+        raise CommandError("quota", _("You have shared %(limit)d new runs today, the most one visitor or network "
+                                      "may; links you made still work. Export the run as a file instead.")
+                           % {"limit": exc.limit}, command="share") from None

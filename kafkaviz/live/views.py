@@ -61,7 +61,7 @@ def fault_panel(cls: type) -> str:
 
 def _cluster_context(content: LessonContent, commands: dict[str, dict[str, object]]) -> dict[str, object]:
     """Broker ids of the lesson's scenarios and the fault buttons of the commands the lesson
-    offers, each from its engine declaration (``Command.fault``: label, key, danger)."""
+    offers, each from its engine declaration (``Command.fault``: label in both languages, key, danger)."""
     choices = content.scenario.get("choices") or ()
     if not choices:
         return {}
@@ -70,7 +70,7 @@ def _cluster_context(content: LessonContent, commands: dict[str, dict[str, objec
     brokers = max(int(get_scenario(name).config.get("brokers", 3)) for name in choices)
     # Dedicated KRaft controllers (lesson 17) are nodes 100, 101, ...: crashed and restarted as brokers are.
     controllers = max(int(get_scenario(name).config.get("controllers", 0)) for name in choices)
-    offered = {name: {"cmd": name, "label": _(cls.fault.label), "key": cls.fault.key, "danger": cls.fault.danger,
+    offered = {name: {"cmd": name, "label": cls.fault.label.in_(translation.get_language() or "en"), "key": cls.fault.key, "danger": cls.fault.danger,
                       "needs": cls.fault.needs,
                       "help": commands[name]["help"], "panel": fault_panel(cls)}
                for name, cls in faults().items() if name in commands}

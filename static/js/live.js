@@ -118,23 +118,6 @@
       document.body.dataset.frames = String(Number(document.body.dataset.frames || 0) + 1);
     }
   }
-  // The one dispatch of a frame to what draws it: every [data-diagram] element's module
-  // (the step controls too: stepper.js registers "stepper").
-  function onFrame(frame) {
-    frame = withStepEvents(frame);
-    const state = frame.state || {};
-    KV.timeOrigin = typeof state.time_origin_ms === "number" ? state.time_origin_ms : 0;
-    const clock = $("clock");
-    if (clock && typeof state.clock_ms === "number") clock.textContent = KV.secs(state.clock_ms, 1);
-    const nodes = Array.prototype.slice.call(document.querySelectorAll("[data-diagram]")), stage = $("stage");
-    const onStage = function (n) { return !stage || stage.contains(n); };
-    draw(nodes.filter(onStage), frame);
-    below.push({ frame: frame, nodes: nodes.filter(function (n) { return !onStage(n); }) });
-    if (below.length === 1) {
-      window.requestAnimationFrame(function () { window.setTimeout(drawBelow, 0); });
-      window.setTimeout(drawBelow, 100);      // a hidden tab runs no animation frames
-    }
-  }
 
   // Frames the server cut inside one command (mode "step": each engine phase of a long
   // clock jump) are played one at a time so each phase is seen: the first at once (a click
@@ -145,10 +128,10 @@
   let stepTimer = null;
   function drainStep() {
     const next = stepQueue.shift();
-    if (next) onFrame(next);
+    if (next) onFrame(next, true);
     if (!stepQueue.length) { window.clearInterval(stepTimer); stepTimer = null; }
   }
-  function catchUp() { while (stepQueue.length) onFrame(stepQueue.shift()); }
+  function catchUp() { while (stepQueue.length) onFrame(stepQueue.shift(), true); }
 
   // The frame protocol (docs/web.md, "Frame shape"): a frame carries the whole state
   // ("full": true) or a diff against the last whole state ("base" = its frame_seq).
@@ -223,20 +206,41 @@
   // What reached this page over the socket (the burst test and bench read it): frames,
   // the events they carried, and the events the server folded into "skipped".
   KV.received = { frames: 0, events: 0, skipped: 0, maxEvents: 0 };
-  KV.on("frame", function (msg) {
-    const n = (msg.events || []).length, r = KV.received;
-    r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
-    if (msg.snapshot) unrefuse();
-    if (!resolve(msg)) return;
-    if (msg.snapshot || msg.reset) { stepQueue.length = 0; onFrame(msg); return; }
-    if (stepTimer) {
-      stepQueue.push(msg);
-      if (stepQueue.length > MAX_QUEUED) catchUp();
-      return;
+  // The one handler of a frame: resolved to its whole state, queued while cut frames play,
+  // then drawn by every [data-diagram] element's module (the step controls too: stepper.js
+  // registers "stepper"). ``queued``: a frame already resolved, played from the queue.
+  function onFrame(msg, queued) {
+    if (!queued) {
+      const n = (msg.events || []).length, r = KV.received;
+      r.frames += 1; r.events += n; r.skipped += msg.skipped || 0; r.maxEvents = Math.max(r.maxEvents, n);
+      if (msg.snapshot) unrefuse();
+      if (!resolve(msg)) return;
+      if (msg.snapshot || msg.reset) stepQueue.length = 0;
+      else if (stepTimer) {
+        stepQueue.push(msg);
+        if (stepQueue.length > MAX_QUEUED) catchUp();
+        return;
+      } else if (msg.mode === "step") stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
     }
-    onFrame(msg);
-    if (msg.mode === "step") stepTimer = window.setInterval(drainStep, KV.reducedMotion() ? 0 : STEP_MS);
-  });
+    const frame = withStepEvents(msg), state = frame.state || {};
+    KV.timeOrigin = typeof state.time_origin_ms === "number" ? state.time_origin_ms : 0;
+    const clock = $("clock");
+    if (clock && typeof state.clock_ms === "number") clock.textContent = KV.secs(state.clock_ms, 1);
+    const nodes = Array.prototype.slice.call(document.querySelectorAll("[data-diagram]")), stage = $("stage");
+    const onStage = function (n) { return !stage || stage.contains(n); };
+    nodes.forEach(function (node) {
+      const mod = onStage(node) && KV.diagrams[node.dataset.diagram];
+      if (mod) {
+        try { mod.update(node, frame); } catch (err) { console.error("diagram " + node.dataset.diagram, err); }
+      }
+    });
+    below.push({ frame: frame, nodes: nodes.filter(function (n) { return !onStage(n); }) });
+    if (below.length === 1) {
+      window.requestAnimationFrame(function () { window.setTimeout(drawBelow, 0); });
+      window.setTimeout(drawBelow, 100);      // a hidden tab runs no animation frames
+    }
+  }
+  KV.on("frame", onFrame);
   KV.on("error", function (msg) {
     showError(msg);
     if (msg.refused) refuse(msg);
@@ -247,27 +251,29 @@
     if (ack) ack.textContent = ["step", "back", "seek"].indexOf(msg.command) >= 0 ? "" : msg.text;
     if (KV.onAck && KV.onAck[msg.command]) KV.onAck[msg.command](msg);
   });
-  // Every message goes to the one handler registered for its type (KV.on: this file's
-  // frame, error and ack; a room's roster and control; predict's spread).
+  // The socket's listener: every message goes to the one handler registered for its type
+  // (KV.on: this file's frame, error and ack; a room's roster and control; predict's spread).
+  // KV.dispatch(msg) hands a message over as if the socket had sent it.
   function dispatch(msg) {
+    if (msg instanceof Event) {
+      const e = msg;
+      try { msg = JSON.parse(e.detail.message); } catch (_) { return; } // not JSON: let htmx swap it
+      e.preventDefault();
+    }
     const handler = Object.prototype.hasOwnProperty.call(KV.handlers, msg.type) ? KV.handlers[msg.type] : null;
     if (handler) handler(msg);
   }
   KV.dispatch = dispatch;
+  document.addEventListener("htmx:wsBeforeMessage", dispatch);
 
   // Tasks done in an earlier visit show as done at once (the server's sandbox may be new).
   document.addEventListener("DOMContentLoaded", function () {
     updateTasks((KV.progress.load().tasks || []).map(function (id) { return { id: id, done: true }; }));
   });
 
-  document.addEventListener("htmx:wsBeforeMessage", function (e) {
-    let msg;
-    try { msg = JSON.parse(e.detail.message); } catch (_) { return; } // not JSON: let htmx swap it
-    e.preventDefault();
-    dispatch(msg);
-  });
-  document.addEventListener("htmx:wsConfigSend", function (e) {
-    e.detail.headers = null; // our protocol is the form fields only
+  // A form's fields leave as htmx's ws extension writes them (the server ignores its HEADERS):
+  // nothing of ours stands between a click and the socket; the page only notes who sent it.
+  document.addEventListener("htmx:wsAfterSend", function (e) {
     KV.lastSender = e.target;
     clearErrors(e.target.closest ? e.target.closest("form") : null);
   });

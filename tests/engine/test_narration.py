@@ -3,6 +3,7 @@ built from the event's own fields, and a step's events fold into a short summary
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -158,3 +159,33 @@ def test_the_cleaners_reason_reads_in_the_sentences_own_language():
 def test_every_kind_is_one_sentence():
     """No kind is worded by a function of its own per language any more."""
     assert set(narration._TABLES["en"]) == set(narration._TABLES["zh"]) == set(narration.SENTENCES)
+
+
+# ---- commands, lookups and folds: the values picked once, each language only words ---------
+
+@pytest.mark.parametrize("name", sorted(narration.COMMAND_SENTENCES))
+def test_a_commands_words_have_every_form_in_both_languages(name):
+    sentence = narration.COMMAND_SENTENCES[name]
+    assert type(sentence.en) is type(sentence.zh), name
+    pairs = [(sentence.en, sentence.zh)] if isinstance(sentence.en, str) else \
+        [(sentence.en[f], sentence.zh[f]) for f in sentence.en]
+    if not isinstance(sentence.en, str):
+        assert set(sentence.en) == set(sentence.zh), name
+    for en, zh in pairs:     # the same values fill both: the same fields named
+        assert set(re.findall(r"\{(\w+)\}", en)) == set(re.findall(r"\{(\w+)\}", zh)), (name, en, zh)
+
+
+@pytest.mark.parametrize("table", ["_LOOKUP_STEP_WORDS", "_FOLDS"])
+def test_the_lookup_steps_and_folds_are_words_with_the_same_fields(table):
+    for key, words in getattr(narration, table).items():
+        assert set(re.findall(r"\{(\w+)\}", words.en)) == set(re.findall(r"\{(\w+)\}", words.zh)), (table, key)
+
+
+@pytest.mark.parametrize("fn", ["command_label", "lookup_steps", "summarize"])
+def test_no_function_picks_fields_once_per_language(fn):
+    """Narration written twice was an ``if zh: f"..." else: f"..."`` per sentence, each picking
+    the fields again; now the code picks them once and asks a language only for its words."""
+    import inspect
+
+    source = inspect.getsource(getattr(narration, fn))
+    assert not re.search(r'if zh\b|zh else|if lang == "zh"', source), fn

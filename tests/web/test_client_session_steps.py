@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kafkaviz.lessons.catalogue import LESSONS
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live.kinds import Limits, get_kind
 from kafkaviz.live.validation import CommandError
 
@@ -50,10 +51,10 @@ def test_replay_to_goes_forward_to_a_mark_and_refuses_one_behind(tmp_path):
     kind = make(tmp_path)
     try:
         spec = kind.commands["replay_to"]
-        kind.execute(spec, {"mark": "leader-kill"})
+        run_spec(kind, spec, {"mark": "leader-kill"})
         assert kind.position == kind.marks.index("leader-kill") + 1
         with pytest.raises(CommandError):
-            kind.execute(spec, {"mark": "produce"})
+            run_spec(kind, spec, {"mark": "produce"})
         assert kind.position == kind.marks.index("leader-kill") + 1
     finally:
         kind.close()

@@ -9,6 +9,7 @@ import pytest
 
 from engine.errors import KafkaError
 from kafkaviz.lessons.content import load_content
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live.storage_kinds import CompactionSandbox
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.validation import CommandError, validate_command
@@ -25,7 +26,7 @@ def make_kind(tmp_path):
 
 def send(kind, message):
     spec, values = validate_command(kind.command_specs(kind.scenario), message)
-    return kind.execute(spec, values)
+    return run_spec(kind, spec, values)
 
 
 def records(state):

@@ -31,7 +31,7 @@ def test_the_docs_fault_table_is_the_declarations():
     section = DOCS.read_text().split("\n## Fault kinds\n")[1].split("\n## ")[0]
     rows = re.findall(r"^\| `([a-z_]+)` \| (.*?) \| (.*?) \| (.*?) \| (.*?) \|$", section, flags=re.M)
     documented = {name: (label, key.strip("`"), target, needs) for name, label, key, target, needs in rows}
-    declared = {name: (cls.fault.label, cls.fault.key or "—", ", ".join(f"`{n}`" for n in node_fields(cls)),
+    declared = {name: (cls.fault.label.en, cls.fault.key or "—", ", ".join(f"`{n}`" for n in node_fields(cls)),
                        cls.fault.needs or "—") for name, cls in faults().items()}
     assert documented == declared
 
@@ -57,13 +57,35 @@ def test_the_page_draws_the_buttons_the_declarations_say(client):
     for name in want_broker:
         button = re.search(rf'<button[^>]*data-cmd="{name}"[^>]*>([^<]*)</button>', broker_form)
         fault = COMMANDS[name].fault
-        assert button.group(1) == fault.label
+        assert button.group(1) == fault.label.en
         assert (f'aria-keyshortcuts="{fault.key}"' in button.group(0)) == bool(fault.key)
         assert (f'data-needs="{fault.needs}"' in button.group(0)) == bool(fault.needs)
         assert (" danger" in button.group(0)) == fault.danger
-    # In Chinese the labels come from the catalogue.
+    # In Chinese the labels are the declaration's own Chinese words.
     zh = client.get("/lessons/leader-election/?lang=zh").content.decode()
     assert ">崩溃</button>" in zh and ">Crash</button>" not in zh
+    zh_broker_form = zh.split('id="broker-form"')[1].split("</form>")[0]
+    for name in want_broker:
+        assert f">{COMMANDS[name].fault.label.zh}</button>" in zh_broker_form, name
+
+
+def test_a_faults_words_are_its_declarations_in_both_languages():
+    """One place for a fault's words: the button's label and the step's sentence, English and
+    Chinese, are ``Command.fault``; narration fills the sentence and writes no verb of its own."""
+    from engine import narration
+
+    for name, cls in faults().items():
+        fault = cls.fault
+        assert fault.label.en and fault.label.zh and fault.label.zh != fault.label.en, name
+        assert fault.says is not None, f"{name}: a fault says what a step that ran it did"
+        cmd = {"cmd": name, **{f: 1 for f in node_fields(cls)}, **({"delay_ms": 50} if name == "slow_follower" else {}),
+               **({"b": 2} if "b" in node_fields(cls) else {})}
+        en, zh = narration.command_label(cmd, "en"), narration.command_label(cmd, "zh")
+        assert en == fault.says.en.format(broker="broker 1", a="broker 1", b="broker 2", arrow="↔", delay_ms=50), name
+        assert zh == fault.says.zh.format(broker="broker 1", a="broker 1", b="broker 2", arrow="↔", delay_ms=50), name
+    source = (Path(narration.__file__)).read_text()
+    for name, cls in faults().items():       # no second copy of a fault's words in narration
+        assert cls.fault.says.zh.replace("{broker}", "broker {b}") not in source, name
 
 
 def _cluster_specs(slug="sandbox"):

@@ -45,7 +45,7 @@ def test_frames_carry_a_whole_state_then_diffs_and_a_whole_state_every_n():
     frames = []
     for i in range(7):
         fb.add(appended(log, i))
-        frames += fb.take({"n": i, "files": ["a", "b"][: 1 + i % 2]}, now_s=i)
+        frames += fb.texts({"n": i, "files": ["a", "b"][: 1 + i % 2]}, now_s=i, as_text=False)
     assert [f["full"] for f in frames] == [True, False, False, True, False, False, True]
     assert "state" not in frames[1] and frames[1]["base"] == frames[0]["frame_seq"]
     assert frames[1]["diff"] == {"s": {"n": 1}, "p": {"files": {"n": 2, "s": {"1": "b"}}}}
@@ -60,7 +60,7 @@ def test_a_dropped_diff_frame_is_repaired_by_the_next_one():
     frames = []
     for i in range(4):
         fb.add(appended(log, i))
-        frames += fb.take({"n": i}, now_s=i)
+        frames += fb.texts({"n": i}, now_s=i, as_text=False)
     tracker(frames[0])
     tracker(frames[1])
     # frames[2] lost on the way (a full channel): the next applies anyway.
@@ -71,13 +71,13 @@ def test_a_new_watcher_gets_a_whole_state_and_the_next_frame_is_whole_too():
     log = EventLog(VirtualClock())
     fb = FrameBuilder("segments", full_every=10)
     fb.add(appended(log, 0))
-    fb.take({"n": 0}, 0)
+    fb.texts({"n": 0}, 0, as_text=False)
     fb.add(appended(log, 1))
-    assert fb.take({"n": 1}, 1)[0]["full"] is False
+    assert fb.texts({"n": 1}, 1, as_text=False)[0]["full"] is False
     snap = fb.snapshot({"n": 1}, list(log.envelopes))
     assert snap["full"] and snap["snapshot"] and snap["frame_seq"] == 2
     fb.add(appended(log, 2))
-    nxt = fb.take({"n": 2}, 2)[0]
+    nxt = fb.texts({"n": 2}, 2, as_text=False)[0]
     assert nxt["full"] and nxt["state"] == {"n": 2}
 
 
@@ -86,7 +86,7 @@ def test_step_mode_frames_are_bounded_and_the_rest_counted():
     fb = FrameBuilder("segments", max_events=5, step_mode=True)
     for i in range(12):
         fb.add(appended(log, i), state_fn=lambda i=i: {"after": i})
-    frames = fb.take({"after": "latest"}, 0)
+    frames = fb.texts({"after": "latest"}, 0, as_text=False)
     assert len(frames) == 5
     assert frames[0]["skipped"] == 7 and [f["events"][0]["first_offset"] for f in frames] == list(range(7, 12))
 
@@ -163,9 +163,9 @@ def test_a_diff_sees_changes_to_parts_the_kind_shares_with_its_state():
     reads: dict = {}
     log.subscribe(lambda env: fb.add(env))
     log.emit(LogFlushed(None, "t", 0, 1, []))
-    first = fb.take({"reads": reads}, 0.0)[-1]
+    first = fb.texts({"reads": reads}, 0.0, as_text=False)[-1]
     reads["read_committed"] = [1, 2]
     log.emit(LogFlushed(None, "t", 0, 2, []))
-    second = fb.take({"reads": reads}, 1.0)[-1]
+    second = fb.texts({"reads": reads}, 1.0, as_text=False)[-1]
     assert first["full"] and not second["full"]
     assert apply_state_diff({"reads": {}}, second["diff"]) == {"reads": {"read_committed": [1, 2]}}

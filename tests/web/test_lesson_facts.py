@@ -12,8 +12,11 @@ import pytest
 from django.test import Client
 
 from kafkaviz.lessons import catalogue
-from kafkaviz.lessons.content import CONTENT_DIR, LANGUAGES, content_slugs, load_content
-from kafkaviz.lessons.diagrams import DIAGRAMS, diagram_assets
+from kafkaviz.lessons.content import CONTENT_DIR, LANGUAGES, ContentError, content_slugs, load_content
+from django.template import engines
+from django.utils import translation
+
+from kafkaviz.lessons.diagrams import BLOCK_TEMPLATE, DIAGRAMS, Words, diagram_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUGS = sorted(content_slugs())
@@ -58,6 +61,37 @@ def test_a_lessons_number_is_its_place_in_the_order():
     assert load_content(catalogue.SANDBOX.slug).number == 0
 
 
+def _course(tmp_path, monkeypatch, numbers: dict[str, int]) -> tuple[str, ...]:
+    for slug, number in numbers.items():
+        (tmp_path / f"{slug}.en.toml").write_text(f'number = {number}\ntitle = "{slug}"\n')
+    monkeypatch.setattr(catalogue, "CONTENT_DIR", tmp_path)
+    monkeypatch.setattr(catalogue, "content_slugs", lambda: frozenset(numbers))
+    return catalogue.course_order()
+
+
+def test_the_order_is_the_files_numbers_and_a_clash_or_gap_is_one_clear_line(tmp_path, monkeypatch):
+    """A lesson's place is written once, as ``number`` in its file: adding a lesson is adding its file."""
+    assert _course(tmp_path, monkeypatch, {"b": 2, "a": 3, "c": 1, "sandbox": 0}) == ("c", "b", "a")
+    clash = tmp_path / "clash"
+    clash.mkdir()
+    with pytest.raises(ContentError, match=r"lessons x, y all claim number 1$"):
+        _course(clash, monkeypatch, {"x": 1, "y": 1})
+    gap = tmp_path / "gap"
+    gap.mkdir()
+    with pytest.raises(ContentError, match="no lesson has number 2"):
+        _course(gap, monkeypatch, {"p": 1, "q": 3})
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with pytest.raises(ContentError, match="'number' must be"):
+        _course(bad, monkeypatch, {"p": "\"one\""})
+
+
+def test_catalogue_py_names_no_lesson():
+    tree = ast.parse((ROOT / "kafkaviz" / "lessons" / "catalogue.py").read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert not strings & set(catalogue.ORDER), "a lesson's place is its file's number, not a line in catalogue.py"
+
+
 def test_no_summary_is_written_outside_its_lesson_file():
     texts = {p: p.read_text(encoding="utf-8") for p in _code_files()}
     copied = [(slug, lang, p.relative_to(ROOT).as_posix()) for slug, lang, which, text in _facts()
@@ -100,7 +134,26 @@ def test_every_diagram_a_lesson_names_is_declared_with_files_that_exist(name):
 
 def test_every_declared_diagram_has_a_template_and_no_template_is_undeclared():
     on_disk = {p.stem for p in (ROOT / "templates" / "diagrams").glob("*.html")}
-    assert on_disk == set(DIAGRAMS)
+    own = {name for name, d in DIAGRAMS.items() if d.template != BLOCK_TEMPLATE}
+    assert on_disk == own
+    for name, d in DIAGRAMS.items():       # a diagram in the shared block says its title in both languages
+        assert (d.template == BLOCK_TEMPLATE) == (d.title is not None), name
+
+
+def test_a_diagram_that_only_draws_needs_no_template(monkeypatch):
+    """Its manifest line (title and words, both languages) and its script are the diagram."""
+    from kafkaviz.lessons import diagrams
+
+    meter = diagrams._diagram("meter-test", title=Words("Faults now", "当前故障"),
+                              words={"cut": Words("links cut", "条链路被切断")})
+    assert meter.template == BLOCK_TEMPLATE and meter.scripts == ("js/meter-test.js",)
+    monkeypatch.setitem(diagrams.DIAGRAMS, "meter-test", meter)
+    template = engines["django"].from_string("{% load diagrams %}{% for d in names %}{% include d|diagram_template %}{% endfor %}")
+    for lang, title, cut in (("en", "Faults now", "links cut"), ("zh-hans", "当前故障", "条链路被切断")):
+        with translation.override(lang):
+            html = template.render({"names": ["meter-test"]})
+        assert f'<h2 id="meter-test-title">{title}</h2>' in html, html
+        assert 'id="meter-test" data-diagram="meter-test"' in html and f'data-cut="{cut}"' in html, html
 
 
 def test_diagram_templates_load_no_files_themselves():

@@ -14,6 +14,7 @@ from django.test import Client
 
 from kafkaviz.asgi import application
 from kafkaviz.lessons.content import load_content
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live.guided_cluster import GuidedClusterSandbox
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.validation import CommandError, validate_command
@@ -166,7 +167,7 @@ def test_bad_transactional_call_is_refused_and_changes_nothing(tmp_path):
     before = kind.state()
     spec = kind.commands["commit_transaction"]
     with pytest.raises(Exception) as err:
-        kind.execute(spec, {"name": "tx"})                 # commit without begin
+        run_spec(kind, spec, {"name": "tx"})                 # commit without begin
     assert type(err.value).__name__ == "InvalidTxnStateError"
     after = kind.state()
     assert {k: v for k, v in after.items() if k not in ("tasks", "run")} == \
@@ -178,10 +179,10 @@ def test_bad_transactional_call_is_refused_and_changes_nothing(tmp_path):
 
 def test_records_beyond_the_quota_are_refused_and_change_nothing(tmp_path):
     kind = GuidedClusterSandbox(tmp_path / "box", seed=1, limits=Limits(3, 10**8), lesson=load_content(L14))
-    kind.execute(*validate_command(kind.commands, {"cmd": "produce", "partition": 0, "value": "a", "count": 3}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "produce", "partition": 0, "value": "a", "count": 3}))
     before = kind.state()
     with pytest.raises(CommandError) as err:
-        kind.execute(*validate_command(kind.commands, {"cmd": "produce", "partition": 0, "value": "b"}))
+        run_spec(kind, *validate_command(kind.commands, {"cmd": "produce", "partition": 0, "value": "b"}))
     assert err.value.code == "quota"
     assert {k: v for k, v in kind.state().items() if k not in ("tasks", "run")} == \
         {k: v for k, v in before.items() if k not in ("tasks", "run")}
@@ -257,14 +258,14 @@ def test_fetches_leaving_their_wheel_do_not_pass_the_produce_try_its(tmp_path):
     (fetches park, expire and complete on the fetch wheel) has not made a produce complete,
     cascade or time out."""
     kind = make_kind(tmp_path, L15)
-    kind.execute(*validate_command(kind.commands, {"cmd": "advance", "ms": "2000"}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "advance", "ms": "2000"}))
     fetch_moves = [e for e in kind.step_events() if e["kind"] in ("timer_task_cancelled", "timer_task_expired",
                                                                    "timer_task_cascaded")]
     assert fetch_moves and all(e["timer"] == "broker-0.fetch" for e in fetch_moves)
     st = kind.state()
     assert not any(task_done(st, t) for t in ("complete", "cascade", "timeout"))
-    kind.execute(*validate_command(kind.commands, {"cmd": "produce", "value": "own", "timeout_ms": "1000"}))
-    kind.execute(*validate_command(kind.commands, {"cmd": "advance", "ms": "20"}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "produce", "value": "own", "timeout_ms": "1000"}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "advance", "ms": "20"}))
     assert task_done(kind.state(), "complete")
     kind.close()
 
@@ -373,9 +374,9 @@ async def test_ws_lesson_15_steps_forward_and_back_and_a_timeout_of_ones_own(len
 def test_an_exported_run_with_own_commands_replays_to_the_same_state(tmp_path):
     kind = make_kind(tmp_path / "a", L14)
     steps_to(kind, "txn-init")
-    kind.execute(*validate_command(kind.commands, {"cmd": "begin_transaction", "name": "tx"}))
-    kind.execute(*validate_command(kind.commands, {"cmd": "produce", "producer": "tx", "partition": 1, "value": "q"}))
-    kind.execute(*validate_command(kind.commands, {"cmd": "advance", "ms": 500}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "begin_transaction", "name": "tx"}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "produce", "producer": "tx", "partition": 1, "value": "q"}))
+    run_spec(kind, *validate_command(kind.commands, {"cmd": "advance", "ms": 500}))
     exported = kind.export_run()
     other = make_kind(tmp_path / "b", L14)
     other.import_run(exported)

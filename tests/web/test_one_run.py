@@ -11,6 +11,7 @@ import pytest
 
 from engine.cluster.run import Run
 from kafkaviz.lessons.catalogue import LESSONS
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live import runtime as runtime_module
 from kafkaviz.live.kinds import SANDBOX_KINDS, Limits, SandboxKind, get_kind
 from kafkaviz.live.runtime import COMMON_COMMANDS
@@ -66,7 +67,7 @@ def test_a_storage_lessons_export_imports_to_the_same_run(tmp_path):
     try:
         a.step()
         spec, values = validate_command(a.commands, {"cmd": "produce", "count": "3", "value_size": "50"})
-        a.execute(spec, values)
+        run_spec(a, spec, values)
         exported = a.export_run()
         assert [e["scripted"] for e in exported["log"]] == [True, False] and exported["step"] == 2
         b.import_run(exported)

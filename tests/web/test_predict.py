@@ -16,6 +16,7 @@ from kafkaviz.asgi import application
 from kafkaviz.lessons import content as content_mod
 from kafkaviz.lessons.content import ContentError, content_slugs, load_content
 from kafkaviz.lessons.checks import CheckError, evaluate, validate_check
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live.guided_cluster import GuidedClusterSandbox
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.replication import ReplicationSandbox
@@ -190,7 +191,7 @@ def test_a_learners_own_command_drops_the_lessons_question(tmp_path):
     kind = _replication(tmp_path, "leader-election", "unclean-election-loss", "epoch")
     kind.seek(7)
     assert kind.state()["prediction"]["upcoming"]["step"] == 8
-    kind.execute(kind.commands["advance"], {"ms": 4000})   # the learner's own step 8, not the lesson's
+    run_spec(kind, kind.commands["advance"], {"ms": 4000})   # the learner's own step 8, not the lesson's
     assert kind.position == 8 and kind.state()["prediction"] is None
 
 

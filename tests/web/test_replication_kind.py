@@ -13,6 +13,7 @@ from django.conf import settings as django_settings
 from engine.cluster.commands import COMMANDS as ENGINE_COMMANDS
 from engine.cluster.scenarios import get_scenario
 from kafkaviz.lessons.content import load_content
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live.kinds import Limits
 from kafkaviz.live.replication import WEB_CAPS, ReplicationSandbox, script_ends
 from kafkaviz.live.runtime import Runtime, new_sandbox_id
@@ -143,7 +144,7 @@ def test_every_step_sends_a_marker_so_a_frame_follows_even_without_engine_events
     kind.step()                       # create_topic
     kind.step()                       # advance
     got.clear()
-    kind.execute(kind.commands["produce"], {"topic": "t", "acks": "all", "value": "x"})
+    run_spec(kind, kind.commands["produce"], {"topic": "t", "acks": "all", "value": "x"})
     assert [e.event.kind for e in got] == ["run_moved"]     # nothing happens until the clock moves
     assert got[0].event.step == 3 and got[0].event.how == "command"
     kind.close()
@@ -167,7 +168,7 @@ def test_a_learners_produce_that_matches_the_script_is_a_step_of_its_own(tmp_pat
     kind = make_kind(tmp_path)
     kind.step()
     kind.step()
-    kind.execute(kind.commands["produce"], {"topic": "t", "acks": "all", "value": "m1"})   # the script's next command
+    run_spec(kind, kind.commands["produce"], {"topic": "t", "acks": "all", "value": "m1"})   # the script's next command
     run = kind.state()["run"]
     assert run["step"] == 3 and run["total"] == 3
     assert not run["steps"][2]["scripted"] and run["steps"][2]["say"] == ""   # not the lesson's produce-and-advance
@@ -179,7 +180,7 @@ def test_a_free_command_replaces_the_rest_of_the_scenario(tmp_path):
     kind = make_kind(tmp_path)
     kind.step()
     spec = kind.commands["crash"]
-    kind.execute(spec, {"broker": 2})
+    run_spec(kind, spec, {"broker": 2})
     st = kind.state()
     run = st["run"]
     assert run["step"] == 2 and run["total"] == 2 and run["on_script"] is False
@@ -221,11 +222,11 @@ def test_produce_before_the_topic_exists_is_refused_by_the_engine(tmp_path):
 
     kind = make_kind(tmp_path)
     with pytest.raises(KafkaError, match="unknown topic 't'"):
-        kind.execute(kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "y"})
+        run_spec(kind, kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "y"})
     assert kind.state()["run"]["step"] == 0
     assert kind.state()["run"]["total"] == len(script_ends(get_scenario("kip101-data-loss").commands()))
     kind.step()
-    kind.execute(kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "y"})
+    run_spec(kind, kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "y"})
     assert kind.state()["run"]["steps"][-1]["label"] == "produce y (acks=all)"
     kind.close()
 
@@ -236,9 +237,9 @@ def test_with_every_broker_down_the_verdict_says_there_is_no_leader(tmp_path):
         kind.step()
     assert kind.state()["verdict"]["kind"] == "ok"
     for b in (0, 1, 2):
-        kind.execute(kind.commands["crash"], {"broker": b})
-    kind.execute(kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "x"})
-    kind.execute(kind.commands["advance"], {"ms": 1000})
+        run_spec(kind, kind.commands["crash"], {"broker": b})
+    run_spec(kind, kind.commands["produce"], {"topic": "t", "partition": 0, "acks": "all", "value": "x"})
+    run_spec(kind, kind.commands["advance"], {"ms": 1000})
     st = kind.state()
     assert st["verdict"]["kind"] == "no_leader"
     # The narration of the produce step says what the engine did, not "Sent".

@@ -60,13 +60,15 @@ async def test_a_step_is_run_framed_and_published_in_one_worker_call(tmp_path, m
     published: list[dict] = []
 
     async def publish(group, message):
+        assert message["type"] == "websocket.send"     # the ASGI event each consumer hands on as it is
         published.append(json.loads(message["text"]))
 
     rt = runtime(tmp_path, publish=publish, now=Clock())
     sid = new_sandbox_id()
     await rt.attach(sid, "segments")
     sb = rt.sandboxes[sid]
-    assert sb.engine._listener == sb.frames.add          # the frame builder hears the engine itself
+    # The frame builder hears the run's event log itself, not through the kind.
+    assert sb.frames.add in sb.engine.events._listeners and sb.engine._emit in sb.engine.events._listeners
     calls = []
     run = rt._run
 
@@ -103,3 +105,34 @@ def test_the_browser_dispatches_a_frame_once_to_every_diagram_the_step_controls_
     assert 'KV.register("stepper"' in (REPO / "static/js/stepper.js").read_text()
     for page in ("templates/lessons/lesson.html", "templates/classroom/present.html"):
         assert 'data-diagram="stepper"' in (REPO / page).read_text(), page
+
+
+def test_no_layer_that_only_passes_a_command_or_a_frame_along_comes_back():
+    from channels.consumer import AsyncConsumer
+
+    from kafkaviz.classroom.consumers import RoomConsumer
+    from kafkaviz.live.consumers import LessonConsumer
+    from kafkaviz.live.frames import FrameBuilder
+    from kafkaviz.live.kinds import SandboxKind
+    from kafkaviz.live.replication import ReplicationSandbox
+
+    # One receive parses, authorises and runs a message (a room answers its own in authorise).
+    assert "receive_json" not in vars(LessonConsumer) and "receive_json" not in vars(RoomConsumer)
+    # A frame is the ASGI event the consumer hands to its server: no method of ours re-wraps it.
+    assert LessonConsumer.websocket_send is AsyncConsumer.send and not hasattr(LessonConsumer, "sandbox_frame")
+    # The runtime calls the command's handler (no kind's execute in between) and publishes itself.
+    assert not hasattr(SandboxKind, "execute") and "execute" not in vars(ReplicationSandbox)
+    assert not hasattr(Runtime, "_publish") and not hasattr(Runtime, "_take")
+    # The frame builder builds its frames in one call.
+    assert not hasattr(FrameBuilder, "take") and not hasattr(FrameBuilder, "_frame")
+
+
+def test_the_browser_hands_a_frame_from_the_socket_to_the_diagrams_in_three_calls():
+    live = (REPO / "static/js/live.js").read_text()
+    assert 'addEventListener("htmx:wsBeforeMessage", dispatch)' in live      # the listener is the dispatch
+    assert 'KV.on("frame", onFrame)' in live and "function draw(" in live
+    on_frame = live[live.index("function onFrame("):]
+    on_frame = on_frame[:on_frame.index("\n  }\n")]
+    assert "mod.update(node, frame)" in on_frame and "draw(" not in on_frame.replace("drawBelow", "")
+    # Nothing of ours rewrites a form's message on its way to the socket.
+    assert "htmx:wsConfigSend" not in live

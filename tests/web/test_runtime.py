@@ -46,7 +46,7 @@ def test_frame_builder_bounds_events_per_frame_and_counts_the_rest():
     fb = FrameBuilder("segments", max_events=10)
     for i in range(25):
         fb.add(appended(log, i))
-    frames = fb.take({"n": 1}, now_s=0.0)
+    frames = fb.texts({"n": 1}, now_s=0.0, as_text=False)
     assert len(frames) == 1
     assert [e["first_offset"] for e in frames[0]["events"]] == list(range(15, 25))
     assert frames[0]["skipped"] == 15 and frames[0]["state"] == {"n": 1}
@@ -58,14 +58,14 @@ def test_frame_builder_step_mode_gives_one_frame_per_event_with_its_state():
     for i in range(3):
         fb.add(appended(log, i), state_fn=lambda i=i: {"after": i})
     tracker = StateTracker()
-    frames = [tracker(f) for f in fb.take({"after": "latest"}, now_s=0.0)]
+    frames = [tracker(f) for f in fb.texts({"after": "latest"}, now_s=0.0, as_text=False)]
     assert [f["events"][0]["first_offset"] for f in frames] == [0, 1, 2]
     assert [f["state"] for f in frames] == [{"after": 0}, {"after": 1}, {"after": 2}]
     assert all(f["mode"] == "step" for f in frames)
 
 
 def test_frame_builder_with_nothing_pending_gives_no_frame():
-    assert FrameBuilder("segments").take({}, now_s=0.0) == []
+    assert FrameBuilder("segments").texts({}, now_s=0.0) == []
 
 
 def test_describe_names_the_segment_file_in_twenty_digits():

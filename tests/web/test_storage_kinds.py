@@ -8,6 +8,7 @@ import json
 import pytest
 
 from kafkaviz.lessons.content import load_content
+from kafkaviz.live.kinds import run_spec
 from kafkaviz.live.kinds import Limits, get_kind
 from kafkaviz.live.validation import CommandError, validate_command
 
@@ -24,7 +25,7 @@ def make(name, tmp_path, seed=3, max_messages=5000, slug=None):
 
 def run(kind, message):
     spec, values = validate_command(kind.commands, message)
-    return kind.execute(spec, values)
+    return run_spec(kind, spec, values)
 
 
 # ---- lesson 1: topics, partitions, offsets --------------------------------------------
