@@ -150,7 +150,7 @@ class EventLog:
     :data:`DEFAULT_KEEP`, so a bare ``Log`` or ``Cluster`` that runs for millions of records
     does not hold every event (``keep=None`` keeps all) — while the running digest always
     covers the whole stream. The ring is trimmed when a digest chunk is folded (it may hold
-    up to a quarter more than ``keep``, plus a chunk, between two trims; :attr:`envelopes` and
+    up to a quarter more than ``keep``, plus a chunk or two, between two trims; :attr:`envelopes` and
     :meth:`since` never show more than ``keep``). Listeners are called synchronously with each envelope; they are not part of a
     snapshot (see ``__getstate__``). A listener may name the ``kinds`` it wants: an event of
     another kind is not built for it. :meth:`count_into` keeps a count per kind without any
@@ -403,9 +403,10 @@ class EventLog:
 
     def select(self, *kinds: str) -> list[Envelope]:
         """The retained events of ``kinds``, oldest first: ``[e for e in envelopes if e.event.kind
-        in kinds]`` without building the rows of other kinds into events."""
+        in kinds]`` without building the rows of other kinds into events (packed chunks are read
+        where they are)."""
         if self.keep is not None:
-            self._trim()
+            self._trim(exact=False)
         wanted = frozenset(kinds)
         types = EVENT_TYPES
         out = []
