@@ -150,7 +150,7 @@ class EventLog:
     :data:`DEFAULT_KEEP`, so a bare ``Log`` or ``Cluster`` that runs for millions of records
     does not hold every event (``keep=None`` keeps all) — while the running digest always
     covers the whole stream. The ring is trimmed when a digest chunk is folded (it may hold
-    up to a quarter more than ``keep``, plus a chunk, between two trims; :attr:`envelopes` and
+    up to a quarter more than ``keep``, plus a chunk or two, between two trims; :attr:`envelopes` and
     :meth:`since` never show more than ``keep``). Listeners are called synchronously with each envelope; they are not part of a
     snapshot (see ``__getstate__``). A listener may name the ``kinds`` it wants: an event of
     another kind is not built for it. :meth:`count_into` keeps a count per kind without any
@@ -163,6 +163,11 @@ class EventLog:
     :attr:`envelopes` (formatted only when read). A row of plain values is two small tuples that
     the garbage collector stops tracking, where an event object is three tracked objects; the
     stream, its order and its digest are the same either way.
+
+    Once a chunk of rows that nobody has read is folded, the ring keeps it as the bytes the
+    digest hashed (``marshal`` of the rows, one object for 512 events: about 95 B an event
+    instead of two live tuples, nothing for the garbage collector to visit, nothing to free one
+    by one when the ring is trimmed); reading the ring turns them back into the same rows.
     """
 
     def __init__(self, clock: Any, keep: int | None = _UNSET) -> None:
@@ -175,6 +180,10 @@ class EventLog:
         # The ring: envelopes, and rows not made into envelopes yet from index _first_row on.
         self._ring: list = []
         self._first_row: int | None = None
+        # What the ring held before its packed chunks, older than everything in _ring:
+        # [(count, marshal bytes of a chunk of rows, or a list of items)]; _packed: their count.
+        self._packs: list = []
+        self._packed = 0
         # Digest: envelopes are folded into a chained sha256 in chunks of _CHUNK events, at
         # fixed boundaries, so the value never depends on when digest() is asked. Emitting only
         # queues the envelope (or row); its fields are serialised when its chunk is folded.
@@ -234,8 +243,6 @@ class EventLog:
         pending.append(row)
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-            if self.keep is not None and len(ring) > self._limit():
-                self._trim()
 
     def _emit_fields_hooked(self, cls: type[Event], values: tuple) -> None:
         """:meth:`emit_fields` while someone listens or counts, or for a class that reduces its
@@ -257,8 +264,6 @@ class EventLog:
         ring.append(row)
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-            if self.keep is not None and len(ring) > self._limit():
-                self._trim()
 
     def emit_rows(self, events: Sequence[tuple[type[Event], tuple]]) -> None:
         """:meth:`emit_fields` of several ``(event class, field values)`` in order, at one
@@ -284,8 +289,6 @@ class EventLog:
         self.seq = seq
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-            if self.keep is not None and len(ring) > self._limit():
-                self._trim()
 
     def emit_row(self, cls: type[Event], values: tuple) -> None:
         """:meth:`emit_rows` of one ``(event class, field values)``: the append path's event."""
@@ -301,21 +304,42 @@ class EventLog:
         pending.append(row)
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-            if self.keep is not None and len(self._ring) > self._limit():
-                self._trim()
 
     def _limit(self) -> int:
         keep = self.keep
         return keep + max(keep >> 2, 64)
 
-    def _trim(self) -> None:
+    def _trim(self, exact: bool = True) -> None:
+        """Drop the oldest events beyond ``keep``. Packed chunks go whole; unless ``exact``, a
+        chunk that is only partly beyond ``keep`` stays packed (at most a chunk too many)."""
         ring, keep = self._ring, self.keep
-        drop = len(ring) - keep
+        drop = self._packed + len(ring) - keep
         if drop <= 0:
             return
+        packs = self._packs
+        if packs:
+            gone = 0
+            while gone < len(packs) and packs[gone][0] <= drop:
+                drop -= packs[gone][0]
+                self._packed -= packs[gone][0]
+                gone += 1
+            del packs[:gone]
+            if drop <= 0 or (packs and not exact):
+                return
+            if packs:
+                self._unpack()
         del ring[:drop]
         if self._first_row is not None:
             self._first_row = max(0, self._first_row - drop)
+
+    def _unpack(self) -> None:
+        """Put the packed chunks back in the ring as rows (in front: they are older)."""
+        rows: list = []
+        for _, data in self._packs:
+            rows += marshal.loads(data) if type(data) is bytes else data
+        self._ring[:0] = rows
+        self._first_row = 0
+        self._packs, self._packed = [], 0
 
     def _keep(self, item: Any) -> None:
         """Queue ``item`` (an envelope or a row) for the digest and keep it in the ring."""
@@ -327,21 +351,44 @@ class EventLog:
         ring.append(item)
         if len(pending) >= _CHUNK:
             self._fold_full_chunks()
-            if self.keep is not None and len(ring) > self._limit():
-                self._trim()
 
     def _fold_full_chunks(self) -> None:
-        """Fold every whole chunk of the queue into the digest; the rest stays queued."""
-        pending, digest = self._pending, self._digest
+        """Fold every whole chunk of the queue into the digest (the rest stays queued), pack the
+        folded rows the ring holds unread, and trim the ring."""
+        pending, digest, ring, keep = self._pending, self._digest, self._ring, self.keep
         while len(pending) >= _CHUNK:
-            digest = _fold(digest, pending[:_CHUNK], self._plain)
+            chunk = pending[:_CHUNK]
+            if not self._plain:
+                digest = _fold(digest, chunk)
+            else:
+                data = _chunk_bytes(chunk)
+                if data is None:                      # a field marshal cannot take
+                    digest = _fold(digest, chunk, True)
+                else:
+                    digest = hashlib.sha256(digest.encode() + data).hexdigest()
+                    # The ring holds this chunk's rows unread (nobody trimmed or read them):
+                    # keep them as the bytes, behind what the ring holds before them.
+                    at = len(ring) - len(pending)
+                    first = self._first_row
+                    if (first is not None and 0 <= at and first <= at and ring[at] is chunk[0]
+                            and ring[at + _CHUNK - 1] is chunk[-1] and (keep is None or keep >= _CHUNK)):
+                        if at:
+                            self._packs.append((at, ring[:at]))
+                        self._packs.append((_CHUNK, data))
+                        self._packed += at + _CHUNK
+                        del ring[:at + _CHUNK]
+                        self._first_row = 0 if ring else None
             pending = pending[_CHUNK:]
             self._plain = all(type(item) is tuple for item in pending)
         self._digest, self._pending = digest, pending
+        if keep is not None and self._packed + len(ring) > self._limit():
+            self._trim(exact=False)
 
     @property
     def envelopes(self) -> list[Envelope]:
         """The retained events, oldest first (the list itself: read it, don't keep it across emits)."""
+        if self._packs:
+            self._unpack()
         if self.keep is not None:
             self._trim()
         first = self._first_row
@@ -356,13 +403,21 @@ class EventLog:
 
     def select(self, *kinds: str) -> list[Envelope]:
         """The retained events of ``kinds``, oldest first: ``[e for e in envelopes if e.event.kind
-        in kinds]`` without building the rows of other kinds into events."""
+        in kinds]`` without building the rows of other kinds into events (packed chunks are read
+        where they are)."""
         if self.keep is not None:
-            self._trim()
+            self._trim(exact=False)
         wanted = frozenset(kinds)
         types = EVENT_TYPES
         out = []
-        for item in self._ring:
+        items: Iterable = self._ring
+        if self._packs:
+            items = [item for _, data in self._packs
+                     for item in (marshal.loads(data) if type(data) is bytes else data)]
+            if self.keep is not None:
+                del items[:max(0, len(items) + len(self._ring) - self.keep)]
+            items += self._ring
+        for item in items:
             if type(item) is tuple:
                 if item[2] in wanted:
                     out.append(_new_envelope(Envelope, (item[0], item[1], types[item[2]](*item[3]))))
@@ -372,14 +427,16 @@ class EventLog:
 
     def retained_count(self) -> int:
         """``len(self.envelopes)`` without building the rows into events."""
-        if self.keep is not None:
-            self._trim()
-        return len(self._ring)
+        if self.keep is None:
+            return self._packed + len(self._ring)
+        self._trim(exact=False)
+        return min(self.keep, self._packed + len(self._ring))
 
     @envelopes.setter
     def envelopes(self, envelopes: list[Envelope]) -> None:
         self._ring = envelopes
         self._first_row = None
+        self._packs, self._packed = [], 0
 
     def subscribe(self, listener: Callable[[Envelope], None], kinds: Iterable[str] | None = None) -> Callable[[], None]:
         """Call ``listener(envelope)`` for every event from now on (or only those of ``kinds``).
@@ -412,6 +469,8 @@ class EventLog:
 
     def between(self, lo: int, hi: int) -> list[Envelope]:
         """The retained events with ``lo < seq <= hi``, oldest first."""
+        if self._packs:
+            self._unpack()
         if self.keep is not None:
             self._trim()
         ring = self._ring
@@ -449,6 +508,8 @@ class EventLog:
                 if key in state:
                     state[key] = [(r[0], r[1], r[2], r[3:]) if type(r) is tuple else r for r in state[key]]
             state["_plain"] = all(type(r) is tuple for r in state.get("_pending", ()))
+        state.setdefault("_packs", [])
+        state.setdefault("_packed", 0)
         state.setdefault("_subs", [])
         state.setdefault("_counters", [])
         state.setdefault("_wanted", {})
@@ -457,6 +518,14 @@ class EventLog:
 
 _CHUNK = 512
 _new_envelope = tuple.__new__     # Envelope(...) without its Python-level __new__
+
+
+def _chunk_bytes(rows: list) -> bytes | None:
+    """What :func:`_fold` hashes for a chunk of rows when marshal takes them all, else None."""
+    try:
+        return marshal.dumps(rows, 2)
+    except ValueError:
+        return None
 
 
 def _fold(previous: str, envelopes: list, plain: bool = False) -> str:
