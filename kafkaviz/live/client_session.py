@@ -121,7 +121,7 @@ class ClientSessionSandbox(GuidedClusterSandbox):
 
     def _fresh(self) -> None:
         """A new run: a fresh replayer at the record's "start" mark, the lesson's steps ahead."""
-        self.close()
+        self.close_run()
         self.run_id += 1
         # a directory per run: an import builds the new one beside the current (replace_run)
         self.run = _Replay(self.entries, self.data_dir / f"wire-{self.run_id}")     # type: ignore[assignment]
@@ -164,7 +164,7 @@ class ClientSessionSandbox(GuidedClusterSandbox):
         raise CommandError("invalid", _("This lesson replays a recorded session; it takes no commands of your "
                                         "own."), command=cmd.get("cmd"))
 
-    def close(self) -> None:
+    def close_run(self) -> None:
         run = self.__dict__.get("run")
         if run is not None:
             run.close()

@@ -227,7 +227,7 @@ class SandboxKind:
     def new_run(self, steps: list[tuple[str | None, list[dict]]], own_at: int | None = None) -> None:
         """Replace the run by a new one whose future is ``steps`` (id, commands); the
         steps from ``own_at`` (a step index) on are the learner's own."""
-        self.close()
+        self.close_run()
         self.run_id += 1
         run_dir = self.data_dir / f"run-{self.run_id}"
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -551,7 +551,7 @@ class SandboxKind:
             while more():
                 self.step()
         except Exception:
-            self.close()
+            self.close_run()
             for k, v in saved.items():
                 setattr(self, k, v)
             raise
@@ -559,7 +559,7 @@ class SandboxKind:
             self._muted = False
         new, new_id = self.run, self.run_id
         self.run, self.run_id = saved["run"], saved["run_id"]
-        self.close()
+        self.close_run()
         self.run, self.run_id = new, new_id
         self.tracker.own = self.own_at is not None and self.own_at < self.run.position
         self._forward(list(self.run.events.envelopes))
@@ -574,7 +574,11 @@ class SandboxKind:
         """Called for every engine event the learner sees."""
 
     def close(self) -> None:
-        """Release the run's files; the runtime removes the data directory afterwards."""
+        """The sandbox ends (the runtime removes the data directory afterwards)."""
+        self.close_run()
+
+    def close_run(self) -> None:
+        """Release the run's files (a new run replaces it, or the sandbox ends)."""
         run = self.__dict__.get("run")
         if run is None:
             return

@@ -435,22 +435,8 @@ class ReplicationSandbox(SandboxKind):
         return out
 
     # ---- the client listener and the run --------------------------------------------
-    def new_run(self, steps: list, own_at: int | None = None) -> None:
-        # The base closes the old run first (``close``): a new run is not the sandbox's end,
-        # so the client listener stays open and follows the new cluster (``_follow``).
-        port, self.client_port_ = self.client_port_, None
-        try:
-            super().new_run(steps, own_at)
-        finally:
-            self.client_port_ = port
-
-    def replace_run(self, build: Any, more: Any) -> None:
-        port, self.client_port_ = self.client_port_, None      # as new_run: the old run closes, the port stays
-        try:
-            super().replace_run(build, more)
-        finally:
-            self.client_port_ = port
-
+    # A new run (load, shape, import) closes the old run only (``close_run``): the client
+    # listener stays open and follows the new cluster (``_follow``); ``close`` ends both.
     def settle(self) -> None:
         # A run a client listener has served holds what the client did, which is no command
         # of the run: it takes no checkpoints (Back restores one from before and replays the
