@@ -7,7 +7,10 @@ scenario's commands are the run's *future*; a lesson step is one command, or a f
 command shows nothing until the clock moves (see ``script_ends``): step = ``Run.redo()``
 up to the step's last command, back/seek = ``Run.seek(k)`` (the checkpoint of that step
 is restored, engine state and files), a learner's own command = ``Run.apply()`` (added at
-the current step as a step of its own; the rest of the scenario is dropped).
+the current step as a step of its own; the rest of the scenario is dropped). Export and
+import are every kind's (``kinds.py``): this kind adds only which world a run plays
+(``world_spec``/``world_of``: a scenario and truncation rule, or the learner's shape) and
+reads the format it exported before (``upgrade_run``).
 
 **One command vocabulary.** The learner's commands are the engine's own
 (``engine/cluster/commands.py``): their fields, types and bounds are generated from
