@@ -14,13 +14,14 @@ before allocating (:data:`MAX_FRAME_BYTES`, Kafka's ``socket.request.max.bytes``
 from __future__ import annotations
 
 import base64
-
+import functools
+import struct
 from dataclasses import dataclass
 
 import kafka.errors
 
 from .apis import SUPPORTED, decodable
-from .codec import (DecodeError, RequestHeader, ResponseHeader, codec, request_header_version,
+from .codec import (Codec, DecodeError, RequestHeader, ResponseHeader, codec, request_header_version,
                     response_header_version)
 from .schema import load_message
 
@@ -96,34 +97,57 @@ def frame_size(head: bytes, cap: int = MAX_FRAME_BYTES) -> int:
     return size
 
 
+_KEY_VERSION = struct.Struct(">hh")
+
+
+@functools.lru_cache(maxsize=None)
+def _request_codecs(key: int, version: int) -> tuple[Codec, Codec] | None:
+    """(header codec, body codec) of a request we decode, or None: looked up once per API
+    and version (every request paid for the schema lookups, and for decoding a flexible
+    version's header twice)."""
+    if not decodable(key, version):
+        return None
+    body = codec(SUPPORTED[key][0] + "Request", version)
+    return RequestHeader.codecs[request_header_version(body.flexible)], body
+
+
+@functools.lru_cache(maxsize=None)
+def _response_codecs(key: int, version: int) -> tuple[Codec, Codec]:
+    body = codec(SUPPORTED[key][0] + "Response", version)
+    return ResponseHeader.codecs[response_header_version(key, body.flexible)], body
+
+
 def parse_request(frame: bytes) -> Request:
     """Header and body of one frame (without its size prefix)."""
+    codecs = _request_codecs(*_KEY_VERSION.unpack_from(frame)) if len(frame) >= 4 else None
+    if codecs is None:
+        # Not one we decode: its header as every version has it (v1), for the answer's correlation id.
+        try:
+            header, pos = RequestHeader.decode(frame, 1)
+        except DecodeError as exc:
+            raise ProtocolError(f"bad request header: {exc}") from None
+        key, version, corr = header["request_api_key"], header["request_api_version"], header["correlation_id"]
+        raise Unsupported(key, version, corr, f"api key {key} version {version} is not served here")
+    head, body_codec = codecs
     try:
-        header, pos = RequestHeader.decode(frame, 1)
+        header, pos = head.decode(frame)
     except DecodeError as exc:
         raise ProtocolError(f"bad request header: {exc}") from None
-    key, version, corr = header["request_api_key"], header["request_api_version"], header["correlation_id"]
-    if not decodable(key, version):
-        raise Unsupported(key, version, corr, f"api key {key} version {version} is not served here")
-    flexible = version in load_message(SUPPORTED[key][0] + "Request").flexible
+    key, version = header["request_api_key"], header["request_api_version"]
     try:
-        if request_header_version(flexible) == 2:
-            # header v2 = v1 + a tagged-field section
-            tagged, pos = RequestHeader.decode(frame, 2, 0)
-        body, end = codec(SUPPORTED[key][0] + "Request", version).decode(frame, pos)
+        body, end = body_codec.decode(frame, pos)
     except DecodeError as exc:
         raise ProtocolError(f"api key {key} v{version}: {exc}") from None
     if end != len(frame):
         raise ProtocolError(f"api key {key} v{version}: {len(frame) - end} bytes after the body")
-    return Request(key, version, corr, header["client_id"], body)
+    return Request(key, version, header["correlation_id"], header["client_id"], body)
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
     """A whole response frame: size, response header, body."""
-    name = SUPPORTED[api_key][0] + "Response"
-    c = codec(name, version)
+    head, c = _response_codecs(api_key, version)
     out = bytearray(4)
-    out += ResponseHeader.encode({"correlation_id": correlation_id}, response_header_version(api_key, c.flexible))
+    head.encode_into(out, {"correlation_id": correlation_id})
     c.encode_into(out, body)
     out[0:4] = (len(out) - 4).to_bytes(4, "big")
     return bytes(out)

@@ -159,6 +159,11 @@ class Run:
         self._store = BlockStore()
         self._snapshots: dict[int, Checkpoint] = {}
         self._on_disk: int | None = None   # a checkpoint whose files are what the data directory holds
+        # What changes the world between commands, kept with the run (a wire listener's client
+        # traffic, ``wire/traffic.py``): ``before(run)`` as a command starts, ``after(run)`` as
+        # the run reaches a position (a command done, a checkpoint restored), ``forget(run)``
+        # when a new command replaces the run's future. None: nothing does.
+        self.outside: Any = None
         self._take_snapshot()
 
     @property
@@ -195,6 +200,8 @@ class Run:
         parsed = self._parse(cmd)
         self.rules.check(self.world, parsed)
         # Apply first: a refused command raises here and must not cost the redo list.
+        if self.outside is not None:
+            self.outside.forget(self)
         result = self._apply_atomic(parsed)
         del self.log[self.position - 1:]
         del self.results[self.position:]
@@ -205,6 +212,8 @@ class Run:
 
     def _apply(self, cmd: Command) -> dict[str, Any]:
         self._on_disk = None               # the files are about to change
+        if self.outside is not None:
+            self.outside.before(self)
         result = self.rules.apply(self.world, cmd)
         if self.checker is not None:
             self._watch(cmd, result)
@@ -213,7 +222,9 @@ class Run:
         else:
             self.results.append(result)
         self.position += 1
-        if self.position % self.snapshot_every == 0:
+        if self.outside is not None:
+            self.outside.after(self)
+        if self.position % self.snapshot_every == 0 and not self._outside_taken():
             self._take_snapshot()
         return result
 
@@ -344,13 +355,20 @@ class Run:
             checker.attach(cluster.events)
             self._reader = ReplicaReader(cluster.events)
         self.position = step      # results (of the whole log) stay: replay gives the same ones
+        if self.outside is not None:
+            self.outside.after(self)
 
     def checkpoint(self) -> None:
         """Take a checkpoint at the current position, unless one is there (a run whose
         ``snapshot_every`` is large takes them where its user says: a lesson at the end of
         each of its steps, after the frame has left)."""
-        if self.position not in self._snapshots:
+        if self.position not in self._snapshots and not self._outside_taken():
             self._take_snapshot()
+
+    def _outside_taken(self) -> bool:
+        """Whether what changed the world outside the commands is in it now: a checkpoint
+        would then hold what no command makes again (a client's connection mid-request)."""
+        return self.outside is not None and bool(self.outside.taken)
 
     def disk_changed(self) -> None:
         """Files of the data directory changed outside the run's commands (a wire client of
@@ -390,6 +408,7 @@ class Run:
         other.snapshot_every, other.max_snapshots = self.snapshot_every, self.max_snapshots
         other.world_cls, other.scenario, other.rules = self.world_cls, self.scenario, self.rules
         other._reader = None
+        other.outside = None
         other.log = [dict(c) for c in self.log[:step]]
         other.results = list(self.results[:step])
         other._store = BlockStore()

@@ -56,6 +56,8 @@ def encode_uvarint(out: bytearray, n: int) -> None:
 
 
 def read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:      # one byte: every count and length under 128
+        return buf[pos], pos + 1
     result = shift = 0
     while True:
         if pos >= len(buf):
@@ -283,17 +285,27 @@ def _struct_codec(fields: tuple, version: int, flexible: bool):
         else:
             plain.append((f.name, read, write))
     tag_order = sorted(tagged)
-    absent_defaults = [(name, f, version) for name, f in absent]
+    # Defaults computed once: a value that is not a list or dict is shared, one that is is
+    # copied per message (a handler may change what it decoded).
+    # (Keys keep the order they always had: absent fields, then the plain ones, then tagged.)
+    absent_defaults = [(name, default_value(f, version)) for name, f in absent]
+    absent_shared = None if any(isinstance(d, (dict, list)) for _, d in absent_defaults) else dict(absent_defaults)
+    tagged_defaults = [(name, d) for name, _, _, d in tagged.values()]
+    tagged_shared = None if any(isinstance(d, (dict, list)) for _, d in tagged_defaults) else dict(tagged_defaults)
 
     def read(buf, pos):
-        value = {}
-        for name, f, v in absent_defaults:
-            value[name] = default_value(f, v)
+        if absent_shared is not None:
+            value = dict(absent_shared)
+        else:
+            value = {name: _copy(d) for name, d in absent_defaults}
         for name, rd, _ in plain:
             value[name], pos = rd(buf, pos)
         if flexible:
-            for name, _, _, dflt in tagged.values():
-                value[name] = dflt if not isinstance(dflt, (dict, list)) else _copy(dflt)
+            if tagged_shared is not None:
+                value.update(tagged_shared)
+            else:
+                for name, d in tagged_defaults:
+                    value[name] = _copy(d)
             count, pos = read_uvarint(buf, pos)
             if count > len(buf) - pos:
                 raise DecodeError(f"{count} tagged fields but only {len(buf) - pos} bytes left")

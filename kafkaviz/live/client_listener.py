@@ -40,8 +40,8 @@ from typing import Any, Callable, Iterator
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from engine.cluster.network import Link
 from wire.server import Closed, Pacer, WireServer, wall_ms
+from wire.traffic import mirror_client_links
 
 from .validation import CommandError
 
@@ -101,12 +101,15 @@ class SandboxPacer(Pacer):
             self.offset = wall - now
         return wall - self.offset
 
-    async def run(self) -> None:
-        # Its first turn waits: the listener is started by a command that holds the
-        # sandbox's lock and waits for start() to return; a guard taken first would block
-        # the loop that start() needs.
-        await asyncio.sleep(0.05)
-        await super().run()
+    # Its first turn waits: the listener is started by a command that holds the sandbox's
+    # lock and waits for start() to return; a guard taken first would block the loop that
+    # start() needs.
+    first_delay = 0.05
+
+    def wake(self, due: int | None) -> None:
+        # Idle, the clock stands: a task due a millisecond ahead stays a millisecond ahead,
+        # so look again in 50 ms rather than every millisecond.
+        super().wake(due if self.server._sessions else None)
 
     def catch_up(self) -> int:
         if not self.server._sessions:
@@ -132,6 +135,9 @@ class ClientPort:
         self._last_notify = 0.0
         self._pending = False
         self.opened = 0                # listeners this port started (a rebind starts another)
+        # (entry, endpoints) -> None: what the clients did, for the sandbox's run (under its lock)
+        self.on_record: Callable[[dict, dict], None] | None = None
+        self.first_node: Callable[[], int] | None = None      # the node id its connections start from
 
     # ---- the guard: the sandbox's lock, refused once this listener is closed -------------
     def _guard_for(self, gate: "_Gate") -> Callable[[], Any]:
@@ -208,18 +214,17 @@ class ClientPort:
         bases = [0] if ports is None else self._bases(ports, brokers)
         last_error: Exception | None = None
         for base in bases:
-            server = WireServer(self.data_dir / "wire", brokers=brokers, host=conf.get("HOST", "127.0.0.1"), port=base,
-                                cluster=cluster, trace=True, guard=guard, start_ms=cluster.now_ms(),
-                                default_replication_factor=min(3, brokers),
-                                # the topics are the sandbox's (its scenario creates t): a client's
-                                # Metadata must not make one the scenario's next step then refuses
-                                auto_create_topics=False,
-                                max_connections_per_address=int(conf.get("MAX_CONNECTIONS_PER_ADDRESS", 20)),
-                                max_requests_per_second_per_address=float(
-                                    conf.get("REQUESTS_PER_SECOND_PER_ADDRESS", 500)),
-                                connections_max_idle_ms=int(conf.get("IDLE_MS", 600_000)))
-            server.recorder.keep = False          # the sandbox's run does not replay client traffic
+            server = served_server(self.data_dir / "wire", cluster, host=conf.get("HOST", "127.0.0.1"), port=base,
+                                   guard=guard,
+                                   max_connections_per_address=int(conf.get("MAX_CONNECTIONS_PER_ADDRESS", 20)),
+                                   max_requests_per_second_per_address=float(
+                                       conf.get("REQUESTS_PER_SECOND_PER_ADDRESS", 500)),
+                                   connections_max_idle_ms=int(conf.get("IDLE_MS", 600_000)))
+            # What the clients do is the run's (its ``Traffic``, wire/traffic.py): each entry goes
+            # to ``on_record`` as it is made, under the sandbox's lock.
+            server.recorder = _Forward(self)
             server.pacer = SandboxPacer(server, guard)
+            self._number_from(server)
             self.server = server
             try:
                 asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
@@ -280,7 +285,13 @@ class ClientPort:
             self._unsubscribe()
         self.cluster = self.gate.cluster = server.cluster = server.pacer.cluster = cluster
         server.assignments.clear()
+        self._number_from(server)
         self._unsubscribe = cluster.events.subscribe(self._on_event, kinds=("link_changed", "client_connected"))
+
+    def _number_from(self, server: WireServer) -> None:
+        """New connections take node ids no connection of the run's traffic took."""
+        if self.first_node is not None:
+            server._next_node = max(server._next_node, self.first_node())
 
     @property
     def attached(self) -> int:
@@ -300,16 +311,7 @@ class ClientPort:
         return sorted(dict(server._sessions)) if server is not None else []     # a copy: the loop's thread pops
 
     def _mirror(self, nodes: list[int]) -> None:
-        net = self.cluster.network
-        for node in nodes:
-            for b in self.cluster.brokers:
-                for (src, dst), (s2, d2) in (((CLIENT, b), (node, b)), ((b, CLIENT), (b, node))):
-                    link = net.links.get((src, dst))
-                    if link is None or not (link.cut or link.delay_ms or link.drop_probability):
-                        net.links.pop((s2, d2), None)
-                    else:
-                        net.links[(s2, d2)] = Link(cut=link.cut, delay_ms=link.delay_ms,
-                                                   drop_probability=link.drop_probability)
+        mirror_client_links(self.cluster, nodes)
 
     # ---- what the page shows -------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -320,6 +322,43 @@ class ClientPort:
                 "endpoints": [[b, h, p] for b, (h, p) in sorted(server.endpoints.items())],
                 "connections": [{"node": n, "broker": s.broker_id}
                                 for n, (s, _) in sorted(dict(server._sessions).items())]}
+
+
+def served_server(data_dir: Path, cluster: Any, **kwargs: Any) -> WireServer:
+    """A listener of a sandbox's ``cluster`` (no sockets until started): what a live client's
+    requests and their replay (an imported run's traffic) are answered by, alike."""
+    return WireServer(data_dir, brokers=len(cluster.brokers), cluster=cluster, trace=True, start_ms=cluster.now_ms(),
+                      default_replication_factor=min(3, len(cluster.brokers)),
+                      # the topics are the sandbox's (its scenario creates t): a client's
+                      # Metadata must not make one the scenario's next step then refuses
+                      auto_create_topics=False, **kwargs)
+
+
+def replay_server(data_dir: Path) -> Callable[[Any, dict], WireServer]:
+    """``make_server`` of a run's :class:`~wire.traffic.Traffic`: socketless, recording nothing."""
+    def make(cluster: Any, endpoints: dict) -> WireServer:
+        server = served_server(data_dir, cluster)
+        server.recorder.keep = False
+        server.endpoints = dict(endpoints)
+        return server
+    return make
+
+
+class _Forward:
+    """A live listener's record, handed to its port's ``on_record`` (the sandbox's run)."""
+
+    def __init__(self, port: "ClientPort") -> None:
+        self.port = port
+
+    def add(self, entry: dict) -> None:
+        if self.port.on_record is not None and self.port.server is not None:
+            self.port.on_record(entry, self.port.server.endpoints)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def _run_loop(loop: asyncio.AbstractEventLoop) -> None:

@@ -510,6 +510,7 @@ class SandboxKind:
                     own_at = i
                 steps.append((script[i][0] if on_script else None, [dict(c) for c in do]))
             self.new_run(steps, own_at)
+            self.imported(run)
 
         self.replace_run(build, lambda: self.position < step)
 
@@ -534,6 +535,10 @@ class SandboxKind:
     def upgrade_run(self, run: Any) -> Any:
         """An export in an older format of this kind, in today's (read once, on import)."""
         return run
+
+    def imported(self, run: dict[str, Any]) -> None:
+        """The new run of an import is built, its commands queued: what else the export
+        carries (``replication``: a real client's traffic) joins it here."""
 
     # What a run of this kind is, beyond the Run itself (saved while a new one is built).
     run_fields: ClassVar[tuple[str, ...]] = ("run", "run_id", "origin", "script_ids", "script_ends", "own_at", "ends",

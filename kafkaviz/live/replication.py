@@ -42,6 +42,7 @@ from engine.cluster.run import Run, build_summary, make_config
 from engine.cluster.scenarios import Scenario, Step, get_scenario
 
 from wire.session import FIRST_NODE_ID
+from wire.traffic import Traffic, TrafficError
 
 from . import client_listener
 from .client_listener import ClientPort
@@ -226,12 +227,50 @@ class ReplicationSandbox(SandboxKind):
         if not (isinstance(run.get("commands"), int) and not isinstance(run.get("commands"), bool)) and step:
             ends = list(accumulate(len(e["do"]) for e in steps))
             step = next((k for k, end in enumerate(ends, 1) if end >= step), len(ends) + 1)
-        return {"world": world, "log": steps, "step": step}
+        clients = {"clients": run["clients"]} if "clients" in run else {}     # a real client's traffic
+        return {"world": world, "log": steps, "step": step, **clients}
+
+    def export_run(self) -> dict[str, Any]:
+        out = super().export_run()
+        clients = self.run.outside.export()
+        if clients is not None:
+            out["clients"] = clients        # what real clients did, replayed by an import
+        return out
+
+    def imported(self, run: dict[str, Any]) -> None:
+        clients = run.get("clients")
+        if clients is None:
+            return
+        if not self.scenario.get("client_listener"):
+            raise CommandError("invalid", _("This run holds a real client's requests; open it in the sandbox."),
+                               command="import")
+        try:
+            self.run.outside.load(clients, len(self.run.log), len(self.run.cluster.brokers))
+        except TrafficError as exc:
+            raise CommandError("invalid", _("The run's client requests cannot be replayed: %(why)s.")
+                               % {"why": exc}, command="import") from None
+        self.run.outside.after(self.run)     # a client before the first command
 
     def make_run(self, run_dir: Path) -> Run:
         sc = self.scenario_def
-        return Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation=self.truncation),
-                   str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
+        run = Run(sc.seed, make_config({**SANDBOX_LOG_CONFIG, **sc.config}, truncation=self.truncation),
+                  str(run_dir), snapshot_every=CHECKPOINTS_BY_HAND, max_snapshots=MAX_STEPS + 2, os_fsync=False)
+        # What a real client does to the cluster is the run's too (wire/traffic.py): Back,
+        # export, a share link and an import replay it.
+        # (The replay's listener writes no files; its directory is the live one's, outside the run's.)
+        run.outside = Traffic(client_listener.replay_server(self.data_dir / "wire"),
+                              live=lambda: self._client_attached(run))
+        return run
+
+    def _client_attached(self, run: Run) -> bool:
+        port = self.client_port_
+        return port is not None and port.attached > 0 and port.cluster is run.world
+
+    def _on_client_record(self, entry: dict, endpoints: dict) -> None:
+        """An entry of the live listener (its thread, the sandbox's lock held)."""
+        run = self.run
+        if run is not None and self.client_port_ is not None and self.client_port_.cluster is run.world:
+            run.outside.record(run, entry, endpoints)
 
     # ---- commands ------------------------------------------------------------------
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")
@@ -276,10 +315,12 @@ class ReplicationSandbox(SandboxKind):
         port = self.client_port_
         if port is None:
             port = self.client_port_ = ClientPort(self.data_dir, self.lock, self.flush_hook)
+            port.on_record = self._on_client_record
+            port.first_node = lambda: self.run.outside.next_node()
         bootstrap = port.open(self.run.cluster)
-        # Client traffic is not a command of the run: this run takes no more checkpoints
-        # (``settle``), and Back is refused while a client is attached (going back restores
-        # an earlier checkpoint and replays the run's own commands only).
+        # What the client does is recorded with the run (``Traffic``): a cluster holding it
+        # takes no checkpoints, and Back is refused while a client is attached (its
+        # connection lives in the cluster being served).
         self._served_run = self.run_id
         if self.touch_hook is not None:
             self.touch_hook()
@@ -291,8 +332,8 @@ class ReplicationSandbox(SandboxKind):
     def _no_client(self, command: str) -> None:
         port = self.client_port_
         if port is not None and port.attached:
-            raise CommandError("busy", _("A client is connected: its requests are not part of the run, so the "
-                                         "run cannot go back or start over until it disconnects."),
+            raise CommandError("busy", _("A client is connected: the run cannot go back or start over until "
+                                         "it disconnects."),
                                command=command)
 
     def back(self) -> str:
@@ -441,15 +482,15 @@ class ReplicationSandbox(SandboxKind):
     # A new run (load, shape, import) closes the old run only (``close_run``): the client
     # listener stays open and follows the new cluster (``_follow``); ``close`` ends both.
     def settle(self) -> None:
-        # A run a client listener has served holds what the client did, which is no command
-        # of the run: it takes no checkpoints (Back restores one from before and replays the
-        # run's own commands only, as its log says).
+        # A run a client listener serves takes no checkpoints from then on (a client may be
+        # mid-request at any moment); a cluster holding client traffic takes none either
+        # (``Run.checkpoint``). Back restores one from before and replays commands and traffic.
         if self._served_run != self.run_id:
             super().settle()
 
     def goto(self, step: int) -> None:
-        if self._served_run == self.run_id:
-            self.run.disk_changed()      # the client wrote files the run does not know of
+        if self._served_run == self.run_id or self.run.outside.entries:
+            self.run.disk_changed()      # the client wrote files the run's checkpoints do not know of
         super().goto(step)
 
     def close(self) -> None:

@@ -99,7 +99,7 @@ async def test_kcat_produces_into_the_sandbox_and_its_requests_are_frames(tmp_pa
 
 
 @pytest.mark.asyncio
-async def test_a_new_run_keeps_the_listener_and_back_forgets_what_the_client_wrote(tmp_path, listening):
+async def test_a_new_run_keeps_the_listener_and_back_replays_what_the_client_wrote(tmp_path, listening):
     rt, sent = make_runtime(tmp_path)
     sid = new_sandbox_id()
     await rt.attach(sid, "sandbox")
@@ -124,8 +124,14 @@ async def test_a_new_run_keeps_the_listener_and_back_forgets_what_the_client_wro
     await rt.command(sid, {"cmd": "produce", "topic": "t", "partition": 0, "count": 1})
     assert sb.engine.run.position not in sb.engine.run.snapshot_steps()   # a served run takes no checkpoints
     await rt.command(sid, {"cmd": "back"})
-    # Back restored a checkpoint from before the client and replayed the run's own commands.
-    assert b"from-kcat" not in values()
+    # Back restored a checkpoint from before the client and replayed the run's commands and
+    # the client's requests (wire/traffic.py): the step the client wrote at holds its record.
+    assert b"from-kcat" in values()
+    await rt.command(sid, {"cmd": "back"})
+    with sb.lock:                                  # a step before the client came: the topic is new
+        cluster = sb.engine.run.cluster
+        assert not any(r.value == b"from-kcat" for br in cluster.brokers.values() for p in br.partitions.values()
+                       for b in p.log.batches(p.log.log_start_offset, p.log.log_end_offset) for r in b.records)
     assert port.is_open and port.cluster is sb.engine.run.cluster
     # A new run (load) is not the sandbox's end: the listener stays and serves the new cluster.
     await rt.command(sid, {"cmd": "load", "scenario": sb.engine.scenario["choices"][0],
