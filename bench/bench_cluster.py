@@ -30,8 +30,9 @@ the durability lab's runs per second in process (``run_partition``, what ``lab s
 --no-spark`` runs) on a fixed grid (preset ``acks``, 10 runs per cell).
 
 Garbage: every turn starts after ``gc.collect()``, so no turn pays for another's garbage; the
-collector stays on during a turn (it is part of what a request costs) and the time it takes is
-printed apart, per contender (``gc.callbacks``).
+collector stays on during a turn (it is part of what a request costs) and the time it takes inside
+the timed stretch is printed apart, per contender (``gc.callbacks``; a collection during a turn's
+untimed setup or teardown is not counted, as its time is not in the turn's CPU either).
 
 Method (``bench/paired.py``): contenders take turns within each round, order rotating; each
 figure is the median over rounds of the per-round ratio, with min and max. Time is the
@@ -81,13 +82,13 @@ def rf3_seconds(requests: int, partitions: int = 1, sessions: bool = False) -> f
         cluster.create_topic("t", partitions, 3, {"min.insync.replicas": 2}, assignment=[[0, 1, 2]] * partitions)
         cluster.advance(1000)
         values = [VALUE] * BATCH
-        start = cpu_clock()
+        start = _begin()
         for i in range(requests):
             cluster.produce("t", i % partitions, values, acks=-1)
             cluster.advance(2)
         while len(cluster.produce_results) < requests:
             cluster.advance(10)
-        elapsed = cpu_clock() - start
+        elapsed = _end(start)
         assert all(r.status == "ok" for r in cluster.produce_results.values())
         return elapsed
 
@@ -100,13 +101,13 @@ def run_seconds(requests: int) -> float:
                    "config": {"min.insync.replicas": 2}})
         run.apply({"cmd": "advance", "ms": 1000})
         values = [VALUE.decode()] * BATCH
-        start = cpu_clock()
+        start = _begin()
         for _ in range(requests):
             run.apply({"cmd": "produce", "topic": "t", "values": values})
             run.apply({"cmd": "advance", "ms": 2})
         while len(run.cluster.produce_results) < requests:
             run.cluster.advance(10)
-        return cpu_clock() - start
+        return _end(start)
 
 
 def single_log_seconds(requests: int) -> float:
@@ -115,11 +116,11 @@ def single_log_seconds(requests: int) -> float:
         scheduler = Scheduler(virtual)
         log = Log(Disk(root), "t-0", "t", 0, LogConfig(), scheduler, EventLog(virtual), hw_follows_leo=True)
         values = [VALUE] * BATCH
-        start = cpu_clock()
+        start = _begin()
         for _ in range(requests):
             log.append_as_leader([SimpleRecord(v) for v in values], leader_epoch=0)
             scheduler.advance(2)
-        elapsed = cpu_clock() - start
+        elapsed = _end(start)
         log.close()
         return elapsed
 
@@ -147,13 +148,13 @@ def floor_seconds(requests: int) -> float:
                 for b in range(3)]
         leader, followers = logs[0], logs[1:]
         values = [VALUE] * BATCH
-        start = cpu_clock()
+        start = _begin()
         for i in range(requests):
             info = leader.append_as_leader([SimpleRecord(v) for v in values], leader_epoch=0)
             for f in followers:
                 f.append_as_follower(leader.read(info.first_offset, 1 << 20, trace=False).records)
             scheduler.advance(2)
-        elapsed = cpu_clock() - start
+        elapsed = _end(start)
         for log in logs:
             log.close()
         return elapsed
@@ -180,13 +181,13 @@ class Librdkafka:
     def seconds(self, requests: int) -> float:
         produce, poll, report = self.producer.produce, self.producer.poll, self._report
         self.delivered = 0
-        start = cpu_clock()
+        start = _begin()
         for _ in range(requests):
             for _ in range(BATCH):
                 produce("t", VALUE, partition=0, on_delivery=report)
             poll(0)
         self.producer.flush(60)
-        elapsed = cpu_clock() - start
+        elapsed = _end(start)
         assert self.delivered == requests * BATCH, (self.delivered, requests * BATCH)
         return elapsed
 
@@ -226,18 +227,38 @@ def lab_runs_per_second(rounds: int) -> tuple[list[float], str]:
 
 
 class GcTimer:
-    """CPU seconds the collector spends, read by whoever is timing a turn."""
+    """CPU seconds the collector spends inside timed stretches (between :func:`_begin` and
+    :func:`_end`), read by whoever is timing a turn. A collection during a turn's untimed setup
+    or teardown (building 300 replicas for the 100-partition cluster, deleting its files) is
+    not counted: its time is not in the turn's CPU either."""
 
     def __init__(self) -> None:
         self.spent = 0.0
+        self.active = False
         self._start = 0.0
         gc.callbacks.append(self._cb)
 
     def _cb(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._start = cpu_clock()
-        else:
+        elif self.active:
             self.spent += cpu_clock() - self._start
+
+
+GC_TIMER = GcTimer()
+
+
+def _begin() -> float:
+    """Start a timed stretch: CPU seconds now; garbage collections count from here."""
+    GC_TIMER.active = True
+    return cpu_clock()
+
+
+def _end(start: float) -> float:
+    """CPU seconds since ``start``; garbage collections stop counting."""
+    elapsed = cpu_clock() - start
+    GC_TIMER.active = False
+    return elapsed
 
 
 def main(argv: list[str]) -> list:
@@ -260,7 +281,7 @@ def main(argv: list[str]) -> list:
     times: dict[str, list[float]] = {n: [] for n in names}
     gc_spent = dict.fromkeys(names, 0.0)
     total_spent = dict.fromkeys(names, 0.0)
-    gc_timer = GcTimer()
+    gc_timer = GC_TIMER
     turn = 0
     for _ in range(rounds):
         spent = dict.fromkeys(names, 0.0)

@@ -16,6 +16,7 @@ __all__ = ["VirtualClock", "Scheduler", "ScheduledTask", "DEFAULT_START_MS"]
 # Where command-line runs start their virtual clock (2023-11-14T22:13:20Z): record
 # timestamps then look like the ones a real producer writes, as in kafka-dump-log output.
 DEFAULT_START_MS = 1_700_000_000_000
+_INF = float("inf")
 
 
 class VirtualClock:
@@ -96,6 +97,12 @@ class Scheduler:
     # (:meth:`run_soon`); _running: a task of step/run_until is running.
     _soon: list = field(default_factory=list)
     _running: bool = False
+    # _pushed: the counter of the newest task given a new counter (pushed, or a periodic task
+    # re-armed); _reserved_due: the earliest due time reserved (:meth:`reserve`) since then. A
+    # task pushed at that counter can take in more work due at its instant exactly when nothing
+    # since could run between (see Network.send).
+    _pushed: int = 0
+    _reserved_due: float = float("inf")
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -118,11 +125,15 @@ class Scheduler:
         delay = period_ms if initial_delay_ms is None else initial_delay_ms
         return self._push(self.now_ms() + int(delay), priority, fn, args, name, int(period_ms))
 
-    def reserve(self) -> int:
+    def reserve(self, due_ms: int | None = None) -> int:
         """Take the next tie-breaking counter without scheduling anything: a task pushed later
         with :meth:`schedule_reserved` and this counter runs exactly where a task scheduled
-        now would have (a timer re-armed lazily keeps its place among ties)."""
+        now would have (a timer re-armed lazily keeps its place among ties). ``due_ms``: the
+        only time such a task will be due (None: any time)."""
         self._seq += 1
+        due = -1 if due_ms is None else due_ms
+        if due < self._reserved_due:
+            self._reserved_due = due
         return self._seq
 
     def schedule_reserved(self, due_ms: int, seq: int, fn: Callable[..., Any], *args: Any,
@@ -167,7 +178,8 @@ class Scheduler:
             task.cancelled = True
 
     def _push(self, due_ms, priority, fn, args, name, period_ms) -> ScheduledTask:
-        self._seq = seq = self._seq + 1
+        self._seq = self._pushed = seq = self._seq + 1
+        self._reserved_due = _INF
         task = ScheduledTask(due_ms, priority, seq, fn, args, name or getattr(fn, "__name__", "task"), period_ms)
         heapq.heappush(self._heap, ((due_ms, priority, seq), task))
         return task
@@ -193,7 +205,8 @@ class Scheduler:
         if task.period_ms is not None:
             # Re-arm the same object before running it: cancel() keeps working and a
             # task that raises keeps its schedule.
-            self._seq += 1
+            self._seq = self._pushed = self._seq + 1
+            self._reserved_due = _INF
             task.due_ms += task.period_ms
             task.seq = self._seq
             heapq.heappush(self._heap, (task.sort_key(), task))
@@ -225,10 +238,12 @@ class Scheduler:
                 if task.due_ms > time_ms:
                     break
                 pop(heap)
-                clock.advance_to(task.due_ms)
+                if task.due_ms != clock._now_ms:       # (tasks due at the current instant: no move)
+                    clock.advance_to(task.due_ms)
                 if task.period_ms is not None:
                     # Re-arm the same object before running it (see step).
-                    self._seq += 1
+                    self._seq = self._pushed = self._seq + 1
+                    self._reserved_due = _INF
                     task.due_ms += task.period_ms
                     task.seq = self._seq
                     push(heap, ((task.due_ms, task.priority, task.seq), task))

@@ -166,6 +166,9 @@ class EventLog:
     """
 
     def __init__(self, clock: Any, keep: int | None = _UNSET) -> None:
+        if not hasattr(clock, "_now_ms"):
+            # The hot emit paths read the virtual clock's time straight off it (no call).
+            raise TypeError(f"an EventLog needs the engine's VirtualClock, got {type(clock).__name__}")
         self.clock = clock
         self.keep = DEFAULT_KEEP if keep is _UNSET else keep
         self.seq = 0
@@ -210,10 +213,33 @@ class EventLog:
             w = wanted[kind] = any(kind in kinds for _, kinds in self._subs)
         return w
 
+    # Someone listens or counts (subscribe, count_into): emits take the longer way. Class-level
+    # so older snapshots load (a snapshot keeps no listeners).
+    _hooked = False
+
     def emit_fields(self, cls: type[Event], *values: Any) -> None:
         """Emit ``cls(*values)`` (every field, in declaration order) — the same event at the
         same place in the stream as :meth:`emit` would, without building it unless a listener
         wants its kind (see the class docstring)."""
+        if self._hooked or cls._digest is not None:
+            self._emit_fields_hooked(cls, values)
+            return
+        self.seq = seq = self.seq + 1
+        row = (seq, self.clock._now_ms, cls.kind, values)
+        ring = self._ring
+        if self._first_row is None:
+            self._first_row = len(ring)
+        ring.append(row)
+        pending = self._pending
+        pending.append(row)
+        if len(pending) >= _CHUNK:
+            self._fold_full_chunks()
+            if self.keep is not None and len(ring) > self._limit():
+                self._trim()
+
+    def _emit_fields_hooked(self, cls: type[Event], values: tuple) -> None:
+        """:meth:`emit_fields` while someone listens or counts, or for a class that reduces its
+        fields for the digest."""
         if cls._digest is not None or (self._subs and self._wants(cls.kind)):
             self.emit(cls(*values))
             return
@@ -225,7 +251,7 @@ class EventLog:
         ring = self._ring
         if self._first_row is None:
             self._first_row = len(ring)
-        row = (seq, self.clock.now_ms(), cls.kind, values)
+        row = (seq, self.clock._now_ms, cls.kind, values)
         pending = self._pending
         pending.append(row)
         ring.append(row)
@@ -237,11 +263,11 @@ class EventLog:
     def emit_rows(self, events: Sequence[tuple[type[Event], tuple]]) -> None:
         """:meth:`emit_fields` of several ``(event class, field values)`` in order, at one
         virtual time (the append path's batch and index events, in one call)."""
-        if self._subs or self._counters:
+        if self._hooked:
             for cls, values in events:
                 self.emit_fields(cls, *values)
             return
-        now = self.clock.now_ms()
+        now = self.clock._now_ms
         seq = self.seq
         ring, pending = self._ring, self._pending
         if self._first_row is None:
@@ -263,13 +289,13 @@ class EventLog:
 
     def emit_row(self, cls: type[Event], values: tuple) -> None:
         """:meth:`emit_rows` of one ``(event class, field values)``: the append path's event."""
-        if cls._digest is not None or self._subs or self._counters:
+        if self._hooked or cls._digest is not None:
             self.emit_fields(cls, *values)
             return
         self.seq = seq = self.seq + 1
         if self._first_row is None:
             self._first_row = len(self._ring)
-        row = (seq, self.clock.now_ms(), cls.kind, values)
+        row = (seq, self.clock._now_ms, cls.kind, values)
         self._ring.append(row)
         pending = self._pending
         pending.append(row)
@@ -362,17 +388,20 @@ class EventLog:
         self._listeners.append(listener)
         self._subs.append(entry)
         self._wanted = None if entry[1] is None or self._wanted is None else {}
+        self._hooked = True
 
         def unsubscribe() -> None:
             if entry in self._subs:
                 self._subs.remove(entry)
                 self._listeners.remove(listener)
                 self._wanted = None if any(k is None for _, k in self._subs) else {}
+                self._hooked = bool(self._subs or self._counters)
         return unsubscribe
 
     def count_into(self, counts: dict) -> None:
         """Add one to ``counts[kind]`` for every event from now on (no event is built for it)."""
         self._counters.append(counts)
+        self._hooked = True
 
     def digest(self) -> str:
         return _fold(self._digest, self._pending, self._plain) if self._pending else self._digest
@@ -408,6 +437,7 @@ class EventLog:
         state["_subs"] = []
         state["_counters"] = []
         state["_wanted"] = {}
+        state["_hooked"] = False
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

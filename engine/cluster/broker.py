@@ -25,6 +25,7 @@ from typing import Any
 
 from engine.config import LogConfig
 from engine.log.checkpoint import CheckpointFile
+from engine.records import SimpleRecord
 from engine.timer import DelayedOperation, DelayedOperationPurgatory, SystemTimer, TimerDriver
 
 from .log_dir import META_PROPERTIES, check_partition_dirs, ensure_meta_properties, ensure_partition_metadata
@@ -494,7 +495,6 @@ class Broker:
                 self.raft.receive(src, msg)      # the quorum's Vote, BeginQuorumEpoch, Fetch, ...
 
     def handle_produce(self, src: int, req: ProduceRequest) -> None:
-        from engine.records import SimpleRecord
         part = self.partitions.get((req.topic, req.partition))
         if part is None:
             self.send(src, ProduceResponse(req.request_id, self.id, req.topic, req.partition,
@@ -502,8 +502,9 @@ class Broker:
                                            f"broker {self.id} has no replica of {req.topic}-{req.partition}",
                                            None, None, False))
             return
-        now = self.scheduler.now_ms()
-        records = [SimpleRecord(value=v, key=req.key, timestamp=now) for v in req.values]
+        now = self.cluster.clock.now_ms()
+        key, new = req.key, tuple.__new__          # SimpleRecord(v, key, now) without its Python __new__
+        records = [new(SimpleRecord, (v, key, now, ())) for v in req.values]
         part.produce(src, req, records)
 
     def apply_leader_and_isr(self, msg: LeaderAndIsr) -> None:

@@ -135,6 +135,9 @@ class Cluster:
     groups: GroupService | None = None
     txn_offsets: TxnOffsetService | None = None
     services: ClusterServices = ClusterServices()
+    # request id of an attempt -> record_digests of its batch, made once per attempt for the
+    # leader's and the client's events (None until first use; class-level so older snapshots load).
+    _digests: dict | None = None
 
     def __init__(self, disk: Disk, config: ClusterConfig | None = None, seed: int = 0,
                  events: EventLog | None = None, services: ClusterServices | None = None) -> None:
@@ -532,7 +535,12 @@ class Cluster:
             txn = prod.transactional_id is not None
         elif rid in self._coordinator_txn:
             (pid, epoch), txn = self._coordinator_txn[rid], True
-        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout, pid, epoch, seq, txn)
+        digests = record_digests(key, values)
+        store = self._digests
+        if store is None:
+            store = self._digests = {}
+        store[rid] = digests
+        req = ProduceRequest(rid, topic, partition, values, key, acks, timeout, pid, epoch, seq, txn, digests)
         self._pending_produces[rid] = (topic, partition, acks, sent_ms, values, dest)
         self.network.send(dest if rid in self._local else CLIENT, dest, req)
         if acks == 0:
@@ -542,7 +550,8 @@ class Cluster:
             # The client's own request.timeout.ms (a little after the broker's, so a broker
             # timeout response wins when it can arrive).
             scheduler = self.scheduler
-            entry = (scheduler.now_ms() + timeout + 2 * self.config.network_latency_ms + 1, scheduler.reserve(), rid)
+            due = scheduler.now_ms() + timeout + 2 * self.config.network_latency_ms + 1
+            entry = (due, scheduler.reserve(due), rid)
             heapq.heappush(self._client_timeouts, entry)
             timer = self._client_timer
             if timer is not None and entry[:2] < (timer.due_ms, timer.seq):
@@ -567,6 +576,8 @@ class Cluster:
             return False
         del self._sends[rid]
         self._pending_produces.pop(rid, None)
+        if self._digests is not None:
+            self._digests.pop(rid, None)
         key = self._keys.pop(rid, None)
         new_rid = self._next_request_id
         self._next_request_id += 1
@@ -594,6 +605,7 @@ class Cluster:
         self._local.discard(rid)
         status = "ok" if error is None else "error"
         key = self._keys.pop(rid, None)
+        digests = self._digests.pop(rid, None) if self._digests is not None else None
         send = self._sends.pop(rid, None)
         attempts = 1
         if send is not None:       # a producer's batch: the outcome goes under its first id
@@ -605,7 +617,8 @@ class Cluster:
                 prod.txn_failed = error       # the transaction can no longer commit
         self.produce_results[rid] = ProduceResult(rid, topic, partition, acks, status, error, message, base, last,
                                                   broker, sent_ms, self.now_ms(), values, key, attempts)
-        digests = record_digests(key, values)
+        if digests is None:
+            digests = record_digests(key, values)
         if error is None:
             self.events.emit_fields(ProduceAcked, rid, broker, topic, partition, acks, base, last, digests)
         else:

@@ -145,6 +145,9 @@ class ProduceRequest:
     producer_epoch: int = -1
     base_sequence: int = -1
     is_transactional: bool = False
+    # record_digests(key, values), when the sender already made them (the engine's client does,
+    # for its own events): the leader's events reuse them instead of hashing every record again.
+    digests: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -322,7 +325,8 @@ class Network:
         delivered as soon as the sending task returns (:meth:`Scheduler.run_soon`), before
         anything else due at that instant; it is never in flight between two tasks."""
         self.sent += 1
-        link = self.links.get((src, dst))
+        links = self.links
+        link = links.get((src, dst)) if links else None
         if link is not None:
             if link.cut:
                 return self._drop(src, dst, msg, "link_cut", f"link {src}→{dst} is cut")
@@ -337,7 +341,7 @@ class Network:
         node = nodes.get(dst)
         dst_inc = getattr(node, "incarnation", 0) if node is not None else -1
         scheduler = self.scheduler
-        now = scheduler.clock.now_ms()
+        now = scheduler.clock._now_ms
         item = (src, dst, src_inc, dst_inc, msg, now)
         if not delay and ((type(msg) is FetchResponse and msg.records) or
                           (type(msg) is SessionFetchResponse and msg.has_records)) and \
@@ -348,11 +352,15 @@ class Network:
             return True
         due = now + delay
         batch = self._batch
-        if batch is not None and batch[0] == due and batch[1] == scheduler._seq:
+        if batch is not None and batch[0] == due and (batch[1] == scheduler._seq or (
+                batch[1] == scheduler._pushed and scheduler._reserved_due > due and self.latency_ms > 0)):
+            # Joins the task due at this instant: nothing was scheduled since it, or only timeouts
+            # reserved for later instants (which cannot run between them); with a latency no
+            # message is delivered run_soon, so the order of every delivery stays the same.
             batch[2].append(item)
         else:
             items = [item]
-            task = scheduler.schedule_at(due, self._deliver_all, items, name="net")
+            task = scheduler._push(due, 0, self._deliver_all, (items,), "net", None)   # due >= now
             self._batch = (due, task.seq, items)
         return True
 
@@ -360,8 +368,18 @@ class Network:
         batch = self._batch
         if batch is not None and batch[2] is items:
             self._batch = None          # running: a message sent from here gets a task of its own
+        nodes, links = self.nodes, self.links
         for src, dst, src_inc, dst_inc, msg, _ in items:
-            self._deliver(src, dst, src_inc, dst_inc, msg)
+            # The checks of _deliver, inline for a message that arrives; any other goes through it.
+            sender = nodes.get(src)
+            target = nodes.get(dst)
+            if sender is not None and sender.alive and sender.incarnation == src_inc and target is not None \
+                    and target.alive and (target.incarnation == dst_inc or dst == CLIENT) and \
+                    (not links or (link := links.get((src, dst))) is None or not link.cut):
+                self.delivered += 1
+                target.receive(src, msg)
+            else:
+                self._deliver(src, dst, src_inc, dst_inc, msg)
 
     def _deliver_soon(self, item: tuple) -> None:
         src, dst, src_inc, dst_inc, msg, _ = item

@@ -84,13 +84,14 @@ class DelayedFetch(DelayedOperation):
         self.src = src
         self.request = request
         self.parked_ms = parked_ms
-        self.hw_at_park = partition.hw
+        self.hw_at_park = partition.log.high_watermark
         self.leader_epoch = partition.leader_epoch
 
     def try_complete(self) -> bool:
         p = self.partition
-        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.leo > self.request.fetch_offset \
-                or p.hw != self.hw_at_park:
+        log = p.log
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or log._log_end_offset > self.request.fetch_offset \
+                or log.high_watermark != self.hw_at_park:
             return self.force_complete()
         return False
 
@@ -116,7 +117,7 @@ class DelayedProduce(DelayedOperation):
 
     def try_complete(self) -> bool:
         p = self.partition
-        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.hw >= self.required_offset:
+        if p.role != "leader" or p.leader_epoch != self.leader_epoch or p.log.high_watermark >= self.required_offset:
             return self.force_complete()
         return False
 
@@ -149,16 +150,25 @@ class Partition:
         self.remotes: dict[int, RemoteReplica] = {}
         self.pending_isr: PendingIsr | None = None
         self.fetcher = ReplicaFetcher(self)
+        # The request path's constants, kept on the replica (see __getattr__ for older pickles):
+        # what the broker's purgatories watch it under, and the cluster's event log.
+        self.key = (topic, partition)
+        self._events = broker.cluster.events
+
+    def __getattr__(self, name: str) -> Any:
+        # A replica pickled before these were kept: derive them once.
+        if name == "key":
+            self.key = (self.topic, self.partition)
+            return self.key
+        if name == "_events":
+            self._events = self.broker.cluster.events
+            return self._events
+        raise AttributeError(name)
 
     # ---- helpers ------------------------------------------------------------------
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
-
-    @property
-    def key(self) -> tuple[str, int]:
-        """What the broker's purgatories watch this partition under."""
-        return (self.topic, self.partition)
 
     @property
     def leo(self) -> int:
@@ -176,7 +186,7 @@ class Partition:
 
     def emit_fields(self, cls: Any, *values: Any) -> None:
         """``emit(cls(*values))`` without building the event while nobody listens for it."""
-        self.broker.cluster.events.emit_fields(cls, *values)
+        self._events.emit_fields(cls, *values)
 
     @property
     def cfg(self):
@@ -186,7 +196,8 @@ class Partition:
         return self.broker.cluster.controller.topic_config(self.topic)
 
     def effective_min_isr(self) -> int:
-        return min(self.topic_config().min_insync_replicas, max(1, len(self.replicas)))
+        return min(self.broker.cluster.controller.topic_config(self.topic).min_insync_replicas,
+                   max(1, len(self.replicas)))
 
     def maximal_isr(self) -> tuple:
         if self.pending_isr is not None and self.pending_isr.expansion:
@@ -200,14 +211,16 @@ class Partition:
             return False
         hw = log.update_high_watermark(new)
         if hw != old:
-            self.broker.cluster.events.emit_fields(HighWatermarkChanged, self.broker.id, self.topic, self.partition,
-                                                   old, hw, self.role, reason, isr_leos or {})
+            self._events.emit_fields(HighWatermarkChanged, self.broker.id, self.topic, self.partition,
+                                     old, hw, self.role, reason, isr_leos or {})
             return True
         return False
 
     def leo_changed(self, old: int, reason: str) -> None:
-        if self.leo != old:
-            self.emit_fields(LeoChanged, self.broker.id, self.topic, self.partition, old, self.leo, self.role, reason)
+        leo = self.log._log_end_offset
+        if leo != old:
+            self._events.emit_fields(LeoChanged, self.broker.id, self.topic, self.partition, old, leo, self.role,
+                                     reason)
 
     # ---- metadata from the controller ----------------------------------------------
     def apply_state(self, msg: LeaderAndIsr) -> None:
@@ -285,34 +298,53 @@ class Partition:
     def maybe_increment_hw(self, reason: str) -> bool:
         if self.role != "leader":
             return False
-        if self.cfg.hw_min_isr_guard and len(self.isr) < self.effective_min_isr():
-            return False
         log = self.log
         leo = log._log_end_offset
         hw = log.high_watermark
         if leo <= hw:
             return False          # nothing above the HW: the min over the ISR cannot pass it
-        now = self.now()
-        candidate = leo
-        maximal = self.maximal_isr()
-        eligible = self.broker.cluster.controller.is_eligible
-        lag_max = self.cfg.replica_lag_time_max_ms
-        counted = []
+        pending = self.pending_isr
+        maximal = self.isr if pending is None or not pending.expansion else self.maximal_isr()
+        cluster = self.broker.cluster
+        cfg = cluster.config
+        now = cluster.clock._now_ms
+        eligible = cluster.controller.is_eligible
+        lag_max = cfg.replica_lag_time_max_ms
         remotes = self.remotes
+        # The minimum LEO over the replicas that count (the maximal ISR, and eligible followers
+        # caught up within replica.lag.time.max.ms): the first one at or below the HW settles it.
+        candidate = leo
+        for rid, r in remotes.items():
+            rleo = r.leo
+            if rid in maximal or (eligible(rid) and rleo >= 0 and
+                                  (rleo == leo or now - r.last_caught_up_ms <= lag_max)):
+                if rleo <= hw:
+                    return False
+                if rleo < candidate:
+                    candidate = rleo
+        if cfg.hw_min_isr_guard and len(self.isr) < min(
+                cluster.controller.topic_config(self.topic).min_insync_replicas, max(1, len(self.replicas))):
+            return False
+        # The HW moves: the event names every LEO that counted, in broker order (the same test).
+        leos = {str(self.broker.id): leo}
         for rid in sorted(remotes):
             r = remotes[rid]
-            if rid in maximal or (eligible(rid) and r.leo >= 0 and
-                                  (r.leo == leo or now - r.last_caught_up_ms <= lag_max)):
-                counted.append(rid)
-                if r.leo < candidate:
-                    candidate = r.leo
-        if candidate > hw:
-            leos = {str(self.broker.id): leo}
-            for rid in counted:
-                leos[str(rid)] = remotes[rid].leo
-            self.set_hw(candidate, "isr_leo", leos)
-            self.on_hw_increased()
-            return True
+            rleo = r.leo
+            if rid in maximal or (eligible(rid) and rleo >= 0 and
+                                  (rleo == leo or now - r.last_caught_up_ms <= lag_max)):
+                leos[str(rid)] = rleo
+        self.set_hw(candidate, "isr_leo", leos)
+        self.on_hw_increased()
+        return True
+
+    def _follower_in_maximal_isr(self) -> bool:
+        """Some follower this leader keeps a remote replica for is in the maximal ISR (so it counts
+        toward the HW, whatever its LEO)."""
+        pending = self.pending_isr
+        maximal = self.isr if pending is None or not pending.expansion else self.maximal_isr()
+        for rid in self.remotes:
+            if rid in maximal:
+                return True
         return False
 
     def on_hw_increased(self) -> None:
@@ -344,18 +376,21 @@ class Partition:
         r.last_fetch_ms = now
         r.last_fetch_leader_leo = leo
         if old != fetch_offset:
-            self.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition, old,
-                             fetch_offset, r.last_caught_up_ms)
+            self._events.emit_fields(RemoteLeoUpdated, self.broker.id, req.replica_id, self.topic, self.partition,
+                                     old, fetch_offset, r.last_caught_up_ms)
         if r.broker not in self.isr and self.pending_isr is None:
             self.maybe_expand_isr(r)
         self.maybe_increment_hw("follower_fetch")
         return hw_before
 
     def handle_fetch(self, src: int, req: FetchRequest) -> None:
-        now = self.now()
+        now = self.broker.cluster.clock._now_ms
         log = self.log
         leo = log._log_end_offset
-        error = self.error_for_epoch(req.leader_epoch)
+        if self.role == "leader" and req.leader_epoch == self.leader_epoch:
+            error = None
+        else:
+            error = self.error_for_epoch(req.leader_epoch)
         if error is None and req.replica_id not in self.remotes:
             error = "NOT_LEADER_OR_FOLLOWER"
         if error is None and req.last_fetched_epoch >= 0:
@@ -375,8 +410,8 @@ class Partition:
         if self.broker.fetch_purgatory.try_complete_else_watch(DelayedFetch(self, src, req, now), [self.key]):
             return
         self.broker.fetch_timer_driver.arm()
-        self.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition, fetch_offset,
-                         req.max_wait_ms)
+        self._events.emit_fields(FetchParked, self.broker.id, req.replica_id, self.topic, self.partition,
+                                 fetch_offset, req.max_wait_ms)
 
     def check_last_fetched_epoch(self, src: int, req: FetchRequest) -> str | None:
         """Fetch v12 (Kafka's ``Partition.readRecords``): where does the follower's last
@@ -417,11 +452,12 @@ class Partition:
             count, first, last = 0, None, None
         log = self.log
         leo, start = log._log_end_offset, log.log_start_offset
-        self.emit_fields(FetchAnswered, self.broker.id, req.replica_id, self.topic, self.partition, req.fetch_offset,
-                         count, first, last, hw, leo, start, error, waited_ms)
-        resp = FetchResponse(self.broker.id, self.topic, self.partition, req.fetch_offset, bytes(records), hw,
+        broker = self.broker
+        self._events.emit_fields(FetchAnswered, broker.id, req.replica_id, self.topic, self.partition,
+                                 req.fetch_offset, count, first, last, hw, leo, start, error, waited_ms)
+        resp = FetchResponse(broker.id, self.topic, self.partition, req.fetch_offset, bytes(records), hw,
                              start, leo, self.leader_epoch, error, req.session)
-        self.broker.send(src, resp)
+        broker.send(src, resp)
 
     def complete_fetch(self, d: DelayedFetch) -> None:
         """Answer a parked fetch whose wait is over: at expiry with what there is, on lost
@@ -506,9 +542,9 @@ class Partition:
 
     def emit_answered(self, follower: int, row: FetchResponse, count: int, first: Any, last: Any,
                       waited_ms: int) -> None:
-        self.emit_fields(FetchAnswered, self.broker.id, follower, self.topic, self.partition, row.fetch_offset,
-                         count, first, last, row.high_watermark, row.leader_leo, row.log_start_offset, row.error,
-                         waited_ms)
+        self._events.emit_fields(FetchAnswered, self.broker.id, follower, self.topic, self.partition,
+                                 row.fetch_offset, count, first, last, row.high_watermark, row.leader_leo,
+                                 row.log_start_offset, row.error, waited_ms)
 
     @property
     def parked_fetches(self) -> int:
@@ -574,9 +610,12 @@ class Partition:
 
     # ---- leader: produce ---------------------------------------------------------
     def produce(self, src: int, req: ProduceRequest, records: list) -> None:
-        digests = record_digests(req.key, req.values)
-        self.emit_fields(ProduceReceived, req.request_id, self.broker.id, self.topic, self.partition, req.acks,
-                                  len(req.values), digests)
+        digests = req.digests
+        if digests is None:
+            digests = record_digests(req.key, req.values)
+        events = self._events
+        events.emit_fields(ProduceReceived, req.request_id, self.broker.id, self.topic, self.partition, req.acks,
+                           len(req.values), digests)
         if self.role != "leader":
             self.reply_produce(src, req, "NOT_LEADER_OR_FOLLOWER",
                                f"broker {self.broker.id} is not the leader of {self.name}", None, None, False)
@@ -587,11 +626,12 @@ class Partition:
                 f"{self.effective_min_isr()}; nothing was written")
             self.reply_produce(src, req, exc.name, str(exc), None, None, False)
             return
-        old = self.leo
+        log = self.log
+        old = log._log_end_offset
         try:
-            info = self.log.append_as_leader(records, self.leader_epoch, producer_id=req.producer_id,
-                                             producer_epoch=req.producer_epoch, base_sequence=req.base_sequence,
-                                             is_transactional=req.is_transactional)
+            info = log.append_as_leader(records, self.leader_epoch, producer_id=req.producer_id,
+                                        producer_epoch=req.producer_epoch, base_sequence=req.base_sequence,
+                                        is_transactional=req.is_transactional)
         except KafkaError as exc:
             self.reply_produce(src, req, exc.name, str(exc), None, None, False)
             return
@@ -599,19 +639,23 @@ class Partition:
             self.emit(ProduceDuplicate(req.request_id, self.broker.id, self.topic, self.partition, req.producer_id,
                                        req.producer_epoch, req.base_sequence, info.first_offset, info.last_offset))
         else:
-            self.emit_fields(ProduceAppended, req.request_id, self.broker.id, self.topic, self.partition, info.first_offset,
-                                      info.last_offset, self.leader_epoch, digests)
+            events.emit_fields(ProduceAppended, req.request_id, self.broker.id, self.topic, self.partition,
+                               info.first_offset, info.last_offset, self.leader_epoch, digests)
             self.leo_changed(old, "append")
             self.wake_parked_fetches()
-            # A single-replica ISR commits at once.
-            self.maybe_increment_hw("append")
+            # A single-replica ISR commits at once. With a follower in the (maximal) ISR the HW
+            # cannot move on an append: the minimum over the ISR is at most that follower's LEO,
+            # which is at most the log end before this append; so when the HW is already there,
+            # the check is skipped (it could only answer "no").
+            if log.high_watermark < old or not self._follower_in_maximal_isr():
+                self.maybe_increment_hw("append")
         if req.acks == -1:
             required = info.last_offset + 1
             d = DelayedProduce(self, req, src, info.first_offset, info.last_offset, required)
             if not self.broker.produce_purgatory.try_complete_else_watch(d, [self.key]):
                 self.broker.produce_timer_driver.arm()
-                self.emit_fields(ProduceWaiting, req.request_id, self.broker.id, self.topic, self.partition, required,
-                                         req.timeout_ms)
+                events.emit_fields(ProduceWaiting, req.request_id, self.broker.id, self.topic, self.partition,
+                                   required, req.timeout_ms)
         elif req.acks == 1:
             self.reply_produce(src, req, None, "", info.first_offset, info.last_offset, True)
 

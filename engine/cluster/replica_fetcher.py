@@ -137,7 +137,7 @@ class SourceFetcher:
         # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
         scheduler = broker.scheduler
         due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
-        self.deadline = (due, scheduler.reserve(), self.request)
+        self.deadline = (due, scheduler.reserve(due), self.request)
         if self.timer is None:
             self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
 
@@ -397,25 +397,29 @@ class ReplicaFetcher:
             return
         p = self.p
         broker = p.broker
-        cfg = broker.cluster.config
+        cluster = broker.cluster
+        cfg = cluster.config
         if cfg.replica_fetch_sessions:
             # KIP-227: ready to fetch; the leader's source fetcher sends when it can.
             broker.source_fetcher(self.leader).want(self)
             return
-        latest = p.log.leader_epoch_cache.latest_epoch
+        log = p.log
+        latest = log.leader_epoch_cache.latest_epoch
         # LastFetchedEpoch exists from Fetch v12 on; the older protocols send none.
-        last_epoch = -1 if latest is None or not self.diverging_epoch_protocol else latest
+        last_epoch = -1 if latest is None or not (cfg.truncation == "epoch" and
+                                                  cfg.fetch_protocol == "diverging_epoch") else latest
         self.session = session = self.session + 1
         self.in_flight = True
-        leo = p.log._log_end_offset
-        broker.events.emit_fields(FetchSent, broker.id, self.leader, p.topic, p.partition, leo, last_epoch,
-                                  self.leader_epoch)
-        broker.send(self.leader, FetchRequest(broker.id, p.topic, p.partition, leo, last_epoch, self.leader_epoch,
-                                              cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes, session))
+        leo = log._log_end_offset
+        leader = self.leader
+        cluster.events.emit_fields(FetchSent, broker.id, leader, p.topic, p.partition, leo, last_epoch,
+                                   self.leader_epoch)
+        broker.send(leader, FetchRequest(broker.id, p.topic, p.partition, leo, last_epoch, self.leader_epoch,
+                                         cfg.replica_fetch_wait_max_ms, cfg.replica_fetch_max_bytes, session))
         # The leader may park the fetch for max_wait, so allow for that on top of the timeout.
-        scheduler = broker.scheduler
+        scheduler = cluster.scheduler
         due = scheduler.clock.now_ms() + cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms
-        self.deadline = (due, scheduler.reserve(), session)
+        self.deadline = (due, scheduler.reserve(due), session)
         if self.timer is None:
             self.timer = scheduler.schedule_reserved(due, self.deadline[1], self.on_timer, name="fetch-timeout")
 
@@ -554,14 +558,20 @@ class ReplicaFetcher:
             count = appended
         # Follower HW = min(leader HW, own LEO); it only moves forward.
         leo = log._log_end_offset
-        new_hw = min(resp.high_watermark, leo)
-        self._received(resp, count, None)
+        leader_hw = resp.high_watermark
+        new_hw = leader_hw if leader_hw < leo else leo
+        broker.cluster.events.emit_fields(FetchReceived, broker.id, resp.leader_id, p.topic, p.partition,
+                                          resp.fetch_offset, count, leader_hw, None)
         if new_hw > log.high_watermark:
-            p.set_hw(new_hw, "leader_hw", {"leader": resp.high_watermark, "own_leo": leo})
+            p.set_hw(new_hw, "leader_hw", {"leader": leader_hw, "own_leo": leo})
         # Retention/DeleteRecords on the leader move the follower's log start too (bounded by its HW).
         if log.log_start_offset < resp.log_start_offset <= log.high_watermark:
             log.delete_records(resp.log_start_offset)
-        self.schedule_next(0)
+        if self.delay_ms or broker.fetchers or cfg.replica_fetch_sessions:
+            self.schedule_next(0)
+        elif self.state_name == "fetching" and not self.in_flight:
+            # schedule_next(0) without a follower delay or sessions: fetch again at once.
+            self.send_fetch()
 
     def _received(self, resp: FetchResponse, count: int, error: str | None) -> None:
         p = self.p
@@ -572,14 +582,15 @@ class ReplicaFetcher:
         """Append the fetched batches; the number of records, or None when nothing was
         appended (the fetcher then retries after the backoff or has failed)."""
         p = self.p
-        backoff = self.broker.cluster.config.replica_fetch_backoff_ms
+        log = p.log
+        backoff = p.broker.cluster.config.replica_fetch_backoff_ms
         try:
             first = read_header(resp.records)
         except CorruptRecordError as exc:
             self._received(resp, 0, exc.name)
             self.schedule_next(backoff)
             return None
-        if first.base_offset < p.leo:
+        if first.base_offset < log._log_end_offset:
             last = first.base_offset + first.last_offset_delta
             if p.leo == p.log.log_start_offset and last >= p.leo:
                 # Kafka's Partition.appendRecordsToFollowerOrFutureReplica: our (empty) log
@@ -594,9 +605,9 @@ class ReplicaFetcher:
                           f"{first.base_offset}..{last} that starts below this replica's log end {p.leo}: "
                           f"the two logs disagree below the fetch offset")
                 return None
-        old = p.leo
+        old = log._log_end_offset
         try:
-            p.log.append_as_follower(resp.records)
+            log.append_as_follower(resp.records)
         except (CorruptRecordError, InvalidRecordError) as exc:
             # AbstractFetcherThread: log and retry; a transient state usually fixes itself.
             self._received(resp, 0, exc.name)
@@ -607,7 +618,7 @@ class ReplicaFetcher:
             self.fail(resp.fetch_offset, exc.name, str(exc))
             return None
         p.leo_changed(old, "append")
-        return p.leo - old
+        return log._log_end_offset - old
 
     def on_diverging_epoch(self, resp: FetchResponse) -> None:
         """Fetch v12: the leader says our last fetched epoch diverges. Truncate (no HW or log

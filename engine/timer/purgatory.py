@@ -90,10 +90,15 @@ class DelayedOperationPurgatory:
             raise ValueError("a delayed operation needs at least one key to watch")
         if op.try_complete():
             return True
+        watchers = self.watchers
         for key in keys:
             if op.completed:
                 break
-            self.watchers.setdefault(key, []).append(op)
+            ops = watchers.get(key)
+            if ops is None:
+                watchers[key] = [op]
+            else:
+                ops.append(op)
             self._watched_since_purge += 1
         # Kafka checks again here: on its threads the condition may have become true while the
         # watchers were added. Here nothing runs between the two, so the first check stands.
@@ -111,9 +116,19 @@ class DelayedOperationPurgatory:
         if not ops:
             return 0
         done = 0
-        for op in list(ops):
+        if len(ops) == 1:
+            # One watcher (the request path's usual case): the same steps without the copies.
+            op = ops[0]
             if not op.completed and op.try_complete():
-                done += 1
+                done = 1
+            if len(ops) == 1 and ops[0] is op and op.completed:
+                ops.clear()
+                del self.watchers[key]
+                return done
+        else:
+            for op in list(ops):
+                if not op.completed and op.try_complete():
+                    done += 1
         ops[:] = [op for op in ops if not op.completed]
         if not ops:
             del self.watchers[key]

@@ -122,32 +122,39 @@ class TimingWheel:
 
     def add(self, task: TimerTask) -> bool:
         """Put ``task`` in its bucket. False when it is cancelled or already due (the
-        caller runs it)."""
+        caller runs it). A task beyond this wheel's interval goes to the overflow wheel (made on
+        first need), and so on up (a loop over the levels rather than a call per level)."""
         expiration = task.expiration_ms
-        if task.cancelled:
-            return False
-        if expiration < self.current_time_ms + self.tick_ms:
-            return False
-        if expiration < self.current_time_ms + self.interval_ms:
-            virtual_id = expiration // self.tick_ms
-            slot = virtual_id % self.wheel_size
-            bucket = self.buckets[slot]
-            if bucket is None:
-                bucket = self.buckets[slot] = TimerTaskList(self.level, slot)
-            bucket.add(task)
-            task.level = self.level
-            if bucket.set_expiration(virtual_id * self.tick_ms):
-                # The bucket held an earlier slot (or none): queue it for its new time.
-                self.queue.offer(bucket)
-                if self._timer is not None:
-                    self._timer._emit_queued(bucket)
-            return True
-        if self.overflow is None:
-            self.overflow = TimingWheel(self.interval_ms, self.wheel_size, self.current_time_ms, self.queue,
-                                        self.level + 1, self._timer)
-            if self._timer is not None:
-                self._timer._emit_overflow(self.overflow)
-        return self.overflow.add(task)
+        wheel = self
+        while True:
+            if task.cancelled:
+                return False
+            current = wheel.current_time_ms
+            if expiration < current + wheel.tick_ms:
+                return False
+            if expiration < current + wheel.interval_ms:
+                tick = wheel.tick_ms
+                virtual_id = expiration // tick
+                slot = virtual_id % wheel.wheel_size
+                bucket = wheel.buckets[slot]
+                if bucket is None:
+                    bucket = wheel.buckets[slot] = TimerTaskList(wheel.level, slot)
+                task.bucket = bucket
+                bucket.tasks[task.id] = task
+                task.level = wheel.level
+                if bucket.expiration_ms != virtual_id * tick:
+                    # The bucket held an earlier slot (or none): queue it for its new time.
+                    bucket.expiration_ms = virtual_id * tick
+                    wheel.queue.offer(bucket)
+                    if wheel._timer is not None:
+                        wheel._timer._emit_queued(bucket)
+                return True
+            if wheel.overflow is None:
+                wheel.overflow = TimingWheel(wheel.interval_ms, wheel.wheel_size, wheel.current_time_ms, wheel.queue,
+                                             wheel.level + 1, wheel._timer)
+                if wheel._timer is not None:
+                    wheel._timer._emit_overflow(wheel.overflow)
+            wheel = wheel.overflow
 
     def advance_clock(self, time_ms: int) -> None:
         if time_ms >= self.current_time_ms + self.tick_ms:
@@ -235,7 +242,8 @@ class SystemTimer:
                          name or getattr(fn, "__name__", "task"))
         self._size += 1
         if task.expiration_ms > now and self.wheel.add(task):
-            self._emit_added(task)
+            if self.events is not None:
+                self._emit_added(task)
         else:
             self._run(task)
         return task

@@ -160,3 +160,38 @@ def test_a_task_scheduled_between_two_sends_keeps_them_apart_so_order_is_unchang
     assert len(sched.pending()) == 3
     sched.advance(5)
     assert order == [("msg", 0), ("task",), ("msg", 2)]
+
+
+def test_a_timeout_reserved_for_a_later_instant_between_two_sends_keeps_them_one_task():
+    net, sched, _, nodes = make()
+    order = []
+    nodes[1].receive = lambda src, msg: order.append(("msg", src, sched.now_ms()))
+    net.send(0, 1, hb(0))
+    seq = sched.reserve(5 + 30_000)              # a request timeout, re-armed lazily later
+    net.send(2, 1, hb(2))
+    assert len(sched.pending()) == 1             # one delivery task for both
+    assert [(m["src"], m["sent_ms"], m["deliver_ms"]) for m in net.in_flight()] == [(0, 0, 5), (2, 0, 5)]
+    sched.schedule_reserved(5 + 30_000, seq, order.append, ("timeout",))
+    sched.advance(30_010)
+    assert order == [("msg", 0, 5), ("msg", 2, 5), ("timeout",)]
+
+
+def test_a_timeout_reserved_for_the_same_instant_keeps_the_sends_apart_so_order_is_unchanged():
+    net, sched, _, nodes = make()
+    order = []
+    nodes[1].receive = lambda src, msg: order.append(("msg", src))
+    net.send(0, 1, hb(0))
+    seq = sched.reserve(5)                       # due exactly when the first message arrives
+    net.send(2, 1, hb(2))
+    sched.schedule_reserved(5, seq, order.append, ("timer",))
+    assert len(sched.pending()) == 3
+    sched.advance(5)
+    assert order == [("msg", 0), ("timer",), ("msg", 2)]
+
+
+def test_a_reservation_without_a_due_time_keeps_the_sends_apart():
+    net, sched, _, nodes = make()
+    net.send(0, 1, hb(0))
+    sched.reserve()
+    net.send(2, 1, hb(2))
+    assert len(sched.pending()) == 2

@@ -90,3 +90,36 @@ def test_idle_stuck_follower_stays_in_isr_because_it_is_at_the_leader_leo(tmp_pa
     c.pause_follower(1)
     c.advance(60000)
     assert c.controller.partition(T, 0).isr == (0, 1)
+
+
+def test_a_batch_is_hashed_once_for_the_leader_and_the_client_and_the_events_name_its_records(tmp_path, monkeypatch):
+    import engine.cluster.cluster as cluster_mod
+    import engine.cluster.partition as partition_mod
+    from engine.cluster.partition import record_digest
+    c = make(tmp_path)
+    calls = []
+    real = partition_mod.record_digests
+
+    def counted(key, values):
+        calls.append(len(values))
+        return real(key, values)
+    monkeypatch.setattr(cluster_mod, "record_digests", counted)
+    monkeypatch.setattr(partition_mod, "record_digests", counted)
+    c.produce(T, 0, ["a", "b", None], key="k", acks=-1)
+    c.advance(50)
+    assert calls == [3]                                  # once per attempt, not per event
+    expected = [record_digest(b"k", v) for v in (b"a", b"b", None)]
+    for kind in ("produce_received", "produce_appended", "produce_acked"):
+        assert [e.digests for e in c.events.of_kind(kind)] == [expected]
+    assert not c._digests                                # nothing kept once the request is answered
+
+
+def test_a_produce_request_without_digests_is_hashed_by_the_leader(tmp_path):
+    from engine.cluster.network import ProduceRequest
+    from engine.cluster.partition import record_digests
+    c = make(tmp_path)
+    rid = c.next_request_id()
+    c.network.send(-1, 0, ProduceRequest(rid, T, 0, (b"x", b"y"), None, 1, 1000))   # as the wire listener sends
+    c.advance(10)
+    [received] = [e for e in c.events.of_kind("produce_received") if e.request_id == rid]
+    assert received.digests == record_digests(None, (b"x", b"y"))
