@@ -191,14 +191,11 @@ class ReplicationSandbox(SandboxKind):
     def step_commands(self, n: int, do: list, script_do: list[dict] | None) -> tuple[list[dict], bool]:
         """A step of an imported run: the scenario's own step as it is, else commands the
         learner could send here; the engine parses each (and checks it as it runs)."""
-        for c in do:
-            if not isinstance(c, dict):
-                raise CommandError("invalid", _("Step %(n)s of the run is not a command.") % {"n": n},
-                                   command="import")
-        if script_do is not None and [c.get("cmd") for c in do] == [c["cmd"] for c in script_do]:
-            normal = [command_to_dict(parse_command(c)) for c in do]
-            if normal == script_do:
-                return normal, True
+        if not all(isinstance(c, dict) for c in do):
+            raise CommandError("invalid", _("Step %(n)s of the run is not a command.") % {"n": n}, command="import")
+        if script_do is not None and [c.get("cmd") for c in do] == [c["cmd"] for c in script_do] and \
+                [command_to_dict(parse_command(c)) for c in do] == script_do:
+            return script_do, True
         for c in do:
             spec = self.commands.get(c.get("cmd"))
             if spec is None or "engine" not in spec.extra:
