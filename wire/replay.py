@@ -33,6 +33,7 @@ class Replay:
 
     def run_until(self, time_ms: int) -> None:
         self.cluster.scheduler.run_until(time_ms)
+        self.cluster.disk.flush()       # as the live listener's step: its writes reach the OS
 
 
 class Replayer:
@@ -72,6 +73,7 @@ class Replayer:
             session.dispatch(req, reply)
         # "auto_create" follows from the Metadata request it came from; "unsupported" never
         # reached the engine; "mark" names a point of the record.
+        server.cluster.disk.flush()     # as the live listener's step: its writes reach the OS
 
 
 def settings_of(entries: Iterable[dict]) -> dict:

@@ -226,6 +226,9 @@ class Run:
             self.outside.after(self)
         if self.position % self.snapshot_every == 0 and not self._outside_taken():
             self._take_snapshot()
+        disk = getattr(self.world, "disk", None)
+        if disk is not None:
+            disk.flush()        # a command's gathered writes reach the OS when it ends (write-behind)
         return result
 
     def _watch(self, cmd: Command, result: dict[str, Any]) -> None:

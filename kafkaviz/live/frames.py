@@ -182,6 +182,14 @@ class FrameBuilder:
         diagram shows): the next flush sends a frame all the same."""
         self._touched = True
 
+    def forget_pending(self) -> None:
+        """What is buffered is already history every watcher gets in its snapshot (a new
+        sandbox's opening, before anybody watches it): drop it, so step 1's frame carries
+        step 1's events only -- as it does when Back then Step redoes it."""
+        self._pending.clear()
+        self._steps.clear()
+        self._skipped = 0
+
     def mark_reset(self) -> None:
         """The sandbox started over: the next frame tells clients to clear what they show."""
         self._pending.clear()

@@ -179,7 +179,8 @@ class Runtime:
         shutil.rmtree(data_dir, ignore_errors=True)
         data_dir.mkdir(parents=True)
         # The frame builder listens from the start, so the events of opening the
-        # engine (recovery, the first segment) reach the browser too. In step mode each
+        # engine (recovery, the first segment) reach the browser too: in a reset's frame,
+        # and a new sandbox's in each page's snapshot (_create). In step mode each
         # event carries the state right after it (once the engine is fully built).
         frames.state_fn = None
         engine = get_kind(lesson.kind)(data_dir, seed=seed, limits=self._limits(), lesson=lesson,
@@ -274,6 +275,9 @@ class Runtime:
                 engine = self._build(sandbox_id, lesson, seed, frames, lock)
             finally:
                 self._building.discard(sandbox_id)
+            # The events of opening it (the setup before step 1) reach each page in its
+            # snapshot; left buffered, they rode again in step 1's first frame only.
+            frames.forget_pending()
             now = self.now()
             sb = Sandbox(sandbox_id, slug, lesson.kind, self.data_root / sandbox_id, engine, frames,
                          TokenBucket(self.settings["COMMANDS_PER_SECOND"], self.settings["COMMAND_BURST"], now),

@@ -21,7 +21,9 @@
   // KRaft with dedicated controllers (lesson 17): the controller nodes are a row of their own
   // above the brokers, keyed by their node ids (100, 101, ...), so raft messages travel
   // between them and to the brokers on the same picture.
-  const CTL_H = 80, CTL_GAP = 92;
+  // The gap under the controllers holds their links to each other and one or two rows of
+  // tokens resting there (a row that would reach a broker's box is not used: flow.js).
+  const CTL_H = 80, CTL_GAP = 60;
   function layout(n, ctlIds) {
     ctlIds = ctlIds || [];
     perRow = Math.max(1, Math.min(Math.max(n, ctlIds.length), Math.floor((W - 12 + GAP) / (92 + GAP))));
@@ -393,6 +395,7 @@
     if (text) text.textContent = desc.join(" · ");
     KV.clusterRoute = function (a, b) { return route(pos, a, b); };
     KV.clusterNode = function (id) { return pos[id] || null; };
+    KV.clusterBoxes = function () { return Object.keys(pos).map(function (k) { return pos[k]; }); };
     KV.clusterWidth = W;
   }
 

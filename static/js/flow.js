@@ -201,7 +201,7 @@
   // receiver or a neighbour (a wide label under one broker reaches under the next). `held`
   // keeps every resting label's rectangle and its [arrive, leave] in wall-clock ms. With no
   // free row within MAX_QUEUE the token does not rest (null): it fades as it arrives.
-  function firstClear(points, w, arrive, leave) {
+  function firstClear(points, w, arrive, leave, peek) {
     const live = (held.all || (held.all = [])).filter(function (h) { return h.arrive < leave && arrive < h.leave; });
     for (let i = 0; i < points.length; i++) {
       const p = points[i];
@@ -209,16 +209,73 @@
         return Math.abs(h.x - p.x) >= (h.w + w) / 2 + 2 || Math.abs(h.y - p.y) >= ROW_PX - 1;
       });
       if (clear) {
-        held.all.push({ x: p.x, y: p.y, w: w, arrive: arrive, leave: leave });
+        if (!peek) held.all.push({ x: p.x, y: p.y, w: w, arrive: arrive, leave: leave });
         return p;
       }
     }
     return null;
   }
-  function restPoint(tok, end, w, arrive, leave) {
+  function restPoint(tok, end, w, arrive, leave, peek) {
     const rows = [];
-    for (let row = 0; row < MAX_QUEUE; row++) rows.push(inside(rowPoint(end, tok.to, row), w));
-    return firstClear(rows, w, arrive, leave);
+    for (let row = 0; row < MAX_QUEUE; row++) {
+      const p = inside(rowPoint(end, tok.to, row), w);
+      if (!onABox(p, w)) rows.push(p);
+    }
+    return firstClear(rows, w, arrive, leave, peek);
+  }
+  // Whether a label resting at p would cover a node's box (lesson 17's controllers stand a
+  // short gap above the brokers: their tokens keep to the gap).
+  let boxesNow = null;      // the nodes' boxes, read once per frame played
+  function onABox(p, w) {
+    const boxes = boxesNow || (boxesNow = KV.clusterBoxes ? KV.clusterBoxes() : []);
+    return boxes.some(function (b) {
+      return p.x + w / 2 > b.x && p.x - w / 2 < b.x + b.w && p.y + ROW_PX / 2 > b.y && p.y - ROW_PX / 2 < b.y + b.h;
+    });
+  }
+
+  // Tokens in flight on the picture (this page, any frame): each one's path in wall-clock
+  // time, so a new token can take another lane or wait until its label covers no other label
+  // on its way -- two tokens on one link (a request and its answer crossing, two fetches in a
+  // row) or on links that meet at a broker (lesson 14's three brokers side by side, their
+  // links short). A path is its keyframes (offset, point) over [start, start + duration].
+  const flying = [];
+  const SAMPLE_MS = 40, WAIT_STEP_MS = 90, MAX_WAITS = 24, LANE_PX = 21;
+  function pointAt(f, t) {
+    const u = (t - f.start) / f.duration, k = f.keys;
+    if (u <= 0) return k[0].p;
+    for (let i = 1; i < k.length; i++) {
+      if (u <= k[i].o) {
+        const a = k[i - 1], b = k[i], g = b.o > a.o ? (u - a.o) / (b.o - a.o) : 1;
+        return { x: a.p.x + (b.p.x - a.p.x) * g, y: a.p.y + (b.p.y - a.p.y) * g };
+      }
+    }
+    return k[k.length - 1].p;
+  }
+  // Whether path f's label covers another's at some moment both are on their way (the first
+  // 60 % of a path; resting labels keep apart by their rows, see restPoint).
+  // A path's box: every point it passes (it moves straight between keyframes), grown by half
+  // its label; paths whose boxes do not meet never cover each other (most pairs, cheaply).
+  function boxOf(f) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    f.keys.forEach(function (k, i) {
+      if (i > 4) return;           // the flight: up to the rest point (offset 0.6)
+      x0 = Math.min(x0, k.p.x); x1 = Math.max(x1, k.p.x); y0 = Math.min(y0, k.p.y); y1 = Math.max(y1, k.p.y);
+    });
+    return { x0: x0 - f.w / 2 - 2, x1: x1 + f.w / 2 + 2, y0: y0 - ROW_PX / 2, y1: y1 + ROW_PX / 2 };
+  }
+  function crosses(f) {
+    const fEnd = f.start + f.duration * 0.6, fb = f.box || (f.box = boxOf(f));
+    return flying.some(function (g) {
+      const from = Math.max(f.start, g.start), to = Math.min(fEnd, g.start + g.duration * 0.6);
+      if (from > to) return false;
+      const gb = g.box || (g.box = boxOf(g));
+      if (fb.x1 < gb.x0 || gb.x1 < fb.x0 || fb.y1 < gb.y0 || gb.y1 < fb.y0) return false;
+      for (let t = from; t <= to; t += SAMPLE_MS) {
+        const a = pointAt(f, t), b = pointAt(g, t);
+        if (Math.abs(a.x - b.x) < (f.w + g.w) / 2 + 2 && Math.abs(a.y - b.y) < ROW_PX - 1) return true;
+      }
+      return false;
+    });
   }
   // Where a dropped token lies without motion: where it fell, or a row above or below it when
   // a label is there already.
@@ -252,6 +309,7 @@
     const layer = $("cl-flow");
     if (!layer || !KV.clusterRoute) return;
     const reduced = KV.reducedMotion();
+    boxesNow = null;
     const all = tokensOf(frame);
     const tokens = reduced ? newestOnly(all) : all;
     const now = performance.now();
@@ -259,6 +317,9 @@
     if (step !== undefined && step !== chain.step) {
       // ... and what rested without motion: a step that sends nothing shows no token.
       Array.prototype.slice.call(layer.children).forEach(function (n) { if (notStarted(n) || n.classList.contains("flow-still")) n.remove(); });
+      // The old step's tokens still on their way finish, and the new step's first token does
+      // not wait for them: it moves at once (click -> first token moving, issue 17).
+      chain.fresh = true;
       held.all = (held.all || []).filter(function (h) { return h.leave !== Infinity; });
       chain.step = step;
       chain.next = now;
@@ -274,6 +335,10 @@
     // Rows held at each receiver, by wall-clock time, across frames (a step's frames can
     // follow each other within 30 ms, and their tokens rest together).
     held.all = held.all.filter(function (h) { return h.leave > now; });
+    for (let i = flying.length - 1; i >= 0; i--) {
+      const f = flying[i];
+      if (!f.node.isConnected || f.start + f.duration <= now) flying.splice(i, 1);
+    }
     const speed = Number(($("speed") || {}).value || 1);
     // Slots in virtual-time order: tokens of one virtual millisecond leave together, except
     // that a sender sends its own one after another (they would start on the same point).
@@ -291,8 +356,14 @@
       // Requests and answers keep to either side of their link, so a fetch and its answer
       // crossing each other stay readable.
       const dx = r0[2].x - r0[0].x, dy = r0[2].y - r0[0].y, len = Math.hypot(dx, dy) || 1;
-      const side = (tok.cls.indexOf("flow-answer") >= 0 ? 8 : -8) * (tok.from < tok.to ? 1 : -1);
-      const r = r0.map(function (q) { return { x: q.x - dy / len * side, y: q.y + dx / len * side }; });
+      // A busy link has a second lane each way, further out (LANE_PX), for a token that would
+      // otherwise wait for the one ahead of it.
+      const sign = (tok.cls.indexOf("flow-answer") >= 0 ? 1 : -1) * (tok.from < tok.to ? 1 : -1);
+      const laneRoute = function (lane) {
+        const side = sign * (10 + lane * LANE_PX);
+        return r0.map(function (q) { return { x: q.x - dy / len * side, y: q.y + dx / len * side }; });
+      };
+      const r = laneRoute(0);
       const node = tokenNode(tok), w = tokenWidth(tok);
       const fin = function (p) { return inside(p, w); };
       let end = at(r, tok.drop === undefined ? 1 : tok.drop);
@@ -307,24 +378,52 @@
         return;
       }
       const total = flight / 0.6;     // the flight is the first 60 %; then it rests (or falls) and fades
-      let duration = total + (tok.drop !== undefined ? 0 : REST_MS / speed), fades = false;
+      const full = total + (tok.drop !== undefined ? 0 : REST_MS / speed);
       // A sender's next token leaves once the one before it is a label's width away (0.45 of
       // the duration covers 0.75 of the way), so two tokens on one link never overlap.
       const free = chain.free || (chain.free = {});
-      const delay = Math.max(base + times.indexOf(tok.slotKey) * slot, (free[tok.from] || 0) - now);
+      const first = Math.max(base + times.indexOf(tok.slotKey) * slot, (free[tok.from] || 0) - now);
+      const OFFS = [0, 0.15, 0.3, 0.45, 0.6, 1];
+      const alongOf = function (rl) { return [0, 0.25, 0.5, 0.75].map(function (f) { return fin(at(rl, f * (tok.drop === undefined ? 1 : tok.drop))); }); };
+      const lanes = [alongOf(r), alongOf(laneRoute(1))];
+      // Its path if it leaves after `delay` on `lane`: to its rest row (or where it falls), then it fades.
+      const plan = function (delay, peek, lane) {
+        const along = lanes[lane || 0];
+        let duration = full, fades = false, stop = tok.drop === undefined ? end : at(lane ? laneRoute(lane) : r, tok.drop);
+        if (tok.drop === undefined) {
+          const rest = restPoint(tok, r0[2], w, now + delay + 0.45 * duration, now + delay + duration, peek);
+          if (rest) stop = rest;
+          else { duration = total; fades = true; }   // no free row: it fades out as it arrives
+        }
+        const pts = along.concat([fin(stop), fin(tok.drop !== undefined ? { x: stop.x, y: stop.y + 46 } : stop)]);
+        return { start: now + delay, duration: duration, fades: fades, stop: stop, w: w, node: node, along: along,
+          keys: pts.map(function (p, i) { return { o: OFFS[i], p: p }; }) };
+      };
+      // It takes the inner lane, or the outer one, whichever lets its label cover no other
+      // token's on the way; else it waits (a tenth of a second at a time, MAX_WAITS at most,
+      // then it goes all the same).
+      let delay = first, lane = 0, path = plan(delay, true, 0);
+      const waits = chain.fresh ? 0 : MAX_WAITS;
+      chain.fresh = false;
+      for (let i = 0; i < waits && crosses(path); i++) {
+        const outer = plan(delay, true, 1);
+        if (!crosses(outer)) { lane = 1; path = outer; break; }
+        delay += WAIT_STEP_MS / speed;
+        path = plan(delay, true, 0);
+      }
+      path = plan(delay, false, lane);
+      flying.push(path);
+      const along = path.along;
+      const duration = path.duration, fades = path.fades;
+      end = path.stop;
       const away = (w + 12) / (0.75 * (Math.hypot(r0[2].x - r0[0].x, r0[2].y - r0[0].y) || 1)) * 0.45 * duration;
       free[tok.from] = Math.max(free[tok.from] || 0, now + delay + Math.min(away, 0.6 * duration));
       chain.next = Math.max(chain.next, now + delay + slot);
-      if (tok.drop === undefined) {
-        const rest = restPoint(tok, r0[2], w, now + delay + 0.45 * duration, now + delay + duration);
-        if (rest) end = rest;
-        else { duration = total; fades = true; }   // no free row: it fades out as it arrives
-      }
-      const frames = [0, 0.25, 0.5, 0.75].map(function (f) { return { transform: tr(fin(at(r, f * (tok.drop === undefined ? 1 : tok.drop)))), opacity: 1 }; });
+      const frames = along.map(function (p) { return { transform: tr(p), opacity: 1 }; });
       frames.push({ transform: tr(fin(end)), opacity: fades ? 0 : 1 });
       if (tok.drop !== undefined) frames.push({ transform: tr(fin({ x: end.x, y: end.y + 46 })), opacity: 0 });
       else frames.push({ transform: tr(fin(end)), opacity: 0 });
-      [0, 0.15, 0.3, 0.45, 0.6, 1].forEach(function (o, i) { frames[i].offset = o; });
+      OFFS.forEach(function (o, i) { frames[i].offset = o; });
       node.style.transform = tr(fin(r[0]));
       node.style.opacity = "0";
       // "forwards", not "both": a token waiting for its slot stays unseen (opacity 0) rather
@@ -340,6 +439,7 @@
         const layer = $("cl-flow");
         if (layer) layer.replaceChildren();
         held.all = [];
+        flying.length = 0;
         chain.step = undefined;
         chain.next = 0;
         chain.free = {};

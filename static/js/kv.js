@@ -218,21 +218,70 @@
     const min = Math.max(0.6, Number(p.getAttribute("data-fit-min")) || 0);
     return Math.min(h, h * min / Math.max(scale, min));
   }
+  // A part marked data-fit-rows (a selector of its rows) gives up height on a phone by
+  // showing fewer rows, never by scrolling in a box of its own: the rows the step is about
+  // (its rows marked .fit-focus; else its newest, with data-fit-rows-end; else its first) and their
+  // neighbours, at least data-fit-rows-min of them (2). With data-fit-more, a button after it
+  // says how many rows show and shows them all (the page then scrolls as any page does).
+  function rowsOf(p) { return Array.prototype.slice.call(p.querySelectorAll(p.getAttribute("data-fit-rows"))); }
+  function showRows(p, k) {
+    const rows = rowsOf(p), n = rows.length;
+    let a = -1, b = -1;
+    rows.forEach(function (r, i) { if (r.classList.contains("fit-focus")) { if (a < 0) a = i; b = i; } });
+    if (a < 0) { a = b = p.hasAttribute("data-fit-rows-end") ? n - 1 : 0; }
+    k = Math.max(1, Math.min(n, k));
+    // The rows before the focus first (what led to it: the index entry a scan started from).
+    const start = Math.max(0, Math.min(n - k, a - Math.ceil(Math.max(0, k - (b - a + 1)) / 2)));
+    rows.forEach(function (r, i) { r.toggleAttribute("data-fit-off", i < start || i >= start + k); });
+    return { shown: k, total: n };
+  }
+  function moreButton(p, shown, total) {
+    if (!p.hasAttribute("data-fit-more")) return;
+    let b = p.nextElementSibling;
+    if (!b || !b.classList.contains("fit-more")) {
+      b = KV.html("button", { type: "button", class: "linklike fit-more" });
+      b.addEventListener("click", function () { p.toggleAttribute("data-fit-all"); fitStage(); });
+      p.after(b);
+    }
+    const all = p.hasAttribute("data-fit-all");
+    b.hidden = !all && shown >= total;
+    b.textContent = all ? KV.t("fit_fewer") : KV.t("fit_more", { shown: shown, total: total });
+    b.setAttribute("aria-expanded", String(all));
+  }
   function fitStage() {
     const main = KV.stageMain();
     if (!main) return;
     const stage = document.getElementById("stage");
     const also = stageAlso();
+    const phone = window.innerWidth < 600;
     const parts = Array.prototype.slice.call(stage.querySelectorAll(".stage-fit")).filter(function (p) {
       return main.contains(p) || also.some(function (a) { return a.contains(p); });
     });
+    const byRows = function (p) { return phone && p.hasAttribute("data-fit-rows"); };
     const kept = parts.map(function (p) { return p.scrollTop; });
-    parts.forEach(function (p) { p.style.maxHeight = ""; });
-    if (!parts.length) return;
+    parts.forEach(function (p) {
+      p.style.maxHeight = "";
+      rowsOf(p).forEach(function (r) { r.removeAttribute("data-fit-off"); });
+    });
+    // Rows shown where the window is not a phone's, or where the learner asked for them all.
+    stage.querySelectorAll(".fit-more").forEach(function (b) {
+      const p = b.previousElementSibling;
+      if (!p || !byRows(p)) b.hidden = true;
+      else if (p.hasAttribute("data-fit-all")) moreButton(p, 0, 0);
+    });
+    const fitting = parts.filter(function (p) { return !(byRows(p) && p.hasAttribute("data-fit-all")); });
+    if (!fitting.length) return;
     const over = function () { return KV.stageBottom() - window.innerHeight + 8; };
-    if (over() <= 0) return;
-    const em = parseFloat(getComputedStyle(main).fontSize) || 16, phone = window.innerWidth < 600;
-    const tall = parts.map(function (p) {
+    const done = function () {
+      fitting.forEach(function (p) { if (byRows(p)) { const r = rowsOf(p); moreButton(p, r.filter(function (x) { return !x.hasAttribute("data-fit-off"); }).length, r.length); } });
+    };
+    if (over() <= 0) { done(); return; }
+    const em = parseFloat(getComputedStyle(main).fontSize) || 16;
+    const tall = fitting.map(function (p) {
+      if (byRows(p)) {
+        const n = rowsOf(p).length;
+        return { p: p, rows: n, floor: Math.min(n, Number(p.getAttribute("data-fit-rows-min")) || 2) };
+      }
       const h = p.getBoundingClientRect().height;
       return { p: p, h: h, floor: p.tagName.toLowerCase() === "svg" ? svgFloor(p, h) : Math.min(h, (phone ? 3.5 : 4.5) * em) };
     });
@@ -240,6 +289,7 @@
     // the largest share f in [0, 1] kept (1: its drawn size) that fits, by bisection.
     const apply = function (f) {
       tall.forEach(function (t) {
+        if (t.rows !== undefined) { showRows(t.p, Math.round(t.floor + (t.rows - t.floor) * f)); return; }
         const v = t.floor + (t.h - t.floor) * f;
         t.p.style.maxHeight = v < t.h - 1 ? Math.floor(v) + "px" : "";
       });
@@ -247,43 +297,72 @@
     let lo = 0, hi = 1;
     apply(0);
     if (over() <= 0) {
-      for (let i = 0; i < 6; i++) { const mid = (lo + hi) / 2; apply(mid); if (over() <= 0) lo = mid; else hi = mid; }
+      for (let i = 0; i < 7; i++) { const mid = (lo + hi) / 2; apply(mid); if (over() <= 0) lo = mid; else hi = mid; }
       apply(lo);
     }
+    done();
     // A shorter box keeps its place; one marked data-fit-end shows its newest lines.
     parts.forEach(function (p, i) { p.scrollTop = p.hasAttribute("data-fit-end") ? p.scrollHeight : kept[i]; });
   }
   KV.fitStage = fitStage;
   // On a phone, parts of the main picture marked data-stage-tab (siblings) share one place:
-  // a row of buttons above them picks which one shows, and a step that changes one of them
-  // shows it (the part the step's sentence speaks about). Wider windows show them all (the
-  // buttons are hidden by CSS). A button's name is its part's label (or heading).
+  // a tab list above them picks which one shows, and a step that changes one of them shows it
+  // (the part the step's sentence speaks about). Wider windows show them all (the tab list is
+  // hidden by CSS, and the parts are plain sections again). A tab's name is its part's label
+  // (or heading). ARIA's tabs pattern: role tablist/tab/tabpanel, aria-selected, one tab in the
+  // Tab order, ←/→ (and Home/End) move between tabs and show the one reached.
+  let tabSeq = 0;
+  const TABS_SHOWN = "(max-width: 600px), (min-width: 1001px) and (max-height: 760px)";
+  function tabsShown() { return !!(window.matchMedia && window.matchMedia(TABS_SHOWN).matches); }
   function stageTabs() {
     const groups = new Map();
     document.querySelectorAll("#stage [data-stage-tab]").forEach(function (p) {
       if (!groups.has(p.parentNode)) groups.set(p.parentNode, []);
       groups.get(p.parentNode).push(p);
     });
+    const shown = tabsShown();
     groups.forEach(function (panels, parent) {
       let bar = parent.querySelector(":scope > .stage-tabs");
       const pick = function (chosen) {
         panels.forEach(function (p, i) {
-          p.toggleAttribute("data-tab-off", p !== chosen);
-          bar.children[i].setAttribute("aria-pressed", String(p === chosen));
+          const on = p === chosen, tab = bar.children[i];
+          p.toggleAttribute("data-tab-off", !on);
+          tab.setAttribute("aria-selected", String(on));
+          tab.tabIndex = on ? 0 : -1;
         });
       };
       if (!bar) {
-        bar = KV.html("div", { class: "stage-tabs", role: "group" });
+        bar = KV.html("div", { class: "stage-tabs", role: "tablist", "aria-label": KV.t("stage_tabs") });
         panels.forEach(function (p) {
-          const head = p.querySelector("h2, h3, h4");
-          const b = KV.html("button", { type: "button", class: "secondary stage-tab", "aria-pressed": "false" },
+          const head = p.querySelector("h2, h3, h4"), n = ++tabSeq;
+          if (!p.id) p.id = "stage-panel-" + n;
+          const b = KV.html("button", { type: "button", class: "secondary stage-tab", role: "tab", id: "stage-tab-" + n,
+            "aria-selected": "false", "aria-controls": p.id, tabindex: "-1" },
             p.getAttribute("aria-label") || (head ? head.textContent : ""));
           b.addEventListener("click", function () { pick(p); fitStage(); });
           bar.append(b);
         });
+        bar.addEventListener("keydown", function (e) {
+          const tabs = Array.prototype.slice.call(bar.children), i = tabs.indexOf(e.target);
+          if (i < 0 || e.altKey || e.ctrlKey || e.metaKey) return;
+          const to = { ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+          if (to === undefined) return;
+          // The page's own ←/→ (Back, Step) and Home/End (first, last step) wait: this key is the tab list's.
+          e.preventDefault();
+          e.stopPropagation();
+          const j = (to + tabs.length) % tabs.length;
+          pick(panels[j]);
+          tabs[j].focus();
+          fitStage();
+        });
         parent.insertBefore(bar, panels[0]);
         pick(panels[0]);
       }
+      // Tab panels only while the tab list shows; otherwise every part is a section of its own.
+      panels.forEach(function (p, i) {
+        if (shown) { p.setAttribute("role", "tabpanel"); p.setAttribute("aria-labelledby", bar.children[i].id); }
+        else if (p.getAttribute("role") === "tabpanel") { p.removeAttribute("role"); p.removeAttribute("aria-labelledby"); }
+      });
       const changed = panels.filter(function (p) {
         const was = p._kvTabText, now = p.textContent;
         p._kvTabText = now;
@@ -306,7 +385,7 @@
     KV.stageFitWatch = new ResizeObserver(fitStage);
     [main, say].forEach(function (n) { if (n) KV.stageFitWatch.observe(n); });
   } });
-  window.addEventListener("resize", fitStage);
+  window.addEventListener("resize", function () { stageTabs(); fitStage(); });
 
   // A form field has the focus: keys belong to it, not to the page's shortcuts.
   KV.typing = function (t) {

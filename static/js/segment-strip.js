@@ -37,11 +37,15 @@
             h("button", { type: "button", class: "secondary small", id: "ss-replay", text: KV.t("ss_replay") }),
           ]),
         ]),
-        h("ol", { class: "ss-steps stage-fit", id: "ss-steps" }),
+        // On a phone: the current step (and as many before and after it as fit), not a box that scrolls.
+        h("ol", { class: "ss-steps stage-fit", id: "ss-steps", "data-fit-rows": "li", "data-fit-rows-min": "1" }),
       ]),
       // On the stage of a short window the table scrolls in its own box (KV.fitStage), kept on
       // the row the lookup marks; so it is a focusable region.
-      h("div", { class: "ss-tablewrap stage-fit", tabindex: "0", role: "region", "aria-labelledby": "ss-table-caption" }, [
+      // On a phone it shows the rows the step is about instead (the lookup's marks, else the
+      // newest batches) and a button to show them all.
+      h("div", { class: "ss-tablewrap stage-fit", tabindex: "0", role: "region", "aria-labelledby": "ss-table-caption",
+        "data-fit-rows": "#ss-rows > tr", "data-fit-rows-end": "", "data-fit-more": "" }, [
         h("table", { class: "ss-table", id: "ss-table" }, [
           h("caption", { class: "visually-hidden", id: "ss-table-caption" }),
           h("thead", {}, [h("tr", {}, [
@@ -143,7 +147,7 @@
 
   function clearMarks(root) {
     root.querySelectorAll(".ss-row").forEach(function (tr) {
-      tr.classList.remove("probe-index", "probe-time", "scan", "hit", "answer", "range");
+      tr.classList.remove("probe-index", "probe-time", "scan", "hit", "answer", "range", "fit-focus");
       delete tr.dataset.mark;
       delete tr.children[2].dataset.mark;
     });
@@ -174,7 +178,7 @@
       rows.forEach(function (tr) {
         if (!pred(tr)) return;
         tr.classList.add(cls);
-        if (label) { tr.dataset.mark = label; tr.children[2].dataset.mark = label; }
+        if (label) { tr.dataset.mark = label; tr.children[2].dataset.mark = label; tr.classList.add("fit-focus"); }
       });
     }
     if (step.kind === "tprobe") {
@@ -195,6 +199,8 @@
     }
     root.querySelectorAll("#ss-steps li").forEach(function (li, i) {
       li.classList.toggle("current", i === n);
+      li.classList.toggle("fit-focus", i === n);
+      li.value = i + 1;           // its number, though the steps before it are not shown
       li.classList.toggle("past", i < n);
       if (i === n) li.setAttribute("aria-current", "step"); else li.removeAttribute("aria-current");
     });
@@ -203,6 +209,7 @@
     if (at && ol.scrollHeight > ol.clientHeight + 1) {
       ol.scrollTop += at.getBoundingClientRect().top - ol.getBoundingClientRect().top - ol.clientHeight / 2;
     }
+    if (KV.fitStage) KV.fitStage();     // a phone's stage shows the rows this step marks
     root.querySelector("#ss-stepno").textContent = KV.t("ss_step_of", { n: n + 1, total: steps.length });
     root.querySelector("#ss-prev").disabled = n === 0;
     root.querySelector("#ss-next").disabled = n === steps.length - 1;

@@ -101,7 +101,11 @@
       else if (n) openedAtEnd = false;
       const ended = openedAtEnd && !n;
       next.classList.toggle("run-end", ended);
-      next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : ended ? KV.t("run_end_hint") : "";
+      if (ended) {
+        // A phone has room for the short line only (a stage whose picture cannot shrink further, lesson 15's rings).
+        next.replaceChildren(KV.html("span", { class: "run-end-long" }, KV.t("run_end_hint")),
+          KV.html("span", { class: "run-end-short" }, KV.t("run_end_short")));
+      } else next.textContent = n ? "→ " + KV.t("next") + ": " + (n.say || n.label) : "";
     }
     if (st.step >= st.total && playing) setPlaying(false);
   }

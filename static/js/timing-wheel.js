@@ -7,7 +7,16 @@
  * events of that wheel (added, cascaded from level to level, completed, timed out). */
 (function () {
   "use strict";
-  const R = 78, R_IN = 50, SIZE = 200;
+  const SIZE = 200;
+  // A ring's radii and the size of its numbers (in the ring's own units). On a phone the ring
+  // is drawn at 60 % (120 px), so its numbers are larger in its units -- at least 11 px as
+  // shown -- and the ring a little thinner to leave them room inside the picture.
+  const PHONE = window.matchMedia ? window.matchMedia("(max-width: 600px)") : { matches: false };
+  function geometry() {
+    return PHONE.matches ? { R: 72, R_IN: 46, slotFont: 19, countFont: 20, phone: true }
+      : { R: 78, R_IN: 50, slotFont: 11, countFont: 12, phone: false };
+  }
+  let R = 78, R_IN = 50;
   const el = KV.el, html = KV.html;
   const lastAngle = {};   // "purgatory:level" -> the hand's angle in the previous frame drawn
   let chosen = "produce";  // the purgatory the reader picked
@@ -23,8 +32,9 @@
   }
 
   function ring(purgatory, level, touched, animate) {
-    const n = level.wheel_size, c = SIZE / 2;
-    const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring stage-fit", role: "img",
+    const n = level.wheel_size, c = SIZE / 2, g = geometry();
+    R = g.R; R_IN = g.R_IN;
+    const svg = el("svg", { viewBox: "0 0 " + SIZE + " " + SIZE, width: SIZE, height: SIZE, class: "tw-ring stage-fit" + (g.phone ? " tw-ring-phone" : ""), role: "img",
       "aria-labelledby": "tw-l" + level.level + "-t" });
     svg.append(el("title", { id: "tw-l" + level.level + "-t" }, KV.t("tw_level_desc", { level: level.level,
       tick: level.tick_ms, n: n, interval: level.interval_ms, hand: level.hand })));
@@ -39,14 +49,15 @@
       svg.append(path);
       if (b) {
         const a = ((i + 0.5) / n) * 2 * Math.PI - Math.PI / 2, r = (R + R_IN) / 2;
-        svg.append(el("text", { x: c + r * Math.cos(a), y: c + r * Math.sin(a) + 4, "text-anchor": "middle",
+        svg.append(el("text", { x: c + r * Math.cos(a), y: c + r * Math.sin(a) + g.countFont * 0.35, "text-anchor": "middle",
           class: "tw-count" }, String(b.tasks.length)));
       }
     }
     // Slot numbers every 5 buckets, outside the ring.
+    const rl = R + 4 + g.slotFont * 0.55;
     for (let i = 0; i < n; i += 5) {
       const a = ((i + 0.5) / n) * 2 * Math.PI - Math.PI / 2;
-      svg.append(el("text", { x: c + (R + 12) * Math.cos(a), y: c + (R + 12) * Math.sin(a) + 4, "text-anchor": "middle",
+      svg.append(el("text", { x: c + rl * Math.cos(a), y: c + rl * Math.sin(a) + g.slotFont * 0.35, "text-anchor": "middle",
         class: "tw-slotno" }, String(i)));
     }
     // The hand turns forward from where the previous frame left it (a CSS transition on an
@@ -173,6 +184,11 @@
     update(element, frame) {
       element._twFrame = frame;
       draw(element, frame, true);
+      // A window that turns into a phone's (or back) redraws its rings at once.
+      if (!element._twWatch && PHONE.addEventListener) {
+        element._twWatch = true;
+        PHONE.addEventListener("change", function () { if (element._twFrame) { draw(element, element._twFrame, false); KV.fitStage(); } });
+      }
     },
   });
 })();
