@@ -37,7 +37,7 @@ from wire.replay import Replayer, settings_of
 
 from .group_views import group_view, protocol_steps
 from .guided_cluster import GuidedClusterSandbox
-from .kinds import MAX_STEPS, command
+from .kinds import command
 from .validation import CommandError, Field
 
 __all__ = ["ClientSessionSandbox", "RECORDING", "load_recording"]
@@ -121,7 +121,7 @@ class ClientSessionSandbox(GuidedClusterSandbox):
 
     def _fresh(self) -> None:
         """A new run: a fresh replayer at the record's "start" mark, the lesson's steps ahead."""
-        self.close()
+        self.close_run()
         self.run_id += 1
         # a directory per run: an import builds the new one beside the current (replace_run)
         self.run = _Replay(self.entries, self.data_dir / f"wire-{self.run_id}")     # type: ignore[assignment]
@@ -164,7 +164,7 @@ class ClientSessionSandbox(GuidedClusterSandbox):
         raise CommandError("invalid", _("This lesson replays a recorded session; it takes no commands of your "
                                         "own."), command=cmd.get("cmd"))
 
-    def close(self) -> None:
+    def close_run(self) -> None:
         run = self.__dict__.get("run")
         if run is not None:
             run.close()
@@ -175,19 +175,18 @@ class ClientSessionSandbox(GuidedClusterSandbox):
         return {"log": [{"id": sid, "do": [dict(c)], "scripted": True}
                         for sid, c in zip(self.script_ids, self.run.log)], "step": self.position}
 
-    def import_run(self, run: Any) -> None:
-        """A run of this lesson is how far it went: its log must be the lesson's own steps."""
-        from .kinds import _checked_run
+    # Import is every kind's (``SandboxKind.import_run``): a run of this lesson is how far it
+    # went, each step the lesson's own, and the new run is a fresh replayer (``_fresh``).
+    def script(self) -> list[tuple[str | None, list[dict]]]:
+        return [(s.id, [{"cmd": "replay_to", "mark": m}]) for s, m in zip(self.lesson.steps, self.marks)]
 
-        log, step = _checked_run(run, MAX_STEPS)
-        for i, e in enumerate(log):
-            if i >= len(self.marks) or not isinstance(e, dict) or \
-                    e.get("do") != [{"cmd": "replay_to", "mark": self.marks[i]}]:
-                raise CommandError("invalid", f"Step {i + 1} of the run is not step {i + 1} of this lesson.",
-                                   command="import")
-        if step > len(log):
-            raise CommandError("invalid", f"The run is at step {step} but has {len(log)} steps.", command="import")
-        self.replace_run(self._fresh, lambda: self.position < step)
+    def step_commands(self, n: int, do: list, script_do: list[dict] | None) -> tuple[list[dict], bool]:
+        if do != script_do:
+            raise CommandError("invalid", f"Step {n} of the run is not step {n} of this lesson.", command="import")
+        return do, True
+
+    def new_run(self, steps: list, own_at: int | None = None) -> None:
+        self._fresh()
 
     @command(Field("mark", "str", gettext_lazy("Up to"), required=True, choices=tuple(
         ("bootstrap", "produce", "leader-kill", "leader-move", "lost-response", "group", "leave",

@@ -227,7 +227,7 @@ class SandboxKind:
     def new_run(self, steps: list[tuple[str | None, list[dict]]], own_at: int | None = None) -> None:
         """Replace the run by a new one whose future is ``steps`` (id, commands); the
         steps from ``own_at`` (a step index) on are the learner's own."""
-        self.close()
+        self.close_run()
         self.run_id += 1
         run_dir = self.data_dir / f"run-{self.run_id}"
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -457,10 +457,16 @@ class SandboxKind:
 
     # ---- export / import (share links, JSON files) ------------------------------
     def export_run(self) -> dict[str, Any]:
-        """The run as plain data: the commands of every step and where the learner is.
-        With the lesson's scenario (config, seed) it reproduces exactly what they see."""
-        return {"log": [{"id": self.script_ids[n - 1] if scripted else None, "do": [self.compact(c) for c in do],
-                         "scripted": scripted} for n, do, scripted in self.steps()], "step": self.position}
+        """The run as plain data: the commands of every step and where the learner is, and
+        which world it builds when the lesson offers several (``world_spec``). With the
+        lesson's scenario (config, seed) it reproduces exactly what they see."""
+        out: dict[str, Any] = {"log": [{"id": self.script_ids[n - 1] if scripted else None,
+                                        "do": [self.compact(c) for c in do], "scripted": scripted}
+                                       for n, do, scripted in self.steps()], "step": self.position}
+        world = self.world_spec()
+        if world is not None:
+            out["world"] = world
+        return out
 
     def steps(self) -> list[tuple[int, list[dict[str, Any]], bool]]:
         """The run's steps: (n, its commands, whether it is the lesson's own)."""
@@ -483,21 +489,56 @@ class SandboxKind:
         """Replace the run with an exported one and replay it to its step. Every command
         is validated against this kind's specs and parsed by the engine, so a tampered
         file can do nothing a learner could not; on any error the sandbox is as it was."""
+        run = self.upgrade_run(run)
         log, step = _checked_run(run, MAX_STEPS)
-        script = self.script()
-        steps, own_at = [], None
         for i, e in enumerate(log):
             if not isinstance(e, dict) or not isinstance(e.get("do"), list) or not 1 <= len(e["do"]) <= 10:
                 raise CommandError("invalid", f"Step {i + 1} of the run must list 1 to 10 commands.", command="import")
-            do = [self.normal(c) for c in e["do"]]
-            on_script = own_at is None and i < len(script) and bool(e.get("scripted")) and \
-                e.get("id") == script[i][0]
-            if not on_script and own_at is None:
-                own_at = i
-            steps.append((script[i][0] if on_script else None, [dict(c) for c in do]))
-        if step > len(steps):
-            raise CommandError("invalid", f"The run is at step {step} but has {len(steps)} steps.", command="import")
-        self.replace_run(lambda: self.new_run(steps, own_at), lambda: self.position < step)
+        if step > len(log):
+            raise CommandError("invalid", f"The run is at step {step} but has {len(log)} steps.", command="import")
+        world = self.world_of(run.get("world"))
+
+        def build() -> None:
+            self.enter(world)
+            script = self.script()
+            steps, own_at = [], None
+            for i, e in enumerate(log):
+                scripted = own_at is None and i < len(script) and bool(e.get("scripted")) and \
+                    e.get("id") == script[i][0]
+                do, on_script = self.step_commands(i + 1, e["do"], script[i][1] if scripted else None)
+                if not on_script and own_at is None:
+                    own_at = i
+                steps.append((script[i][0] if on_script else None, [dict(c) for c in do]))
+            self.new_run(steps, own_at)
+            self.imported(run)
+
+        self.replace_run(build, lambda: self.position < step)
+
+    def step_commands(self, n: int, do: list, script_do: list[dict] | None) -> tuple[list[dict], bool]:
+        """The commands of step ``n`` of an imported run, checked, and whether the step is
+        the lesson's own (``script_do``: the lesson's step of the same id, or None)."""
+        return [self.normal(c) for c in do], script_do is not None
+
+    # Which world a run builds, for a kind whose lesson offers several (``replication``: a
+    # scenario under a truncation rule, or a cluster the learner shaped). Base kinds have one.
+    def world_spec(self) -> dict[str, Any] | None:
+        """The world of the current run as plain data (the export's ``world``)."""
+        return None
+
+    def world_of(self, spec: Any) -> Any:
+        """The world an imported run's ``world`` names, checked (raises ``CommandError``)."""
+        return None
+
+    def enter(self, world: Any) -> None:
+        """Make ``world`` (from ``world_of``) the one the next run builds."""
+
+    def upgrade_run(self, run: Any) -> Any:
+        """An export in an older format of this kind, in today's (read once, on import)."""
+        return run
+
+    def imported(self, run: dict[str, Any]) -> None:
+        """The new run of an import is built, its commands queued: what else the export
+        carries (``replication``: a real client's traffic) joins it here."""
 
     # What a run of this kind is, beyond the Run itself (saved while a new one is built).
     run_fields: ClassVar[tuple[str, ...]] = ("run", "run_id", "origin", "script_ids", "script_ends", "own_at", "ends",
@@ -515,7 +556,7 @@ class SandboxKind:
             while more():
                 self.step()
         except Exception:
-            self.close()
+            self.close_run()
             for k, v in saved.items():
                 setattr(self, k, v)
             raise
@@ -523,7 +564,7 @@ class SandboxKind:
             self._muted = False
         new, new_id = self.run, self.run_id
         self.run, self.run_id = saved["run"], saved["run_id"]
-        self.close()
+        self.close_run()
         self.run, self.run_id = new, new_id
         self.tracker.own = self.own_at is not None and self.own_at < self.run.position
         self._forward(list(self.run.events.envelopes))
@@ -538,7 +579,11 @@ class SandboxKind:
         """Called for every engine event the learner sees."""
 
     def close(self) -> None:
-        """Release the run's files; the runtime removes the data directory afterwards."""
+        """The sandbox ends (the runtime removes the data directory afterwards)."""
+        self.close_run()
+
+    def close_run(self) -> None:
+        """Release the run's files (a new run replaces it, or the sandbox ends)."""
         run = self.__dict__.get("run")
         if run is None:
             return

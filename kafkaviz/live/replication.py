@@ -7,7 +7,10 @@ scenario's commands are the run's *future*; a lesson step is one command, or a f
 command shows nothing until the clock moves (see ``script_ends``): step = ``Run.redo()``
 up to the step's last command, back/seek = ``Run.seek(k)`` (the checkpoint of that step
 is restored, engine state and files), a learner's own command = ``Run.apply()`` (added at
-the current step as a step of its own; the rest of the scenario is dropped).
+the current step as a step of its own; the rest of the scenario is dropped). Export and
+import are every kind's (``kinds.py``): this kind adds only which world a run plays
+(``world_spec``/``world_of``: a scenario and truncation rule, or the learner's shape) and
+reads the format it exported before (``upgrade_run``).
 
 **One command vocabulary.** The learner's commands are the engine's own
 (``engine/cluster/commands.py``): their fields, types and bounds are generated from
@@ -26,6 +29,7 @@ Scenario keys (from the lesson file):
 """
 from __future__ import annotations
 
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,7 +47,7 @@ from wire.traffic import Traffic, TrafficError
 from . import client_listener
 from .client_listener import ClientPort
 from .group_views import deliveries, group_view, lag_series, protocol_steps
-from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, WEB_CAPS, SandboxKind, cluster_spec, command
+from .kinds import CHECKPOINTS_BY_HAND, MAX_STEPS, WEB_CAPS, SandboxKind, _checked_run, cluster_spec, command
 from .quorum_view import quorum_view
 from .replication_views import consumer_view, hw_view, offset_series, produce_table
 from .validation import CommandError, CommandSpec, Field, validate_command
@@ -107,12 +111,19 @@ def script_ends(script: list[dict[str, Any]]) -> list[int]:
     return [i + 1 for i, c in enumerate(script) if c.get("cmd") not in JOINS_NEXT or i == len(script) - 1]
 
 
+def scenario_steps(scenario: Scenario) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The lesson steps of ``scenario``: (``<name>:<n>``, its commands as the engine writes them)."""
+    script = [command_to_dict(parse_command(c)) for c in scenario.commands()]
+    starts = [0] + script_ends(script)
+    return [(f"{scenario.name}:{n}", script[a:b]) for n, (a, b) in enumerate(zip(starts, starts[1:]), 1)]
+
+
 class ReplicationSandbox(SandboxKind):
     """A cluster running one scenario step by step, with rewind and free play."""
 
     name: ClassVar[str] = "replication"
     command_defaults: ClassVar[dict[str, Any]] = {"topic": "t", "partition": 0}
-    run_fields = SandboxKind.run_fields + ("scenario_def", "truncation", "script")
+    run_fields = SandboxKind.run_fields + ("scenario_def", "truncation", "custom_shape")
     # The runtime's (runtime.py ``_build``): the sandbox's lock and a thread-safe request to
     # publish frames, for what a client of the listener makes the engine do between commands.
     lock: Any = None
@@ -125,7 +136,8 @@ class ReplicationSandbox(SandboxKind):
         # "Connect your own client" (client_listener.py), when the lesson file offers it
         self.client_port_: ClientPort | None = None
         self._served_run = 0      # run_id of the last run a client listener served (its checkpoints are off)
-        self._start(sc["choices"][0], (sc.get("truncations") or ["epoch"])[0])
+        self.enter((get_scenario(sc["choices"][0]), (sc.get("truncations") or ["epoch"])[0], None))
+        super().begin()
 
     @classmethod
     def command_specs(cls, scenario: dict) -> dict[str, CommandSpec]:
@@ -142,28 +154,99 @@ class ReplicationSandbox(SandboxKind):
             specs.pop("client_port", None)
         return specs
 
-    # ---- the run -------------------------------------------------------------------
-    def _start(self, scenario: "str | Scenario", truncation: str, log: list[dict] | None = None) -> None:
-        """A new run of ``scenario`` under ``truncation``: its commands grouped into lesson
-        steps (``script_ends``) as the run's future, or ``log`` (an imported run: the
-        script's steps as long as it follows them, then one step per command)."""
-        self.scenario_def = get_scenario(scenario) if isinstance(scenario, str) else scenario
-        self.custom_shape = None if isinstance(scenario, str) else self.custom_shape
-        self.truncation = truncation
-        self.script = [command_to_dict(parse_command(c)) for c in self.scenario_def.commands()]
-        steps, start = [], 0
-        for n, end in enumerate(script_ends(self.script), 1):
-            steps.append((f"{self.scenario_def.name}:{n}", self.script[start:end]))
-            start = end
-        own_at = None
-        if log is not None:
-            k = 0
-            while k < len(steps) and log[sum(len(d) for _, d in steps[:k]):][:len(steps[k][1])] == steps[k][1]:
-                k += 1
-            done = sum(len(d) for _, d in steps[:k])
-            own_at = k if done < len(log) else None
-            steps = steps[:k] + [(None, [c]) for c in log[done:]]
-        self.new_run(steps, own_at)
+    # ---- the world a run builds ------------------------------------------------------
+    def enter(self, world: tuple[Scenario, str, dict | None]) -> None:
+        """The next run plays ``world``: (scenario, truncation rule, the learner's shape or None)."""
+        self.scenario_def, self.truncation, self.custom_shape = world
+
+    def script(self) -> list[tuple[str | None, list[dict]]]:
+        """The scenario's commands grouped into lesson steps (``script_ends``), ids
+        ``<scenario>:<n>``: the run's future."""
+        return scenario_steps(self.scenario_def)
+
+    def world_spec(self) -> dict[str, Any]:
+        if self.custom_shape is not None:
+            return {"shape": dict(self.custom_shape), "seed": self.scenario_def.seed}
+        return {"scenario": self.scenario_def.name, "truncation": self.truncation}
+
+    def world_of(self, spec: Any) -> tuple[Scenario, str, dict | None]:
+        """The world an export names: a scenario of this lesson under one of its truncation
+        rules, or (where the lesson offers it) a cluster the learner shaped, checked by the
+        same forms as ``load`` and ``shape``."""
+        if not isinstance(spec, dict):
+            raise CommandError("invalid", _("This run does not say which cluster it plays (its \"world\")."),
+                               command="import")
+        if spec.get("shape") is not None:
+            if not isinstance(spec["shape"], dict) or "shape" not in self.commands:
+                raise CommandError("invalid", _("This run builds its own cluster; open it in the sandbox."),
+                                   command="import")
+            _spec, shape = validate_command(self.commands, {"cmd": "shape", **spec["shape"]})
+            seed = spec.get("seed")
+            seed = seed if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed < 2**16 else 0
+            return shape_scenario(shape, self.topic, seed), shape["truncation"], shape
+        _spec, choice = validate_command(self.commands, {"cmd": "load", "scenario": spec.get("scenario"),
+                                                         "truncation": spec.get("truncation")})
+        return get_scenario(choice["scenario"]), choice["truncation"], None
+
+    def step_commands(self, n: int, do: list, script_do: list[dict] | None) -> tuple[list[dict], bool]:
+        """A step of an imported run: the scenario's own step as it is, else commands the
+        learner could send here; the engine parses each (and checks it as it runs)."""
+        if not all(isinstance(c, dict) for c in do):
+            raise CommandError("invalid", _("Step %(n)s of the run is not a command.") % {"n": n}, command="import")
+        if script_do is not None and [c.get("cmd") for c in do] == [c["cmd"] for c in script_do] and \
+                [command_to_dict(parse_command(c)) for c in do] == script_do:
+            return script_do, True
+        for c in do:
+            spec = self.commands.get(c.get("cmd"))
+            if spec is None or "engine" not in spec.extra:
+                raise CommandError("invalid", _("Step %(n)s: %(cmd)r is not a command of this lesson.") % {
+                    "n": n, "cmd": str(c.get("cmd"))[:40]}, command="import")
+        return [command_to_dict(parse_command(c)) for c in do], False
+
+    def upgrade_run(self, run: Any) -> Any:
+        """A run exported before this kind spoke the common step format -- ``{"scenario",
+        "truncation", "log": [command, ...], "step", "commands"}``, or ``"shape"`` and ``"seed"``
+        for a cluster the learner built -- in today's: the scenario's steps as long as the
+        log follows them, then one step per command. ``step`` counted lesson steps when
+        ``commands`` is there, commands before that."""
+        if not isinstance(run, dict) or "world" in run or not ("scenario" in run or "shape" in run):
+            return run
+        log, step = _checked_run(run, MAX_STEPS)
+        world = {"shape": run["shape"], "seed": run.get("seed")} if run.get("shape") is not None else \
+            {"scenario": run.get("scenario"), "truncation": run.get("truncation")}
+        steps, done = [], 0
+        for sid, do in scenario_steps(self.world_of(world)[0]):
+            if log[done:done + len(do)] != do:
+                break
+            steps.append({"id": sid, "do": do, "scripted": True})
+            done += len(do)
+        steps += [{"id": None, "do": [c], "scripted": False} for c in log[done:]]
+        if not (isinstance(run.get("commands"), int) and not isinstance(run.get("commands"), bool)) and step:
+            ends = list(accumulate(len(e["do"]) for e in steps))
+            step = next((k for k, end in enumerate(ends, 1) if end >= step), len(ends) + 1)
+        clients = {"clients": run["clients"]} if "clients" in run else {}     # a real client's traffic
+        return {"world": world, "log": steps, "step": step, **clients}
+
+    def export_run(self) -> dict[str, Any]:
+        out = super().export_run()
+        clients = self.run.outside.export()
+        if clients is not None:
+            out["clients"] = clients        # what real clients did, replayed by an import
+        return out
+
+    def imported(self, run: dict[str, Any]) -> None:
+        clients = run.get("clients")
+        if clients is None:
+            return
+        if not self.scenario.get("client_listener"):
+            raise CommandError("invalid", _("This run holds a real client's requests; open it in the sandbox."),
+                               command="import")
+        try:
+            self.run.outside.load(clients, len(self.run.log), len(self.run.cluster.brokers))
+        except TrafficError as exc:
+            raise CommandError("invalid", _("The run's client requests cannot be replayed: %(why)s.")
+                               % {"why": exc}, command="import") from None
+        self.run.outside.after(self.run)     # a client before the first command
 
     def make_run(self, run_dir: Path) -> Run:
         sc = self.scenario_def
@@ -190,7 +273,8 @@ class ReplicationSandbox(SandboxKind):
     @command(_load_fields, help="Start a scenario from the beginning under a truncation rule.")
     def load(self, scenario: str, truncation: str) -> str:
         self._no_client("load")
-        self._start(scenario, truncation)
+        self.enter((get_scenario(scenario), truncation, None))
+        self.new_run(self.script())
         self.tracker.own = False
         self._moved(0, "load")
         return _("Loaded %(scenario)s (%(truncation)s truncation): press Step.") % {"scenario": scenario,
@@ -199,11 +283,11 @@ class ReplicationSandbox(SandboxKind):
     @command(_shape_fields, help="Build your own cluster: brokers, partitions, replication factor, min ISR.")
     def shape(self, **values: Any) -> str:
         self._no_client("shape")
-        # Through import_run: the engine creates the topic, and refuses (say) RF > brokers, on a
-        # run built beside the current one, which stays if the engine says no.
-        seed = self.seed & 0xFFFF
-        script = [command_to_dict(parse_command(c)) for c in shape_scenario(values, self.topic, seed).commands()]
-        self.import_run({"shape": values, "seed": seed, "log": script, "step": len(script)})
+        # Beside the current run: the engine creates the topic, and refuses (say) RF > brokers,
+        # on a run built beside the current one, which stays if the engine says no.
+        world = (shape_scenario(values, self.topic, self.seed & 0xFFFF), values["truncation"], dict(values))
+        self.replace_run(lambda: (self.enter(world), self.new_run(self.script())),
+                         lambda: self.position < self.total_steps)
         return _("Your cluster: %(title)s.") % {"title": self.scenario_def.title}
 
     @command(Field("partition", "int", gettext_lazy("Partition"), required=True, min=0, max=MAX_PARTITIONS - 1),
@@ -297,73 +381,6 @@ class ReplicationSandbox(SandboxKind):
         else:
             cmd.setdefault("topics", [self.topic])
         return cmd
-
-    # ---- export / import -------------------------------------------------------------
-    def export_run(self) -> dict[str, Any]:
-        # "step" counts lesson steps, as the page does (a step may run several commands);
-        # "commands" says how many of the log's commands those steps ran.
-        out = {"scenario": self.scenario_def.name, "truncation": self.truncation,
-               "log": [dict(c) for c in self.run.log], "step": self.position, "commands": self.run.position}
-        if self.custom_shape is not None:
-            out.update(shape=dict(self.custom_shape), seed=self.scenario_def.seed)
-        clients = self.run.outside.export()
-        if clients is not None:
-            out["clients"] = clients        # what real clients did, replayed by an import
-        return out
-
-    def import_run(self, run: Any) -> None:
-        from .kinds import _checked_run
-
-        log, step = _checked_run(run, MAX_STEPS)
-        if run.get("shape") is not None:
-            if not isinstance(run["shape"], dict) or "shape" not in self.commands:
-                raise CommandError("invalid", _("This run builds its own cluster; open it in the sandbox."),
-                                   command="import")
-            _spec, shape = validate_command(self.commands, {"cmd": "shape", **run["shape"]})
-            seed = run.get("seed") if isinstance(run.get("seed"), int) and 0 <= run["seed"] < 2**16 else 0
-            target: Any = shape_scenario(shape, self.topic, seed)
-            choice = {"truncation": shape["truncation"]}
-        else:
-            shape = None
-            _spec, choice = validate_command(self.commands, {"cmd": "load", "scenario": run.get("scenario"),
-                                                         "truncation": run.get("truncation")})
-            target = choice["scenario"]
-        allowed = set(self.scenario.get("commands") or ())
-        scenario_obj = get_scenario(target) if isinstance(target, str) else target
-        script = [command_to_dict(parse_command(c)) for c in scenario_obj.commands()]
-        for i, cmd in enumerate(log):
-            if not isinstance(cmd, dict):
-                raise CommandError("invalid", _("Step %(n)s of the run is not a command.") % {"n": i + 1},
-                                   command="import")
-            on_script = i < len(script) and cmd == script[i]
-            if not on_script and cmd.get("cmd") not in allowed:
-                raise CommandError("invalid", _("Step %(n)s: %(cmd)r is not a command of this lesson.") % {
-                    "n": i + 1, "cmd": cmd.get("cmd")}, command="import")
-        normal = [command_to_dict(parse_command(c)) for c in log]     # the engine parses every command
-        clients = run.get("clients")
-        if clients is not None and not self.scenario.get("client_listener"):
-            raise CommandError("invalid", _("This run holds a real client's requests; open it in the sandbox."),
-                               command="import")
-        self.custom_shape, before = shape, self.custom_shape
-
-        def build() -> None:
-            self._start(target, choice["truncation"], normal)
-            if clients is not None:
-                brokers = len(self.run.cluster.brokers)
-                try:
-                    self.run.outside.load(clients, len(normal), brokers)
-                except TrafficError as exc:
-                    raise CommandError("invalid", _("The run's client requests cannot be replayed: %(why)s.")
-                                       % {"why": exc}, command="import") from None
-                self.run.outside.after(self.run)     # a client before the first command
-        try:
-            # A run with "commands" counts lesson steps; an older one counted commands.
-            lesson_steps = isinstance(run.get("commands"), int) and not isinstance(run.get("commands"), bool)
-            self.replace_run(build, lambda: (self.position if lesson_steps else self.run.position) < step)
-            # ... and the engine checks each command as it runs
-        except Exception:
-            self.custom_shape = before
-            raise
 
     # ---- state ---------------------------------------------------------------------
     def prediction_of(self, n: int) -> tuple[str, Any] | None:
@@ -459,22 +476,8 @@ class ReplicationSandbox(SandboxKind):
         return out
 
     # ---- the client listener and the run --------------------------------------------
-    def new_run(self, steps: list, own_at: int | None = None) -> None:
-        # The base closes the old run first (``close``): a new run is not the sandbox's end,
-        # so the client listener stays open and follows the new cluster (``_follow``).
-        port, self.client_port_ = self.client_port_, None
-        try:
-            super().new_run(steps, own_at)
-        finally:
-            self.client_port_ = port
-
-    def replace_run(self, build: Any, more: Any) -> None:
-        port, self.client_port_ = self.client_port_, None      # as new_run: the old run closes, the port stays
-        try:
-            super().replace_run(build, more)
-        finally:
-            self.client_port_ = port
-
+    # A new run (load, shape, import) closes the old run only (``close_run``): the client
+    # listener stays open and follows the new cluster (``_follow``); ``close`` ends both.
     def settle(self) -> None:
         # A run a client listener serves takes no checkpoints from then on (a client may be
         # mid-request at any moment); a cluster holding client traffic takes none either

@@ -140,6 +140,8 @@ async def test_an_export_carries_the_clients_requests_and_an_import_replays_them
 
     exported = (await rt.command(sid, {"cmd": "export"}))["data"]
     assert exported["run"]["clients"]["format"] == 1
+    # The run format of every kind (steps of commands, the world it plays), the traffic beside it.
+    assert set(exported["run"]) == {"world", "log", "step", "clients"}
     text = json.dumps(exported)
     print(f"run with {requests} client requests: {len(text)} bytes exported")
 
@@ -170,6 +172,18 @@ async def test_an_export_carries_the_clients_requests_and_an_import_replays_them
     # Export of the imported run carries the same traffic.
     again = (await rt2.command(sid2, {"cmd": "export"}))["data"]
     assert again["run"]["clients"] == exported["run"]["clients"]
+    # A file in the format the replication kind exported before the common one (scenario or
+    # shape, a flat command log, "commands", and the clients beside) opens to the same run.
+    from engine.cluster.commands import command_to_dict, parse_command
+    world = exported["run"]["world"]
+    flat = [command_to_dict(parse_command(c)) for e in exported["run"]["log"] for c in e["do"]]
+    old = {**exported, "run": {"scenario": "custom", "truncation": world["shape"]["truncation"], "shape": world["shape"],
+                               "seed": world["seed"], "log": flat, "step": exported["run"]["step"],
+                               "commands": live["position"], "clients": exported["run"]["clients"]}}
+    sid3 = new_sandbox_id()
+    await rt2.attach(sid3, "sandbox")
+    await rt2.command(sid3, {"cmd": "import", "run": json.dumps(old)})
+    assert fingerprint(rt2.sandboxes[sid3]) == live
     # A listener opened on the imported run numbers its connections past the recorded ones.
     await rt2.command(sid2, {"cmd": "client_port", "on": True})
     with sb2.lock:

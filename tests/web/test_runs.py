@@ -231,21 +231,22 @@ async def test_the_partition_switch_shows_any_partition_and_is_not_a_step(tmp_pa
 
 async def test_a_cluster_run_exports_lesson_steps_not_commands(tmp_path):
     # Lesson 10's scenario merges a produce with the next command: 6 steps run 8 commands.
-    # The export counts what the page counts (and its file name says): lesson steps.
+    # The export is every kind's: lesson steps, each the commands it runs, and the step
+    # the page counts (its file name says it), plus the world the run plays.
     rt = make_runtime(tmp_path)
-    a, b, c = new_sandbox_id(), new_sandbox_id(), new_sandbox_id()
-    for sid in (a, b, c):
+    a, b = new_sandbox_id(), new_sandbox_id()
+    for sid in (a, b):
         await rt.attach(sid, "leader-epoch")
     for _ in range(6):
         await rt.command(a, {"cmd": "step"})
-    run = (await rt.command(a, {"cmd": "export"}))["data"]["run"]
-    engine = rt.sandboxes[a].engine
-    assert run["step"] == engine.position == 6 and run["commands"] == engine.run.position > 6
-    reply = await rt.command(b, {"cmd": "import", "run": json.dumps((await rt.command(a, {"cmd": "export"}))["data"])})
+    data = (await rt.command(a, {"cmd": "export"}))["data"]
+    run, engine = data["run"], rt.sandboxes[a].engine
+    assert set(run) == {"world", "log", "step"} and run["world"] == {"scenario": "kip101-data-loss", "truncation": "hw"}
+    assert run["step"] == engine.position == 6 and len(run["log"]) == 13
+    assert sum(len(e["do"]) for e in run["log"][:6]) == engine.run.position > 6
+    assert all(e["scripted"] and e["id"] == f"kip101-data-loss:{n}" for n, e in enumerate(run["log"], 1))
+    reply = await rt.command(b, {"cmd": "import", "run": json.dumps(data)})
     assert reply["text"] == "Run loaded: step 6 of 13."
-    assert rt.sandboxes[b].engine.run.position == run["commands"]
-    # A file written before "commands" counted commands in "step": it opens where it was.
-    legacy = (await rt.command(a, {"cmd": "export"}))["data"]
-    legacy["run"] = {k: v for k, v in legacy["run"].items() if k != "commands"} | {"step": run["commands"]}
-    assert (await rt.command(c, {"cmd": "import", "run": json.dumps(legacy)}))["text"] == "Run loaded: step 6 of 13."
+    assert rt.sandboxes[b].engine.run.position == engine.run.position
+    assert rt.sandboxes[b].engine.run.event_digest() == engine.run.event_digest()
     rt.close_all()
