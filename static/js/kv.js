@@ -314,7 +314,7 @@
   let tabSeq = 0;
   const TABS_SHOWN = "(max-width: 600px), (min-width: 1001px) and (max-height: 760px)";
   function tabsShown() { return !!(window.matchMedia && window.matchMedia(TABS_SHOWN).matches); }
-  function stageTabs() {
+  function stageTabs(jumped) {
     const groups = new Map();
     document.querySelectorAll("#stage [data-stage-tab]").forEach(function (p) {
       if (!groups.has(p.parentNode)) groups.set(p.parentNode, []);
@@ -323,6 +323,10 @@
     const shown = tabsShown();
     groups.forEach(function (panels, parent) {
       let bar = parent.querySelector(":scope > .stage-tabs");
+      // The part the current step is about, where its diagram says (data-stage-now): a page
+      // opened at a step (a snapshot), Back or the scrubber shows it, as walking
+      // to the step would have; else the part that changed.
+      const now = panels.filter(function (p) { return p.hasAttribute("data-stage-now"); })[0];
       const pick = function (chosen) {
         panels.forEach(function (p, i) {
           const on = p === chosen, tab = bar.children[i];
@@ -356,7 +360,7 @@
           fitStage();
         });
         parent.insertBefore(bar, panels[0]);
-        pick(panels[0]);
+        pick(now || panels[0]);
       }
       // Tab panels only while the tab list shows; otherwise every part is a section of its own.
       panels.forEach(function (p, i) {
@@ -368,15 +372,22 @@
         p._kvTabText = now;
         return was !== undefined && was !== now;
       });
-      if (changed.length) pick(changed[changed.length - 1]);
+      if (jumped && now) pick(now);
+      else if (changed.length) pick(changed[changed.length - 1]);
     });
   }
   KV.stageTabs = stageTabs;
   // Refit whenever the step's sentence or the picture changes size (the sentence is written
   // after the diagrams draw); the observer runs after layout and before paint, so a picture
   // is never seen past the window's bottom. Fitting twice gives the same sizes: no loop.
-  KV.register("stage-fit", { update: function () {
-    stageTabs();
+  // A frame that lands on a step other than by one Step forward: a snapshot (a page opened
+  // or reopened), a reset, Back, the scrubber.
+  let tabStep;
+  KV.register("stage-fit", { update: function (root, frame) {
+    const run = frame && frame.state && frame.state.run, at = run ? run.step : undefined;
+    const jumped = !!(frame && (frame.snapshot || frame.reset)) || (at !== undefined && tabStep !== undefined && at !== tabStep && at !== tabStep + 1);
+    if (at !== undefined) tabStep = at;
+    stageTabs(jumped);
     fitStage();
     if (KV.stageFitWatch || !window.ResizeObserver) return;
     // The diagram's own element (it stays while a diagram redraws what is inside it).

@@ -125,6 +125,7 @@
       cells[1].textContent = ie ? "#" + ie.i + "  " + ie.e[0] + " → " + ie.e[2] : "";
       cells[1].title = ie ? KV.t("ss_rel_title", { rel: ie.e[0], off: ie.e[1], base: lay.base }) : "";
       tr.dataset.indexEntry = ie ? ie.i : "";
+      tr.dataset.entry = ie ? ie.e[0] + " → " + ie.e[2] : "";     // as a sentence names it: '2 → 340'
       const te = byOff[b[2]];
       cells[0].textContent = te ? "#" + te.i + "  " + te.e[0] + " → " + te.e[1] : "";
       cells[0].title = te ? KV.t("ss_time_title", { ts: te.e[0], rel: te.e[1], off: te.e[2] }) : "";
@@ -253,6 +254,17 @@
     play(root, 0);
   }
 
+  // A step without a lookup whose sentence names .index entries ("the entry '2 → 340'"): those
+  // rows are the ones a phone's stage shows (KV.fitStage keeps rows marked .fit-focus), not
+  // the newest batches.
+  function named(root, run) {
+    const cur = run && run.step > 0 ? (run.steps || [])[run.step - 1] : null;
+    const say = (cur && cur.say) || "", names = new Set();
+    say.replace(/(\d+) → (\d+)/g, function (m) { names.add(m); return m; });
+    rowsOf(root).forEach(function (tr) { tr.classList.toggle("fit-focus", !!tr.dataset.entry && names.has(tr.dataset.entry)); });
+    if (KV.fitStage) KV.fitStage();
+  }
+
   KV.register("segment-strip", {
     update: function (root, frame) {
       const st = frame.state || {};
@@ -261,6 +273,7 @@
       drawFiles(root, st);
       drawRows(root, st);
       drawLookup(root, st);
+      if (!st.lookup) named(root, st.run);
     },
   });
 })();

@@ -132,6 +132,18 @@
       KV.t(st.orders_differ ? "tv_orders_differ" : "tv_compare_later");
   }
 
+  // The part the current step is about, data-stage-now: the producer's if the step placed
+  // records (their events fall in the step's range of event numbers, lo < seq <= hi), else
+  // the consumers'. A page opened (or reopened) at this step shows that part's tab on a phone,
+  // as walking to the step does (KV.stageTabs).
+  function markNow(root, st) {
+    const run = st.run || {}, seqs = run.step_seqs || [];
+    const lo = run.step > 0 ? seqs[run.step - 1] : undefined, hi = seqs[run.step];
+    const placed = lo !== undefined && st.placements.some(function (pl) { return pl.seq > lo && (hi === undefined || pl.seq <= hi); });
+    root.querySelector(".tv-producer").toggleAttribute("data-stage-now", placed);
+    root.querySelector(".tv-consumers").toggleAttribute("data-stage-now", lo !== undefined && !placed);
+  }
+
   KV.register("topic-view", {
     update: function (root, frame) {
       const st = frame.state || {};
@@ -140,6 +152,7 @@
       drawPlacements(st);
       drawPartitions(st);
       drawConsumers(st);
+      markNow(root, st);
     },
   });
 })();
