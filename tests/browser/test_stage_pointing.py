@@ -9,6 +9,8 @@ stage shows what the sentence names -- on a phone (390×844), where the least fi
   Consumers tab: a snapshot shows the part the step was about."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Browser, expect
 
@@ -53,14 +55,16 @@ def test_lesson_3s_phone_stage_shows_the_index_entry_its_sentence_names(browser:
         step(page)
         step(page)
         assert "2 → 340" in page.evaluate(SAY)
-        row = page.locator('#ss-rows > tr[data-entry="2 → 340"]')
+        # The batch table's row whose .index cell is that entry ("#1  2 → 340").
+        row = page.locator("#ss-rows > tr").filter(has=page.locator("td.col-index", has_text=re.compile(r"(^|\s)2 → 340$")))
         expect(row).to_have_count(1)
         page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
         assert not row.evaluate("(tr) => tr.hasAttribute('data-fit-off')"), "the row '2 → 340' is not among the rows shown"
         expect(row).to_be_in_viewport()
         # The next step's lookup marks its own rows again (the probe, the scan), not this one.
         step(page)
-        wait_for(page, "document.querySelector('#ss-rows > tr.fit-focus:not([data-entry=\"2 → 340\"])')")
+        wait_for(page, "document.querySelector('#ss-rows > tr.fit-focus')")
+        assert not row.evaluate("(tr) => tr.classList.contains('fit-focus')")
         assert not errors, errors
     finally:
         ctx.close()
