@@ -45,7 +45,10 @@
       h("section", { class: "tv-producer", "aria-label": KV.t("tv_producer"), "data-stage-tab": "" }, [
         h("h3", { text: KV.t("tv_producer_head") }),
         h("p", { class: "tv-sticky", id: "tv-sticky" }),
-        h("ol", { class: "tv-placements stage-fit", id: "tv-placements", reversed: "", tabindex: "0", "aria-label": KV.t("tv_producer_head") }),  // scrolls: reachable by keyboard
+        // Scrolls on a wider short stage (reachable by keyboard); on a phone it shows its newest
+        // rows (the first: the list is newest first) and a button for the rest (KV.fitStage).
+        h("ol", { class: "tv-placements stage-fit", id: "tv-placements", reversed: "", tabindex: "0", "aria-label": KV.t("tv_producer_head"),
+          "data-fit-rows": "li", "data-fit-more": "" }),
       ]),
       h("section", { class: "tv-parts", "aria-label": KV.t("tv_partitions") }, [h("h3", { text: KV.t("tv_topic", { topic: st.topic }) }) ].concat(parts)),
       h("section", { class: "tv-consumers", "aria-label": KV.t("cg_consumers"), "data-stage-tab": "" }, [h("h3", { text: KV.t("cg_consumers") })].concat(consumers).concat([

@@ -98,3 +98,40 @@ def test_lesson_1_reopened_shows_the_tab_of_its_last_step(browser: Browser, live
         assert not errors, errors
     finally:
         ctx.close()
+
+
+# The placements list on a phone: whether it scrolls in a box of its own, how many rows show,
+# and whether they are the newest (the list is newest first).
+PLACEMENTS = """() => { const ol = document.getElementById('tv-placements'), rows = Array.from(ol.children);
+  const shown = rows.filter((li) => getComputedStyle(li).display !== 'none');
+  return { scrolls: ol.scrollHeight > ol.clientHeight + 1, visible: ol.getClientRects().length > 0,
+           shown: shown.length, total: rows.length, newest: shown.length > 0 && shown[0] === rows[0],
+           more: !!(ol.nextElementSibling && ol.nextElementSibling.classList.contains('fit-more') && !ol.nextElementSibling.hidden) }; }"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_lesson_1s_placements_are_rows_not_a_scroll_box_on_a_phone(browser: Browser, live_server_url, lang):
+    ctx, page, errors = fresh(browser, "phone", reduced=True)
+    try:
+        open_lesson(page, live_server_url, "topics-partitions-offsets", lang)
+        seen = 0
+        for _ in range(3):                       # the three producing steps
+            n = step(page)
+            page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            pl = page.evaluate(PLACEMENTS)
+            assert pl["visible"], f"step {n}: the producer's tab is not shown"
+            assert not pl["scrolls"], f"step {n}: the placements scroll in a box of their own: {pl}"
+            assert pl["shown"] >= 1 and pl["newest"], pl
+            assert pl["more"] == (pl["shown"] < pl["total"]), pl
+            if pl["more"]:
+                seen += 1
+                # The button shows every row (the page scrolls as any page does), and back.
+                more = page.locator("#tv-placements + .fit-more")
+                more.click()
+                assert page.evaluate(PLACEMENTS)["shown"] == pl["total"]
+                more.click()
+                assert page.evaluate(PLACEMENTS)["shown"] == pl["shown"]
+        assert seen, "no step had more placements than fit: the button went untried"
+        assert not errors, errors
+    finally:
+        ctx.close()
