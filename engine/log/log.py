@@ -119,6 +119,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         self._tail: list = []
         self._tail_seg: LogSegment | None = None
         self._tail_end = -1
+        self._tail_on = False     # kept from the first untraced read on (a follower nobody reads pays nothing)
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._log_end_offset = 0
@@ -399,14 +400,15 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 rows = (batch,)
             self.events.emit_rows(rows)
         self._log_end_offset = last + 1
-        if seg is self._tail_seg and pos == self._tail_end:
-            tail = self._tail
-            tail.append((base, last, pos, size, h))
-            if len(tail) > 2 * _TAIL_BATCHES:
-                del tail[:_TAIL_BATCHES]
-        else:
-            self._tail_seg, self._tail = seg, [(base, last, pos, size, h)]
-        self._tail_end = pos + size
+        if self._tail_on:
+            if seg is self._tail_seg and pos == self._tail_end:
+                tail = self._tail
+                tail.append((base, last, pos, size, h))
+                if len(tail) > 2 * _TAIL_BATCHES:
+                    del tail[:_TAIL_BATCHES]
+            else:
+                self._tail_seg, self._tail = seg, [(base, last, pos, size, h)]
+            self._tail_end = pos + size
         if epoch > self.leader_epoch_cache.newest:      # newest is -1 when the cache is empty
             self.leader_epoch_cache.assign(epoch, base)
         if self.hw_follows_leo:
@@ -552,10 +554,13 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         :class:`LogLookup` event; ``trace=False`` emits nothing."""
         if offset < self.log_start_offset or offset > self._log_end_offset:
             self._check_range(offset)
-        if not trace and self._tail:
-            hinted = self._read_tail(offset, max_bytes, max_offset)
-            if hinted is not None:
-                return hinted
+        if not trace:
+            if self._tail:
+                hinted = self._read_tail(offset, max_bytes, max_offset)
+                if hinted is not None:
+                    return hinted
+            else:
+                self._tail_on = True
         probes: list | None = [] if trace else None
         scan: list | None = [] if trace else None
         rule = "largest base offset <= target"

@@ -129,6 +129,7 @@ def test_reads_with_the_tail_hint_equal_reads_without_it(tmp_path_factory, ops):
 def test_the_hint_serves_a_fetch_at_the_log_end(tmp_path):
     """The hint is used: a read of the batch just appended does not consult the offset index."""
     log = open_log(Disk(tmp_path), VirtualClock(1_000_000))
+    log.read(0, trace=False)          # the first untraced read turns the hint on
     for i in range(20):
         log.append_as_leader([SimpleRecord(b"x" * 40, key=b"k")], 0)
     seg = log.active_segment
@@ -138,3 +139,11 @@ def test_the_hint_serves_a_fetch_at_the_log_end(tmp_path):
     del seg.offset_index.floor
     log.truncate_to(log.log_end_offset - 1)
     assert log._tail == []             # a truncation drops the hint
+
+
+def test_a_log_never_read_untraced_keeps_no_hint(tmp_path):
+    log = open_log(Disk(tmp_path), VirtualClock(1_000_000))
+    for i in range(5):
+        log.append_as_leader([SimpleRecord(b"x" * 40, key=b"k")], 0)
+    log.read(0)                        # traced
+    assert log._tail == [] and not log._tail_on
