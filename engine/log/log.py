@@ -45,6 +45,7 @@ LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 
 
 _tuple_new = tuple.__new__     # a named tuple without its Python-level __new__ (one per append)
+_TAIL_BATCHES = 8              # batches the tail hint remembers (Log._tail)
 
 
 class LogAppendInfo(NamedTuple):
@@ -109,6 +110,16 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         self.rng = rng
         self.hw_follows_leo = hw_follows_leo
         self._ident = (broker, topic, partition)
+        # The tail hint: the last batches appended to the active segment, back to back up to its
+        # end, as (base offset, last offset, position, size, header fields), so an untraced read
+        # at the log end (a follower's or consumer's next fetch) starts there without the index
+        # floor and the header walk. Valid only while ``_tail_seg`` is still the active segment
+        # and ends at ``_tail_end``; every other change to the active segment drops it
+        # (_drop_tail). tests/engine/test_log_tail_hint.py checks reads with it equal reads without.
+        self._tail: list = []
+        self._tail_seg: LogSegment | None = None
+        self._tail_end = -1
+        self._tail_on = False     # kept from the first untraced read on (a follower nobody reads pays nothing)
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._log_end_offset = 0
@@ -300,6 +311,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         the same segment are written with one write, as Kafka writes one append."""
         if len(parsed) == 1:
             return self._append_one(data, parsed[0][1], now, log_append_time)
+        self._drop_tail()
         first_pos = first_seg = None
         max_ts, count = -1, 0
         ident = self._ident
@@ -388,6 +400,15 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                 rows = (batch,)
             self.events.emit_rows(rows)
         self._log_end_offset = last + 1
+        if self._tail_on:
+            if seg is self._tail_seg and pos == self._tail_end:
+                tail = self._tail
+                tail.append((base, last, pos, size, h))
+                if len(tail) > 2 * _TAIL_BATCHES:
+                    del tail[:_TAIL_BATCHES]
+            else:
+                self._tail_seg, self._tail = seg, [(base, last, pos, size, h)]
+            self._tail_end = pos + size
         if epoch > self.leader_epoch_cache.newest:      # newest is -1 when the cache is empty
             self.leader_epoch_cache.assign(epoch, base)
         if self.hw_follows_leo:
@@ -533,6 +554,13 @@ class Log(LogRecovery, LogRetention, LogProducerState):
         :class:`LogLookup` event; ``trace=False`` emits nothing."""
         if offset < self.log_start_offset or offset > self._log_end_offset:
             self._check_range(offset)
+        if not trace:
+            if self._tail:
+                hinted = self._read_tail(offset, max_bytes, max_offset)
+                if hinted is not None:
+                    return hinted
+            else:
+                self._tail_on = True
         probes: list | None = [] if trace else None
         scan: list | None = [] if trace else None
         rule = "largest base offset <= target"
@@ -563,6 +591,37 @@ class Log(LogRecovery, LogRetention, LogProducerState):
                                        probes, scan, headers[0].base_offset if headers else offset, pos, None))
         return FetchDataInfo(offset, data, headers, seg.base_offset, pos, self.log_start_offset,
                              self._log_end_offset, self.high_watermark)
+
+    def _drop_tail(self) -> None:
+        self._tail, self._tail_seg, self._tail_end = [], None, -1
+
+    def _read_tail(self, offset: int, max_bytes: int, max_offset: int | None) -> FetchDataInfo | None:
+        """:meth:`read` (untraced) from the tail hint, or None when the hint does not cover
+        ``offset`` (then the read takes the index). The same batches and bytes: the first batch
+        whose last offset is >= ``offset``, then as many as fit ``max_bytes`` and end below
+        ``max_offset``; the bytes are read from the file with one read."""
+        tail = self._tail
+        seg = self._tail_seg
+        leo = self._log_end_offset
+        if (offset < tail[0][0] or offset >= leo or seg is not self._segments[-1] or seg.size != self._tail_end
+                or (max_offset is not None and offset >= max_offset)):
+            return None
+        # the first batch whose last offset is >= offset, searched from the end (fetches ask
+        # for the newest batches); the last entry's last offset is LEO - 1 >= offset
+        i = len(tail) - 1
+        while i and tail[i - 1][1] >= offset:
+            i -= 1
+        base, last, pos, total, h = tail[i]
+        if max_offset is not None and last >= max_offset:
+            return None      # read_batches answers nothing here; let the general path word it
+        headers = [h if type(h) is BatchHeader else _tuple_new(BatchHeader, h)]
+        for base, last, _, size, h in tail[i + 1:]:
+            if (max_offset is not None and last >= max_offset) or total + size > max_bytes:
+                break
+            headers.append(h if type(h) is BatchHeader else _tuple_new(BatchHeader, h))
+            total += size
+        return _tuple_new(FetchDataInfo, (offset, seg.disk.read(seg.log_rel, pos, total), tuple(headers),
+                                          seg.base_offset, pos, self.log_start_offset, leo, self.high_watermark))
 
     def batches(self, start: int, end: int) -> list:
         """Decoded batches holding offsets in ``[start, end)``, in order (consumers need the
@@ -699,6 +758,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
             self.truncate_fully_and_start_at(offset, reason)
             return True
         old_leo = self._log_end_offset
+        self._drop_tail()
         while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
             self._remove_segment(self._segments[-1], "truncation")
         seg = self._segments[-1]
@@ -716,6 +776,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
     def truncate_fully_and_start_at(self, offset: int, reason: str = "") -> None:
         """Drop every segment and start empty at ``offset`` (follower far behind / out of range)."""
         old_leo = self._log_end_offset
+        self._drop_tail()
         for seg in list(self._segments):
             self._remove_segment(seg, "truncation")
         self._new_segment(offset)
@@ -743,6 +804,7 @@ class Log(LogRecovery, LogRetention, LogProducerState):
 
     def _remove_segment(self, seg: LogSegment, reason: str) -> None:
         """Take ``seg`` out of the log, rename its files to ``.deleted`` and schedule their removal."""
+        self._drop_tail()
         i = self._segments.index(seg)
         del self._segments[i]
         del self._bases[i]

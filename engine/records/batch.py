@@ -316,7 +316,6 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
     max_ts = base_ts
     count = len(records)
     deltas = lengths[:count] if count <= 8192 else [uvarint(j << 1) for j in range(count)]
-    i = 0
     for r, od in zip(records, deltas):
         if type(r) is simple:
             value, key, ts, headers = r
@@ -324,16 +323,20 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
             value, key, ts, headers = r.value, r.key, r.timestamp, r.headers
         if ts is None:
             ts = now_ms
-        if ts > max_ts:
-            max_ts = ts
-        d = ts - base_ts
-        u = (d << 1) ^ (d >> 63)
-        if 0 <= u < 16384:
-            tsd = small[u]
+        if ts == base_ts:
+            tsd = b"\x00"      # timestampDelta 0, the common case (what the general rule gives)
         else:
-            if not (INT64_MIN <= ts <= INT64_MAX) or u < 0 or u > _UINT64_MAX:
-                raise InvalidRecordError(f"record {i}: timestamp {ts} is not an int64 within int64 of {base_ts}")
-            tsd = uvarint(u)
+            if ts > max_ts:
+                max_ts = ts
+            d = ts - base_ts
+            u = (d << 1) ^ (d >> 63)
+            if 0 <= u < 16384:
+                tsd = small[u]
+            else:
+                if not (INT64_MIN <= ts <= INT64_MAX) or u < 0 or u > _UINT64_MAX:
+                    i = next(j for j, x in enumerate(records) if x is r)
+                    raise InvalidRecordError(f"record {i}: timestamp {ts} is not an int64 within int64 of {base_ts}")
+                tsd = uvarint(u)
         if key is None:
             kh = b"\x01"
             key = b""
@@ -355,7 +358,6 @@ def _encode_records(records, now_ms: int) -> tuple[bytes, int, int]:
                      _encode_headers(headers) if headers else b"\x00"))
         n = len(body)
         extend((lengths[n] if n < 8192 else uvarint(n << 1), body))
-        i += 1
     return join(parts), base_ts, max_ts
 
 
