@@ -311,7 +311,8 @@ class EventLog:
 
     def _trim(self, exact: bool = True) -> None:
         """Drop the oldest events beyond ``keep``. Packed chunks go whole; unless ``exact``, a
-        chunk that is only partly beyond ``keep`` stays packed (at most a chunk too many)."""
+        chunk that is only partly beyond ``keep`` stays packed while the excess is within the
+        slack of ``_limit``."""
         ring, keep = self._ring, self.keep
         drop = self._packed + len(ring) - keep
         if drop <= 0:
@@ -324,7 +325,9 @@ class EventLog:
                 self._packed -= packs[gone][0]
                 gone += 1
             del packs[:gone]
-            if drop <= 0 or (packs and not exact):
+            # Unless exact, a chunk only partly beyond keep stays packed while what is over keep
+            # is within the slack: up to a chunk more comes in before the next fold trims again.
+            if drop <= 0 or (packs and not exact and drop <= self._limit() - keep):
                 return
             if packs:
                 self._unpack()
