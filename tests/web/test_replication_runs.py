@@ -13,23 +13,17 @@ import json
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 
-from kafkaviz.live.runtime import Runtime, new_sandbox_id
+from kafkaviz.live.runtime import new_sandbox_id
 from kafkaviz.live.validation import CommandError
+
+from .test_runs import make_runtime
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 OLD = json.loads((Path(__file__).parent / "fixtures" / "old_replication_runs.json").read_text())
 
 
-def make_runtime(tmp_path):
-    async def publish(group, message):
-        pass
-
-    settings = {**django_settings.KAFKAVIZ_RUNTIME, "FRAME_INTERVAL_MS": 0, "REAP_EVERY_SECONDS": 0,
-                "COMMAND_BURST": 1000, "COMMANDS_PER_SECOND": 1000.0}
-    return Runtime(tmp_path / "data", settings=settings, publish=publish)
 
 
 async def fresh(rt, slug):
